@@ -1,0 +1,5 @@
+import type { Feature } from "./runtime.js";
+import { controlFeature } from "./control.js";
+
+/** Every agent-side feature, one line each (state providers and the terminal add theirs). */
+export const features: Feature[] = [controlFeature];

@@ -1,0 +1,126 @@
+/** orchctl login | logout | whoami */
+import type { Command } from "commander";
+import { deleteSession, writeSession, type Operator, type Session } from "../config.js";
+import { action, type Context } from "../context.js";
+import { CliError, ProblemError } from "../errors.js";
+import { rawRequest } from "../http.js";
+import { loadSigners, type Signer } from "../keys/index.js";
+import type { CliIO } from "../output.js";
+
+interface Challenge {
+  nonce: string;
+  expires_at: string;
+}
+
+interface VerifyResponse {
+  token: string;
+  expires_at: string;
+  operator: Operator;
+}
+
+/** Challenge → sign the raw nonce bytes → verify. Returns the new session (not yet stored). */
+export async function authenticate(ctx: Context, server: string, signer: Signer): Promise<Session> {
+  const req = { server, timeoutMs: ctx.timeoutMs };
+  const public_key = signer.publicKeyHex;
+  const ch = await rawRequest<Challenge>({ ...req, method: "POST", path: "/auth/challenge", body: { public_key } });
+  if (typeof ch?.nonce !== "string" || !/^[0-9a-fA-F]{64}$/.test(ch.nonce)) {
+    throw new CliError(`${server} sent an invalid challenge (nonce must be 64 hex characters)`, "bad_response");
+  }
+  const signature = Buffer.from(await signer.sign(Buffer.from(ch.nonce, "hex"))).toString("hex");
+  const v = await rawRequest<VerifyResponse>({ ...req, method: "POST", path: "/auth/verify", body: { public_key, nonce: ch.nonce, signature } });
+  if (typeof v?.token !== "string" || !v.token || typeof v.operator !== "object" || v.operator === null) {
+    throw new CliError(`${server} sent an invalid verify response`, "bad_response");
+  }
+  return { server, token: v.token, expires_at: v.expires_at, operator: v.operator };
+}
+
+/** Problems meaning "this key is not accepted", after which the next agent key is worth trying. */
+function keyRejected(err: unknown): err is ProblemError {
+  return err instanceof ProblemError && [401, 403, 404].includes(err.status);
+}
+
+function operatorLine(op: Operator): string {
+  return `${op.name} (${op.role})`;
+}
+
+export function register(program: Command, io: CliIO): void {
+  program
+    .command("login")
+    .description("authenticate with an Ed25519 key and store the session token")
+    .option("--key <path>", "private key (PKCS#8 PEM or OpenSSH), or a public key file choosing an ssh-agent key")
+    .option("--ssh-agent", "sign with a key held by ssh-agent ($SSH_AUTH_SOCK)")
+    .action(
+      action(io, async (ctx, opts: { key?: string; sshAgent?: boolean }) => {
+        const signers = await loadSigners({ key: opts.key, sshAgent: opts.sshAgent, home: ctx.home, env: ctx.env, timeoutMs: ctx.timeoutMs });
+        const server = await ctx.orch.server();
+        let session: Session | undefined;
+        const rejected: string[] = [];
+        let last: ProblemError | undefined;
+        for (const signer of signers) {
+          try {
+            session = await authenticate(ctx, server, signer);
+            break;
+          } catch (err) {
+            if (signers.length === 1 || !keyRejected(err)) throw err;
+            last = err;
+            rejected.push(`  ${signer.publicKeyHex} ${signer.source}: ${err.message}`);
+          }
+        }
+        if (!session) {
+          throw new CliError(`${server} accepted none of the ${signers.length} Ed25519 keys in ssh-agent:\n${rejected.join("\n")}`, last?.code ?? "login_failed");
+        }
+        const path = await writeSession(ctx.home, session);
+        ctx.out.result({ server: session.server, expires_at: session.expires_at, operator: session.operator, session_file: path }, () =>
+          ctx.out.line(`Logged in to ${session.server} as ${operatorLine(session.operator)}, token expires ${session.expires_at}`),
+        );
+      }),
+    );
+
+  program
+    .command("logout")
+    .description("revoke the session token and delete the stored session")
+    .action(
+      action(io, async (ctx) => {
+        const session = await ctx.orch.session();
+        if (!session) {
+          ctx.out.result({ logged_out: false, reason: "not logged in" }, () => ctx.out.line("Not logged in"));
+          return;
+        }
+        let failure: unknown;
+        try {
+          await rawRequest({ server: session.server, method: "POST", path: "/auth/logout", token: session.token, timeoutMs: ctx.timeoutMs });
+        } catch (err) {
+          // 401: the token is already expired or revoked, which is what logging out wants.
+          if (!(err instanceof ProblemError && err.status === 401)) failure = err;
+        }
+        await deleteSession(ctx.home);
+        if (failure) {
+          const why = failure instanceof Error ? failure.message : String(failure);
+          throw new CliError(`removed the local session, but ${session.server} could not revoke the token: ${why}`, (failure as CliError).code ?? "logout_failed");
+        }
+        ctx.out.result({ logged_out: true, server: session.server }, () => ctx.out.line(`Logged out of ${session.server}`));
+      }),
+    );
+
+  program
+    .command("whoami")
+    .description("show the operator of the current session")
+    .action(
+      action(io, async (ctx) => {
+        const op = await ctx.api<Operator>("GET", "/auth/whoami", undefined, { auth: true });
+        const server = await ctx.orch.server();
+        ctx.out.result(op, () => {
+          ctx.out.fields([
+            ["name", op.name],
+            ["id", op.id],
+            ["role", op.role],
+            ["active", op.active],
+            ["public_key", op.public_key],
+            ["created_at", op.created_at],
+            ["created_by", op.created_by],
+            ["server", server],
+          ]);
+        });
+      }),
+    );
+}

@@ -1,0 +1,49 @@
+/**
+ * Errors the CLI reports. Everything a command throws ends up in `reportError` (program.ts),
+ * which prints `error: <detail> (<code>)` to stderr and, with --json, the problem object to
+ * stdout, then exits 1.
+ */
+
+/** RFC 9457 problem details, as the API returns them (plus our stable `code`). */
+export interface Problem {
+  type: string;
+  title: string;
+  status?: number;
+  detail: string;
+  code: string;
+  [extra: string]: unknown;
+}
+
+/** A failure with a human message and a stable snake_case code. */
+export class CliError extends Error {
+  readonly code: string;
+  constructor(message: string, code = "error", options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "CliError";
+    this.code = code;
+  }
+
+  /** The problem object printed on stdout with --json. */
+  toProblem(): Problem {
+    return { type: "about:blank", title: "orchctl error", detail: this.message, code: this.code };
+  }
+}
+
+/** An error response from the API. `message` is what we show; `problem` is what the server sent. */
+export class ProblemError extends CliError {
+  readonly status: number;
+  readonly problem: Problem;
+  constructor(problem: Problem, message?: string) {
+    super(message ?? problem.detail, problem.code);
+    this.name = "ProblemError";
+    this.status = problem.status ?? 0;
+    this.problem = problem;
+  }
+
+  override toProblem(): Problem {
+    return this.problem;
+  }
+}
+
+/** Shown whenever a bearer token is missing, expired or rejected. */
+export const SESSION_EXPIRED = "session expired or revoked; run orchctl login";

@@ -1,0 +1,146 @@
+// Who may publish and subscribe to what on the bus: the one source for deploy/nats/accounts.conf,
+// deploy/nats/local.conf and the NATS ConfigMap in deploy/k8s/components/nats. Edit this file,
+// then run `node deploy/nats/generate.mjs` (test/deploy/nats-permissions.test.ts fails while the
+// generated files are stale).
+//
+// Vocabulary (each list holds NATS subject patterns):
+//   serves     RPC subjects the service answers (queue group = service name). Gives subscribe
+//              permission and `allow_responses`, so it may publish exactly one reply to each
+//              request it received, wherever the reply subject points.
+//   requests   subjects it may send requests to. Gives publish permission and a subscription on
+//              the reply inbox.
+//   publish / subscribe   plain (non-request) traffic: broadcasts, terminal streams.
+//   deny       explicit refusals, checked before any allow (a safety net for wildcards above).
+//   jetstream  roles on the AUDIT stream, expanded by JETSTREAM_ROLES below.
+
+/** The services of the fleet orchestrator, one NATS user each (user name = service name). */
+export const SERVICES = ["gateway", "auth", "agents", "state", "secrets", "notify", "audit", "terminal"];
+
+/** Reply inbox every requester subscribes to (nats.js default `_INBOX.<nuid>`). */
+export const INBOX = "_INBOX.>";
+
+/** The JetStream stream that captures every audit event. */
+export const AUDIT_STREAM = "AUDIT";
+
+const rpc = (service, method = "*") => `orch.${service}.${method}`;
+const AGENT_LINK = "orch.agent.*.>"; // orch.agent.<node_id>.<Method>, served by the agents replica holding the link
+const TERMINAL_DATA = "orch.term.>"; // orch.term.<session_id>.{in,out,ctl}
+const REVOKED = "orch.auth.revoked"; // token revocation broadcast
+
+/**
+ * JetStream API subjects per role, narrowed to the AUDIT stream (no user may delete or purge
+ * streams, or touch any other stream).
+ */
+export const JETSTREAM_ROLES = {
+  // Outbox relays: ensure the stream exists (INFO/CREATE/UPDATE) and publish events (PubAck
+  // arrives on the inbox).
+  "audit-publisher": {
+    publish: [
+      "$JS.API.INFO",
+      `$JS.API.STREAM.INFO.${AUDIT_STREAM}`,
+      `$JS.API.STREAM.CREATE.${AUDIT_STREAM}`,
+      `$JS.API.STREAM.UPDATE.${AUDIT_STREAM}`,
+      "audit.>",
+    ],
+    subscribe: [],
+  },
+  // Durable consumers on AUDIT: create or look up their consumer, pull (MSG.NEXT) and ack.
+  // Deleting consumers stays an operator action.
+  "audit-consumer": {
+    publish: [
+      "$JS.API.INFO",
+      `$JS.API.STREAM.INFO.${AUDIT_STREAM}`,
+      `$JS.API.CONSUMER.CREATE.${AUDIT_STREAM}`,
+      `$JS.API.CONSUMER.CREATE.${AUDIT_STREAM}.>`,
+      `$JS.API.CONSUMER.DURABLE.CREATE.${AUDIT_STREAM}.*`,
+      `$JS.API.CONSUMER.INFO.${AUDIT_STREAM}.*`,
+      `$JS.API.CONSUMER.MSG.NEXT.${AUDIT_STREAM}.*`,
+      `$JS.API.CONSUMER.NAMES.${AUDIT_STREAM}`,
+      `$JS.API.CONSUMER.LIST.${AUDIT_STREAM}`,
+      `$JS.ACK.${AUDIT_STREAM}.>`,
+    ],
+    subscribe: [],
+  },
+};
+
+/** Every service except the gateway persists changes and so relays audit events. */
+const writer = ["audit-publisher"];
+
+/** @type {Record<string, {serves: string[], requests: string[], publish: string[], subscribe: string[], deny: {publish: string[], subscribe: string[]}, jetstream: string[], note: string}>} */
+export const USERS = {
+  gateway: {
+    note: "public API: requests every service, never secret values, never writes audit events",
+    serves: [rpc("gateway", "_ping")],
+    requests: SERVICES.filter((s) => s !== "gateway").map((s) => rpc(s)),
+    publish: [TERMINAL_DATA],
+    subscribe: [TERMINAL_DATA, REVOKED],
+    // Secrets are resolved only for the state service; revocations come only from auth; audit
+    // events only from the services that made the change.
+    deny: { publish: [rpc("secrets", "Resolve"), REVOKED, "audit.>", "$JS.>"], subscribe: [] },
+    jetstream: [],
+  },
+  auth: {
+    note: "operators, challenges, tokens; broadcasts revocations",
+    serves: [rpc("auth", ">")],
+    requests: [],
+    publish: [REVOKED],
+    subscribe: [],
+    deny: { publish: [], subscribe: [] },
+    jetstream: writer,
+  },
+  agents: {
+    note: "agent registry and the gRPC links; serves per-agent subjects for the links it holds and relays their terminal bytes",
+    serves: [rpc("agents", ">"), AGENT_LINK],
+    // Reaching an agent held by another replica (approve, remove, tags) goes through its subject.
+    requests: [AGENT_LINK],
+    publish: [TERMINAL_DATA],
+    subscribe: [TERMINAL_DATA],
+    deny: { publish: [], subscribe: [] },
+    jetstream: writer,
+  },
+  state: {
+    note: "modules, assignments, operations; resolves secrets for templates",
+    serves: [rpc("state", ">")],
+    requests: [rpc("secrets", "Resolve"), AGENT_LINK, rpc("agents", ">")],
+    publish: [],
+    subscribe: [],
+    deny: { publish: [], subscribe: [] },
+    jetstream: writer,
+  },
+  secrets: {
+    note: "encrypted secrets; the only responder on orch.secrets.Resolve",
+    serves: [rpc("secrets", ">")],
+    requests: [],
+    publish: [],
+    subscribe: [],
+    deny: { publish: [], subscribe: [] },
+    jetstream: writer,
+  },
+  notify: {
+    note: "notifications and channel deliveries from the AUDIT stream",
+    serves: [rpc("notify", ">")],
+    requests: [],
+    publish: [],
+    subscribe: [],
+    deny: { publish: [], subscribe: [] },
+    jetstream: [...writer, "audit-consumer"],
+  },
+  audit: {
+    note: "stores the AUDIT stream in Postgres, prunes by retention",
+    serves: [rpc("audit", ">")],
+    requests: [],
+    publish: [],
+    subscribe: [],
+    deny: { publish: [], subscribe: [] },
+    jetstream: [...writer, "audit-consumer"],
+  },
+  terminal: {
+    note: "terminal sessions: asks agents for a PTY, records the byte streams",
+    serves: [rpc("terminal", ">")],
+    requests: [AGENT_LINK],
+    publish: [TERMINAL_DATA],
+    subscribe: [TERMINAL_DATA],
+    deny: { publish: [], subscribe: [] },
+    jetstream: writer,
+  },
+};

@@ -1,0 +1,64 @@
+/**
+ * The event catalogue: every audit event type the system emits, with its default severity.
+ * `emit()` only accepts these names (a compile-time check), and a test keeps docs/events.md in
+ * step with this list. Add a type here before emitting it.
+ */
+export const Severities = ["info", "warning", "error", "critical"] as const;
+export type Severity = (typeof Severities)[number];
+
+export const EVENT_TYPES = {
+  "auth.login.succeeded": { severity: "info", description: "An operator logged in." },
+  "auth.login.failed": { severity: "warning", description: "A login attempt failed (bad signature, unknown key, expired nonce)." },
+  "auth.logout": { severity: "info", description: "An operator revoked its session token." },
+  "operator.created": { severity: "info", description: "An operator was added." },
+  "operator.removed": { severity: "warning", description: "An operator was removed and its tokens revoked." },
+
+  "agent.registered": { severity: "info", description: "A new agent connected for the first time and is pending approval." },
+  "agent.approved": { severity: "info", description: "An agent was approved and named." },
+  "agent.rejected": { severity: "warning", description: "An agent was rejected." },
+  "agent.removed": { severity: "info", description: "A rejected agent's record was deleted." },
+  "agent.connected": { severity: "info", description: "An agent's link came up." },
+  "agent.disconnected": { severity: "warning", description: "An agent's link went down (warning for approved agents)." },
+  "agent.tags.updated": { severity: "info", description: "An agent's tags changed." },
+  "discovery.sent": { severity: "info", description: "A UDP discovery datagram was sent." },
+
+  "module.uploaded": { severity: "info", description: "A state module was created or replaced." },
+  "module.deleted": { severity: "info", description: "A state module was deleted." },
+  "assignment.created": { severity: "info", description: "An assignment was created." },
+  "assignment.deleted": { severity: "info", description: "An assignment was deleted." },
+  "assignment.applied": { severity: "info", description: "An assignment apply or plan fanned out to its agents." },
+  "state.apply.succeeded": { severity: "info", description: "An apply operation finished without failures." },
+  "state.apply.failed": { severity: "error", description: "An apply operation failed, timed out or found the agent unreachable." },
+  "state.plan.completed": { severity: "info", description: "A plan operation finished." },
+  "drift.detected": { severity: "warning", description: "A drift check found resources that no longer match the last apply." },
+  "drift.cleared": { severity: "info", description: "A previously drifted agent matches its snapshot again." },
+
+  "secret.created": { severity: "info", description: "A secret was created (metadata only)." },
+  "secret.updated": { severity: "info", description: "A secret's value or metadata changed (metadata only)." },
+  "secret.deleted": { severity: "info", description: "A secret was deleted." },
+  "secret.used": { severity: "info", description: "A secret was resolved for an agent's operation." },
+  "secret.denied": { severity: "warning", description: "A secret resolution was refused (restriction, expiry, agent status)." },
+  "secret.reencrypted": { severity: "info", description: "Secrets were re-encrypted with the active key." },
+
+  "terminal.session.opened": { severity: "info", description: "A remote terminal session was opened." },
+  "terminal.session.closed": { severity: "info", description: "A remote terminal session ended." },
+
+  "maintenance.window.created": { severity: "info", description: "A maintenance window was created." },
+  "maintenance.window.updated": { severity: "info", description: "A maintenance window was changed (e.g. ended early)." },
+  "maintenance.window.deleted": { severity: "info", description: "A maintenance window was deleted." },
+  "channel.created": { severity: "info", description: "A notification channel was created." },
+  "channel.updated": { severity: "info", description: "A notification channel was changed." },
+  "channel.deleted": { severity: "info", description: "A notification channel was deleted." },
+  "channel.disabled": { severity: "warning", description: "A channel was disabled because its receiver answered 410 Gone." },
+  "channel.tested": { severity: "info", description: "A test notification was sent through a channel." },
+  "channel.delivery.failed": { severity: "error", description: "A delivery exhausted its retries." },
+
+  "audit.pruned": { severity: "info", description: "Audit events older than a cutoff were deleted." },
+  "audit.retention.updated": { severity: "info", description: "The audit retention setting changed." },
+} as const satisfies Record<string, { severity: Severity; description: string }>;
+
+export type EventType = keyof typeof EVENT_TYPES;
+
+export function isEventType(s: string): s is EventType {
+  return Object.prototype.hasOwnProperty.call(EVENT_TYPES, s);
+}

@@ -1,0 +1,147 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import pg from "pg";
+import type { Logger } from "./logger.js";
+
+export type Pool = pg.Pool;
+export type PoolClient = pg.PoolClient;
+/** Anything that can run a query: a pool or a client inside a transaction. */
+export type Queryable = Pick<pg.Pool, "query">;
+
+// int8 → number: every int64 we store (times in ms, counts) fits in 2^53.
+pg.types.setTypeParser(20, (v) => Number(v));
+
+export interface PoolOptions {
+  url: string;
+  /** The service's own schema; it goes first on the search_path so queries stay unqualified. */
+  schema: string;
+  max?: number;
+  statementTimeoutMs?: number;
+  applicationName?: string;
+}
+
+export function createPool(opts: PoolOptions): Pool {
+  assertIdent(opts.schema);
+  const pool = new pg.Pool({
+    connectionString: opts.url,
+    max: opts.max ?? 10,
+    options: `-c search_path=${opts.schema} -c statement_timeout=${opts.statementTimeoutMs ?? 15000}`,
+    application_name: opts.applicationName ?? `orch-${opts.schema}`,
+    connectionTimeoutMillis: 5000,
+    idleTimeoutMillis: 30000,
+  });
+  // A dropped idle connection (Postgres restart) must not crash the process.
+  pool.on("error", () => {});
+  return pool;
+}
+
+export function assertIdent(s: string): void {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(s)) throw new Error(`invalid SQL identifier: ${s}`);
+}
+
+export async function withTx<T>(pool: Pool, fn: (c: PoolClient) => Promise<T>): Promise<T> {
+  const c = await pool.connect();
+  try {
+    await c.query("BEGIN");
+    const out = await fn(c);
+    await c.query("COMMIT");
+    return out;
+  } catch (err) {
+    await c.query("ROLLBACK").catch(() => {});
+    throw err;
+  } finally {
+    c.release();
+  }
+}
+
+const KIT_MIGRATIONS: Array<[string, string]> = [
+  [
+    "kit_0001_outbox",
+    `CREATE TABLE outbox (
+       id text PRIMARY KEY,
+       subject text NOT NULL,
+       payload bytea NOT NULL,
+       created_at timestamptz NOT NULL DEFAULT now()
+     );`,
+  ],
+];
+
+/**
+ * Applies the kit's own migrations and then `dir/*.sql` in name order, each in its own transaction,
+ * under an advisory lock so that N replicas starting at once migrate exactly once.
+ */
+export async function migrate(pool: Pool, schema: string, dir: string | null, log?: Logger): Promise<string[]> {
+  assertIdent(schema);
+  const files: Array<[string, string]> = [...KIT_MIGRATIONS];
+  if (dir) {
+    for (const f of readdirSync(dir).filter((n) => n.endsWith(".sql")).sort()) files.push([f, readFileSync(join(dir, f), "utf8")]);
+  }
+  const c = await pool.connect();
+  const applied: string[] = [];
+  try {
+    await c.query("SELECT pg_advisory_lock(hashtext($1))", [`orch.migrate.${schema}`]);
+    await c.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+    await c.query(`CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
+    const done = new Set((await c.query<{ name: string }>(`SELECT name FROM ${schema}.schema_migrations`)).rows.map((r) => r.name));
+    for (const [name, sql] of files) {
+      if (done.has(name)) continue;
+      await c.query("BEGIN");
+      try {
+        await c.query(`SET LOCAL search_path = ${schema}`);
+        await c.query(sql);
+        await c.query(`INSERT INTO ${schema}.schema_migrations (name) VALUES ($1)`, [name]);
+        await c.query("COMMIT");
+        applied.push(name);
+        log?.info({ migration: name, schema }, "migration applied");
+      } catch (err) {
+        await c.query("ROLLBACK").catch(() => {});
+        throw new Error(`migration ${schema}/${name} failed: ${(err as Error).message}`, { cause: err });
+      }
+    }
+  } finally {
+    await c.query("SELECT pg_advisory_unlock(hashtext($1))", [`orch.migrate.${schema}`]).catch(() => {});
+    c.release();
+  }
+  return applied;
+}
+
+/** Creates the database named in `url` if it does not exist (connecting to `postgres` to do so). */
+export async function ensureDatabase(url: string): Promise<void> {
+  const u = new URL(url);
+  const name = decodeURIComponent(u.pathname.replace(/^\//, ""));
+  if (!name) return;
+  const admin = new URL(url);
+  admin.pathname = "/postgres";
+  const c = new pg.Client({ connectionString: admin.toString(), connectionTimeoutMillis: 5000 });
+  await c.connect();
+  try {
+    const r = await c.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
+    if (r.rowCount === 0) {
+      await c.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`).catch((err: { code?: string }) => {
+        if (err.code !== "42P04") throw err; // created concurrently
+      });
+    }
+  } finally {
+    await c.end();
+  }
+}
+
+/**
+ * Runs `fn` only if this replica wins the named advisory lock (non-blocking), so periodic jobs run
+ * on exactly one replica at a time. Returns whether it ran.
+ */
+export async function withJobLock(pool: Pool, name: string, fn: (c: PoolClient) => Promise<void>): Promise<boolean> {
+  const c = await pool.connect();
+  try {
+    const r = await c.query<{ ok: boolean }>("SELECT pg_try_advisory_lock(hashtext($1)) AS ok", [`orch.job.${name}`]);
+    if (!r.rows[0]?.ok) return false;
+    try {
+      await fn(c);
+    } finally {
+      await c.query("SELECT pg_advisory_unlock(hashtext($1))", [`orch.job.${name}`]).catch(() => {});
+    }
+    return true;
+  } finally {
+    c.release();
+  }
+}

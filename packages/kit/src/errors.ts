@@ -1,0 +1,113 @@
+/**
+ * The closed status code set shared by the bus, the HTTP mapping and the agent link
+ * (gRPC's names, as connect-es does). Every failure is an OrchError carrying one of these
+ * plus a stable `reason` that becomes the problem+json `code` clients match on.
+ */
+export const Codes = [
+  "INVALID_ARGUMENT",
+  "UNAUTHENTICATED",
+  "PERMISSION_DENIED",
+  "NOT_FOUND",
+  "ALREADY_EXISTS",
+  "FAILED_PRECONDITION",
+  "RESOURCE_EXHAUSTED",
+  "UNAVAILABLE",
+  "DEADLINE_EXCEEDED",
+  "INTERNAL",
+] as const;
+export type Code = (typeof Codes)[number];
+
+export const httpStatusOf: Record<Code, number> = {
+  INVALID_ARGUMENT: 400,
+  UNAUTHENTICATED: 401,
+  PERMISSION_DENIED: 403,
+  NOT_FOUND: 404,
+  ALREADY_EXISTS: 409,
+  FAILED_PRECONDITION: 409,
+  RESOURCE_EXHAUSTED: 429,
+  UNAVAILABLE: 503,
+  DEADLINE_EXCEEDED: 504,
+  INTERNAL: 500,
+};
+
+const defaultReason: Record<Code, string> = {
+  INVALID_ARGUMENT: "invalid_argument",
+  UNAUTHENTICATED: "unauthenticated",
+  PERMISSION_DENIED: "permission_denied",
+  NOT_FOUND: "not_found",
+  ALREADY_EXISTS: "already_exists",
+  FAILED_PRECONDITION: "failed_precondition",
+  RESOURCE_EXHAUSTED: "resource_exhausted",
+  UNAVAILABLE: "unavailable",
+  DEADLINE_EXCEEDED: "deadline_exceeded",
+  INTERNAL: "internal",
+};
+
+export function isCode(v: unknown): v is Code {
+  return typeof v === "string" && (Codes as readonly string[]).includes(v);
+}
+
+export type ErrorDetails = Record<string, unknown>;
+
+export class OrchError extends Error {
+  readonly code: Code;
+  /** Stable snake_case reason, e.g. `secret_exists`. */
+  readonly reason: string;
+  readonly details: ErrorDetails;
+
+  constructor(code: Code, reason: string | undefined, message: string, details: ErrorDetails = {}, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "OrchError";
+    this.code = code;
+    this.reason = reason ?? defaultReason[code];
+    this.details = details;
+  }
+
+  get httpStatus(): number {
+    return httpStatusOf[this.code];
+  }
+
+  /**
+   * Normalise anything thrown into an OrchError. Unknown errors become INTERNAL with a generic
+   * message: the original is kept as `cause` for logs and never sent to a client.
+   */
+  static from(err: unknown): OrchError {
+    if (err instanceof OrchError) return err;
+    if (err && typeof err === "object") {
+      const e = err as { code?: unknown; name?: unknown };
+      // NATS client errors: no responders / timeouts.
+      const name = String(e.name ?? "");
+      const msg = err instanceof Error ? err.message : "";
+      if (name === "NoRespondersError" || /no responders/i.test(msg) || e.code === "503") {
+        return new OrchError("UNAVAILABLE", "service_unavailable", "the service is not available", {}, { cause: err });
+      }
+      if (name === "TimeoutError" || /timeout/i.test(msg) || e.code === "TIMEOUT") {
+        return new OrchError("DEADLINE_EXCEEDED", "timeout", "the request timed out", {}, { cause: err });
+      }
+      if (name === "ClosedConnectionError" || /connection closed|disconnect/i.test(msg)) {
+        return new OrchError("UNAVAILABLE", "bus_unavailable", "the message bus is not available", {}, { cause: err });
+      }
+      // Postgres connection failures.
+      if (typeof e.code === "string" && (e.code === "ECONNREFUSED" || e.code === "57P01" || e.code === "57P03")) {
+        return new OrchError("UNAVAILABLE", "database_unavailable", "the database is not available", {}, { cause: err });
+      }
+    }
+    return new OrchError("INTERNAL", "internal", "internal error", {}, { cause: err });
+  }
+}
+
+/** Shorthands that keep call sites readable. */
+export const invalid = (reason: string, message: string, details: ErrorDetails = {}) =>
+  new OrchError("INVALID_ARGUMENT", reason, message, details);
+export const notFound = (reason: string, message: string, details: ErrorDetails = {}) =>
+  new OrchError("NOT_FOUND", reason, message, details);
+export const conflict = (reason: string, message: string, details: ErrorDetails = {}) =>
+  new OrchError("ALREADY_EXISTS", reason, message, details);
+export const precondition = (reason: string, message: string, details: ErrorDetails = {}) =>
+  new OrchError("FAILED_PRECONDITION", reason, message, details);
+export const unauthenticated = (reason = "unauthenticated", message = "authentication required") =>
+  new OrchError("UNAUTHENTICATED", reason, message);
+export const forbidden = (reason = "admin_required", message = "this operation requires the admin role") =>
+  new OrchError("PERMISSION_DENIED", reason, message);
+export const unavailable = (reason: string, message: string, details: ErrorDetails = {}) =>
+  new OrchError("UNAVAILABLE", reason, message, details);

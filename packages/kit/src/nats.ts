@@ -1,0 +1,65 @@
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { errors as natsErrors } from "@nats-io/transport-node";
+import { OrchError } from "./errors.js";
+import type { Logger } from "./logger.js";
+
+export type { NatsConnection };
+
+export interface NatsOptions {
+  url: string;
+  name: string;
+  user?: string | undefined;
+  password?: string | undefined;
+  log?: Logger;
+}
+
+/**
+ * Connects with reconnects forever: a service outlives NATS restarts. `noAsyncTraces` skips the
+ * two stack traces nats.js builds per request (a third of request/reply CPU).
+ */
+export async function connectNats(opts: NatsOptions): Promise<NatsConnection> {
+  const nc = await connect({
+    servers: opts.url.split(","),
+    name: opts.name,
+    noAsyncTraces: true,
+    maxReconnectAttempts: -1,
+    reconnectTimeWait: 250,
+    reconnectJitter: 250,
+    waitOnFirstConnect: true,
+    ...(opts.user ? { user: opts.user, pass: opts.password ?? "" } : {}),
+  });
+  if (opts.log) {
+    const log = opts.log;
+    void (async () => {
+      for await (const s of nc.status()) {
+        if (s.type === "disconnect" || s.type === "reconnect" || s.type === "error") log.info({ nats: s.type }, "nats status");
+      }
+    })();
+  }
+  return nc;
+}
+
+/** Maps NATS client failures to the closed code set. */
+export function busError(err: unknown): OrchError {
+  if (err instanceof OrchError) return err;
+  const chain: unknown[] = [];
+  for (let e: unknown = err, i = 0; e && i < 4; e = (e as { cause?: unknown }).cause, i++) chain.push(e);
+  for (const e of chain) {
+    if (e instanceof natsErrors.NoRespondersError) {
+      return new OrchError("UNAVAILABLE", "service_unavailable", "the service is not available", {}, { cause: err });
+    }
+    if (e instanceof natsErrors.TimeoutError) {
+      return new OrchError("DEADLINE_EXCEEDED", "timeout", "the service did not answer in time", {}, { cause: err });
+    }
+    if (e instanceof natsErrors.PermissionViolationError) {
+      return new OrchError("PERMISSION_DENIED", "bus_permission_denied", "the bus refused this request", {}, { cause: err });
+    }
+    if (e instanceof natsErrors.ClosedConnectionError || e instanceof natsErrors.DrainingConnectionError) {
+      return new OrchError("UNAVAILABLE", "bus_unavailable", "the message bus is not available", {}, { cause: err });
+    }
+  }
+  if (err instanceof natsErrors.RequestError) {
+    return new OrchError("UNAVAILABLE", "bus_unavailable", "the message bus is not available", {}, { cause: err });
+  }
+  return OrchError.from(err);
+}

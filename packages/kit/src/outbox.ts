@@ -1,0 +1,187 @@
+import { create, toBinary, type JsonObject } from "@bufbuild/protobuf";
+import { jetstream, jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type JetStreamClient } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { AuditEventSchema, EVENT_TYPES, type AuditEvent, type EventType, type Severity } from "@orch/contracts";
+import { withTx, type Pool, type PoolClient, type Queryable } from "./db.js";
+import type { Clock, IdGenerator } from "./ids.js";
+import type { Logger } from "./logger.js";
+import type { Actor } from "./rpc.js";
+
+export const AUDIT_STREAM = "AUDIT";
+export const auditSubject = (eventType: string) => `audit.${eventType}`;
+
+export interface Ref {
+  id: string;
+  name: string;
+  type: string;
+}
+
+export interface EventInput {
+  type: EventType;
+  summary: string;
+  actor: Actor | Ref;
+  target: Ref;
+  metadata?: Record<string, unknown>;
+  /** Defaults to the catalogue's severity for the type. */
+  severity?: Severity;
+}
+
+export type Emit = (ev: EventInput) => Promise<AuditEvent>;
+
+export interface Events {
+  /** Writes an event into the outbox table using the caller's transaction. */
+  emit(db: Queryable, ev: EventInput): Promise<AuditEvent>;
+  /** Runs `fn` in a transaction with an `emit` bound to it, then wakes the relay. */
+  tx<T>(fn: (db: PoolClient, emit: Emit) => Promise<T>): Promise<T>;
+  /** Wakes the relay after a commit made outside `tx`. */
+  kick(): void;
+}
+
+export interface Relay {
+  start(): void;
+  stop(): Promise<void>;
+  kick(): void;
+  /** Publishes whatever is pending now; resolves with the number published. For tests and shutdown. */
+  flush(): Promise<number>;
+}
+
+function toRef(a: Actor | Ref): Ref {
+  return { id: a.id, name: a.name, type: a.type };
+}
+
+export function buildEvent(ids: IdGenerator, clock: Clock, ev: EventInput): AuditEvent {
+  return create(AuditEventSchema, {
+    id: ids.next(),
+    timestamp: new Date(clock.now()).toISOString(),
+    eventType: ev.type,
+    severity: ev.severity ?? EVENT_TYPES[ev.type].severity,
+    summary: ev.summary,
+    actor: toRef(ev.actor),
+    target: ev.target,
+    metadata: (ev.metadata ?? {}) as JsonObject,
+  });
+}
+
+export function createEvents(deps: { pool: Pool; ids: IdGenerator; clock: Clock; relay?: Pick<Relay, "kick"> }): Events {
+  const emit = async (db: Queryable, input: EventInput) => {
+    const ev = buildEvent(deps.ids, deps.clock, input);
+    await db.query("INSERT INTO outbox (id, subject, payload) VALUES ($1, $2, $3)", [ev.id, auditSubject(ev.eventType), Buffer.from(toBinary(AuditEventSchema, ev))]);
+    return ev;
+  };
+  const kick = () => deps.relay?.kick();
+  return {
+    emit,
+    kick,
+    async tx(fn) {
+      const out = await withTx(deps.pool, (c) => fn(c, (ev) => emit(c, ev)));
+      kick();
+      return out;
+    },
+  };
+}
+
+export async function ensureAuditStream(nc: NatsConnection, opts: { replicas: number; maxAgeDays: number }): Promise<void> {
+  const jsm = await jetstreamManager(nc, { timeout: 5000 });
+  const cfg = {
+    name: AUDIT_STREAM,
+    subjects: ["audit.>"],
+    storage: StorageType.File,
+    retention: RetentionPolicy.Limits,
+    discard: DiscardPolicy.Old,
+    num_replicas: opts.replicas,
+    max_age: opts.maxAgeDays * 86_400 * 1e9,
+    duplicate_window: 120 * 1e9,
+  };
+  try {
+    await jsm.streams.info(AUDIT_STREAM);
+  } catch {
+    try {
+      await jsm.streams.add(cfg);
+    } catch (err) {
+      // Another replica created it between our check and add.
+      if (!/already in use|exists/i.test((err as Error).message)) throw err;
+    }
+  }
+}
+
+/**
+ * Publishes outbox rows to JetStream (Nats-Msg-Id = event id, so a re-send after a crash between
+ * publish and delete is deduplicated by the stream), then deletes them. Rows are claimed with
+ * SKIP LOCKED so relays of several replicas share the work.
+ */
+export function createRelay(deps: { pool: Pool; nc: NatsConnection; log: Logger; stream: { replicas: number; maxAgeDays: number }; pollMs?: number }): Relay {
+  const { pool, nc, log } = deps;
+  let js: JetStreamClient | undefined;
+  let running = false;
+  let wake: (() => void) | undefined;
+  let loop: Promise<void> | undefined;
+  let streamReady = false;
+  let failing = false;
+
+  async function drainOnce(): Promise<number> {
+    if (!streamReady) {
+      await ensureAuditStream(nc, deps.stream);
+      streamReady = true;
+    }
+    js ??= jetstream(nc, { timeout: 5000 });
+    const jsc = js;
+    return withTx(pool, async (c) => {
+      const rows = (await c.query<{ id: string; subject: string; payload: Buffer }>("SELECT id, subject, payload FROM outbox ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED")).rows;
+      if (rows.length === 0) return 0;
+      await Promise.all(rows.map((r) => jsc.publish(r.subject, new Uint8Array(r.payload), { msgID: r.id, timeout: 5000 })));
+      await c.query("DELETE FROM outbox WHERE id = ANY($1)", [rows.map((r) => r.id)]);
+      return rows.length;
+    });
+  }
+
+  async function run() {
+    let backoff = 100;
+    while (running) {
+      let n = 0;
+      try {
+        n = await drainOnce();
+        if (failing) log.info("outbox relay recovered");
+        failing = false;
+        backoff = 100;
+      } catch (err) {
+        if (!failing) log.warn({ err: (err as Error).message }, "outbox relay cannot publish yet; will retry");
+        failing = true;
+        await sleep(backoff);
+        backoff = Math.min(backoff * 2, 2000);
+        continue;
+      }
+      if (n === 0 && running) {
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, deps.pollMs ?? 500).unref();
+        });
+        wake = undefined;
+      }
+    }
+  }
+
+  return {
+    start() {
+      if (running) return;
+      running = true;
+      loop = run();
+    },
+    kick() {
+      wake?.();
+    },
+    async flush() {
+      let total = 0;
+      for (let n = await drainOnce(); n > 0; n = await drainOnce()) total += n;
+      return total;
+    },
+    async stop() {
+      running = false;
+      wake?.();
+      await loop;
+      // Best effort: publish what is pending now so a clean shutdown leaves nothing behind.
+      await this.flush().catch(() => 0);
+    },
+  };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

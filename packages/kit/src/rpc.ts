@@ -1,0 +1,210 @@
+import { create, fromBinary, toBinary, type DescMessage, type DescMethod, type MessageInitShape, type MessageShape, type JsonObject } from "@bufbuild/protobuf";
+import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
+import { headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { ErrorSchema } from "@orch/contracts";
+import { OrchError, isCode } from "./errors.js";
+import { busError } from "./nats.js";
+import type { Logger } from "./logger.js";
+
+/** Who is calling, carried in headers on every request. */
+export interface Actor {
+  id: string;
+  name: string;
+  /** operator | agent | system */
+  type: string;
+  /** admin | operator | "" */
+  role: string;
+}
+export const SYSTEM_ACTOR: Actor = { id: "system", name: "system", type: "system", role: "" };
+
+export interface CallContext {
+  requestId: string;
+  actor: Actor;
+  /** Absolute deadline, ms since epoch. */
+  deadline: number;
+  log: Logger;
+}
+
+export const H = {
+  requestId: "orch-request-id",
+  actorId: "orch-actor-id",
+  actorName: "orch-actor-name",
+  actorType: "orch-actor-type",
+  actorRole: "orch-actor-role",
+  deadline: "orch-deadline",
+  error: "orch-error",
+} as const;
+
+type Methods<S> = S extends GenService<infer M> ? M : never;
+type In<M> = M extends { input: infer I extends DescMessage } ? I : never;
+type Out<M> = M extends { output: infer O extends DescMessage } ? O : never;
+
+export type Handlers<S extends GenService<GenServiceMethods>> = {
+  [K in keyof Methods<S>]: (req: MessageShape<In<Methods<S>[K]>>, ctx: CallContext) => Promise<MessageInitShape<Out<Methods<S>[K]>>>;
+};
+
+export interface CallOptions {
+  actor?: Actor;
+  requestId?: string;
+  timeoutMs?: number;
+}
+
+export type Client<S extends GenService<GenServiceMethods>> = {
+  [K in keyof Methods<S>]: (req: MessageInitShape<In<Methods<S>[K]>>, opts?: CallOptions) => Promise<MessageShape<Out<Methods<S>[K]>>>;
+};
+
+export const rpcSubject = (service: string, method: string) => `orch.${service}.${method}`;
+export const pingSubject = (service: string) => `orch.${service}._ping`;
+
+function readActor(h: MsgHdrs | undefined): Actor {
+  if (!h) return SYSTEM_ACTOR;
+  const id = h.get(H.actorId);
+  if (!id) return SYSTEM_ACTOR;
+  return { id, name: h.get(H.actorName) || id, type: h.get(H.actorType) || "operator", role: h.get(H.actorRole) || "" };
+}
+
+export function encodeError(err: OrchError): { data: Uint8Array; hdrs: MsgHdrs } {
+  const hdrs = natsHeaders();
+  hdrs.set(H.error, err.code);
+  const data = toBinary(ErrorSchema, create(ErrorSchema, { code: err.code, reason: err.reason, message: err.message, details: err.details as JsonObject }));
+  return { data, hdrs };
+}
+
+export function decodeError(msg: Msg): OrchError | undefined {
+  const code = msg.headers?.get(H.error);
+  if (!code) return undefined;
+  try {
+    const e = fromBinary(ErrorSchema, msg.data);
+    return new OrchError(isCode(e.code) ? e.code : "INTERNAL", e.reason || undefined, e.message, e.details ?? {});
+  } catch {
+    return new OrchError(isCode(code) ? code : "INTERNAL", undefined, "malformed error reply");
+  }
+}
+
+export interface RpcServerOptions<S extends GenService<GenServiceMethods>> {
+  nc: NatsConnection;
+  /** Service name: subjects are orch.<name>.<Method>, the queue group is <name>. */
+  name: string;
+  service: S;
+  handlers: Handlers<S>;
+  log: Logger;
+  /** Subject prefix override for per-entity routing, e.g. `orch.agent.<node_id>`. */
+  subjectBase?: string;
+  /** Queue group; null for no group (every subscriber gets every request). */
+  queue?: string | null;
+}
+
+export interface RpcServer {
+  /** In-flight handler count, for graceful shutdown. */
+  inflight(): number;
+  stop(): Promise<void>;
+}
+
+/** Serves every method of a proto service over NATS request/reply. */
+export function serveRpc<S extends GenService<GenServiceMethods>>(opts: RpcServerOptions<S>): RpcServer {
+  const { nc, log } = opts;
+  const base = opts.subjectBase ?? `orch.${opts.name}`;
+  const queue = opts.queue === undefined ? opts.name : opts.queue;
+  const subs: Subscription[] = [];
+  let inflight = 0;
+  const methods = (opts.service as unknown as { methods: DescMethod[] }).methods;
+  for (const method of methods) {
+    const handler = (opts.handlers as Record<string, (req: unknown, ctx: CallContext) => Promise<unknown>>)[method.localName];
+    if (!handler) throw new Error(`rpc ${opts.name}: no handler for ${method.name}`);
+    const subject = `${base}.${method.name}`;
+    const onMsg = async (msg: Msg) => {
+      inflight++;
+      const requestId = msg.headers?.get(H.requestId) || "";
+      const deadlineHdr = Number(msg.headers?.get(H.deadline) || 0);
+      const deadline = deadlineHdr > 0 ? deadlineHdr : Date.now() + 30_000;
+      const ctx: CallContext = { requestId, actor: readActor(msg.headers), deadline, log: log.child({ rpc: method.name, requestId }) };
+      try {
+        if (Date.now() > deadline) return; // the caller has given up; doing the work would only add load
+        const req = fromBinary(method.input, msg.data);
+        const res = await handler(req, ctx);
+        if (msg.reply) msg.respond(toBinary(method.output, create(method.output, res as never)));
+      } catch (err) {
+        const e = OrchError.from(err);
+        if (e.code === "INTERNAL") ctx.log.error({ err: e.cause ?? err }, "handler failed");
+        else ctx.log.debug({ code: e.code, reason: e.reason }, "handler refused");
+        if (msg.reply) {
+          const { data, hdrs } = encodeError(e);
+          msg.respond(data, { headers: hdrs });
+        }
+      } finally {
+        inflight--;
+      }
+    };
+    subs.push(
+      nc.subscribe(subject, {
+        ...(queue ? { queue } : {}),
+        callback: (err, msg) => {
+          if (err) {
+            log.error({ err, subject }, "subscription error");
+            return;
+          }
+          void onMsg(msg);
+        },
+      }),
+    );
+  }
+  if (!opts.subjectBase) {
+    subs.push(nc.subscribe(pingSubject(opts.name), { ...(queue ? { queue } : {}), callback: (_e, m) => void m.respond(new Uint8Array()) }));
+  }
+  return {
+    inflight: () => inflight,
+    async stop() {
+      for (const s of subs) s.unsubscribe();
+      const until = Date.now() + 10_000;
+      while (inflight > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    },
+  };
+}
+
+export interface RpcClientOptions {
+  /** Default timeout; every request has one. */
+  timeoutMs: number;
+  subjectBase?: string;
+}
+
+/** A typed client: one async function per proto method. Errors arrive as OrchError. */
+export function rpcClient<S extends GenService<GenServiceMethods>>(nc: NatsConnection, name: string, service: S, opts: RpcClientOptions): Client<S> {
+  const base = opts.subjectBase ?? `orch.${name}`;
+  const client: Record<string, unknown> = {};
+  const methods = (service as unknown as { methods: DescMethod[] }).methods;
+  for (const method of methods) {
+    const subject = `${base}.${method.name}`;
+    client[method.localName] = async (req: unknown, call: CallOptions = {}) => {
+      const timeout = call.timeoutMs ?? opts.timeoutMs;
+      const hdrs = natsHeaders();
+      if (call.requestId) hdrs.set(H.requestId, call.requestId);
+      if (call.actor) {
+        hdrs.set(H.actorId, call.actor.id);
+        hdrs.set(H.actorName, call.actor.name);
+        hdrs.set(H.actorType, call.actor.type);
+        if (call.actor.role) hdrs.set(H.actorRole, call.actor.role);
+      }
+      hdrs.set(H.deadline, String(Date.now() + timeout));
+      let reply: Msg;
+      try {
+        reply = await nc.request(subject, toBinary(method.input, create(method.input, req as never)), { timeout, headers: hdrs });
+      } catch (err) {
+        throw busError(err);
+      }
+      const err = decodeError(reply);
+      if (err) throw err;
+      return fromBinary(method.output, reply.data);
+    };
+  }
+  return client as Client<S>;
+}
+
+/** Asks whether at least one replica of a service answers. */
+export async function pingService(nc: NatsConnection, name: string, timeoutMs = 1000): Promise<boolean> {
+  try {
+    await nc.request(pingSubject(name), new Uint8Array(), { timeout: timeoutMs });
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,15 @@
+import { z } from "zod";
+import { baseConfigSchema } from "@orch/kit";
+
+export const authConfigSchema = baseConfigSchema.extend({
+  auth: z
+    .object({
+      token_ttl_hours: z.number().positive().default(12),
+      challenge_ttl_seconds: z.number().int().positive().default(60),
+      /** Hex Ed25519 public key of the first admin, created at start when no admin exists (ORCH_BOOTSTRAP_ADMIN_KEY). */
+      bootstrap_admin_key: z.string().default(""),
+      bootstrap_admin_name: z.string().default("admin"),
+    })
+    .prefault({}),
+});
+export type AuthConfig = z.infer<typeof authConfigSchema>;

@@ -1,0 +1,64 @@
+import type { Queryable } from "@orch/kit";
+
+export interface OperatorRow {
+  id: string;
+  name: string;
+  public_key: string;
+  role: "admin" | "operator";
+  active: boolean;
+  created_at: number;
+  created_by: string;
+}
+
+const COLS = "id, name, public_key, role, active, created_at, created_by";
+
+export const operatorsDb = {
+  async byKey(db: Queryable, publicKey: string): Promise<OperatorRow | undefined> {
+    return (await db.query<OperatorRow>(`SELECT ${COLS} FROM operators WHERE public_key = $1`, [publicKey])).rows[0];
+  },
+  async byIdOrName(db: Queryable, idOrName: string): Promise<OperatorRow | undefined> {
+    return (await db.query<OperatorRow>(`SELECT ${COLS} FROM operators WHERE id = $1 OR name = $1 LIMIT 1`, [idOrName])).rows[0];
+  },
+  async page(db: Queryable, limit: number, after: string): Promise<OperatorRow[]> {
+    return (await db.query<OperatorRow>(`SELECT ${COLS} FROM operators WHERE id > $1 ORDER BY id LIMIT $2`, [after, limit])).rows;
+  },
+  async insert(db: Queryable, o: OperatorRow): Promise<void> {
+    await db.query(`INSERT INTO operators (${COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [o.id, o.name, o.public_key, o.role, o.active, o.created_at, o.created_by]);
+  },
+  async activeAdminIdsForUpdate(db: Queryable): Promise<string[]> {
+    return (await db.query<{ id: string }>("SELECT id FROM operators WHERE role = 'admin' AND active FOR UPDATE")).rows.map((r) => r.id);
+  },
+  async remove(db: Queryable, id: string): Promise<void> {
+    await db.query("DELETE FROM operators WHERE id = $1", [id]);
+  },
+};
+
+export const sessionsDb = {
+  async addChallenge(db: Queryable, nonce: string, publicKey: string, expiresAt: number): Promise<void> {
+    await db.query("INSERT INTO challenges (nonce, public_key, expires_at) VALUES ($1, $2, $3)", [nonce, publicKey, expiresAt]);
+  },
+  /** Consumes the nonce: it can be used once, whatever the outcome. */
+  async takeChallenge(db: Queryable, nonce: string): Promise<{ public_key: string; expires_at: number } | undefined> {
+    return (await db.query<{ public_key: string; expires_at: number }>("DELETE FROM challenges WHERE nonce = $1 RETURNING public_key, expires_at", [nonce])).rows[0];
+  },
+  async addToken(db: Queryable, hash: string, operatorId: string, createdAt: number, expiresAt: number): Promise<void> {
+    await db.query("INSERT INTO tokens (hash, operator_id, created_at, expires_at) VALUES ($1, $2, $3, $4)", [hash, operatorId, createdAt, expiresAt]);
+  },
+  async principal(db: Queryable, hash: string, now: number): Promise<(OperatorRow & { expires_at: number }) | undefined> {
+    return (
+      await db.query<OperatorRow & { expires_at: number }>(
+        `SELECT o.id, o.name, o.public_key, o.role, o.active, o.created_at, o.created_by, t.expires_at
+           FROM tokens t JOIN operators o ON o.id = t.operator_id
+          WHERE t.hash = $1 AND t.expires_at > $2 AND o.active`,
+        [hash, now],
+      )
+    ).rows[0];
+  },
+  async removeToken(db: Queryable, hash: string): Promise<void> {
+    await db.query("DELETE FROM tokens WHERE hash = $1", [hash]);
+  },
+  async purgeExpired(db: Queryable, now: number): Promise<void> {
+    await db.query("DELETE FROM challenges WHERE expires_at < $1", [now]);
+    await db.query("DELETE FROM tokens WHERE expires_at < $1", [now]);
+  },
+};

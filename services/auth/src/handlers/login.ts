@@ -1,0 +1,88 @@
+import { createHash, randomBytes } from "node:crypto";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { RevocationSchema, type AuthService } from "@orch/contracts";
+import { SYSTEM_ACTOR, unauthenticated, type Handlers } from "@orch/kit";
+import { operatorsDb, sessionsDb } from "../db.js";
+import { normaliseKey, publicKeyObject, verifySignature } from "../keys.js";
+import { toOperator, type AuthDeps } from "../service.js";
+
+export const REVOCATION_SUBJECT = "orch.auth.revoked";
+export const hashToken = (token: string) => createHash("sha256").update(token).digest("hex");
+
+// One message for unknown and inactive operators, so a caller cannot probe which keys exist.
+const unknownOperator = () => unauthenticated("unknown_operator", "unknown or inactive operator");
+const badNonce = () => unauthenticated("invalid_nonce", "the nonce is unknown, used or expired; request a new challenge");
+
+type LoginHandlers = Pick<Handlers<typeof AuthService>, "challenge" | "verify" | "authenticate" | "logout">;
+
+export function loginHandlers(deps: AuthDeps): LoginHandlers {
+  const { pool, events, clock, config, nc } = deps;
+  const keyRef = (publicKey: string) => ({ id: publicKey, name: publicKey.slice(0, 16), type: "public_key" });
+
+  const loginFailed = async (reason: string, publicKey: string, remoteAddress: string) => {
+    await events.tx(async (_db, emit) => {
+      await emit({ type: "auth.login.failed", summary: `login failed: ${reason}`, actor: SYSTEM_ACTOR, target: keyRef(publicKey), metadata: { reason, public_key: publicKey, remote_address: remoteAddress } });
+    });
+  };
+
+  return {
+    async challenge(req) {
+      const publicKey = normaliseKey(req.publicKey);
+      publicKeyObject(publicKey);
+      const op = await operatorsDb.byKey(pool, publicKey);
+      if (!op || !op.active) {
+        await loginFailed("unknown_operator", publicKey, "");
+        throw unknownOperator();
+      }
+      const nonce = randomBytes(32).toString("hex");
+      const expiresAt = clock.now() + config.auth.challenge_ttl_seconds * 1000;
+      await sessionsDb.addChallenge(pool, nonce, publicKey, expiresAt);
+      return { nonce, expiresAt };
+    },
+
+    async verify(req) {
+      const publicKey = normaliseKey(req.publicKey);
+      const now = clock.now();
+      const ch = await sessionsDb.takeChallenge(pool, req.nonce.toLowerCase());
+      if (!ch || ch.public_key !== publicKey || ch.expires_at < now) {
+        await loginFailed(ch && ch.expires_at < now ? "expired_nonce" : "invalid_nonce", publicKey, req.remoteAddress);
+        throw badNonce();
+      }
+      if (!verifySignature(publicKey, Buffer.from(req.nonce, "hex"), req.signature)) {
+        await loginFailed("invalid_signature", publicKey, req.remoteAddress);
+        throw unauthenticated("invalid_signature", "the signature does not verify with this public key");
+      }
+      const token = randomBytes(32).toString("base64url");
+      const expiresAt = now + config.auth.token_ttl_hours * 3_600_000;
+      const op = await events.tx(async (db, emit) => {
+        const o = await operatorsDb.byKey(db, publicKey);
+        if (!o || !o.active) return undefined;
+        await sessionsDb.addToken(db, hashToken(token), o.id, now, expiresAt);
+        const actor = { id: o.id, name: o.name, type: "operator" };
+        await emit({ type: "auth.login.succeeded", summary: `${o.name} logged in`, actor, target: actor, metadata: { remote_address: req.remoteAddress, expires_at: new Date(expiresAt).toISOString() } });
+        return o;
+      });
+      if (!op) {
+        await loginFailed("unknown_operator", publicKey, req.remoteAddress);
+        throw unknownOperator();
+      }
+      return { token, expiresAt, operator: toOperator(op) };
+    },
+
+    async authenticate(req) {
+      const row = req.token ? await sessionsDb.principal(pool, hashToken(req.token), clock.now()) : undefined;
+      if (!row) throw unauthenticated("invalid_token", "the token is invalid, expired or revoked");
+      return { operator: toOperator(row), expiresAt: row.expires_at };
+    },
+
+    async logout(req, ctx) {
+      const hash = hashToken(req.token);
+      await events.tx(async (db, emit) => {
+        await sessionsDb.removeToken(db, hash);
+        await emit({ type: "auth.logout", summary: `${ctx.actor.name} logged out`, actor: ctx.actor, target: { id: ctx.actor.id, name: ctx.actor.name, type: "operator" } });
+      });
+      nc.publish(REVOCATION_SUBJECT, toBinary(RevocationSchema, create(RevocationSchema, { tokenHash: hash })));
+      return {};
+    },
+  };
+}

@@ -1,0 +1,77 @@
+import { create, toBinary } from "@bufbuild/protobuf";
+import { RevocationSchema, type AuthService } from "@orch/contracts";
+import { conflict, forbidden, invalid, notFound, pageLimit, precondition, type CallContext, type Handlers } from "@orch/kit";
+import { operatorsDb } from "../db.js";
+import { normaliseKey, publicKeyObject } from "../keys.js";
+import { toOperator, type AuthDeps } from "../service.js";
+import { REVOCATION_SUBJECT } from "./login.js";
+
+type OperatorHandlers = Pick<Handlers<typeof AuthService>, "listOperators" | "getOperator" | "createOperator" | "removeOperator">;
+
+// The gateway enforces roles; the service checks again so a bus caller cannot skip it.
+function requireAdmin(ctx: CallContext) {
+  if (ctx.actor.type !== "system" && ctx.actor.role !== "admin") throw forbidden();
+}
+
+const NAME_RE = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+
+export function operatorHandlers(deps: AuthDeps): OperatorHandlers {
+  const { pool, events, clock, ids, nc } = deps;
+  return {
+    async listOperators(req) {
+      const limit = pageLimit(req.limit);
+      const rows = await operatorsDb.page(pool, limit + 1, req.cursor);
+      const page = rows.slice(0, limit);
+      return { operators: page.map(toOperator), nextCursor: rows.length > limit ? page.at(-1)!.id : "" };
+    },
+
+    async getOperator(req) {
+      const row = await operatorsDb.byIdOrName(pool, req.id);
+      if (!row) throw notFound("operator_not_found", `no operator '${req.id}'`);
+      return toOperator(row);
+    },
+
+    async createOperator(req, ctx) {
+      requireAdmin(ctx);
+      if (!NAME_RE.test(req.name)) throw invalid("invalid_request", "name must be 1-63 characters of a-z, 0-9, '.', '_' or '-'", { field: "name" });
+      if (req.role !== "admin" && req.role !== "operator") throw invalid("invalid_request", "role must be admin or operator", { field: "role" });
+      const publicKey = normaliseKey(req.publicKey);
+      publicKeyObject(publicKey);
+      const row = { id: ids.next(), name: req.name, public_key: publicKey, role: req.role, active: true, created_at: clock.now(), created_by: ctx.actor.id } as const;
+      try {
+        await events.tx(async (db, emit) => {
+          await operatorsDb.insert(db, row);
+          await emit({ type: "operator.created", summary: `operator ${row.name} (${row.role}) added by ${ctx.actor.name}`, actor: ctx.actor, target: { id: row.id, name: row.name, type: "operator" }, metadata: { role: row.role, public_key: publicKey } });
+        });
+      } catch (err) {
+        const e = err as { code?: string; constraint?: string };
+        if (e.code === "23505") {
+          throw e.constraint?.includes("public_key")
+            ? conflict("public_key_in_use", "another operator already uses this public key", { field: "public_key" })
+            : conflict("operator_exists", `an operator named '${row.name}' already exists`, { field: "name" });
+        }
+        throw err;
+      }
+      return toOperator(row);
+    },
+
+    async removeOperator(req, ctx) {
+      requireAdmin(ctx);
+      const removed = await events.tx(async (db, emit) => {
+        // Lock the active admins first so two concurrent removals cannot both pass the check.
+        const admins = await operatorsDb.activeAdminIdsForUpdate(db);
+        const row = await operatorsDb.byIdOrName(db, req.id);
+        if (!row) throw notFound("operator_not_found", `no operator '${req.id}'`);
+        if (row.role === "admin" && row.active && admins.length <= 1 && admins.includes(row.id)) {
+          throw precondition("last_admin", "the last active admin cannot be removed");
+        }
+        await operatorsDb.remove(db, row.id);
+        await emit({ type: "operator.removed", summary: `operator ${row.name} removed by ${ctx.actor.name}`, actor: ctx.actor, target: { id: row.id, name: row.name, type: "operator" }, metadata: { role: row.role } });
+        return row;
+      });
+      // Tokens are gone from the database; tell every gateway to drop its cached copies now.
+      nc.publish(REVOCATION_SUBJECT, toBinary(RevocationSchema, create(RevocationSchema, { operatorId: removed.id })));
+      return {};
+    },
+  };
+}

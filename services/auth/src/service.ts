@@ -1,0 +1,47 @@
+import { AuthService, type Operator } from "@orch/contracts";
+import { SYSTEM_ACTOR, serveRpc, withJobLock, type Service, type ServiceDeps } from "@orch/kit";
+import type { AuthConfig } from "./config.js";
+import { operatorsDb, sessionsDb, type OperatorRow } from "./db.js";
+import { loginHandlers } from "./handlers/login.js";
+import { operatorHandlers } from "./handlers/operators.js";
+import { normaliseKey } from "./keys.js";
+
+export type AuthDeps = ServiceDeps<Readonly<AuthConfig>>;
+
+export function toOperator(r: OperatorRow): Operator {
+  return { $typeName: "orch.v1.Operator", id: r.id, name: r.name, publicKey: r.public_key, role: r.role, active: r.active, createdAt: Number(r.created_at), createdBy: r.created_by };
+}
+
+/** Creates the first admin from ORCH_BOOTSTRAP_ADMIN_KEY when no admin exists yet. */
+export async function bootstrapAdmin(deps: AuthDeps): Promise<void> {
+  const key = deps.config.auth.bootstrap_admin_key;
+  if (!key) return;
+  const publicKey = normaliseKey(key);
+  await withJobLock(deps.pool, "auth.bootstrap", async () => {
+    const has = await deps.pool.query("SELECT 1 FROM operators WHERE role = 'admin' LIMIT 1");
+    if (has.rowCount) return;
+    const existing = await operatorsDb.byKey(deps.pool, publicKey);
+    if (existing) return;
+    const row = { id: deps.ids.next(), name: deps.config.auth.bootstrap_admin_name, public_key: publicKey, role: "admin", active: true, created_at: deps.clock.now(), created_by: "system" } as const;
+    await deps.events.tx(async (db, emit) => {
+      await operatorsDb.insert(db, row);
+      await emit({ type: "operator.created", summary: `bootstrap admin ${row.name} created`, actor: SYSTEM_ACTOR, target: { id: row.id, name: row.name, type: "operator" }, metadata: { role: "admin", bootstrap: true } });
+    });
+    deps.log.info({ operator: row.name }, "bootstrap admin created");
+  });
+}
+
+export async function createAuthService(deps: AuthDeps): Promise<Service> {
+  await bootstrapAdmin(deps);
+  const rpc = serveRpc({ nc: deps.nc, name: "auth", service: AuthService, log: deps.log, handlers: { ...loginHandlers(deps), ...operatorHandlers(deps) } });
+  const purge = setInterval(() => {
+    void withJobLock(deps.pool, "auth.purge", (c) => sessionsDb.purgeExpired(c, deps.clock.now())).catch((err) => deps.log.warn({ err }, "purge failed"));
+  }, 60_000);
+  purge.unref();
+  return {
+    async stop() {
+      clearInterval(purge);
+      await rpc.stop();
+    },
+  };
+}

@@ -1,0 +1,144 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import type { z } from "zod";
+import { AuthService } from "@orch/contracts";
+import { OrchError, forbidden, rpcClient, unauthenticated, type Clock, type IdGenerator, type Logger, type NatsConnection } from "@orch/kit";
+import { createTokenCache, type Principal, type TokenCache } from "./auth-cache.js";
+import type { GatewayConfig } from "./config.js";
+import { buildOpenApi } from "./openapi.js";
+import { problem, problemFromError, sendProblem } from "./problem.js";
+import { createRateLimiter } from "./rate-limit.js";
+import { fastifyPath, successStatus, type RouteSpec } from "./route.js";
+import { allRoutes } from "./routes/index.js";
+
+export interface GatewayDeps {
+  config: Readonly<GatewayConfig>;
+  log: Logger;
+  nc: NatsConnection;
+  clock: Clock;
+  ids: IdGenerator;
+}
+
+/** What route modules receive. */
+export interface GatewayContext extends GatewayDeps {
+  tokens: TokenCache;
+  /** Default RPC timeout for route handlers. */
+  timeoutMs: number;
+  app: FastifyInstance;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    principal?: Principal;
+  }
+}
+
+function zodIssues(location: string, err: z.ZodError) {
+  return err.issues.map((i) => ({ location, field: i.path.map(String).join(".") || "(root)", message: i.message }));
+}
+
+export async function buildGateway(deps: GatewayDeps): Promise<{ app: FastifyInstance; routes: RouteSpec[]; tokens: TokenCache }> {
+  const { config, log } = deps;
+  const app = Fastify({
+    loggerInstance: log as unknown as FastifyBaseLogger,
+    disableRequestLogging: true,
+    bodyLimit: config.http.body_limit,
+    trustProxy: config.http.trust_proxy,
+    requestIdHeader: "x-request-id",
+    genReqId: () => deps.ids.next(),
+    return503OnClosing: true,
+  });
+
+  // Empty bodies are allowed (POST /terminal has none); invalid JSON is a clean 400.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
+    const text = typeof body === "string" ? body : body.toString("utf8");
+    if (text.trim() === "") return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(new OrchError("INVALID_ARGUMENT", "invalid_json", "the request body is not valid JSON"), undefined);
+    }
+  });
+
+  const auth = rpcClient(deps.nc, "auth", AuthService, { timeoutMs: config.nats.request_timeout_ms });
+  const tokens = createTokenCache({ nc: deps.nc, auth, clock: deps.clock, log, ttlMs: config.gateway.token_cache_ttl_ms, maxSize: config.gateway.token_cache_size });
+  const ctx: GatewayContext = { ...deps, tokens, timeoutMs: config.nats.request_timeout_ms, app };
+  const routes = allRoutes(ctx);
+  const openapi = buildOpenApi(routes);
+  const limiter = createRateLimiter({ perMinute: config.gateway.auth_rate_limit_per_minute, clock: deps.clock });
+
+  app.setErrorHandler((err: Error & { code?: string; statusCode?: number }, req, reply) => {
+    if (err instanceof OrchError) return sendProblem(reply, problemFromError(err, req.id));
+    switch (err.code) {
+      case "FST_ERR_CTP_BODY_TOO_LARGE":
+        return sendProblem(reply, problem(413, "body_too_large", `the request body exceeds ${config.http.body_limit} bytes`));
+      case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+        return sendProblem(reply, problem(415, "unsupported_media_type", "send JSON with Content-Type: application/json"));
+      case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+        return sendProblem(reply, problem(400, "invalid_request", "invalid Content-Length"));
+    }
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return sendProblem(reply, problem(err.statusCode, "invalid_request", err.message));
+    const e = OrchError.from(err);
+    if (e.code === "INTERNAL") req.log.error({ err, requestId: req.id }, "unhandled error");
+    return sendProblem(reply, problemFromError(e, req.id));
+  });
+  app.setNotFoundHandler((req, reply) => sendProblem(reply, problem(404, "route_not_found", `no route ${req.method} ${req.url.split("?")[0]}`)));
+
+  app.get("/api/v1/openapi.json", async () => openapi);
+
+  for (const spec of routes) {
+    const status = successStatus(spec);
+    const limited = spec.path.startsWith("/api/v1/auth/challenge") || spec.path.startsWith("/api/v1/auth/verify");
+    app.route({
+      method: spec.method,
+      url: fastifyPath(spec.path),
+      // Authentication and authorization run before the body is parsed or anything is looked up.
+      onRequest: async (req: FastifyRequest, reply: FastifyReply) => {
+        if (limited) {
+          const wait = limiter.take(req.ip);
+          if (wait > 0) {
+            reply.header("retry-after", String(Math.ceil(wait / 1000)));
+            throw new OrchError("RESOURCE_EXHAUSTED", "rate_limited", "too many login attempts; retry later");
+          }
+        }
+        if (spec.auth === "public") return;
+        const h = req.headers.authorization;
+        const m = typeof h === "string" ? /^Bearer\s+(\S+)$/i.exec(h) : null;
+        if (!m?.[1]) throw unauthenticated("unauthenticated", "send Authorization: Bearer <token> (orchctl login)");
+        req.principal = await tokens.resolve(m[1]);
+        if (spec.auth === "admin" && req.principal.role !== "admin") throw forbidden();
+      },
+      handler: async (req, reply) => {
+        const parse = <T>(schema: z.ZodType<T> | undefined, value: unknown, location: string): T => {
+          if (!schema) return undefined as T;
+          const r = schema.safeParse(value ?? (location === "body" ? undefined : {}));
+          if (!r.success) {
+            const errors = zodIssues(location, r.error);
+            const first = errors[0]!;
+            throw new OrchError("INVALID_ARGUMENT", "invalid_request", `${location} ${first.field === "(root)" ? "" : `field '${first.field}' `}${first.message}`.replace(/\s+/g, " "), { errors });
+          }
+          return r.data;
+        };
+        const params = parse(spec.params, req.params, "path");
+        const query = parse(spec.query, req.query, "query");
+        const body = parse(spec.body, req.body, "body");
+        const p = req.principal;
+        const out = await spec.handler(
+          {
+            params,
+            query,
+            body,
+            principal: p,
+            raw: req,
+            call: { requestId: req.id, ...(p ? { actor: { id: p.id, name: p.name, type: "operator", role: p.role } } : {}) },
+          },
+          reply,
+        );
+        if (out === reply || reply.sent) return reply;
+        reply.code(status);
+        return out === undefined ? reply.send() : out;
+      },
+    });
+  }
+  return { app, routes, tokens };
+}

@@ -1,0 +1,94 @@
+import { createHash } from "node:crypto";
+import { fromBinary } from "@bufbuild/protobuf";
+import { AuthService, RevocationSchema } from "@orch/contracts";
+import { unauthenticated, type Client, type Clock, type Logger, type NatsConnection } from "@orch/kit";
+
+export interface Principal {
+  id: string;
+  name: string;
+  role: "admin" | "operator";
+  /** Token expiry, ms. */
+  expiresAt: number;
+}
+
+interface Entry {
+  principal: Principal;
+  tokenHash: string;
+  cachedAt: number;
+}
+
+export const REVOCATION_SUBJECT = "orch.auth.revoked";
+export const tokenHash = (token: string) => createHash("sha256").update(token).digest("hex");
+
+/**
+ * Bearer tokens are resolved through the auth service once, then served from memory: steady-state
+ * requests cost no bus round trip. Revocations arrive as a broadcast on `orch.auth.revoked`; after
+ * a reconnect (when a broadcast may have been missed) the whole cache is dropped, and a TTL bounds
+ * staleness in any case.
+ */
+export function createTokenCache(deps: { nc: NatsConnection; auth: Client<typeof AuthService>; clock: Clock; log: Logger; ttlMs: number; maxSize: number }) {
+  const entries = new Map<string, Entry>();
+  const inflight = new Map<string, Promise<Principal>>();
+  let stopped = false;
+
+  const sub = deps.nc.subscribe(REVOCATION_SUBJECT, {
+    callback: (_err, msg) => {
+      try {
+        const r = fromBinary(RevocationSchema, msg.data);
+        for (const [token, e] of entries) {
+          if ((r.operatorId && e.principal.id === r.operatorId) || (r.tokenHash && e.tokenHash === r.tokenHash)) entries.delete(token);
+        }
+      } catch (err) {
+        deps.log.warn({ err }, "bad revocation message; dropping token cache");
+        entries.clear();
+      }
+    },
+  });
+  void (async () => {
+    for await (const s of deps.nc.status()) {
+      if (stopped) break;
+      if (s.type === "reconnect" || s.type === "disconnect") entries.clear();
+    }
+  })();
+
+  async function lookup(token: string): Promise<Principal> {
+    try {
+      const p = await deps.auth.authenticate({ token }, { timeoutMs: 3000 });
+      const op = p.operator;
+      if (!op) throw unauthenticated("invalid_token", "the token is invalid or expired");
+      return { id: op.id, name: op.name, role: op.role === "admin" ? "admin" : "operator", expiresAt: p.expiresAt };
+    } finally {
+      inflight.delete(token);
+    }
+  }
+
+  return {
+    async resolve(token: string): Promise<Principal> {
+      const now = deps.clock.now();
+      const hit = entries.get(token);
+      if (hit) {
+        if (hit.principal.expiresAt > now && now - hit.cachedAt < deps.ttlMs) return hit.principal;
+        entries.delete(token);
+      }
+      let p = inflight.get(token);
+      if (!p) {
+        p = lookup(token);
+        inflight.set(token, p);
+      }
+      const principal = await p;
+      if (entries.size >= deps.maxSize) {
+        const oldest = entries.keys().next().value;
+        if (oldest !== undefined) entries.delete(oldest);
+      }
+      entries.set(token, { principal, tokenHash: tokenHash(token), cachedAt: deps.clock.now() });
+      return principal;
+    },
+    size: () => entries.size,
+    stop() {
+      stopped = true;
+      sub.unsubscribe();
+      entries.clear();
+    },
+  };
+}
+export type TokenCache = ReturnType<typeof createTokenCache>;

@@ -1,0 +1,30 @@
+import { z } from "zod";
+import { baseConfigSchema } from "@orch/kit";
+
+export const gatewayConfigSchema = baseConfigSchema.extend({
+  http: z
+    .object({
+      port: z.number().int().min(0).max(65535).default(8080),
+      host: z.string().default("0.0.0.0"),
+      /** Largest accepted request body, bytes (module content is capped at 256 KiB by the state service). */
+      body_limit: z.number().int().positive().default(1_048_576),
+      /** Base URL clients use to reach this gateway (ws_url is built from it); derived from the request when empty. */
+      public_url: z.string().default(""),
+      /** Origins allowed to open terminal WebSockets; empty = same host as the request. */
+      allowed_origins: z.array(z.string()).default([]),
+      trust_proxy: z.boolean().default(false),
+    })
+    .prefault({}),
+  gateway: z
+    .object({
+      /** Services reported by GET /status. */
+      services: z.array(z.string()).default(["auth", "audit", "agents", "secrets", "state", "terminal", "notify"]),
+      /** How long a validated token stays cached; revocations are also broadcast, this bounds staleness if one is missed. */
+      token_cache_ttl_ms: z.number().int().positive().default(60_000),
+      token_cache_size: z.number().int().positive().default(10_000),
+      /** Login attempts (challenge + verify) per client address per minute. */
+      auth_rate_limit_per_minute: z.number().int().positive().default(60),
+    })
+    .prefault({}),
+});
+export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

@@ -1,0 +1,74 @@
+import { z } from "zod";
+import type { RouteSpec } from "./route.js";
+
+export const API_VERSION = "0.0.9";
+
+function jsonSchema(s: z.ZodType, io: "input" | "output"): Record<string, unknown> {
+  const out = z.toJSONSchema(s, { target: "draft-2020-12", io, unrepresentable: "any" }) as Record<string, unknown>;
+  delete out.$schema;
+  return out;
+}
+
+function parameters(schema: z.ZodType | undefined, where: "path" | "query") {
+  if (!schema) return [];
+  const js = jsonSchema(schema, "input") as { properties?: Record<string, Record<string, unknown>>; required?: string[] };
+  return Object.entries(js.properties ?? {}).map(([name, s]) => {
+    const { description, ...rest } = s;
+    return { name, in: where, required: where === "path" || (js.required ?? []).includes(name), schema: rest, ...(description ? { description } : {}) };
+  });
+}
+
+const PROBLEM = {
+  type: "object",
+  required: ["type", "title", "status", "detail", "code"],
+  properties: {
+    type: { type: "string" },
+    title: { type: "string" },
+    status: { type: "integer" },
+    detail: { type: "string" },
+    code: { type: "string", description: "stable machine-readable error code" },
+    request_id: { type: "string" },
+  },
+  additionalProperties: true,
+};
+
+/** OpenAPI 3.1 document built from the same route table and zod schemas that validate requests. */
+export function buildOpenApi(routes: RouteSpec[]): Record<string, unknown> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const r of routes) {
+    const responses: Record<string, unknown> = {};
+    for (const [status, schema] of Object.entries(r.responses)) {
+      responses[status] = schema ? { description: "success", content: { "application/json": { schema: jsonSchema(schema, "output") } } } : { description: "success, no body" };
+    }
+    const errs: Record<number, string[]> = { ...(r.errors ?? {}) };
+    if (r.auth !== "public") errs[401] ??= ["unauthenticated", "invalid_token"];
+    if (r.auth === "admin") errs[403] ??= ["admin_required"];
+    if (r.params || r.query || r.body) errs[400] ??= ["invalid_request"];
+    for (const [status, codes] of Object.entries(errs)) {
+      responses[status] = { description: `problem codes: ${codes.join(", ")}`, content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } } };
+    }
+    const op: Record<string, unknown> = {
+      operationId: `${r.method.toLowerCase()}${r.path.replace(/^\/api\/v1/, "").replace(/[{}]/g, "").replace(/[^a-zA-Z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ""))}`,
+      summary: r.summary,
+      description: [r.description, r.auth === "admin" ? "Requires the admin role." : r.auth === "public" ? "No authentication." : "Any authenticated operator."].filter(Boolean).join("\n\n"),
+      tags: r.tags,
+      parameters: [...parameters(r.params, "path"), ...parameters(r.query, "query")],
+      responses,
+      security: r.auth === "public" ? [] : [{ bearer: [] }],
+      "x-auth": r.auth,
+    };
+    if (r.body) op.requestBody = { required: true, content: { "application/json": { schema: jsonSchema(r.body, "input") } } };
+    (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
+  }
+  return {
+    openapi: "3.1.0",
+    info: { title: "Orchestrator Management API", version: API_VERSION, description: "Fleet orchestrator: agents, state, secrets, terminals, notifications and audit." },
+    servers: [{ url: "/" }],
+    paths,
+    components: {
+      schemas: { Problem: PROBLEM },
+      securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "Session token from POST /api/v1/auth/verify" } },
+    },
+    security: [{ bearer: [] }],
+  };
+}

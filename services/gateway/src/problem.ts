@@ -1,0 +1,42 @@
+import type { FastifyReply } from "fastify";
+import { OrchError, httpStatusOf, type Code } from "@orch/kit";
+
+const TITLES: Record<number, string> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  409: "Conflict",
+  413: "Payload Too Large",
+  415: "Unsupported Media Type",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+  503: "Service Unavailable",
+  504: "Gateway Timeout",
+};
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: string;
+  instance?: string;
+  [k: string]: unknown;
+}
+
+/** RFC 9457 body; `code` is the stable machine reason clients match on. */
+export function problem(status: number, code: string, detail: string, extra: Record<string, unknown> = {}): Problem {
+  return { type: `https://orch.dev/problems/${code}`, title: TITLES[status] ?? "Error", status, detail, code, ...extra };
+}
+
+export function problemFromError(err: OrchError, requestId?: string): Problem {
+  const extra: Record<string, unknown> = { ...err.details };
+  if (requestId) extra.request_id = requestId;
+  return problem(httpStatusOf[err.code as Code], err.reason, err.message, extra);
+}
+
+export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
+  if (p.status === 503) reply.header("retry-after", "1");
+  return reply.code(p.status).type("application/problem+json").send(p);
+}

@@ -1,0 +1,82 @@
+import { z } from "zod";
+import { AuthService, type Operator } from "@orch/contracts";
+import { rpcClient } from "@orch/kit";
+import type { GatewayContext } from "../app.js";
+import { route } from "../route.js";
+import { OperatorOut, iso, pageQuery } from "../schemas.js";
+
+export function operatorJson(o: Operator): z.infer<typeof OperatorOut> {
+  return {
+    id: o.id,
+    name: o.name,
+    public_key: o.publicKey,
+    role: o.role === "admin" ? "admin" : "operator",
+    active: o.active,
+    created_at: iso(o.createdAt),
+    created_by: o.createdBy,
+  };
+}
+
+const OperatorId = z.object({ operator_id: z.string().min(1).max(128) });
+
+export function operatorRoutes(ctx: GatewayContext) {
+  const auth = rpcClient(ctx.nc, "auth", AuthService, { timeoutMs: ctx.timeoutMs });
+  return [
+    route({
+      method: "GET",
+      path: "/api/v1/operators",
+      auth: "operator",
+      summary: "List operators",
+      tags: ["operators"],
+      query: pageQuery,
+      responses: { 200: z.object({ operators: z.array(OperatorOut), has_more: z.boolean(), next_cursor: z.string().nullable() }) },
+      async handler({ query, call }) {
+        const r = await auth.listOperators({ limit: query.limit ?? 0, cursor: query.cursor ?? "" }, call);
+        return { operators: r.operators.map(operatorJson), has_more: r.nextCursor !== "", next_cursor: r.nextCursor || null };
+      },
+    }),
+    route({
+      method: "POST",
+      path: "/api/v1/operators",
+      auth: "admin",
+      summary: "Add an operator",
+      tags: ["operators"],
+      body: z.object({
+        name: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, "must be 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit"),
+        public_key: z.string().max(200),
+        role: z.enum(["admin", "operator"]).default("operator"),
+      }),
+      responses: { 201: OperatorOut },
+      errors: { 400: ["invalid_public_key"], 409: ["operator_exists", "public_key_in_use"] },
+      async handler({ body, call }) {
+        return operatorJson(await auth.createOperator({ name: body.name, publicKey: body.public_key, role: body.role }, call));
+      },
+    }),
+    route({
+      method: "GET",
+      path: "/api/v1/operators/{operator_id}",
+      auth: "operator",
+      summary: "Get one operator (by id or name)",
+      tags: ["operators"],
+      params: OperatorId,
+      responses: { 200: OperatorOut },
+      errors: { 404: ["operator_not_found"] },
+      async handler({ params, call }) {
+        return operatorJson(await auth.getOperator({ id: params.operator_id }, call));
+      },
+    }),
+    route({
+      method: "DELETE",
+      path: "/api/v1/operators/{operator_id}",
+      auth: "admin",
+      summary: "Remove an operator and revoke its tokens",
+      tags: ["operators"],
+      params: OperatorId,
+      responses: { 204: null },
+      errors: { 404: ["operator_not_found"], 409: ["last_admin"] },
+      async handler({ params, call }) {
+        await auth.removeOperator({ id: params.operator_id }, call);
+      },
+    }),
+  ];
+}

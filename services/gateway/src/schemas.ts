@@ -1,0 +1,33 @@
+import { z } from "zod";
+
+/** Query-string helpers: values arrive as strings. */
+export const qInt = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^-?\d+$/, "must be an integer")
+    .transform(Number)
+    .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+
+export const qBool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
+
+export const rfc3339 = z.string().refine((s) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i.test(s) && !Number.isNaN(Date.parse(s)), "must be an RFC 3339 timestamp");
+
+export const pageQuery = z.object({
+  limit: qInt(1, 500).optional(),
+  cursor: z.string().max(200).optional(),
+});
+
+export const Ulid = z.string().regex(/^[0-9A-HJKMNP-TV-Z]{26}$/, "must be a ULID");
+
+/** Operator as returned by the API (the bus carries ms; the API shows RFC 3339). */
+export const OperatorOut = z.object({
+  id: z.string(),
+  name: z.string(),
+  public_key: z.string(),
+  role: z.enum(["admin", "operator"]),
+  active: z.boolean(),
+  created_at: z.string(),
+  created_by: z.string(),
+});
+
+export const iso = (ms: number) => new Date(ms).toISOString();
