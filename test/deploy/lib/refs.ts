@@ -54,7 +54,7 @@ export function secretRefs(objects: K8sObject[]): SecretRef[] {
         const r = e.valueFrom?.secretKeyRef;
         if (!r) continue;
         const id = `${r.name}/${r.key}`;
-        const ref = refs.get(id) ?? { name: r.name, key: r.key, optional: r.optional === true, users: [] };
+        const ref: SecretRef = refs.get(id) ?? { name: r.name, key: r.key, optional: r.optional === true, users: [] };
         ref.users.push(describe(o));
         refs.set(id, ref);
       }
