@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import t from "tap";
+import { validate as dockerfileSyntax } from "dockerfile-utils";
 import { lintDockerfile, parseDockerfile, stages } from "./lib/dockerfile.js";
 import { repoPath } from "./lib/kustomize.js";
 
@@ -36,6 +37,14 @@ t.test("deploy/docker/Dockerfile meets the image policy", async (t) => {
     t.notOk(dockerIgnored(f), `${f} is in the build context`);
   }
   accessSync(ORCH, constants.X_OK);
+});
+
+t.test("Dockerfile syntax (dockerfile-utils, the VS Code Docker language service's validator)", async (t) => {
+  const diagnostics = (text: string) => dockerfileSyntax(text).map((d) => `${d.range.start.line + 1}: ${d.message}`);
+  t.same(diagnostics(readFileSync(DOCKERFILE, "utf8")), [], "no syntax problems");
+  const broken = diagnostics("FROM node:20.20.2-bookworm-slim\nCOPY --frm=build /out /app\nRUNN true\n");
+  t.ok(broken.some((d) => /Unknown flag: frm/.test(d)), "a misspelt flag is reported");
+  t.ok(broken.some((d) => /Unknown instruction: RUNN/.test(d)), "an unknown instruction is reported");
 });
 
 t.test("broken Dockerfile fixture: each problem is reported", async (t) => {

@@ -4,13 +4,381 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { MetricsSample } from "./agent_link_pb.js";
+import { file_orch_v1_agent_link } from "./agent_link_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file orch/v1/agents.proto.
  */
 export const file_orch_v1_agents: GenFile = /*@__PURE__*/
-  fileDesc("ChRvcmNoL3YxL2FnZW50cy5wcm90bxIHb3JjaC52MSLiAgoFQWdlbnQSDwoHbm9kZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg4KBnN0YXR1cxgDIAEoCRImCgR0YWdzGAQgAygLMhgub3JjaC52MS5BZ2VudC5UYWdzRW50cnkSMgoKYXR0cmlidXRlcxgFIAMoCzIeLm9yY2gudjEuQWdlbnQuQXR0cmlidXRlc0VudHJ5EhEKCWNvbm5lY3RlZBgGIAEoCBISCgpmaXJzdF9zZWVuGAcgASgBEhEKCWxhc3Rfc2VlbhgIIAEoARIPCgdhZGRyZXNzGAkgASgJEg8KB3ZlcnNpb24YCiABKAkSEgoKcHVibGljX2tleRgLIAEoCRorCglUYWdzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARoxCg9BdHRyaWJ1dGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIdCg9HZXRBZ2VudFJlcXVlc3QSCgoCaWQYASABKAkiQgoRTGlzdEFnZW50c1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJEg4KBnN0YXR1cxgDIAEoCSJJChJMaXN0QWdlbnRzUmVzcG9uc2USHgoGYWdlbnRzGAEgAygLMg4ub3JjaC52MS5BZ2VudBITCgtuZXh0X2N1cnNvchgCIAEoCTKMAQoNQWdlbnRzU2VydmljZRI0CghHZXRBZ2VudBIYLm9yY2gudjEuR2V0QWdlbnRSZXF1ZXN0Gg4ub3JjaC52MS5BZ2VudBJFCgpMaXN0QWdlbnRzEhoub3JjaC52MS5MaXN0QWdlbnRzUmVxdWVzdBobLm9yY2gudjEuTGlzdEFnZW50c1Jlc3BvbnNlYgZwcm90bzM");
+  fileDesc("ChRvcmNoL3YxL2FnZW50cy5wcm90bxIHb3JjaC52MSJDChJTZXRBcHByb3ZhbFJlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRIOCgZzdGF0dXMYAiABKAkSDAoEbmFtZRgDIAEoCSIVChNSZW1vdmVBZ2VudFJlc3BvbnNlIocBChJSZXBsYWNlVGFnc1JlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRIzCgR0YWdzGAIgAygLMiUub3JjaC52MS5SZXBsYWNlVGFnc1JlcXVlc3QuVGFnc0VudHJ5GisKCVRhZ3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjwKDVNldFRhZ1JlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRILCgNrZXkYAiABKAkSDQoFdmFsdWUYAyABKAkiMAoQRGVsZXRlVGFnUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEgsKA2tleRgCIAEoCSIRCg9MaXN0VGFnc1JlcXVlc3QiKAoJVGFnVmFsdWVzEgsKA2tleRgBIAEoCRIOCgZ2YWx1ZXMYAiADKAkiNAoQTGlzdFRhZ3NSZXNwb25zZRIgCgR0YWdzGAEgAygLMhIub3JjaC52MS5UYWdWYWx1ZXMiRwoMTWV0cmljc1BvaW50Eg8KB25vZGVfaWQYASABKAkSJgoGc2FtcGxlGAIgASgLMhYub3JjaC52MS5NZXRyaWNzU2FtcGxlIlEKEUdldE1ldHJpY3NSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkSDQoFc2luY2UYAiABKAESDQoFdW50aWwYAyABKAESDQoFbGltaXQYBCABKAUiPQoSR2V0TWV0cmljc1Jlc3BvbnNlEicKB3NhbXBsZXMYASADKAsyFi5vcmNoLnYxLk1ldHJpY3NTYW1wbGUiIQoPRGlzY292ZXJSZXF1ZXN0Eg4KBnRhcmdldBgBIAEoCSI2ChBEaXNjb3ZlclJlc3BvbnNlEg8KB3NlbnRfdG8YASADKAkSEQoJYW5ub3VuY2VkGAIgASgJIiYKEk1hdGNoQWdlbnRzUmVxdWVzdBIQCghzZWxlY3RvchgBIAEoCSLiAgoFQWdlbnQSDwoHbm9kZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg4KBnN0YXR1cxgDIAEoCRImCgR0YWdzGAQgAygLMhgub3JjaC52MS5BZ2VudC5UYWdzRW50cnkSMgoKYXR0cmlidXRlcxgFIAMoCzIeLm9yY2gudjEuQWdlbnQuQXR0cmlidXRlc0VudHJ5EhEKCWNvbm5lY3RlZBgGIAEoCBISCgpmaXJzdF9zZWVuGAcgASgBEhEKCWxhc3Rfc2VlbhgIIAEoARIPCgdhZGRyZXNzGAkgASgJEg8KB3ZlcnNpb24YCiABKAkSEgoKcHVibGljX2tleRgLIAEoCRorCglUYWdzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARoxCg9BdHRyaWJ1dGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIdCg9HZXRBZ2VudFJlcXVlc3QSCgoCaWQYASABKAkiQgoRTGlzdEFnZW50c1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJEg4KBnN0YXR1cxgDIAEoCSJJChJMaXN0QWdlbnRzUmVzcG9uc2USHgoGYWdlbnRzGAEgAygLMg4ub3JjaC52MS5BZ2VudBITCgtuZXh0X2N1cnNvchgCIAEoCTKMBgoNQWdlbnRzU2VydmljZRI0CghHZXRBZ2VudBIYLm9yY2gudjEuR2V0QWdlbnRSZXF1ZXN0Gg4ub3JjaC52MS5BZ2VudBJFCgpMaXN0QWdlbnRzEhoub3JjaC52MS5MaXN0QWdlbnRzUmVxdWVzdBobLm9yY2gudjEuTGlzdEFnZW50c1Jlc3BvbnNlEjoKC1NldEFwcHJvdmFsEhsub3JjaC52MS5TZXRBcHByb3ZhbFJlcXVlc3QaDi5vcmNoLnYxLkFnZW50EkUKC1JlbW92ZUFnZW50Ehgub3JjaC52MS5HZXRBZ2VudFJlcXVlc3QaHC5vcmNoLnYxLlJlbW92ZUFnZW50UmVzcG9uc2USOgoLUmVwbGFjZVRhZ3MSGy5vcmNoLnYxLlJlcGxhY2VUYWdzUmVxdWVzdBoOLm9yY2gudjEuQWdlbnQSMAoGU2V0VGFnEhYub3JjaC52MS5TZXRUYWdSZXF1ZXN0Gg4ub3JjaC52MS5BZ2VudBI2CglEZWxldGVUYWcSGS5vcmNoLnYxLkRlbGV0ZVRhZ1JlcXVlc3QaDi5vcmNoLnYxLkFnZW50Ej8KCExpc3RUYWdzEhgub3JjaC52MS5MaXN0VGFnc1JlcXVlc3QaGS5vcmNoLnYxLkxpc3RUYWdzUmVzcG9uc2USRQoKR2V0TWV0cmljcxIaLm9yY2gudjEuR2V0TWV0cmljc1JlcXVlc3QaGy5vcmNoLnYxLkdldE1ldHJpY3NSZXNwb25zZRJDChBHZXRMYXRlc3RNZXRyaWNzEhgub3JjaC52MS5HZXRBZ2VudFJlcXVlc3QaFS5vcmNoLnYxLk1ldHJpY3NQb2ludBI/CghEaXNjb3ZlchIYLm9yY2gudjEuRGlzY292ZXJSZXF1ZXN0Ghkub3JjaC52MS5EaXNjb3ZlclJlc3BvbnNlEkcKC01hdGNoQWdlbnRzEhsub3JjaC52MS5NYXRjaEFnZW50c1JlcXVlc3QaGy5vcmNoLnYxLkxpc3RBZ2VudHNSZXNwb25zZWIGcHJvdG8z", [file_orch_v1_agent_link]);
+
+/**
+ * SetApprovalRequest changes an agent's approval.
+ *
+ * @generated from message orch.v1.SetApprovalRequest
+ */
+export type SetApprovalRequest = Message<"orch.v1.SetApprovalRequest"> & {
+  /**
+   * Node id.
+   *
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+
+  /**
+   * approved or rejected.
+   *
+   * @generated from field: string status = 2;
+   */
+  status: string;
+
+  /**
+   * Required when approving; ignored when rejecting.
+   *
+   * @generated from field: string name = 3;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message orch.v1.SetApprovalRequest.
+ * Use `create(SetApprovalRequestSchema)` to create a new message.
+ */
+export const SetApprovalRequestSchema: GenMessage<SetApprovalRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 0);
+
+/**
+ * RemoveAgentResponse confirms removal.
+ *
+ * @generated from message orch.v1.RemoveAgentResponse
+ */
+export type RemoveAgentResponse = Message<"orch.v1.RemoveAgentResponse"> & {
+};
+
+/**
+ * Describes the message orch.v1.RemoveAgentResponse.
+ * Use `create(RemoveAgentResponseSchema)` to create a new message.
+ */
+export const RemoveAgentResponseSchema: GenMessage<RemoveAgentResponse> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 1);
+
+/**
+ * ReplaceTagsRequest replaces every tag.
+ *
+ * @generated from message orch.v1.ReplaceTagsRequest
+ */
+export type ReplaceTagsRequest = Message<"orch.v1.ReplaceTagsRequest"> & {
+  /**
+   * Node id or name.
+   *
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+
+  /**
+   * The new tag set.
+   *
+   * @generated from field: map<string, string> tags = 2;
+   */
+  tags: { [key: string]: string };
+};
+
+/**
+ * Describes the message orch.v1.ReplaceTagsRequest.
+ * Use `create(ReplaceTagsRequestSchema)` to create a new message.
+ */
+export const ReplaceTagsRequestSchema: GenMessage<ReplaceTagsRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 2);
+
+/**
+ * SetTagRequest sets one tag.
+ *
+ * @generated from message orch.v1.SetTagRequest
+ */
+export type SetTagRequest = Message<"orch.v1.SetTagRequest"> & {
+  /**
+   * Node id or name.
+   *
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+
+  /**
+   * Tag key.
+   *
+   * @generated from field: string key = 2;
+   */
+  key: string;
+
+  /**
+   * Tag value.
+   *
+   * @generated from field: string value = 3;
+   */
+  value: string;
+};
+
+/**
+ * Describes the message orch.v1.SetTagRequest.
+ * Use `create(SetTagRequestSchema)` to create a new message.
+ */
+export const SetTagRequestSchema: GenMessage<SetTagRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 3);
+
+/**
+ * DeleteTagRequest removes one tag.
+ *
+ * @generated from message orch.v1.DeleteTagRequest
+ */
+export type DeleteTagRequest = Message<"orch.v1.DeleteTagRequest"> & {
+  /**
+   * Node id or name.
+   *
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+
+  /**
+   * Tag key.
+   *
+   * @generated from field: string key = 2;
+   */
+  key: string;
+};
+
+/**
+ * Describes the message orch.v1.DeleteTagRequest.
+ * Use `create(DeleteTagRequestSchema)` to create a new message.
+ */
+export const DeleteTagRequestSchema: GenMessage<DeleteTagRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 4);
+
+/**
+ * ListTagsRequest has no fields.
+ *
+ * @generated from message orch.v1.ListTagsRequest
+ */
+export type ListTagsRequest = Message<"orch.v1.ListTagsRequest"> & {
+};
+
+/**
+ * Describes the message orch.v1.ListTagsRequest.
+ * Use `create(ListTagsRequestSchema)` to create a new message.
+ */
+export const ListTagsRequestSchema: GenMessage<ListTagsRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 5);
+
+/**
+ * TagValues is one key with its distinct values.
+ *
+ * @generated from message orch.v1.TagValues
+ */
+export type TagValues = Message<"orch.v1.TagValues"> & {
+  /**
+   * Tag key.
+   *
+   * @generated from field: string key = 1;
+   */
+  key: string;
+
+  /**
+   * Distinct values, sorted.
+   *
+   * @generated from field: repeated string values = 2;
+   */
+  values: string[];
+};
+
+/**
+ * Describes the message orch.v1.TagValues.
+ * Use `create(TagValuesSchema)` to create a new message.
+ */
+export const TagValuesSchema: GenMessage<TagValues> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 6);
+
+/**
+ * ListTagsResponse lists distinct tags.
+ *
+ * @generated from message orch.v1.ListTagsResponse
+ */
+export type ListTagsResponse = Message<"orch.v1.ListTagsResponse"> & {
+  /**
+   * Sorted by key.
+   *
+   * @generated from field: repeated orch.v1.TagValues tags = 1;
+   */
+  tags: TagValues[];
+};
+
+/**
+ * Describes the message orch.v1.ListTagsResponse.
+ * Use `create(ListTagsResponseSchema)` to create a new message.
+ */
+export const ListTagsResponseSchema: GenMessage<ListTagsResponse> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 7);
+
+/**
+ * MetricsPoint is one stored metrics sample.
+ *
+ * @generated from message orch.v1.MetricsPoint
+ */
+export type MetricsPoint = Message<"orch.v1.MetricsPoint"> & {
+  /**
+   * Node id.
+   *
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+
+  /**
+   * The sample.
+   *
+   * @generated from field: orch.v1.MetricsSample sample = 2;
+   */
+  sample?: MetricsSample;
+};
+
+/**
+ * Describes the message orch.v1.MetricsPoint.
+ * Use `create(MetricsPointSchema)` to create a new message.
+ */
+export const MetricsPointSchema: GenMessage<MetricsPoint> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 8);
+
+/**
+ * GetMetricsRequest selects a time range.
+ *
+ * @generated from message orch.v1.GetMetricsRequest
+ */
+export type GetMetricsRequest = Message<"orch.v1.GetMetricsRequest"> & {
+  /**
+   * Node id or name.
+   *
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+
+  /**
+   * Inclusive lower bound, Unix ms (0 = none).
+   *
+   * @generated from field: double since = 2;
+   */
+  since: number;
+
+  /**
+   * Exclusive upper bound, Unix ms (0 = none).
+   *
+   * @generated from field: double until = 3;
+   */
+  until: number;
+
+  /**
+   * Maximum points (default 100, max 1000).
+   *
+   * @generated from field: int32 limit = 4;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message orch.v1.GetMetricsRequest.
+ * Use `create(GetMetricsRequestSchema)` to create a new message.
+ */
+export const GetMetricsRequestSchema: GenMessage<GetMetricsRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 9);
+
+/**
+ * GetMetricsResponse lists samples, newest first.
+ *
+ * @generated from message orch.v1.GetMetricsResponse
+ */
+export type GetMetricsResponse = Message<"orch.v1.GetMetricsResponse"> & {
+  /**
+   * The samples.
+   *
+   * @generated from field: repeated orch.v1.MetricsSample samples = 1;
+   */
+  samples: MetricsSample[];
+};
+
+/**
+ * Describes the message orch.v1.GetMetricsResponse.
+ * Use `create(GetMetricsResponseSchema)` to create a new message.
+ */
+export const GetMetricsResponseSchema: GenMessage<GetMetricsResponse> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 10);
+
+/**
+ * DiscoverRequest optionally targets one address.
+ *
+ * @generated from message orch.v1.DiscoverRequest
+ */
+export type DiscoverRequest = Message<"orch.v1.DiscoverRequest"> & {
+  /**
+   * host:port for unicast; empty = broadcast.
+   *
+   * @generated from field: string target = 1;
+   */
+  target: string;
+};
+
+/**
+ * Describes the message orch.v1.DiscoverRequest.
+ * Use `create(DiscoverRequestSchema)` to create a new message.
+ */
+export const DiscoverRequestSchema: GenMessage<DiscoverRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 11);
+
+/**
+ * DiscoverResponse reports what was sent.
+ *
+ * @generated from message orch.v1.DiscoverResponse
+ */
+export type DiscoverResponse = Message<"orch.v1.DiscoverResponse"> & {
+  /**
+   * Addresses the datagram went to.
+   *
+   * @generated from field: repeated string sent_to = 1;
+   */
+  sentTo: string[];
+
+  /**
+   * The agent-link address announced.
+   *
+   * @generated from field: string announced = 2;
+   */
+  announced: string;
+};
+
+/**
+ * Describes the message orch.v1.DiscoverResponse.
+ * Use `create(DiscoverResponseSchema)` to create a new message.
+ */
+export const DiscoverResponseSchema: GenMessage<DiscoverResponse> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 12);
+
+/**
+ * MatchAgentsRequest carries a selector (grammar in docs/modules.md).
+ *
+ * @generated from message orch.v1.MatchAgentsRequest
+ */
+export type MatchAgentsRequest = Message<"orch.v1.MatchAgentsRequest"> & {
+  /**
+   * Selector, e.g. `env=test,role in (web,db)` or `*`.
+   *
+   * @generated from field: string selector = 1;
+   */
+  selector: string;
+};
+
+/**
+ * Describes the message orch.v1.MatchAgentsRequest.
+ * Use `create(MatchAgentsRequestSchema)` to create a new message.
+ */
+export const MatchAgentsRequestSchema: GenMessage<MatchAgentsRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 13);
 
 /**
  * Agent is a registry record.
@@ -101,7 +469,7 @@ export type Agent = Message<"orch.v1.Agent"> & {
  * Use `create(AgentSchema)` to create a new message.
  */
 export const AgentSchema: GenMessage<Agent> = /*@__PURE__*/
-  messageDesc(file_orch_v1_agents, 0);
+  messageDesc(file_orch_v1_agents, 14);
 
 /**
  * GetAgentRequest names an agent.
@@ -122,7 +490,7 @@ export type GetAgentRequest = Message<"orch.v1.GetAgentRequest"> & {
  * Use `create(GetAgentRequestSchema)` to create a new message.
  */
 export const GetAgentRequestSchema: GenMessage<GetAgentRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_agents, 1);
+  messageDesc(file_orch_v1_agents, 15);
 
 /**
  * ListAgentsRequest filters and pages.
@@ -157,7 +525,7 @@ export type ListAgentsRequest = Message<"orch.v1.ListAgentsRequest"> & {
  * Use `create(ListAgentsRequestSchema)` to create a new message.
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_agents, 2);
+  messageDesc(file_orch_v1_agents, 16);
 
 /**
  * ListAgentsResponse is one page.
@@ -185,7 +553,7 @@ export type ListAgentsResponse = Message<"orch.v1.ListAgentsResponse"> & {
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_orch_v1_agents, 3);
+  messageDesc(file_orch_v1_agents, 17);
 
 /**
  * AgentsService owns the agent registry (schema `agents`) and the agent link.
@@ -211,6 +579,106 @@ export const AgentsService: GenService<{
   listAgents: {
     methodKind: "unary";
     input: typeof ListAgentsRequestSchema;
+    output: typeof ListAgentsResponseSchema;
+  },
+  /**
+   * SetApproval approves (with an immutable name) or rejects an agent.
+   *
+   * @generated from rpc orch.v1.AgentsService.SetApproval
+   */
+  setApproval: {
+    methodKind: "unary";
+    input: typeof SetApprovalRequestSchema;
+    output: typeof AgentSchema;
+  },
+  /**
+   * RemoveAgent deletes a rejected agent's record.
+   *
+   * @generated from rpc orch.v1.AgentsService.RemoveAgent
+   */
+  removeAgent: {
+    methodKind: "unary";
+    input: typeof GetAgentRequestSchema;
+    output: typeof RemoveAgentResponseSchema;
+  },
+  /**
+   * ReplaceTags replaces all tags of an agent.
+   *
+   * @generated from rpc orch.v1.AgentsService.ReplaceTags
+   */
+  replaceTags: {
+    methodKind: "unary";
+    input: typeof ReplaceTagsRequestSchema;
+    output: typeof AgentSchema;
+  },
+  /**
+   * SetTag sets one tag.
+   *
+   * @generated from rpc orch.v1.AgentsService.SetTag
+   */
+  setTag: {
+    methodKind: "unary";
+    input: typeof SetTagRequestSchema;
+    output: typeof AgentSchema;
+  },
+  /**
+   * DeleteTag removes one tag.
+   *
+   * @generated from rpc orch.v1.AgentsService.DeleteTag
+   */
+  deleteTag: {
+    methodKind: "unary";
+    input: typeof DeleteTagRequestSchema;
+    output: typeof AgentSchema;
+  },
+  /**
+   * ListTags lists every distinct tag key with its values.
+   *
+   * @generated from rpc orch.v1.AgentsService.ListTags
+   */
+  listTags: {
+    methodKind: "unary";
+    input: typeof ListTagsRequestSchema;
+    output: typeof ListTagsResponseSchema;
+  },
+  /**
+   * GetMetrics returns an agent's metrics history, newest first.
+   *
+   * @generated from rpc orch.v1.AgentsService.GetMetrics
+   */
+  getMetrics: {
+    methodKind: "unary";
+    input: typeof GetMetricsRequestSchema;
+    output: typeof GetMetricsResponseSchema;
+  },
+  /**
+   * GetLatestMetrics returns the newest metrics sample.
+   *
+   * @generated from rpc orch.v1.AgentsService.GetLatestMetrics
+   */
+  getLatestMetrics: {
+    methodKind: "unary";
+    input: typeof GetAgentRequestSchema;
+    output: typeof MetricsPointSchema;
+  },
+  /**
+   * Discover sends a UDP discovery datagram (broadcast, or unicast to target).
+   *
+   * @generated from rpc orch.v1.AgentsService.Discover
+   */
+  discover: {
+    methodKind: "unary";
+    input: typeof DiscoverRequestSchema;
+    output: typeof DiscoverResponseSchema;
+  },
+  /**
+   * MatchAgents returns the approved agents a selector matches (used by state for assignments).
+   *
+   * @generated from rpc orch.v1.AgentsService.MatchAgents
+   */
+  matchAgents: {
+    methodKind: "unary";
+    input: typeof MatchAgentsRequestSchema;
     output: typeof ListAgentsResponseSchema;
   },
 }> = /*@__PURE__*/
