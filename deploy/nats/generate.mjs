@@ -72,7 +72,7 @@ export function permissionsFor(name) {
   });
   const needsInbox = u.requests.length > 0 || roles.length > 0;
   const publish = uniq([...u.requests, ...u.publish, ...roles.flatMap((r) => r.publish)]);
-  const subscribe = uniq([...u.serves, ...u.subscribe, ...roles.flatMap((r) => r.subscribe), ...(needsInbox ? [INBOX] : [])]);
+  const subscribe = uniq([...u.serves, ...u.subscribe, ...roles.flatMap((r) => r.subscribe), ...(needsInbox ? [INBOX(name)] : [])]);
   for (const s of [...publish, ...subscribe, ...u.deny.publish, ...u.deny.subscribe]) checkSubject(s);
   return {
     publish: { allow: publish, deny: uniq(u.deny.publish) },

@@ -16,8 +16,11 @@
 /** The services of the fleet orchestrator, one NATS user each (user name = service name). */
 export const SERVICES = ["gateway", "auth", "agents", "state", "secrets", "notify", "audit", "terminal"];
 
-/** Reply inbox every requester subscribes to (nats.js default `_INBOX.<nuid>`). */
-export const INBOX = "_INBOX.>";
+/**
+ * Reply inbox of a service: the kit connects with `inboxPrefix: _INBOX_<service>`, so one service
+ * can never read the replies meant for another (e.g. Resolve replies carrying secret values).
+ */
+export const INBOX = (service) => `_INBOX_${service}.>`;
 
 /** The JetStream stream that captures every audit event. */
 export const AUDIT_STREAM = "AUDIT";

@@ -102,7 +102,7 @@ t.test("nats-server with deploy/nats/local.conf enforces the permissions", async
   });
 
   const as = async (user: string, pass = devPassword(user)) => {
-    const nc = await connect({ servers: `127.0.0.1:${port}`, user, pass, noAsyncTraces: true, reconnect: false });
+    const nc = await connect({ servers: `127.0.0.1:${port}`, user, pass, noAsyncTraces: true, reconnect: false, inboxPrefix: `_INBOX_${user}` });
     conns.push(nc);
     return nc;
   };

@@ -26,6 +26,8 @@ export async function connectNats(opts: NatsOptions): Promise<NatsConnection> {
     reconnectTimeWait: 250,
     reconnectJitter: 250,
     waitOnFirstConnect: true,
+    // A per-service reply prefix lets bus permissions keep each service's replies private to it.
+    inboxPrefix: `_INBOX_${opts.name.replace(/[^A-Za-z0-9_-]/g, "_")}`,
     ...(opts.user ? { user: opts.user, pass: opts.password ?? "" } : {}),
   });
   if (opts.log) {

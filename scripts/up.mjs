@@ -1,0 +1,253 @@
+#!/usr/bin/env node
+// `npm run up [-- --agents N] [-- --no-build]`: the whole system from a fresh clone.
+// Installs and builds, finds NATS and Postgres (starting local ones when none answer), creates the
+// database, a bootstrap admin key and a dev secrets key on first run, starts every service (and N
+// local agents) as supervised processes, and prints how to log in. Ctrl-C stops everything.
+import { spawn, spawnSync } from "node:child_process";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+
+const ROOT = new URL("..", import.meta.url).pathname;
+const STATE = join(ROOT, ".orch");
+const { values: args } = parseArgs({
+  options: {
+    agents: { type: "string", default: "0" },
+    "no-build": { type: "boolean", default: false },
+    "no-install": { type: "boolean", default: false },
+  },
+  allowPositionals: true,
+});
+
+const colors = [36, 32, 33, 35, 34, 91, 92, 93, 94, 95, 96];
+const say = (msg) => process.stdout.write(`\x1b[1m[up]\x1b[0m ${msg}\n`);
+const fail = (msg) => {
+  process.stderr.write(`\x1b[31m[up] ${msg}\x1b[0m\n`);
+  process.exit(1);
+};
+
+function run(cmd, argv, opts = {}) {
+  const r = spawnSync(cmd, argv, { cwd: ROOT, stdio: "inherit", ...opts });
+  if (r.status !== 0) fail(`${cmd} ${argv.join(" ")} failed (exit ${r.status})`);
+}
+
+function portOpen(host, port, timeoutMs = 1000) {
+  return new Promise((resolve) => {
+    const s = connect({ host, port });
+    const done = (ok) => {
+      s.destroy();
+      resolve(ok);
+    };
+    s.setTimeout(timeoutMs, () => done(false));
+    s.once("connect", () => done(true));
+    s.once("error", () => done(false));
+  });
+}
+
+async function waitPort(host, port, timeoutMs) {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (await portOpen(host, port)) return true;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return false;
+}
+
+const which = (bin) => spawnSync("sh", ["-c", `command -v ${bin}`], { encoding: "utf8" }).stdout.trim();
+const children = [];
+let stopping = false;
+
+/** Starts a process, prefixes its output, restarts it with backoff if it dies while we run. */
+function supervise(name, cmd, argv, env, i) {
+  const color = colors[i % colors.length];
+  const tag = `\x1b[${color}m${name.padEnd(10)}\x1b[0m|`;
+  const entry = { name, child: undefined, restarts: 0 };
+  const start = () => {
+    const child = spawn(cmd, argv, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    entry.child = child;
+    const pipe = (stream, out) => {
+      let buf = "";
+      stream.on("data", (d) => {
+        buf += d.toString();
+        const lines = buf.split("\n");
+        buf = lines.pop();
+        for (const l of lines) out.write(`${tag} ${l}\n`);
+      });
+    };
+    pipe(child.stdout, process.stdout);
+    pipe(child.stderr, process.stderr);
+    const startedAt = Date.now();
+    child.on("exit", (code, signal) => {
+      if (stopping) return;
+      if (Date.now() - startedAt > 30_000) entry.restarts = 0;
+      entry.restarts++;
+      const delay = Math.min(500 * 2 ** entry.restarts, 15_000);
+      process.stderr.write(`${tag} exited (${signal ?? code}); restarting in ${delay} ms\n`);
+      setTimeout(() => !stopping && start(), delay);
+    });
+  };
+  start();
+  children.push(entry);
+  return entry;
+}
+
+async function stopAll() {
+  if (stopping) return;
+  stopping = true;
+  say("stopping…");
+  const exits = children.map(
+    (c) =>
+      new Promise((resolve) => {
+        if (!c.child || c.child.exitCode !== null || c.child.signalCode !== null) return resolve();
+        c.child.once("exit", resolve);
+        c.child.kill("SIGTERM");
+        setTimeout(() => {
+          c.child.kill("SIGKILL");
+          resolve();
+        }, 15_000).unref();
+      }),
+  );
+  await Promise.all(exits);
+  say("stopped");
+  process.exit(0);
+}
+process.on("SIGINT", stopAll);
+process.on("SIGTERM", stopAll);
+
+// 1. Install and build.
+if (!args["no-install"] && !existsSync(join(ROOT, "node_modules/.package-lock.json"))) {
+  say("installing dependencies (npm ci)…");
+  run("npm", ["ci", "--no-audit", "--no-fund"]);
+}
+if (!args["no-build"]) {
+  say("building…");
+  run("npm", ["run", "build", "--silent"]);
+}
+mkdirSync(STATE, { recursive: true, mode: 0o700 });
+
+// 2. NATS with JetStream.
+const natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
+const nu = new URL(natsUrl.split(",")[0].replace(/^nats:/, "http:"));
+const natsPort = Number(nu.port || 4222);
+if (await portOpen(nu.hostname, natsPort)) {
+  say(`NATS answers at ${natsUrl}`);
+} else {
+  if (!["127.0.0.1", "localhost"].includes(nu.hostname)) fail(`NATS at ${natsUrl} does not answer`);
+  const bin = which("nats-server") || (existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "");
+  if (!bin) fail("no NATS answers and nats-server is not installed (apt-get install nats-server)");
+  say(`starting a local nats-server with JetStream on :${natsPort} (store in .orch/nats)`);
+  supervise("nats", bin, ["-a", "127.0.0.1", "-p", String(natsPort), "-js", "-sd", join(STATE, "nats")], {}, 0);
+  if (!(await waitPort("127.0.0.1", natsPort, 10_000))) fail("nats-server did not start");
+}
+
+// 3. Postgres.
+const dbUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/orch";
+const du = new URL(dbUrl);
+const pgPort = Number(du.port || 5432);
+if (!(await portOpen(du.hostname, pgPort))) {
+  if (!["127.0.0.1", "localhost"].includes(du.hostname)) fail(`Postgres at ${du.hostname}:${pgPort} does not answer`);
+  const clusters = existsSync("/etc/postgresql") ? readdirSync("/etc/postgresql") : [];
+  if (clusters.length && which("pg_ctlcluster")) {
+    say(`starting the system Postgres cluster ${clusters[0]}/main`);
+    spawnSync("pg_ctlcluster", ["--skip-systemctl-redirect", clusters[0], "main", "start"], { stdio: "inherit" });
+  }
+  if (!(await waitPort("127.0.0.1", pgPort, 10_000))) {
+    const bin = [which("postgres"), ...readdirSync("/usr/lib/postgresql").map((v) => `/usr/lib/postgresql/${v}/bin/postgres`)].find((p) => p && existsSync(p));
+    if (!bin) fail("no Postgres answers and none is installed (apt-get install postgresql)");
+    const dir = join(STATE, "pg");
+    if (!existsSync(join(dir, "PG_VERSION"))) {
+      say("initialising a local Postgres in .orch/pg");
+      run(join(bin, "../initdb"), ["-D", dir, "-U", "postgres", "--auth=trust"], { stdio: "ignore" });
+    }
+    say(`starting a local Postgres on :${pgPort}`);
+    supervise("postgres", bin, ["-D", dir, "-p", String(pgPort), "-k", dir, "-c", "listen_addresses=127.0.0.1"], {}, 1);
+    if (!(await waitPort("127.0.0.1", pgPort, 20_000))) fail("Postgres did not start");
+  }
+}
+const { default: pg } = await import("pg");
+{
+  const admin = new URL(dbUrl);
+  admin.pathname = "/postgres";
+  const c = new pg.Client({ connectionString: admin.toString() });
+  await c.connect().catch((e) => fail(`cannot connect to Postgres: ${e.message}`));
+  const name = du.pathname.slice(1) || "orch";
+  const r = await c.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
+  if (!r.rowCount) {
+    await c.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
+    say(`created database ${name}`);
+  }
+  await c.end();
+  say(`Postgres ready: ${du.hostname}:${pgPort}/${name}`);
+}
+
+// 4. Bootstrap admin key and dev secrets key (first run only).
+const keyPath = join(STATE, "admin.key");
+if (!existsSync(keyPath)) {
+  const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+  writeFileSync(keyPath, privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600 });
+  const der = publicKey.export({ format: "der", type: "spki" });
+  writeFileSync(`${keyPath}.pub`, `${der.subarray(der.length - 32).toString("hex")}\n`, { mode: 0o644 });
+  say("created the bootstrap admin key .orch/admin.key");
+}
+chmodSync(keyPath, 0o600);
+const adminPub = readFileSync(`${keyPath}.pub`, "utf8").trim();
+let secretsKeys = process.env.ORCH_SECRETS_KEYS;
+if (!secretsKeys) {
+  const p = join(STATE, "secrets.keys");
+  if (!existsSync(p)) writeFileSync(p, `dev1:${randomBytes(32).toString("base64")}\n`, { mode: 0o600 });
+  secretsKeys = readFileSync(p, "utf8").trim();
+  say("ORCH_SECRETS_KEYS is not set: using the generated DEVELOPMENT key in .orch/secrets.keys (set ORCH_SECRETS_KEYS in production)");
+}
+
+// 5. Services, then agents.
+const httpPort = Number(process.env.ORCH_HTTP_PORT ?? 8080);
+const services = readdirSync(join(ROOT, "services")).filter((s) => existsSync(join(ROOT, "services", s, "dist/main.js")));
+const env = {
+  NATS_URL: natsUrl,
+  DATABASE_URL: dbUrl,
+  ORCH_HTTP_PORT: String(httpPort),
+  ORCH_BOOTSTRAP_ADMIN_KEY: process.env.ORCH_BOOTSTRAP_ADMIN_KEY ?? adminPub,
+  ORCH_SECRETS_KEYS: secretsKeys,
+  ORCH_HEALTH_PORT: process.env.ORCH_HEALTH_PORT ?? "0",
+  ORCH_HEALTH_HOST: "127.0.0.1",
+  ORCH_GATEWAY_SERVICES: JSON.stringify(services.filter((s) => s !== "gateway")),
+  ORCH_TERMINAL_TRANSCRIPT_DIR: process.env.ORCH_TERMINAL_TRANSCRIPT_DIR ?? join(STATE, "transcripts"),
+};
+services.forEach((s, i) => supervise(s, process.execPath, [join(ROOT, "services", s, "dist/main.js")], env, i + 2));
+
+const base = `http://127.0.0.1:${httpPort}`;
+const until = Date.now() + 60_000;
+let status;
+while (Date.now() < until) {
+  status = await fetch(`${base}/api/v1/status`, { signal: AbortSignal.timeout(2000) })
+    .then((r) => r.json())
+    .catch(() => undefined);
+  if (status?.status === "ok") break;
+  await new Promise((r) => setTimeout(r, 500));
+}
+if (status?.status !== "ok") {
+  say(`some services are not ready yet: ${JSON.stringify(status?.services ?? {})}`);
+}
+
+const agentCount = Number(args.agents);
+const agentMain = join(ROOT, "agent/dist/main.js");
+if (agentCount > 0) {
+  if (!existsSync(agentMain)) fail("agent/dist/main.js is missing (npm run build)");
+  const link = process.env.ORCH_AGENTS_LINK_PORT ?? "7443";
+  for (let i = 1; i <= agentCount; i++) {
+    supervise(`agent-${i}`, process.execPath, [agentMain, "--server", `127.0.0.1:${link}`, "--data-dir", join(STATE, "agents", `agent-${i}`)], {}, i + services.length + 2);
+  }
+  say(`started ${agentCount} local agent(s); approve them with: npx orchctl agents list / approve <id> --name <name>`);
+}
+
+const rel = ".orch/admin.key";
+process.stdout.write(`
+\x1b[1mOrchestrator is up\x1b[0m
+  API:        ${base}/api/v1   (OpenAPI: ${base}/api/v1/openapi.json)
+  Services:   ${Object.entries(status?.services ?? {}).map(([k, v]) => `${k}=${v}`).join(" ")}
+  Log in:     npx orchctl login --server ${base} --key ${rel}
+  Then:       npx orchctl status · npx orchctl operators list · npx orchctl agents list
+  Stop:       Ctrl-C
+`);
