@@ -117,7 +117,16 @@ export function serveRpc<S extends GenService<GenServiceMethods>>(opts: RpcServe
       const requestId = msg.headers?.get(H.requestId) || "";
       const deadlineHdr = Number(msg.headers?.get(H.deadline) || 0);
       const deadline = deadlineHdr > 0 ? deadlineHdr : Date.now() + 30_000;
-      const ctx: CallContext = { requestId, actor: readActor(msg.headers), deadline, log: log.child({ rpc: method.name, requestId }) };
+      let childLog: Logger | undefined;
+      const ctx: CallContext = {
+        requestId,
+        actor: readActor(msg.headers),
+        deadline,
+        // A child logger per request is measurable on the hot path; build it only when used.
+        get log() {
+          return (childLog ??= log.child({ rpc: method.name, requestId }));
+        },
+      };
       try {
         if (Date.now() > deadline) return; // the caller has given up; doing the work would only add load
         const req = fromBinary(method.input, msg.data);
