@@ -1,5 +1,7 @@
 import type { Feature } from "./runtime.js";
 import { controlFeature } from "./control.js";
+import { stateFeature } from "./state/feature.js";
+import { terminalFeature } from "./terminal/feature.js";
 
 /** Every agent-side feature, one line each (state providers and the terminal add theirs). */
-export const features: Feature[] = [controlFeature];
+export const features: Feature[] = [controlFeature, stateFeature, terminalFeature];

@@ -1,1 +1,46 @@
-export {};
+#!/usr/bin/env node
+import { createAgent } from "./daemon.js";
+import { features } from "./features.js";
+import { loadOrCreateIdentity } from "./identity.js";
+import { createAgentLogger } from "./log.js";
+import { USAGE, UsageError, parseOptions } from "./options.js";
+import { AGENT_VERSION } from "./version.js";
+
+let parsed;
+try {
+  parsed = parseOptions(process.argv.slice(2), process.env);
+} catch (err) {
+  if (!(err instanceof UsageError)) throw err;
+  process.stderr.write(`orch-agent: ${err.message}\n\n${USAGE}`);
+  process.exit(2);
+}
+if (parsed === "help") {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+if (parsed === "version") {
+  process.stdout.write(`${AGENT_VERSION}\n`);
+  process.exit(0);
+}
+const options = parsed;
+const log = createAgentLogger(options.logLevel);
+const identity = loadOrCreateIdentity(options.dataDir, log);
+const agent = createAgent({ options, identity, log, features });
+
+let stopping = false;
+const shutdown = (signal: string) => {
+  if (stopping) return;
+  stopping = true;
+  log.info({ signal }, "shutting down");
+  setTimeout(() => process.exit(1), 5000).unref();
+  void agent.stop().then(() => process.exit(0));
+};
+process.on("SIGTERM", () => shutdown("SIGTERM"));
+process.on("SIGINT", () => shutdown("SIGINT"));
+
+try {
+  await agent.start();
+} catch (err) {
+  log.error({ err: (err as Error).message }, "orch-agent cannot start");
+  process.exit(1);
+}

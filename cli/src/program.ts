@@ -13,15 +13,25 @@ import { readFileSync } from "node:fs";
 import { DEFAULT_SERVER } from "./config.js";
 import { CliError } from "./errors.js";
 import type { CliIO } from "./output.js";
+import { register as registerAgents } from "./commands/agents.js";
 import { register as registerAuth } from "./commands/auth.js";
+import { register as registerChannels } from "./commands/channels.js";
+import { register as registerMaintenance } from "./commands/maintenance.js";
+import { register as registerNotifications } from "./commands/notifications.js";
+import { register as registerDiscover } from "./commands/discover.js";
 import { register as registerKeygen } from "./commands/keygen.js";
 import { register as registerOperators } from "./commands/operators.js";
+import { register as registerSecrets } from "./commands/secrets.js";
+import { register as registerSsh } from "./commands/ssh.js";
+import { register as registerState } from "./commands/state.js";
 import { register as registerStatus } from "./commands/status.js";
+import { register as registerTags } from "./commands/tags.js";
+import { register as registerTerminal } from "./commands/terminal.js";
 
 export type RegisterFn = (program: Command, io: CliIO) => void;
 
 /** Command groups in help order. */
-export const commandGroups: RegisterFn[] = [registerKeygen, registerAuth, registerStatus, registerOperators];
+export const commandGroups: RegisterFn[] = [registerKeygen, registerAuth, registerStatus, registerOperators, registerAgents, registerTags, registerDiscover, registerSecrets, registerChannels, registerNotifications, registerMaintenance, registerSsh, registerTerminal, registerState];
 
 function version(): string {
   try {

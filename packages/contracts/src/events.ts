@@ -52,6 +52,7 @@ export const EVENT_TYPES = {
   "channel.disabled": { severity: "warning", description: "A channel was disabled because its receiver answered 410 Gone." },
   "channel.tested": { severity: "info", description: "A test notification was sent through a channel." },
   "channel.delivery.failed": { severity: "error", description: "A delivery exhausted its retries." },
+  "notification.read": { severity: "info", description: "An operator marked one notification, or all of theirs, read." },
 
   "audit.pruned": { severity: "info", description: "Audit events older than a cutoff were deleted." },
   "audit.retention.updated": { severity: "info", description: "The audit retention setting changed." },

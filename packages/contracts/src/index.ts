@@ -2,3 +2,4 @@
 export * from "./gen/index.js";
 export * from "./events.js";
 export * from "./agent-link.js";
+export * from "./selector.js";

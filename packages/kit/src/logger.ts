@@ -23,7 +23,25 @@ export const REDACT_PATHS = [
   "config.token",
   "plaintext",
   "*.plaintext",
+  // Secret values nested one level deeper (e.g. a request body inside an error), and keyrings
+  // such as `secrets.keys` inside a logged config.
+  "*.*.value",
+  "keys",
+  "*.keys",
+  "*.*.keys",
 ];
+
+/**
+ * Masks every occurrence of the given secret values in a text (plan diffs, captured output, error
+ * messages) before it is stored, logged or returned. Longest values first, so a value that
+ * contains another is masked whole.
+ */
+export function maskValues(text: string, values: Iterable<string>, mask = "[redacted]"): string {
+  const sorted = [...new Set(values)].filter((v) => v.length > 0).sort((a, b) => b.length - a.length);
+  let out = text;
+  for (const v of sorted) out = out.split(v).join(mask);
+  return out;
+}
 
 export function createLogger(opts: { name: string; level?: string; destination?: DestinationStream }): Logger {
   const options: LoggerOptions = {

@@ -1,14 +1,30 @@
 import type { GatewayContext } from "../app.js";
 import type { RouteSpec } from "../route.js";
+import { agentRoutes } from "./agents.js";
+import { auditRoutes } from "./audit.js";
 import { authRoutes } from "./auth.js";
+import { channelRoutes } from "./channels.js";
+import { maintenanceRoutes } from "./maintenance.js";
+import { notificationRoutes } from "./notifications.js";
 import { operatorRoutes } from "./operators.js";
+import { secretRoutes } from "./secrets.js";
+import { stateRoutes } from "./state.js";
 import { statusRoutes } from "./status.js";
+import { terminalRoutes } from "./terminal.js";
 
 /** Every route module, one line each. A module builds its own RPC client from ctx.nc. */
 export function allRoutes(ctx: GatewayContext): RouteSpec[] {
   return [
     ...statusRoutes(ctx),
+    ...channelRoutes(ctx),
+    ...notificationRoutes(ctx),
+    ...maintenanceRoutes(ctx),
     ...authRoutes(ctx),
     ...operatorRoutes(ctx),
+    ...agentRoutes(ctx),
+    ...secretRoutes(ctx),
+    ...auditRoutes(ctx),
+    ...terminalRoutes(ctx),
+    ...stateRoutes(ctx),
   ];
 }

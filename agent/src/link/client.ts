@@ -1,0 +1,132 @@
+import { readFileSync } from "node:fs";
+import * as grpc from "@grpc/grpc-js";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { AgentFrameSchema, agentLinkGrpcDefinition, type AgentFrame, type BusMessage, type Request, type ServerFrame, type Welcome } from "@orch/contracts";
+import type { Identity } from "../identity.js";
+import type { AgentLogger } from "../runtime.js";
+
+export type AgentFrameInit = MessageInitShape<typeof AgentFrameSchema>;
+export type Send = (frame: AgentFrameInit) => void;
+
+export interface LinkHandlers {
+  /** First Welcome of this connection (the link is up) and every later one (status changes). */
+  onWelcome(w: Welcome, send: Send, first: boolean): void;
+  onRequest(r: Request, send: Send): void;
+  onMessage(m: BusMessage): void;
+}
+
+export type LinkOutcome =
+  | { kind: "refused"; reason: string; message: string; wasUp: boolean }
+  | { kind: "closed"; wasUp: boolean; detail: string };
+
+export interface LinkAttempt {
+  done: Promise<LinkOutcome>;
+  /** Half-closes the stream (the server records a clean disconnect), then cancels it. */
+  close(): void;
+}
+
+export function channelCredentials(tls: { ca?: string | undefined } | undefined): grpc.ChannelCredentials {
+  if (!tls) return grpc.credentials.createInsecure();
+  return grpc.credentials.createSsl(tls.ca ? readFileSync(tls.ca) : null);
+}
+
+/**
+ * One connection attempt: Hello → Challenge → signed nonce → Welcome or Refusal, then frames
+ * until either side ends it. A fresh channel per attempt keeps the reconnect pace in our hands
+ * (grpc-js would otherwise add its own hidden backoff on a failed channel).
+ */
+export function openLink(opts: {
+  server: string;
+  credentials: grpc.ChannelCredentials;
+  identity: Identity;
+  hello: { version: string; attributes: Record<string, string> };
+  handlers: LinkHandlers;
+  log: AgentLogger;
+  handshakeTimeoutMs?: number;
+}): LinkAttempt {
+  const client = new grpc.Client(opts.server, opts.credentials, {
+    // Notices a dead server (machine gone, no TCP reset) within keepalive + timeout.
+    "grpc.keepalive_time_ms": 20_000,
+    "grpc.keepalive_timeout_ms": 10_000,
+    "grpc.keepalive_permit_without_calls": 1,
+    "grpc.max_receive_message_length": 16 * 1024 * 1024,
+  });
+  const def = agentLinkGrpcDefinition.connect;
+  const call = client.makeBidiStreamRequest<AgentFrame, ServerFrame>(def.path, def.requestSerialize, def.responseDeserialize);
+  let up = false;
+  let ended = false;
+  let resolveDone!: (o: LinkOutcome) => void;
+  const done = new Promise<LinkOutcome>((r) => (resolveDone = r));
+
+  const send: Send = (frame) => {
+    if (ended) return;
+    try {
+      call.write(create(AgentFrameSchema, frame));
+    } catch (err) {
+      opts.log.debug({ err: (err as Error).message }, "write on a closing link failed");
+    }
+  };
+
+  const end = (o: LinkOutcome) => {
+    if (ended) return;
+    ended = true;
+    clearTimeout(handshakeTimer);
+    try {
+      call.cancel();
+    } catch {
+      /* already gone */
+    }
+    client.close();
+    resolveDone(o);
+  };
+
+  const handshakeTimer = setTimeout(() => end({ kind: "closed", wasUp: false, detail: "handshake timed out" }), opts.handshakeTimeoutMs ?? 15_000);
+
+  call.on("data", (f: ServerFrame) => {
+    switch (f.frame.case) {
+      case "challenge": {
+        if (f.frame.value.nodeId && f.frame.value.nodeId !== opts.identity.nodeId) {
+          opts.log.error({ server_node_id: f.frame.value.nodeId, node_id: opts.identity.nodeId }, "server derived a different node id; not signing");
+          return end({ kind: "closed", wasUp: false, detail: "node id mismatch" });
+        }
+        send({ frame: { case: "signature", value: { signature: opts.identity.sign(f.frame.value.nonce) } } });
+        return;
+      }
+      case "welcome": {
+        const first = !up;
+        up = true;
+        clearTimeout(handshakeTimer);
+        opts.handlers.onWelcome(f.frame.value, send, first);
+        return;
+      }
+      case "request":
+        if (up) opts.handlers.onRequest(f.frame.value, send);
+        return;
+      case "message":
+        if (up) opts.handlers.onMessage(f.frame.value);
+        return;
+      case "refusal":
+        return end({ kind: "refused", reason: f.frame.value.reason, message: f.frame.value.message, wasUp: up });
+      default:
+        return;
+    }
+  });
+  call.on("end", () => end({ kind: "closed", wasUp: up, detail: "server ended the link" }));
+  call.on("error", (err: grpc.ServiceError) => end({ kind: "closed", wasUp: up, detail: err.details || err.message }));
+
+  send({ frame: { case: "hello", value: { publicKey: opts.identity.publicKeyHex, version: opts.hello.version, attributes: opts.hello.attributes } } });
+
+  return {
+    done,
+    close() {
+      if (ended) return;
+      try {
+        call.end();
+      } catch {
+        /* already gone */
+      }
+      // Give the half-close a moment to reach the server, then drop the stream regardless.
+      setTimeout(() => end({ kind: "closed", wasUp: up, detail: "closed by agent" }), 300).unref();
+    },
+  };
+}

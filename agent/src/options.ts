@@ -1,0 +1,101 @@
+import { existsSync } from "node:fs";
+import { parseArgs } from "node:util";
+import type { AgentOptions } from "./runtime.js";
+import { isLogLevel, type LogLevel } from "./log.js";
+
+export const DEFAULT_DATA_DIR = "/var/lib/orch-agent";
+export const DEFAULT_DISCOVERY_PORT = 7444;
+export const DEFAULT_METRICS_INTERVAL = 15;
+
+export interface DaemonOptions extends AgentOptions {
+  dataDir: string;
+  logLevel: LogLevel;
+}
+
+export const USAGE = `usage: orch-agent [--server host:port | --discover] [options]
+
+  --server host:port        agents service link address          ORCH_AGENT_SERVER
+  --data-dir DIR            identity key and state (${DEFAULT_DATA_DIR})  ORCH_AGENT_DATA_DIR
+  --discover                wait for a discovery datagram instead ORCH_AGENT_DISCOVER=true
+  --discovery-port N        UDP port for discovery (${DEFAULT_DISCOVERY_PORT})        ORCH_AGENT_DISCOVERY_PORT
+  --no-terminal             refuse remote terminal sessions       ORCH_AGENT_NO_TERMINAL=true
+  --metrics-interval SECS   metrics sample interval (${DEFAULT_METRICS_INTERVAL})          ORCH_AGENT_METRICS_INTERVAL
+  --tls                     use TLS to the server                 ORCH_AGENT_TLS=true
+  --tls-ca FILE             CA bundle for the server certificate (implies --tls)  ORCH_AGENT_TLS_CA
+  --shell PATH              allowed terminal shell, repeatable; first is the default
+                            (default /bin/bash if present, else /bin/sh)  ORCH_AGENT_SHELLS=a:b
+  --log-level LEVEL         debug|info|warn|error (info)          ORCH_AGENT_LOG_LEVEL
+  --help, --version
+`;
+
+export class UsageError extends Error {}
+
+const truthy = (v: string | undefined) => v !== undefined && /^(1|true|yes|on)$/i.test(v.trim());
+
+export const HOST_PORT_RE = /^(\[[0-9a-fA-F:.]+\]|[^\s:/[\]]+):(\d{1,5})$/;
+
+export function validHostPort(s: string): boolean {
+  const m = HOST_PORT_RE.exec(s);
+  return Boolean(m && Number(m[2]) >= 1 && Number(m[2]) <= 65535);
+}
+
+function num(name: string, raw: string, min: number, max: number, integer: boolean): number {
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) throw new UsageError(`${name} must be ${integer ? "an integer" : "a number"} between ${min} and ${max}, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+/** Flags win over the environment; the environment wins over defaults. */
+export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): DaemonOptions | "help" | "version" {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        server: { type: "string" },
+        "data-dir": { type: "string" },
+        discover: { type: "boolean" },
+        "discovery-port": { type: "string" },
+        "no-terminal": { type: "boolean" },
+        "metrics-interval": { type: "string" },
+        tls: { type: "boolean" },
+        "tls-ca": { type: "string" },
+        shell: { type: "string", multiple: true },
+        "log-level": { type: "string" },
+        help: { type: "boolean", short: "h" },
+        version: { type: "boolean" },
+      },
+    }));
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+  if (values.help) return "help";
+  if (values.version) return "version";
+
+  const server = values.server ?? env.ORCH_AGENT_SERVER ?? undefined;
+  if (server !== undefined && !validHostPort(server)) throw new UsageError(`--server must be host:port, got ${JSON.stringify(server)}`);
+  const discover = values.discover ?? truthy(env.ORCH_AGENT_DISCOVER);
+  const discoveryPort = num("--discovery-port", values["discovery-port"] ?? env.ORCH_AGENT_DISCOVERY_PORT ?? String(DEFAULT_DISCOVERY_PORT), 1, 65535, true);
+  const metricsIntervalSeconds = num("--metrics-interval", values["metrics-interval"] ?? env.ORCH_AGENT_METRICS_INTERVAL ?? String(DEFAULT_METRICS_INTERVAL), 0.2, 86_400, false);
+  const terminalEnabled = !(values["no-terminal"] ?? truthy(env.ORCH_AGENT_NO_TERMINAL));
+  const ca = values["tls-ca"] ?? env.ORCH_AGENT_TLS_CA ?? undefined;
+  const tlsOn = Boolean(values.tls ?? truthy(env.ORCH_AGENT_TLS)) || Boolean(ca);
+  if (ca && !existsSync(ca)) throw new UsageError(`--tls-ca: ${ca} does not exist`);
+  const shells = values.shell?.length ? values.shell : env.ORCH_AGENT_SHELLS ? env.ORCH_AGENT_SHELLS.split(":").filter(Boolean) : [existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh"];
+  for (const s of shells) if (!s.startsWith("/")) throw new UsageError(`--shell must be an absolute path, got ${JSON.stringify(s)}`);
+  const logLevel = values["log-level"] ?? env.ORCH_AGENT_LOG_LEVEL ?? "info";
+  if (!isLogLevel(logLevel)) throw new UsageError(`--log-level must be debug, info, warn or error, got ${JSON.stringify(logLevel)}`);
+  return {
+    server,
+    dataDir: values["data-dir"] ?? env.ORCH_AGENT_DATA_DIR ?? DEFAULT_DATA_DIR,
+    discover,
+    discoveryPort,
+    terminalEnabled,
+    shells,
+    metricsIntervalSeconds,
+    tls: tlsOn ? { ca, insecure: false } : undefined,
+    logLevel,
+  };
+}

@@ -1,0 +1,127 @@
+import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
+import type { ExecuteRequest, ExecuteResponseSchema } from "@orch/contracts";
+import { AgentError, type AgentCallContext, type AgentLogger } from "../runtime.js";
+import { masker, maskJson } from "./mask.js";
+import { topoOrder } from "./order.js";
+import { SpecError, UnsupportedError, type ApplyResult, type CheckResult, type Provider } from "./types.js";
+
+export type Status = "ok" | "changed" | "failed" | "skipped" | "unsupported";
+/** A ResourceResult as built here (fields named as in the generated message). */
+interface Result {
+  id: string;
+  module: string;
+  type: string;
+  status: Status;
+  changed: boolean;
+  diff?: string;
+  message?: string;
+  stdout?: string;
+  stderr?: string;
+  durationMs?: number;
+  observed?: JsonObject;
+}
+type Response = MessageInitShape<typeof ExecuteResponseSchema>;
+
+export interface ExecuteDeps {
+  providers: Record<string, Provider>;
+  log: AgentLogger;
+  /** Progress sink (`rt.publish`); progress is best effort and never fails the operation. */
+  publish?: (subject: string, data: Uint8Array) => void;
+}
+
+export const progressSubject = (operationId: string) => `orch.state.progress.${operationId}`;
+
+/** Time kept back from the caller's deadline so the reply still reaches it: a tenth, 100 ms..2 s. */
+const replyMargin = (budgetMs: number) => Math.min(2000, Math.max(100, budgetMs / 10));
+
+const keyOf = (module: string, id: string) => `${module}/${id}`;
+
+/**
+ * The Execute handler: orders the resources by `requires`, checks (plan) or enforces (apply) each,
+ * skips the dependents of anything that did not succeed, and masks secrets in everything returned.
+ * Executions on one agent run one at a time: a drift check during an apply would otherwise
+ * observe a half-applied machine.
+ */
+export function createExecute(deps: ExecuteDeps): (req: ExecuteRequest, ctx: AgentCallContext) => Promise<Response> {
+  let queue: Promise<unknown> = Promise.resolve();
+  return (req, ctx) => {
+    const run = queue.then(() => executeOne(deps, req, ctx));
+    queue = run.catch(() => {});
+    return run;
+  };
+}
+
+async function executeOne(deps: ExecuteDeps, req: ExecuteRequest, ctx: AgentCallContext): Promise<Response> {
+  if (req.mode !== "plan" && req.mode !== "apply") throw new AgentError("INVALID_ARGUMENT", "invalid_mode", `mode must be plan or apply`);
+  const nodes = req.resources.map((r, i) => {
+    if (!r.id) throw new AgentError("INVALID_ARGUMENT", "invalid_resource", `resource ${i} has no id`);
+    const key = keyOf(r.module, r.id);
+    // A bare id in requires means a resource of the same module.
+    return { key, requires: r.requires.map((q) => (q.includes("/") ? q : keyOf(r.module, q))), res: r };
+  });
+  const ordered = topoOrder(nodes);
+  const mask = masker(req.mask);
+  const until = ctx.deadline - replyMargin(ctx.deadline - Date.now());
+  const statusOf = new Map<string, Status>();
+  const results: Result[] = [];
+
+  for (const node of ordered) {
+    const { res } = node;
+    const started = performance.now();
+    const base = { id: res.id, module: res.module, type: res.type };
+    let result: Result;
+    const blocker = node.requires.find((k) => statusOf.get(k) !== "ok" && statusOf.get(k) !== "changed");
+    if (blocker) {
+      result = { ...base, status: "skipped", changed: false, message: `skipped: requires ${blocker}, which is ${statusOf.get(blocker)}` };
+    } else if (Date.now() >= until) {
+      result = { ...base, status: "skipped", changed: false, message: "skipped: the operation's deadline was reached before this resource ran" };
+    } else {
+      result = { ...base, ...(await runResource(deps.providers[res.type], res.type, req.mode, (res.spec ?? {}) as Record<string, unknown>, until)) };
+    }
+    result.durationMs = performance.now() - started;
+    results.push(maskResult(result, mask));
+    statusOf.set(node.key, result.status);
+    if (req.operationId && deps.publish) {
+      try {
+        deps.publish(progressSubject(req.operationId), new TextEncoder().encode(JSON.stringify({ id: res.id, module: res.module, status: result.status, changed: result.changed })));
+      } catch (err) {
+        deps.log.debug({ err: (err as Error).message }, "state progress not published");
+      }
+    }
+  }
+  const count = (s: Status) => results.filter((r) => r.status === s).length;
+  deps.log.info({ operation_id: req.operationId, mode: req.mode, resources: results.length, changed: count("changed"), failed: count("failed"), skipped: count("skipped") }, "state execute finished");
+  return { results };
+}
+
+type Outcome = Omit<Result, "id" | "module" | "type">;
+
+async function runResource(provider: Provider | undefined, type: string, mode: "plan" | "apply", spec: Record<string, unknown>, deadline: number): Promise<Outcome> {
+  if (!provider) return { status: "unsupported", changed: false, message: `resource type "${type}" is not supported by this agent` };
+  try {
+    if (mode === "plan") {
+      const c: CheckResult = await provider.check(spec, { deadline });
+      return { status: c.changed ? "changed" : "ok", changed: c.changed, diff: c.diff, message: c.message ?? "", observed: json(c.observed) };
+    }
+    const a: ApplyResult = await provider.apply(spec, { deadline });
+    return { status: a.failed ? "failed" : a.changed ? "changed" : "ok", changed: a.changed, diff: a.diff, message: a.message, stdout: a.stdout, stderr: a.stderr, observed: json(a.observed) };
+  } catch (err) {
+    if (err instanceof UnsupportedError) return { status: "unsupported", changed: false, message: err.message };
+    if (err instanceof SpecError) return { status: "failed", changed: false, message: err.message };
+    return { status: "failed", changed: false, message: `${mode === "plan" ? "check" : "apply"} failed: ${(err as Error).message ?? String(err)}` };
+  }
+}
+
+/** Struct values must be JSON: drops undefined and turns anything exotic into its JSON form. */
+const json = (o: Record<string, unknown>) => JSON.parse(JSON.stringify(o)) as JsonObject;
+
+function maskResult(r: Result, mask: (s: string) => string): Result {
+  return {
+    ...r,
+    diff: mask(r.diff ?? ""),
+    message: mask(r.message ?? ""),
+    stdout: mask(r.stdout ?? ""),
+    stderr: mask(r.stderr ?? ""),
+    ...(r.observed ? { observed: maskJson(r.observed, mask) as JsonObject } : {}),
+  };
+}

@@ -1,0 +1,38 @@
+import { AgentError } from "../runtime.js";
+
+export interface Node {
+  key: string;
+  requires: string[];
+}
+
+/**
+ * Orders resources so each comes after what it requires. Ties keep the request order, so the
+ * same module always runs the same way. Keys are `<module>/<id>`; an unknown or cyclic
+ * requirement is a malformed request (the state service validates this first).
+ */
+export function topoOrder<T extends Node>(nodes: readonly T[]): T[] {
+  const index = new Map<string, number>();
+  nodes.forEach((n, i) => {
+    if (index.has(n.key)) throw new AgentError("INVALID_ARGUMENT", "duplicate_resource", `resource ${n.key} appears twice`);
+    index.set(n.key, i);
+  });
+  const pending = nodes.map((n) => {
+    for (const r of n.requires) {
+      if (!index.has(r)) throw new AgentError("INVALID_ARGUMENT", "unknown_requires", `resource ${n.key} requires ${r}, which is not in the request`);
+      if (r === n.key) throw new AgentError("INVALID_ARGUMENT", "cyclic_requires", `resource ${n.key} requires itself`);
+    }
+    return new Set(n.requires);
+  });
+  const done = new Set<string>();
+  const out: T[] = [];
+  while (out.length < nodes.length) {
+    const i = nodes.findIndex((n, j) => !done.has(n.key) && [...pending[j]!].every((r) => done.has(r)));
+    if (i < 0) {
+      const stuck = nodes.filter((n) => !done.has(n.key)).map((n) => n.key);
+      throw new AgentError("INVALID_ARGUMENT", "cyclic_requires", `requires form a cycle among: ${stuck.join(", ")}`);
+    }
+    done.add(nodes[i]!.key);
+    out.push(nodes[i]!);
+  }
+  return out;
+}

@@ -1,0 +1,48 @@
+/** A resource spec as decoded from the request's Struct: plain JSON values. */
+export type Spec = Record<string, unknown>;
+
+/** What every provider call gets besides the spec. */
+export interface ProviderContext {
+  /** Absolute Unix ms after which no command may still be running (the operation's deadline). */
+  deadline: number;
+}
+
+export interface CheckResult {
+  /** Whether apply would change something. */
+  changed: boolean;
+  /** Unified diff for files, a short description otherwise ("" when nothing would change). */
+  diff: string;
+  observed: Record<string, unknown>;
+  /** Optional note (e.g. why an exec would be skipped). */
+  message?: string;
+}
+
+export interface ApplyResult {
+  changed: boolean;
+  diff: string;
+  message: string;
+  stdout: string;
+  stderr: string;
+  observed: Record<string, unknown>;
+  /** An enforcement that ran but did not succeed (exec exit code ≠ 0, timeout). */
+  failed?: boolean;
+}
+
+/**
+ * A resource type. `check` must never change the machine (plan is trusted to be exact);
+ * `apply` must be idempotent: once the machine matches, it reports changed=false.
+ */
+export interface Provider {
+  check(spec: Spec, ctx: ProviderContext): Promise<CheckResult>;
+  apply(spec: Spec, ctx: ProviderContext): Promise<ApplyResult>;
+}
+
+/** The spec is malformed (missing/invalid field): the resource fails with this message. */
+export class SpecError extends Error {
+  override name = "SpecError";
+}
+
+/** The machine lacks what the type needs (no package manager, no systemd). */
+export class UnsupportedError extends Error {
+  override name = "UnsupportedError";
+}

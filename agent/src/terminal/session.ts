@@ -1,0 +1,198 @@
+import { closeSync, constants, openSync } from "node:fs";
+import pty from "node-pty";
+import type { AgentLogger } from "../runtime.js";
+import { encodeControl, parseControl, termSubject, type ControlMessage } from "./control.js";
+import { signalSession } from "./process-tree.js";
+
+export interface SessionBus {
+  publish(subject: string, data: Uint8Array): void;
+  subscribe(subject: string, onMessage: (data: Uint8Array) => void): () => void;
+}
+
+export interface SessionSpec {
+  sessionId: string;
+  shell: string;
+  args: string[];
+  cols: number;
+  rows: number;
+  cwd: string;
+  env: Record<string, string>;
+  heartbeatMs: number;
+  orphanTimeoutMs: number;
+  attachTimeoutMs: number;
+  detachGraceMs: number;
+}
+
+export interface SessionTuning {
+  /** Output is published when this many bytes are pending ... */
+  flushBytes: number;
+  /** ... or this long after the first pending byte (keeps keystroke echo fast, big output batched). */
+  flushDelayMs: number;
+  /** Output held before the first attach beyond this pauses the PTY (the shell blocks, nothing is lost). */
+  holdLimitBytes: number;
+  /** Between SIGHUP and SIGKILL of the session's processes. */
+  killGraceMs: number;
+}
+
+export const DEFAULT_TUNING: SessionTuning = { flushBytes: 16 * 1024, flushDelayMs: 2, holdLimitBytes: 1024 * 1024, killGraceMs: 2000 };
+
+/**
+ * Keeps our own handle on the PTY's slave side. Without it, when the shell exits the master reads
+ * EIO as soon as the last slave handle closes and output still in the kernel's buffers (the tail of
+ * a `cat`) is lost; with it, node-pty drains the master before it reports the exit.
+ */
+function holdSlave(term: unknown): number | undefined {
+  const path = (term as { _pty?: unknown })._pty;
+  if (typeof path !== "string" || !path.startsWith("/dev/")) return undefined;
+  try {
+    return openSync(path, constants.O_RDWR | constants.O_NOCTTY);
+  } catch {
+    return undefined;
+  }
+}
+
+export interface PtySession {
+  readonly id: string;
+  readonly pid: number;
+  /** Ends the session: SIGHUP to every process of the PTY's session, SIGKILL after a grace. */
+  close(reason: string): void;
+  readonly done: Promise<void>;
+}
+
+/**
+ * One PTY bridged to `orch.term.<id>.*`: output batched onto `.out`, input from `.in`, control on
+ * `.ctl`. Output is held until the first client attaches (so the first prompt is not lost to a
+ * client still connecting); the recorder gets it then too.
+ */
+export function startSession(spec: SessionSpec, bus: SessionBus, log: AgentLogger, onEnd: () => void, tuning: SessionTuning = DEFAULT_TUNING): PtySession {
+  const out = termSubject(spec.sessionId, "out");
+  const ctl = termSubject(spec.sessionId, "ctl");
+  const term = pty.spawn(spec.shell, spec.args, { name: "xterm-256color", cols: spec.cols, rows: spec.rows, cwd: spec.cwd, env: spec.env, encoding: null });
+  const slave = holdSlave(term);
+
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  let flushTimer: NodeJS.Timeout | undefined;
+  let held = true;
+  let paused = false;
+  let attached = 0;
+  let ended = false;
+  let closeReason = "";
+  let lastKeepalive = Date.now();
+  let detachTimer: NodeJS.Timeout | undefined;
+  let killTimer: NodeJS.Timeout | undefined;
+  let resolveDone!: () => void;
+  const done = new Promise<void>((r) => (resolveDone = r));
+
+  const flush = () => {
+    if (flushTimer) clearTimeout(flushTimer);
+    flushTimer = undefined;
+    if (held || pendingBytes === 0) return;
+    const data = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes);
+    pending = [];
+    pendingBytes = 0;
+    // Bounded messages: NATS and the link both have payload limits well above this.
+    for (let i = 0; i < data.length; i += 64 * 1024) bus.publish(out, data.subarray(i, i + 64 * 1024));
+  };
+
+  const release = () => {
+    if (!held) return;
+    held = false;
+    if (paused) {
+      paused = false;
+      term.resume();
+    }
+    flush();
+  };
+
+  term.onData((chunk) => {
+    const b = typeof chunk === "string" ? Buffer.from(chunk) : (chunk as unknown as Buffer);
+    pending.push(b);
+    pendingBytes += b.length;
+    if (held) {
+      if (pendingBytes > tuning.holdLimitBytes && !paused) {
+        paused = true;
+        term.pause();
+      }
+      return;
+    }
+    if (pendingBytes >= tuning.flushBytes) flush();
+    else flushTimer ??= setTimeout(flush, tuning.flushDelayMs);
+  });
+
+  const close = (reason: string) => {
+    if (ended) return;
+    closeReason ||= reason;
+    release();
+    signalSession(term.pid, "SIGHUP");
+    killTimer ??= setTimeout(() => signalSession(term.pid, "SIGKILL"), tuning.killGraceMs);
+    killTimer.unref();
+  };
+
+  const onControl = (m: ControlMessage) => {
+    switch (m.type) {
+      case "resize":
+        if (!ended) term.resize(m.cols, m.rows);
+        break;
+      case "attach":
+        attached++;
+        if (detachTimer) clearTimeout(detachTimer);
+        detachTimer = undefined;
+        release();
+        break;
+      case "detach":
+        attached = Math.max(0, attached - 1);
+        if (attached === 0 && spec.detachGraceMs > 0 && !detachTimer) {
+          detachTimer = setTimeout(() => attached === 0 && close("detached"), spec.detachGraceMs);
+        }
+        break;
+      case "keepalive":
+        lastKeepalive = Date.now();
+        break;
+      case "close":
+        close(m.reason || "closed");
+        break;
+      case "ended":
+        close(m.reason || "ended");
+        break;
+      default:
+        break; // heartbeat and exit are ours; nothing to do
+    }
+  };
+
+  const unsubIn = bus.subscribe(termSubject(spec.sessionId, "in"), (data) => {
+    if (!ended) term.write(Buffer.from(data));
+  });
+  const unsubCtl = bus.subscribe(ctl, (data) => {
+    const m = parseControl(data);
+    if (m) onControl(m);
+  });
+
+  const attachTimer = setTimeout(release, spec.attachTimeoutMs);
+  const heartbeat = setInterval(() => {
+    bus.publish(ctl, encodeControl({ type: "heartbeat" }));
+    // No recorder has said anything for too long: a shell must not run unrecorded.
+    if (spec.orphanTimeoutMs > 0 && Date.now() - lastKeepalive > spec.orphanTimeoutMs) close("orphaned");
+  }, spec.heartbeatMs);
+
+  term.onExit(({ exitCode, signal }) => {
+    ended = true;
+    if (slave !== undefined) closeSync(slave);
+    flush();
+    for (const t of [flushTimer, detachTimer, attachTimer]) if (t) clearTimeout(t);
+    clearInterval(heartbeat);
+    unsubIn();
+    unsubCtl();
+    bus.publish(ctl, encodeControl({ type: "exit", code: exitCode, signal: signal ?? 0, reason: closeReason || "exit" }));
+    // Whatever the shell left behind (background jobs) ends with the session.
+    signalSession(term.pid, "SIGHUP");
+    const t = setTimeout(() => signalSession(term.pid, "SIGKILL"), tuning.killGraceMs);
+    t.unref();
+    if (killTimer) clearTimeout(killTimer);
+    log.info({ session: spec.sessionId, exit_code: exitCode, signal, reason: closeReason || "exit" }, "terminal session ended");
+    onEnd();
+    resolveDone();
+  });
+
+  return { id: spec.sessionId, pid: term.pid, close, done };
+}

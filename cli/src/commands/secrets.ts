@@ -1,0 +1,259 @@
+/**
+ * orchctl secrets set | list | show | rm | reencrypt
+ *
+ * A value is read from stdin when stdin is not a terminal, else from a hidden prompt (asked
+ * twice). It is never taken from argv: arguments end up in shell history and `ps` output.
+ */
+import type { Command } from "commander";
+import { action, type Context } from "../context.js";
+import { CliError, ProblemError } from "../errors.js";
+import type { CliIO, Writer } from "../output.js";
+
+export interface SecretMeta {
+  name: string;
+  description: string | null;
+  expires_at: string | null;
+  restriction: { node_ids: string[]; tags: Record<string, string> } | null;
+  created_at: string;
+  created_by: string;
+  updated_at: string;
+  updated_by: string;
+}
+
+export interface SecretPage {
+  secrets: SecretMeta[];
+  has_more: boolean;
+  next_cursor: string | null;
+}
+
+/** What `set` reads from: process.stdin, or a stand-in given on the io object (tests). */
+export interface SecretInput extends NodeJS.ReadableStream {
+  isTTY?: boolean;
+  setRawMode?(mode: boolean): unknown;
+}
+
+const MAX_VALUE_BYTES = 64 * 1024;
+const MAX_PAGES = 10_000;
+
+function inputOf(io: CliIO): SecretInput {
+  return (io as CliIO & { stdin?: SecretInput }).stdin ?? process.stdin;
+}
+
+/** Reads piped stdin to the end; one trailing newline (from `echo`) is dropped unless asked not to. */
+export async function readPiped(input: SecretInput, keepNewline: boolean): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of input) {
+    const b = typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer);
+    size += b.length;
+    if (size > MAX_VALUE_BYTES + 2) throw new CliError(`the value on stdin exceeds ${MAX_VALUE_BYTES} bytes`, "value_too_large");
+    chunks.push(b);
+  }
+  let value = Buffer.concat(chunks).toString("utf8");
+  if (!keepNewline) value = value.replace(/\r?\n$/, "");
+  return value;
+}
+
+/** One line from the terminal with echo off (raw mode), the prompt on stderr. */
+export function promptHidden(input: SecretInput, out: Writer, label: string): Promise<string> {
+  if (!input.setRawMode) throw new CliError("cannot read a hidden value: stdin is not a terminal", "no_tty");
+  // Echo goes off before the prompt shows, so nothing typed in answer to it is ever echoed.
+  input.setRawMode(true);
+  out.write(label);
+  input.setEncoding("utf8");
+  input.resume();
+  return new Promise((resolve, reject) => {
+    let buf: string[] = [];
+    const finish = (err?: CliError) => {
+      input.removeListener("data", onData);
+      input.setRawMode!(false);
+      input.pause();
+      out.write("\n");
+      if (err) reject(err);
+      else resolve(buf.join(""));
+    };
+    const onData = (chunk: string | Buffer) => {
+      for (const ch of String(chunk)) {
+        if (ch === "\r" || ch === "\n") return finish();
+        if (ch === "\u0003") return finish(new CliError("aborted", "aborted"));
+        if (ch === "\u0004") return buf.length ? finish() : finish(new CliError("aborted", "aborted"));
+        if (ch === "\u007f" || ch === "\b") buf = buf.slice(0, -1);
+        else if (ch === "\u0015") buf = [];
+        else buf.push(ch);
+      }
+    };
+    input.on("data", onData);
+  });
+}
+
+async function readValue(ctx: Context, keepNewline: boolean): Promise<string> {
+  const input = inputOf(ctx.io);
+  let value: string;
+  if (input.isTTY) {
+    value = await promptHidden(input, ctx.io.stderr, "Value (input hidden): ");
+    const again = await promptHidden(input, ctx.io.stderr, "Repeat value: ");
+    if (again !== value) throw new CliError("the two values differ; nothing was changed", "value_mismatch");
+  } else {
+    value = await readPiped(input, keepNewline);
+  }
+  if (value === "") throw new CliError("empty value: pipe the value on stdin or type it at the prompt", "invalid_value");
+  return value;
+}
+
+function parseTags(tags: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const t of tags) {
+    const eq = t.indexOf("=");
+    if (eq <= 0) throw new CliError(`--tag expects key=value, got ${JSON.stringify(t)}`, "invalid_argument");
+    out[t.slice(0, eq)] = t.slice(eq + 1);
+  }
+  return out;
+}
+
+function parseLimit(v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new CliError(`--limit must be a positive integer, got ${JSON.stringify(v)}`, "invalid_argument");
+  return n;
+}
+
+/** One page, or every page (following next_cursor) with `all`. */
+export async function listSecrets(ctx: Context, opts: { limit?: number; cursor?: string; all?: boolean }): Promise<SecretPage> {
+  const fetchPage = (cursor: string | undefined) => ctx.api<SecretPage>("GET", "/secrets", undefined, { auth: true, query: { limit: opts.limit, cursor } });
+  let page = await fetchPage(opts.cursor);
+  if (!opts.all) return page;
+  const secrets = [...page.secrets];
+  const seen = new Set<string>();
+  for (let i = 0; page.has_more && page.next_cursor; i++) {
+    if (seen.has(page.next_cursor) || i >= MAX_PAGES) throw new CliError("the server's pagination does not advance (repeated cursor)", "bad_response");
+    seen.add(page.next_cursor);
+    page = await fetchPage(page.next_cursor);
+    secrets.push(...page.secrets);
+  }
+  return { secrets, has_more: false, next_cursor: null };
+}
+
+export function restrictionText(r: SecretMeta["restriction"]): string {
+  if (!r) return "any approved agent";
+  const parts = [];
+  if (r.node_ids.length) parts.push(`nodes: ${r.node_ids.join(",")}`);
+  const tags = Object.entries(r.tags);
+  if (tags.length) parts.push(`tags: ${tags.map(([k, v]) => `${k}=${v}`).join(",")}`);
+  return parts.join("; ");
+}
+
+interface SetOptions {
+  description?: string;
+  expiresAt?: string;
+  node: string[];
+  tag: string[];
+  unrestricted?: boolean;
+  keepNewline?: boolean;
+}
+
+const collect = (v: string, prev: string[]) => [...prev, v];
+const path = (name: string) => `/secrets/${encodeURIComponent(name)}`;
+
+export function register(program: Command, io: CliIO): void {
+  const sec = program.command("secrets").description("manage secrets (values are write-only)");
+
+  sec
+    .command("set")
+    .description("create a secret, or replace its value (value from stdin, else a hidden prompt)")
+    .argument("<name>", "secret name")
+    .option("--description <text>", "description (empty string clears it)")
+    .option("--expires-at <time>", "RFC 3339 expiry, or 'never'")
+    .option("--node <node_id>", "allow this node id (repeatable)", collect, [])
+    .option("--tag <key=value>", "allow agents carrying every given tag (repeatable)", collect, [])
+    .option("--unrestricted", "remove any restriction: every approved agent may receive it")
+    .option("--keep-newline", "keep a trailing newline read from stdin")
+    .action(
+      action(io, async (ctx, name: string, opts: SetOptions) => {
+        if (opts.unrestricted && (opts.node.length || opts.tag.length)) throw new CliError("--unrestricted cannot be combined with --node or --tag", "invalid_argument");
+        const tags = parseTags(opts.tag);
+        const value = await readValue(ctx, Boolean(opts.keepNewline));
+        const meta: Record<string, unknown> = {};
+        if (opts.description !== undefined) meta.description = opts.description === "" ? null : opts.description;
+        if (opts.expiresAt !== undefined) meta.expires_at = opts.expiresAt === "never" ? null : opts.expiresAt;
+        if (opts.node.length || opts.tag.length) meta.restriction = { node_ids: opts.node, tags };
+        else if (opts.unrestricted) meta.restriction = null;
+        let created = true;
+        let secret: SecretMeta;
+        try {
+          secret = await ctx.api<SecretMeta>("POST", "/secrets", { name, value, ...meta }, { auth: true });
+        } catch (err) {
+          if (!(err instanceof ProblemError) || err.problem.code !== "secret_exists") throw err;
+          created = false;
+          secret = await ctx.api<SecretMeta>("PUT", path(name), { value, ...meta }, { auth: true });
+        }
+        ctx.out.result({ action: created ? "created" : "updated", secret }, () => ctx.out.line(`${created ? "Created" : "Updated"} secret ${secret.name}`));
+      }),
+    );
+
+  sec
+    .command("list")
+    .alias("ls")
+    .description("list secrets (metadata only)")
+    .option("--limit <n>", "page size")
+    .option("--cursor <cursor>", "continue from a previous page's next_cursor")
+    .option("--all", "fetch every page")
+    .action(
+      action(io, async (ctx, opts: { limit?: string; cursor?: string; all?: boolean }) => {
+        const page = await listSecrets(ctx, { limit: parseLimit(opts.limit), cursor: opts.cursor, all: opts.all });
+        ctx.out.result(page, () => {
+          ctx.out.table(
+            ["NAME", "RESTRICTION", "EXPIRES", "UPDATED", "DESCRIPTION"],
+            page.secrets.map((s) => [s.name, restrictionText(s.restriction), s.expires_at ?? "never", s.updated_at, s.description]),
+          );
+          if (page.has_more && page.next_cursor) ctx.out.note(`more secrets: orchctl secrets list --cursor ${page.next_cursor} (or --all)`);
+        });
+      }),
+    );
+
+  sec
+    .command("show")
+    .description("show one secret's metadata (never its value)")
+    .argument("<name>", "secret name")
+    .action(
+      action(io, async (ctx, name: string) => {
+        const s = await ctx.api<SecretMeta>("GET", path(name), undefined, { auth: true });
+        ctx.out.result(s, () =>
+          ctx.out.fields([
+            ["name", s.name],
+            ["description", s.description],
+            ["expires_at", s.expires_at ?? "never"],
+            ["restriction", restrictionText(s.restriction)],
+            ["created_at", s.created_at],
+            ["created_by", s.created_by],
+            ["updated_at", s.updated_at],
+            ["updated_by", s.updated_by],
+          ]),
+        );
+      }),
+    );
+
+  sec
+    .command("rm")
+    .alias("remove")
+    .description("delete a secret")
+    .argument("<name>", "secret name")
+    .action(
+      action(io, async (ctx, name: string) => {
+        await ctx.api("DELETE", path(name), undefined, { auth: true });
+        ctx.out.result({ deleted: true, name }, () => ctx.out.line(`Deleted secret ${name}`));
+      }),
+    );
+
+  sec
+    .command("reencrypt")
+    .description("re-encrypt every secret with the active key (admin)")
+    .action(
+      action(io, async (ctx) => {
+        const r = await ctx.api<{ active_key: string; reencrypted: number; failed: string[] }>("POST", "/secrets/reencrypt", undefined, { auth: true });
+        ctx.out.result(r, () => {
+          ctx.out.line(`Re-encrypted ${r.reencrypted} secret(s) with key ${r.active_key}`);
+          if (r.failed.length) ctx.out.note(`could not decrypt (left unchanged): ${r.failed.join(", ")}`);
+        });
+      }),
+    );
+}

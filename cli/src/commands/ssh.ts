@@ -1,0 +1,115 @@
+/** orchctl ssh <agent>: an interactive, recorded shell on an agent through the gateway's WebSocket. */
+import type { Command } from "commander";
+import WebSocket from "ws";
+import { action, type Context } from "../context.js";
+import { CliError, ProblemError, type Problem } from "../errors.js";
+import type { CliIO } from "../output.js";
+
+export interface OpenedTerminal {
+  session_id: string;
+  ws_url: string;
+}
+
+/** What an attach needs from the process; tests and the real CLI pass their own. */
+export interface TerminalIO {
+  stdin: NodeJS.ReadStream;
+  stdout: NodeJS.WriteStream;
+  stderr: { write(s: string): unknown };
+}
+
+const processIO = (): TerminalIO => ({ stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+
+/** ssh's convention: 255 when the remote status is unknown (connection lost, session killed). */
+export const UNKNOWN_EXIT = 255;
+
+export function exitCodeOf(reason: string): number {
+  const m = /^exit:(\d+)$/.exec(reason);
+  return m ? Math.min(Number(m[1]), 255) : UNKNOWN_EXIT;
+}
+
+function connect(url: string, token: string): Promise<WebSocket> {
+  return new Promise((resolve, reject) => {
+    // The bearer token binds the ticket to us: a leaked ws_url is useless to anyone else.
+    const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` }, perMessageDeflate: false });
+    ws.once("open", () => resolve(ws));
+    ws.once("unexpected-response", (_req, res) => {
+      let body = "";
+      res.on("data", (c: Buffer) => (body += c.toString()));
+      res.on("end", () => {
+        let p: Problem = { type: "about:blank", title: "attach refused", status: res.statusCode, detail: `attach refused with HTTP ${res.statusCode}`, code: `http_${res.statusCode}` };
+        try {
+          p = { ...p, ...(JSON.parse(body) as Partial<Problem>) };
+        } catch {
+          /* not problem+json */
+        }
+        reject(new ProblemError(p));
+      });
+    });
+    ws.once("error", (err) => reject(new CliError(`cannot attach to the terminal: ${err.message}`, "attach_failed", { cause: err })));
+  });
+}
+
+/**
+ * Bridges the local terminal to a session until it ends: raw mode, bytes both ways, the window
+ * size sent on every SIGWINCH. Resolves with the remote exit code.
+ */
+export async function attachTerminal(wsUrl: string, token: string, tio: TerminalIO = processIO()): Promise<number> {
+  const ws = await connect(wsUrl, token);
+  const { stdin, stdout } = tio;
+  const tty = Boolean(stdin.isTTY);
+  const sendSize = () => {
+    if (stdout.isTTY && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "resize", cols: stdout.columns, rows: stdout.rows }));
+  };
+  const onInput = (d: Buffer) => ws.readyState === WebSocket.OPEN && ws.send(d, { binary: true });
+  // Piped input: its end is a Ctrl-D to the remote shell, as ssh does.
+  const onEnd = () => ws.readyState === WebSocket.OPEN && ws.send(Buffer.from([4]), { binary: true });
+  ws.on("message", (d: Buffer, binary: boolean) => {
+    if (binary) stdout.write(d);
+  });
+  if (tty) stdin.setRawMode(true);
+  stdin.on("data", onInput);
+  stdin.on("end", onEnd);
+  stdin.resume();
+  stdout.on("resize", sendSize); // Node's SIGWINCH handling: columns/rows are fresh here
+  sendSize();
+  const { code, reason } = await new Promise<{ code: number; reason: string }>((resolve) => ws.once("close", (c, r) => resolve({ code: c, reason: r.toString() })));
+  stdout.off("resize", sendSize);
+  stdin.off("data", onInput);
+  stdin.off("end", onEnd);
+  if (tty) stdin.setRawMode(false);
+  stdin.pause();
+  const exit = exitCodeOf(reason);
+  if (!reason.startsWith("exit:")) tio.stderr.write(`\r\norchctl: session ended (${reason || `connection closed, code ${code}`})\r\n`);
+  return exit;
+}
+
+/**
+ * `run()` turns a successful command into exit status 0; the remote status is applied as the
+ * process exits instead, so `orchctl ssh host -- false; echo $?` behaves like ssh.
+ */
+export function exitWith(code: number): void {
+  if (code !== 0) process.once("exit", () => (process.exitCode = code));
+}
+
+export async function openTerminal(ctx: Context, agent: string, shell: string | undefined, size: { cols: number; rows: number }): Promise<OpenedTerminal> {
+  return ctx.api<OpenedTerminal>("POST", `/terminal/${encodeURIComponent(agent)}`, undefined, { auth: true, query: { cols: size.cols, rows: size.rows, shell }, timeoutMs: Math.max(ctx.timeoutMs, 30_000) });
+}
+
+export function register(program: Command, io: CliIO): void {
+  program
+    .command("ssh")
+    .description("open an interactive, recorded shell on an agent; exits with the remote exit code")
+    .argument("<agent>", "agent name or node id")
+    .option("--shell <path>", "shell binary (must be in the agent's allow-list; default: the agent's first)")
+    .addHelpText("after", "\nWith --json the session is opened but not attached: prints {session_id, ws_url}.")
+    .action(
+      action(io, async (ctx, agent: string, opts: { shell?: string }) => {
+        const out = process.stdout;
+        const size = out.isTTY ? { cols: out.columns, rows: out.rows } : { cols: 80, rows: 24 };
+        const opened = await openTerminal(ctx, agent, opts.shell, size);
+        if (ctx.json) return ctx.out.result(opened, () => {});
+        const token = await ctx.orch.token(await ctx.orch.server());
+        exitWith(await attachTerminal(opened.ws_url, token));
+      }),
+    );
+}

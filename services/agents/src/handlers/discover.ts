@@ -1,0 +1,73 @@
+import { createSocket } from "node:dgram";
+import { isIP } from "node:net";
+import type { AgentsService } from "@orch/contracts";
+import { invalid, unavailable, type Handlers } from "@orch/kit";
+import type { AgentsDeps, LinkInfo } from "../deps.js";
+
+type DiscoverHandlers = Pick<Handlers<typeof AgentsService>, "discover">;
+
+export const BROADCAST_ADDRESS = "255.255.255.255";
+
+/** The datagram agents listen for (agent/src/discovery.ts parses the same shape). */
+export const discoveryDatagram = (link: string) => Buffer.from(JSON.stringify({ type: "orch.discover", link }));
+
+/** "host:port" or "[v6]:port" → parts; undefined when malformed. */
+export function parseTarget(target: string): { host: string; port: number } | undefined {
+  const m = /^\[([^\]]+)\]:(\d{1,5})$/.exec(target) ?? /^([^:\s/]+):(\d{1,5})$/.exec(target);
+  if (!m) return undefined;
+  const port = Number(m[2]);
+  if (port < 1 || port > 65535) return undefined;
+  const host = m[1]!;
+  if (m[0].startsWith("[") && isIP(host) !== 6) return undefined;
+  return { host, port };
+}
+
+function sendDatagram(data: Buffer, host: string, port: number, broadcast: boolean): Promise<void> {
+  const sock = createSocket(isIP(host) === 6 ? "udp6" : "udp4");
+  return new Promise<void>((resolve, reject) => {
+    sock.once("error", reject);
+    sock.bind(0, () => {
+      try {
+        if (broadcast) sock.setBroadcast(true);
+      } catch (err) {
+        reject(err);
+        return;
+      }
+      sock.send(data, port, host, (err) => (err ? reject(err) : resolve()));
+    });
+  }).finally(() => sock.close());
+}
+
+export function discoverHandlers(deps: AgentsDeps, link: LinkInfo): DiscoverHandlers {
+  return {
+    async discover(req, ctx) {
+      const target = req.target.trim();
+      let dest: { host: string; port: number };
+      if (target) {
+        const t = parseTarget(target);
+        if (!t) throw invalid("invalid_target", "target must be host:port", { field: "target" });
+        dest = t;
+      } else {
+        dest = { host: BROADCAST_ADDRESS, port: deps.config.agents.discovery_port };
+      }
+      const announced = link.announced();
+      const sentTo = `${dest.host.includes(":") ? `[${dest.host}]` : dest.host}:${dest.port}`;
+      try {
+        await sendDatagram(discoveryDatagram(announced), dest.host, dest.port, !target);
+      } catch (err) {
+        ctx.log.warn({ err: (err as Error).message, to: sentTo }, "discovery datagram not sent");
+        throw unavailable("discovery_failed", "the discovery datagram could not be sent", { field: "target" });
+      }
+      await deps.events.tx(async (_db, emit) => {
+        await emit({
+          type: "discovery.sent",
+          summary: `discovery ${target ? `sent to ${sentTo}` : "broadcast"} by ${ctx.actor.name}, announcing ${announced}`,
+          actor: ctx.actor,
+          target: { id: sentTo, name: sentTo, type: "discovery" },
+          metadata: { sent_to: sentTo, broadcast: !target, announced },
+        });
+      });
+      return { sentTo: [sentTo], announced };
+    },
+  };
+}

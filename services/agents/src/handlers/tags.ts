@@ -1,0 +1,65 @@
+import type { AgentsService } from "@orch/contracts";
+import { invalid, notFound, type CallContext, type Handlers } from "@orch/kit";
+import { agentsDb } from "../db.js";
+import type { AgentsDeps } from "../deps.js";
+import { agentRef } from "../link/presence.js";
+import { toAgent } from "../proto.js";
+import { checkTagKey, checkTagValue, checkTags, MAX_TAGS } from "../validation.js";
+import { agentNotFound, requireRef } from "./registry.js";
+
+type TagHandlers = Pick<Handlers<typeof AgentsService>, "replaceTags" | "setTag" | "deleteTag" | "listTags">;
+
+const sameTags = (a: Record<string, string>, b: Record<string, string>) => {
+  const ka = Object.keys(a);
+  return ka.length === Object.keys(b).length && ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && b[k] === a[k]);
+};
+
+const sorted = (t: Record<string, string>) => Object.fromEntries(Object.entries(t).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+
+export function tagHandlers(deps: AgentsDeps): TagHandlers {
+  const { pool, events } = deps;
+
+  /** Applies `change` to the agent's tags under a row lock; emits agent.tags.updated when they differ. */
+  async function update(ref: string, ctx: CallContext, change: (old: Record<string, string>) => Record<string, string>) {
+    const row = await events.tx(async (db, emit) => {
+      const cur = await agentsDb.byRef(db, requireRef(ref), true);
+      if (!cur) throw agentNotFound(ref);
+      const next = sorted(change(cur.tags));
+      if (Object.keys(next).length > MAX_TAGS) throw invalid("too_many_tags", `an agent has at most ${MAX_TAGS} tags`, { field: "tags" });
+      if (sameTags(cur.tags, next)) return cur;
+      const updated = await agentsDb.setTags(db, cur.node_id, next);
+      await emit({
+        type: "agent.tags.updated",
+        summary: `tags of agent ${cur.name || cur.node_id} changed by ${ctx.actor.name}`,
+        actor: ctx.actor,
+        target: agentRef(cur.node_id, cur.name),
+        metadata: { old: cur.tags, new: next },
+      });
+      return updated;
+    });
+    return toAgent(row);
+  }
+
+  return {
+    async replaceTags(req, ctx) {
+      checkTags(req.tags);
+      return update(req.nodeId, ctx, () => ({ ...req.tags }));
+    },
+    async setTag(req, ctx) {
+      checkTagKey(req.key);
+      checkTagValue(req.value);
+      return update(req.nodeId, ctx, (old) => ({ ...old, [req.key]: req.value }));
+    },
+    async deleteTag(req, ctx) {
+      checkTagKey(req.key);
+      return update(req.nodeId, ctx, (old) => {
+        if (!Object.prototype.hasOwnProperty.call(old, req.key)) throw notFound("tag_not_found", `the agent has no tag '${req.key}'`, { field: "key" });
+        const { [req.key]: _gone, ...rest } = old;
+        return rest;
+      });
+    },
+    async listTags() {
+      return { tags: await agentsDb.distinctTags(pool) };
+    },
+  };
+}

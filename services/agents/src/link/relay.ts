@@ -1,0 +1,123 @@
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
+import { ServerFrameSchema, type Response } from "@orch/contracts";
+import { H, OrchError, encodeError, isCode, type Logger } from "@orch/kit";
+
+type ServerFrameInit = MessageInitShape<typeof ServerFrameSchema>;
+
+export const agentSubject = (nodeId: string) => `orch.agent.${nodeId}`;
+
+/** Methods the holding replica answers itself (names start with `_`, so no proto method collides). */
+export const INTERNAL = {
+  /** Re-read the registry row and tell the agent its (new) approval status. */
+  status: "_Status",
+  /** A newer link for this agent exists elsewhere (payload: its session id); drop this one. */
+  evict: "_Evict",
+} as const;
+
+export interface RelayOptions {
+  nc: NatsConnection;
+  nodeId: string;
+  send(frame: ServerFrameInit): void;
+  /** Requests are relayed only while this says the agent is approved. */
+  approved(): boolean;
+  internal(method: string, msg: Msg): Promise<void>;
+  log: Logger;
+  maxPending?: number;
+  /** Used when a request carries no orch-deadline header. */
+  defaultTimeoutMs?: number;
+}
+
+export interface Relay {
+  /** Resolves once the subscription is registered with the NATS server (routing is live). */
+  ready: Promise<void>;
+  /** Applies the agent's Response frame. */
+  resolve(res: Response): void;
+  /** Unsubscribes and fails every pending request. */
+  stop(): void;
+}
+
+const respondError = (msg: Msg, err: OrchError) => {
+  if (!msg.reply) return;
+  const { data, hdrs } = encodeError(err);
+  msg.respond(data, { headers: hdrs });
+};
+
+/**
+ * Serves `orch.agent.<node_id>.>` for the one link this replica holds (no queue group: only the
+ * holder subscribes, so with no holder callers get no-responders). Each request becomes a Request
+ * frame; the agent's Response is the NATS reply.
+ */
+export function createRelay(opts: RelayOptions): Relay {
+  const maxPending = opts.maxPending ?? 256;
+  const pending = new Map<bigint, { msg: Msg; timer: NodeJS.Timeout }>();
+  let nextId = 1n;
+  let stopped = false;
+
+  const onRequest = (msg: Msg) => {
+    const method = msg.subject.slice(msg.subject.lastIndexOf(".") + 1);
+    if (method.startsWith("_")) {
+      void opts.internal(method, msg).catch((err) => opts.log.warn({ err: (err as Error).message, method }, "internal link request failed"));
+      return;
+    }
+    if (!msg.reply) return; // nothing would carry the answer back
+    if (!opts.approved()) {
+      respondError(msg, new OrchError("FAILED_PRECONDITION", "agent_not_approved", "the agent is not approved"));
+      return;
+    }
+    if (pending.size >= maxPending) {
+      respondError(msg, new OrchError("RESOURCE_EXHAUSTED", "agent_busy", "too many requests in flight to this agent"));
+      return;
+    }
+    const now = Date.now();
+    const hdr = Number(msg.headers?.get(H.deadline) || 0);
+    const deadline = hdr > 0 ? hdr : now + (opts.defaultTimeoutMs ?? 30_000);
+    if (deadline <= now) return; // the caller has already given up
+    const id = nextId++;
+    const timer = setTimeout(() => {
+      if (!pending.delete(id)) return;
+      respondError(msg, new OrchError("DEADLINE_EXCEEDED", "agent_timeout", "the agent did not answer in time"));
+    }, deadline - now);
+    timer.unref();
+    pending.set(id, { msg, timer });
+    opts.send({ frame: { case: "request", value: { id, method, payload: msg.data, deadline } } });
+  };
+
+  const sub: Subscription = opts.nc.subscribe(`${agentSubject(opts.nodeId)}.>`, {
+    callback: (err, msg) => {
+      if (err) {
+        opts.log.warn({ err: err.message }, "agent subscription error");
+        return;
+      }
+      if (!stopped) onRequest(msg);
+    },
+  });
+
+  return {
+    ready: opts.nc.flush(),
+    resolve(res) {
+      const p = pending.get(res.id);
+      if (!p) return; // timed out already, or a confused agent
+      pending.delete(res.id);
+      clearTimeout(p.timer);
+      if (res.error) {
+        const e = res.error;
+        respondError(p.msg, new OrchError(isCode(e.code) ? e.code : "INTERNAL", e.reason || undefined, e.message || "the agent reported an error", e.details ?? {}));
+      } else if (p.msg.reply) {
+        p.msg.respond(res.payload);
+      }
+    },
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      sub.unsubscribe();
+      for (const [id, p] of pending) {
+        clearTimeout(p.timer);
+        respondError(p.msg, new OrchError("UNAVAILABLE", "agent_disconnected", "the agent disconnected before answering"));
+        pending.delete(id);
+      }
+    },
+  };
+}
+
+export const serverFrame = (init: ServerFrameInit) => create(ServerFrameSchema, init);

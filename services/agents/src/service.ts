@@ -1,0 +1,119 @@
+import { hostname } from "node:os";
+import { Gauge } from "prom-client";
+import { AgentsService } from "@orch/contracts";
+import { serveRpc, type Service } from "@orch/kit";
+import type { AgentsDeps, LinkInfo } from "./deps.js";
+import { discoverHandlers } from "./handlers/discover.js";
+import { metricsHandlers } from "./handlers/metrics.js";
+import { registryHandlers } from "./handlers/registry.js";
+import { tagHandlers } from "./handlers/tags.js";
+import { createHub, type Hub } from "./link/hub.js";
+import { createPresence } from "./link/presence.js";
+import { serverFrame } from "./link/relay.js";
+import { startLinkServer } from "./link/server.js";
+import { acceptLink } from "./link/session.js";
+import { createMetricsWriter } from "./metrics-writer.js";
+import { startReplicaTicker } from "./replicas.js";
+import { pruneMetrics } from "./retention.js";
+
+export interface AgentsServiceHandle extends Service {
+  /** The bound agent-link port (agents.link_port, or the one picked when 0). */
+  linkPort: number;
+  /** This process's replica id (the `replica` column of the links it holds). */
+  replica: string;
+  hub: Hub;
+}
+
+const RETENTION_EVERY_MS = 60 * 60_000;
+
+export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServiceHandle> {
+  const cfg = deps.config.agents;
+  const { log } = deps;
+  const replica = `${hostname()}-${process.pid}-${deps.ids.next().slice(-6).toLowerCase()}`;
+  const hub = createHub();
+  const presence = createPresence(deps.events, deps.pool);
+  const metrics = createMetricsWriter({ pool: deps.pool, clock: deps.clock, log });
+  const cleanups = new Set<Promise<unknown>>();
+  const track = (p: Promise<unknown>) => {
+    cleanups.add(p);
+    void p.finally(() => cleanups.delete(p));
+  };
+
+  const ticker = await startReplicaTicker(
+    { pool: deps.pool, events: deps.events, clock: deps.clock, log, replica, heartbeatMs: cfg.replica_heartbeat_seconds * 1000, timeoutMs: cfg.replica_timeout_seconds * 1000 },
+    {
+      async revived() {
+        for (const l of hub.all()) await presence.connected({ ...l.up, now: deps.clock.now() });
+      },
+    },
+  );
+
+  let draining = false;
+  const server = await startLinkServer({
+    host: cfg.link_host,
+    port: cfg.link_port,
+    tlsCert: cfg.tls_cert,
+    tlsKey: cfg.tls_key,
+    keepaliveMs: cfg.keepalive_seconds * 1000,
+    keepaliveTimeoutMs: cfg.keepalive_timeout_seconds * 1000,
+    onStream(call) {
+      if (draining) {
+        call.write(serverFrame({ frame: { case: "refusal", value: { reason: "server_draining", message: "this replica is shutting down; reconnect" } } }));
+        call.end();
+        return;
+      }
+      acceptLink(call, {
+        nc: deps.nc,
+        pool: deps.pool,
+        presence,
+        hub,
+        metrics,
+        log: log.child({ component: "link" }),
+        clock: deps.clock,
+        ids: deps.ids,
+        replica,
+        metricsIntervalSeconds: cfg.metrics_interval_seconds,
+        handshakeTimeoutMs: cfg.handshake_timeout_seconds * 1000,
+        track,
+      });
+    },
+  });
+  const linkInfo: LinkInfo = { announced: () => cfg.advertise_address || `${cfg.link_host.includes(":") ? `[${cfg.link_host}]` : cfg.link_host}:${server.port}` };
+
+  const rpc = serveRpc({
+    nc: deps.nc,
+    name: "agents",
+    service: AgentsService,
+    log,
+    handlers: { ...registryHandlers(deps), ...tagHandlers(deps), ...metricsHandlers(deps), ...discoverHandlers(deps, linkInfo) },
+  });
+
+  new Gauge({ name: "orch_agents_links", help: "Agent links held by this replica", registers: [deps.metrics], collect() { this.set(hub.size()); } });
+
+  const prune = () => void pruneMetrics({ pool: deps.pool, clock: deps.clock, log, retentionDays: cfg.metrics_retention_days }).catch((err) => log.warn({ err: (err as Error).message }, "metrics prune failed"));
+  const firstPrune = setTimeout(prune, 60_000);
+  const retention = setInterval(prune, RETENTION_EVERY_MS);
+  firstPrune.unref();
+  retention.unref();
+
+  log.info({ link_port: server.port, tls: server.tls, replica }, "agent link listening");
+
+  return {
+    linkPort: server.port,
+    replica,
+    hub,
+    async stop() {
+      draining = true;
+      clearTimeout(firstPrune);
+      clearInterval(retention);
+      server.stopAccepting();
+      await rpc.stop();
+      // Agents reconnect (to another replica, or to this service once it is back) by themselves.
+      await Promise.all(hub.all().map((l) => l.close("server_shutdown")));
+      await Promise.all([...cleanups]);
+      await server.shutdown();
+      await metrics.stop();
+      await ticker.stop();
+    },
+  };
+}

@@ -1,0 +1,69 @@
+import type { AuditService, StoredEvent } from "@orch/contracts";
+import { forbidden, invalid, type CallContext, type Handlers } from "@orch/kit";
+import { retentionDb, type RetentionOverride } from "../db.js";
+import { AUDIT_TARGET, recordOwnEvent, type Pruner } from "../prune.js";
+import type { AuditDeps } from "../service.js";
+
+type RetentionHandlers = Pick<Handlers<typeof AuditService>, "prune" | "getRetention" | "setRetention">;
+
+const MAX_DAYS = 2_147_483_647;
+const MAX_TIME = 8.64e15;
+
+// The gateway enforces roles; the service checks again so a bus caller cannot skip it.
+function requireAdmin(ctx: CallContext) {
+  if (ctx.actor.type !== "system" && ctx.actor.role !== "admin") throw forbidden();
+}
+
+/** The retention in force: the API override if set, else `audit.retention_days` (null = off). */
+export function effectiveRetention(deps: AuditDeps, o: RetentionOverride | undefined): { days: number | null; source: "override" | "config" } {
+  return o ? { days: o.retention_days, source: "override" } : { days: deps.config.audit.retention_days, source: "config" };
+}
+
+export function retentionHandlers(deps: AuditDeps, io: { prune: Pruner; onStored(events: StoredEvent[]): void }): RetentionHandlers {
+  const { pool, clock } = deps;
+  const view = (o: RetentionOverride | undefined) => {
+    const e = effectiveRetention(deps, o);
+    const def = deps.config.audit.retention_days;
+    return { source: e.source, ...(e.days !== null ? { retentionDays: e.days } : {}), ...(def !== null ? { defaultRetentionDays: def } : {}) };
+  };
+
+  return {
+    async prune(req, ctx) {
+      requireAdmin(ctx);
+      if (!Number.isFinite(req.before) || req.before <= 0 || req.before > MAX_TIME) throw invalid("invalid_timestamp", "before must be a time after 1970", { parameter: "before" });
+      return { deleted: await io.prune(req.before, ctx.actor, "manual") };
+    },
+
+    async getRetention() {
+      return view(await retentionDb.get(pool));
+    },
+
+    async setRetention(req, ctx) {
+      requireAdmin(ctx);
+      const days = req.retentionDays;
+      if (days !== undefined && (!Number.isInteger(days) || days < 1 || days > MAX_DAYS)) {
+        throw invalid("invalid_retention", `retention_days must be an integer from 1 to ${MAX_DAYS}, or null to fall back to the configuration file`, { field: "retention_days" });
+      }
+      const { after, stored } = await deps.events.tx(async (db, emit) => {
+        await retentionDb.lock(db);
+        const before = await retentionDb.get(db);
+        if ((before?.retention_days ?? null) === (days ?? null)) return { after: before, stored: [] };
+        if (days === undefined) await retentionDb.clear(db);
+        else await retentionDb.set(db, days, clock.now(), ctx.actor.id);
+        const after = days === undefined ? undefined : { retention_days: days, updated_at: clock.now(), updated_by: ctx.actor.id };
+        const was = effectiveRetention(deps, before);
+        const now = effectiveRetention(deps, after);
+        const stored = await recordOwnEvent(db, emit, {
+          type: "audit.retention.updated",
+          summary: `${ctx.actor.name} ${days === undefined ? "cleared the audit retention override" : `set audit retention to ${days} days`}${days === undefined ? ` (now ${now.days === null ? "off" : `${now.days} days`} from the configuration file)` : ""}`,
+          actor: ctx.actor,
+          target: AUDIT_TARGET,
+          metadata: { previous_override: before?.retention_days ?? null, override: days ?? null, previous_retention_days: was.days, retention_days: now.days, source: now.source },
+        });
+        return { after, stored };
+      });
+      io.onStored(stored);
+      return view(after);
+    },
+  };
+}

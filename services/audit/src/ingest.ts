@@ -1,0 +1,252 @@
+import { fromBinary } from "@bufbuild/protobuf";
+import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
+import { AuditEventSchema, type AuditEvent, type StoredEvent } from "@orch/contracts";
+import { AUDIT_STREAM, ensureAuditStream, withTx, type Logger, type NatsConnection, type Pool } from "@orch/kit";
+import { Counter, type Registry } from "prom-client";
+import { eventsDb, storedEvent, toRow, type EventRow } from "./db.js";
+import { parseUlid } from "./ulid-time.js";
+
+export interface IngestOptions {
+  consumer: string;
+  batchSize: number;
+  maxAckPending: number;
+  ackWaitMs: number;
+  stream: { replicas: number; maxAgeDays: number };
+}
+
+export interface IngestDeps {
+  nc: NatsConnection;
+  pool: Pool;
+  log: Logger;
+  metrics: Registry;
+  options: IngestOptions;
+  /** Called after each commit with the events that batch newly stored. */
+  onStored(events: StoredEvent[]): void;
+}
+
+export interface Ingest {
+  start(): Promise<void>;
+  /** Stops pulling, stores and acknowledges what was already received, then returns. */
+  stop(): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Only data exceptions, constraint violations and size limits (SQLSTATE classes 22, 23, 54) are
+ * blamed on an event; anything else (connection loss, shutdown, timeouts, even our own bugs) is
+ * retried, because terminating events on it would lose them.
+ */
+function transient(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== "string" || !/^[0-9A-Z]{5}$/.test(code)) return true;
+  return !["22", "23", "54"].includes(code.slice(0, 2));
+}
+
+/**
+ * Stores the AUDIT stream in Postgres through a durable pull consumer with explicit acks. Events
+ * are inserted in batches (ON CONFLICT (id) DO NOTHING) and acknowledged only after the commit, so
+ * a crash anywhere leads to redelivery and never to a loss; the id makes redelivery harmless.
+ */
+export function createIngest(deps: IngestDeps): Ingest {
+  const { nc, pool, log, options } = deps;
+  const counter = (name: string, help: string) => (deps.metrics.getSingleMetric(name) as Counter | undefined) ?? new Counter({ name, help, registers: [deps.metrics] });
+  const stored = counter("audit_events_stored_total", "Events newly stored");
+  const duplicates = counter("audit_events_duplicate_total", "Deliveries of events already stored");
+  const rejected = counter("audit_events_rejected_total", "Messages that could not be stored (undecodable or refused by Postgres)");
+
+  // Keyed by stream sequence: a redelivery of a message still waiting here replaces it.
+  const buffer = new Map<number, JsMsg>();
+  let running = false;
+  let wake: (() => void) | undefined;
+  let loop: Promise<void> | undefined;
+  let supervisor: Promise<void> | undefined;
+  let messages: ConsumerMessages | undefined;
+
+  async function ensureConsumer(): Promise<void> {
+    await ensureAuditStream(nc, options.stream);
+    const jsm = await jetstreamManager(nc, { timeout: 5000 });
+    const tuning = { ack_wait: options.ackWaitMs * 1e6, max_ack_pending: options.maxAckPending };
+    try {
+      await jsm.consumers.info(AUDIT_STREAM, options.consumer);
+      await jsm.consumers.update(AUDIT_STREAM, options.consumer, tuning);
+    } catch (err) {
+      if (!/consumer not found/i.test((err as Error).message)) throw err;
+      await jsm.consumers.add(AUDIT_STREAM, {
+        durable_name: options.consumer,
+        ack_policy: AckPolicy.Explicit,
+        deliver_policy: DeliverPolicy.All,
+        max_deliver: -1,
+        ...tuning,
+      });
+    }
+  }
+
+  /** Keeps one consume() running: recreates the consumer if it vanished, restarts after errors. */
+  async function supervise(): Promise<void> {
+    let backoff = 250;
+    while (running) {
+      try {
+        await ensureConsumer();
+        const consumer = await jetstream(nc, { timeout: 5000 }).consumers.get(AUDIT_STREAM, options.consumer);
+        const msgs = await consumer.consume({
+          max_messages: Math.min(options.maxAckPending, options.batchSize * 4),
+          callback: (m) => {
+            buffer.set(m.seq, m);
+            wake?.();
+          },
+        });
+        messages = msgs;
+        backoff = 250;
+        void (async () => {
+          for await (const s of msgs.status()) {
+            if (s.type === "consumer_not_found" || s.type === "stream_not_found" || s.type === "consumer_deleted") {
+              log.warn({ status: s.type }, "audit consumer missing; recreating it");
+              await ensureConsumer().catch((err) => log.warn({ err: (err as Error).message }, "cannot recreate the audit consumer yet"));
+            }
+          }
+        })();
+        const err = await msgs.closed();
+        if (!running) return;
+        log.warn({ err: err ? (err as Error).message : undefined }, "audit consumer stopped; restarting");
+      } catch (err) {
+        if (!running) return;
+        log.warn({ err: (err as Error).message }, "cannot consume the AUDIT stream yet; retrying");
+      }
+      await sleep(backoff);
+      backoff = Math.min(backoff * 2, 5000);
+    }
+  }
+
+  interface Decoded {
+    rows: EventRow[];
+    events: Map<string, AuditEvent>;
+    /** Every message still to be settled, with its event id. */
+    held: Array<{ m: JsMsg; id: string }>;
+  }
+
+  function decode(batch: JsMsg[]): Decoded {
+    const out: Decoded = { rows: [], events: new Map(), held: [] };
+    for (const m of batch) {
+      let ev: AuditEvent | undefined;
+      try {
+        ev = fromBinary(AuditEventSchema, m.data);
+      } catch {
+        ev = undefined;
+      }
+      const id = ev ? parseUlid(ev.id) : undefined;
+      if (!ev || !id || id !== ev.id || !ev.eventType) {
+        // Redelivering it would never help: drop it from the stream's pending set, loudly.
+        log.error({ subject: m.subject, stream_seq: m.seq }, "audit message is not a valid AuditEvent; terminated");
+        rejected.inc();
+        m.term("invalid AuditEvent");
+        continue;
+      }
+      out.held.push({ m, id });
+      if (out.events.has(id)) continue;
+      const { row, skewed } = toRow(ev);
+      if (skewed) log.warn({ id, event_type: ev.eventType }, "event timestamp lies far from its id time; time filters may miss it");
+      out.rows.push(row);
+      out.events.set(id, ev);
+    }
+    return out;
+  }
+
+  async function insert(rows: EventRow[]): Promise<Array<{ id: string; seq: number }>> {
+    return withTx(pool, (c) => eventsDb.insert(c, rows));
+  }
+
+  /** Inserts rows one by one after a batch was refused, so one bad event cannot block the rest. */
+  async function insertEach(rows: EventRow[]): Promise<{ inserted: Array<{ id: string; seq: number }>; refused: Set<string> }> {
+    const inserted: Array<{ id: string; seq: number }> = [];
+    const refused = new Set<string>();
+    for (const row of rows) {
+      try {
+        inserted.push(...(await insert([row])));
+      } catch (err) {
+        if (transient(err)) throw err;
+        log.error({ id: row.id, event_type: row.event_type, pg_code: (err as { code?: string }).code }, "Postgres refused an audit event; terminated");
+        refused.add(row.id);
+      }
+    }
+    return { inserted, refused };
+  }
+
+  async function storeBatch(batch: JsMsg[]): Promise<void> {
+    const { rows, events, held } = decode(batch);
+    let backoff = 100;
+    let lastExtend = Date.now();
+    for (;;) {
+      try {
+        let inserted: Array<{ id: string; seq: number }>;
+        let refused = new Set<string>();
+        try {
+          inserted = await insert(rows);
+        } catch (err) {
+          if (transient(err)) throw err;
+          ({ inserted, refused } = await insertEach(rows));
+        }
+        // Acknowledge only now that the rows are committed.
+        for (const { m, id } of held) {
+          if (refused.has(id)) m.term("refused by Postgres");
+          else m.ack();
+        }
+        rejected.inc(refused.size);
+        stored.inc(inserted.length);
+        duplicates.inc(held.length - inserted.length - refused.size);
+        if (inserted.length) deps.onStored(inserted.map((r) => storedEvent({ ...toRow(events.get(r.id)!).row, seq: r.seq })));
+        return;
+      } catch (err) {
+        // Stopping: leave the batch unacknowledged; the stream redelivers it to the next process.
+        if (!running) return;
+        log.warn({ err: (err as Error).message, events: rows.length }, "cannot store audit events yet; retrying");
+        // Keep the stream from redelivering what we still hold while Postgres is away.
+        if (Date.now() - lastExtend > options.ackWaitMs / 3) {
+          for (const { m } of held) m.working();
+          for (const m of buffer.values()) m.working();
+          lastExtend = Date.now();
+        }
+        await sleep(backoff);
+        backoff = Math.min(backoff * 2, 5000);
+      }
+    }
+  }
+
+  async function run(): Promise<void> {
+    while (running || buffer.size > 0) {
+      if (buffer.size === 0) {
+        if (!running) break;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, 1000).unref();
+        });
+        wake = undefined;
+        continue;
+      }
+      const batch: JsMsg[] = [];
+      for (const [seq, m] of buffer) {
+        batch.push(m);
+        buffer.delete(seq);
+        if (batch.length >= options.batchSize) break;
+      }
+      await storeBatch(batch);
+    }
+  }
+
+  return {
+    async start() {
+      if (running) return;
+      running = true;
+      await ensureConsumer().catch((err) => log.warn({ err: (err as Error).message }, "AUDIT consumer not ready yet; will retry"));
+      supervisor = supervise();
+      loop = run();
+    },
+    async stop() {
+      running = false;
+      await messages?.close().catch(() => {});
+      wake?.();
+      await supervisor;
+      await loop;
+    },
+  };
+}

@@ -1,0 +1,29 @@
+const ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+const MAX_TIME = 2 ** 48 - 1;
+
+/** The smallest ULID of millisecond `ms`: every id created at or after `ms` sorts at or above it. */
+export function ulidFloor(ms: number): string {
+  let t = Math.min(Math.max(Math.floor(ms), 0), MAX_TIME);
+  let out = "";
+  for (let i = 0; i < 10; i++) {
+    out = ALPHABET[t % 32] + out;
+    t = Math.floor(t / 32);
+  }
+  return `${out}${"0".repeat(16)}`;
+}
+
+/** Milliseconds encoded in a ULID's first ten characters. */
+export function ulidTime(id: string): number {
+  let t = 0;
+  for (const c of id.slice(0, 10)) t = t * 32 + ALPHABET.indexOf(c);
+  return t;
+}
+
+// A ULID whose first character is above 7 would encode a time beyond 48 bits.
+const ULID_RE = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
+
+/** Normalises a ULID (case-insensitive per the spec); undefined when it is not one. */
+export function parseUlid(s: string): string | undefined {
+  const up = s.toUpperCase();
+  return ULID_RE.test(up) ? up : undefined;
+}

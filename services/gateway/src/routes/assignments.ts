@@ -1,0 +1,187 @@
+import type { FastifyReply } from "fastify";
+import { z } from "zod";
+import { StateService, type Assignment, type AssignmentRun } from "@orch/contracts";
+import { rpcClient } from "@orch/kit";
+import type { GatewayContext } from "../app.js";
+import { route } from "../route.js";
+import { iso, pageQuery, qInt, Ulid } from "../schemas.js";
+import { NAME } from "./modules.js";
+
+const isoOrNull = (ms: number) => (ms > 0 ? iso(ms) : null);
+
+export const AssignmentOut = z.object({
+  name: z.string(),
+  selector: z.string(),
+  modules: z.array(z.string()),
+  description: z.string().nullable(),
+  created_at: z.string(),
+  created_by: z.string(),
+});
+
+export const assignmentJson = (a: Assignment) => ({
+  name: a.name,
+  selector: a.selector,
+  modules: a.modules,
+  description: a.description ?? null,
+  created_at: iso(a.createdAt),
+  created_by: a.createdBy,
+});
+
+export const RunOut = z.object({
+  run_id: z.string(),
+  assignment: z.string(),
+  kind: z.enum(["apply", "plan"]),
+  status: z.enum(["running", "completed", "stopped", "interrupted"]),
+  selector: z.string(),
+  modules: z.array(z.string()),
+  batch_size: z.number().int(),
+  batches: z.number().int(),
+  max_failures: z.number().int().nullable(),
+  failures: z.number().int(),
+  created_at: z.string(),
+  finished_at: z.string().nullable(),
+  started_by: z.string(),
+  operations: z.array(
+    z.object({
+      operation_id: z.string().nullable(),
+      node_id: z.string(),
+      name: z.string(),
+      batch: z.number().int(),
+      status: z.string().describe("the operation's status, or queued (waiting for its batch) / not_started (the run stopped first)"),
+    }),
+  ),
+});
+
+export const runJson = (r: AssignmentRun) => ({
+  run_id: r.id,
+  assignment: r.assignment,
+  kind: r.kind as "apply" | "plan",
+  status: r.status as z.infer<typeof RunOut>["status"],
+  selector: r.selector,
+  modules: r.modules,
+  batch_size: r.batchSize,
+  batches: r.batches,
+  max_failures: r.maxFailures ?? null,
+  failures: r.failures,
+  created_at: iso(r.createdAt),
+  finished_at: isoOrNull(r.finishedAt),
+  started_by: r.actorId,
+  operations: r.targets.map((t) => ({ operation_id: t.operationId || null, node_id: t.nodeId, name: t.name, batch: t.batch, status: t.status })),
+});
+
+const AssignmentName = z.object({ name: z.string().min(1).max(128) });
+const WaitQuery = z.object({ wait: qInt(0, 300).optional().describe("block up to this many seconds for the whole fan-out; 200 when it finished") });
+const RunBody = z
+  .object({
+    batch: z
+      .union([z.number().int().min(1), z.string().regex(/^([1-9]\d*|([1-9]\d?|100)%)$/, 'must be a positive integer or a percentage such as "25%"')])
+      .optional()
+      .describe("rolling apply: agents per batch, or a percentage of the matched agents"),
+    max_failures: z.number().int().min(0).optional().describe("stop launching batches once more operations than this failed"),
+  })
+  .optional();
+
+/** 202 while the fan-out runs; 200 when `wait` saw it end. */
+function sendRun(reply: FastifyReply, run: AssignmentRun) {
+  reply.code(run.status === "running" ? 202 : 200).send(runJson(run));
+  return reply;
+}
+
+export function assignmentRoutes(ctx: GatewayContext) {
+  const state = rpcClient(ctx.nc, "state", StateService, { timeoutMs: ctx.timeoutMs });
+  const fanOut = (kind: "apply" | "plan") =>
+    route({
+      method: "POST",
+      path: `/api/v1/assignments/{name}/${kind}`,
+      auth: "operator",
+      summary: `${kind === "apply" ? "Apply" : "Plan"} an assignment on every approved agent its selector matches`,
+      description:
+        "Fans out with a concurrency limit (`state.fanout_concurrency`). With `batch` the agents run in rolling batches (sorted by name); once more than `max_failures` operations failed no further batch starts and the remaining agents are listed as `not_started`. Follow progress with GET /assignments/{name}/runs/{run_id}.",
+      tags: ["assignments"],
+      params: AssignmentName,
+      query: WaitQuery,
+      body: RunBody,
+      responses: { 202: RunOut, 200: RunOut },
+      errors: { 400: ["invalid_batch"], 404: ["assignment_not_found", "module_not_found"] },
+      async handler({ params, query, body, call }, reply) {
+        const wait = query.wait ?? 0;
+        const run = await state.runAssignment(
+          { name: params.name, kind, batch: body?.batch === undefined ? "" : String(body.batch), ...(body?.max_failures !== undefined ? { maxFailures: body.max_failures } : {}), waitSeconds: wait },
+          { ...call, timeoutMs: ctx.timeoutMs + wait * 1000 },
+        );
+        return sendRun(reply, run);
+      },
+    });
+
+  return [
+    route({
+      method: "POST",
+      path: "/api/v1/assignments",
+      auth: "operator",
+      summary: "Create an assignment: modules for the agents a selector matches",
+      description: "Selector grammar: `*`, or comma-separated terms that must all hold: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; keys are tags, or `name`, `node_id`, `attr.<attribute>`; values may use `*` globs. A parse error is 400 `invalid_selector` with the `position`.",
+      tags: ["assignments"],
+      body: z.object({ name: NAME, selector: z.string().min(1).max(4096), modules: z.array(NAME).min(1).max(100), description: z.string().max(1000).nullable().optional() }),
+      responses: { 201: AssignmentOut },
+      errors: { 400: ["invalid_selector"], 404: ["module_not_found"], 409: ["assignment_exists"] },
+      async handler({ body, call }) {
+        const a: Assignment = await state.createAssignment({ name: body.name, selector: body.selector, modules: body.modules, ...(body.description != null ? { description: body.description } : {}) }, call);
+        return assignmentJson(a);
+      },
+    }),
+    route({
+      method: "GET",
+      path: "/api/v1/assignments",
+      auth: "operator",
+      summary: "List assignments by name",
+      tags: ["assignments"],
+      query: pageQuery,
+      responses: { 200: z.object({ assignments: z.array(AssignmentOut), has_more: z.boolean(), next_cursor: z.string().nullable() }) },
+      async handler({ query, call }) {
+        const r = await state.listAssignments({ limit: query.limit ?? 0, cursor: query.cursor ?? "" }, call);
+        return { assignments: r.assignments.map(assignmentJson), has_more: r.nextCursor !== "", next_cursor: r.nextCursor || null };
+      },
+    }),
+    route({
+      method: "GET",
+      path: "/api/v1/assignments/{name}",
+      auth: "operator",
+      summary: "Get one assignment",
+      tags: ["assignments"],
+      params: AssignmentName,
+      responses: { 200: AssignmentOut },
+      errors: { 404: ["assignment_not_found"] },
+      async handler({ params, call }) {
+        return assignmentJson(await state.getAssignment({ name: params.name }, call));
+      },
+    }),
+    route({
+      method: "DELETE",
+      path: "/api/v1/assignments/{name}",
+      auth: "operator",
+      summary: "Delete an assignment",
+      tags: ["assignments"],
+      params: AssignmentName,
+      responses: { 204: null },
+      errors: { 404: ["assignment_not_found"] },
+      async handler({ params, call }) {
+        await state.deleteAssignment({ name: params.name }, call);
+      },
+    }),
+    fanOut("apply"),
+    fanOut("plan"),
+    route({
+      method: "GET",
+      path: "/api/v1/assignments/{name}/runs/{run_id}",
+      auth: "operator",
+      summary: "Progress of one assignment apply/plan fan-out",
+      tags: ["assignments"],
+      params: z.object({ name: z.string().min(1).max(128), run_id: Ulid }),
+      responses: { 200: RunOut },
+      errors: { 404: ["run_not_found"] },
+      async handler({ params, call }) {
+        return runJson(await state.getAssignmentRun({ name: params.name, runId: params.run_id }, call));
+      },
+    }),
+  ];
+}

@@ -1,0 +1,60 @@
+import { NotifyService } from "@orch/contracts";
+import { serveRpc, withJobLock, type Service, type ServiceDeps } from "@orch/kit";
+import type { NotifyConfig } from "./config.js";
+import { credentialBox, type CredentialBox } from "./channels/crypto.js";
+import { startAuditConsumer } from "./consumer.js";
+import type { SendPolicy } from "./delivery/http.js";
+import { systemResolver, type Resolver } from "./delivery/ssrf.js";
+import { startDeliveryWorker } from "./delivery/worker.js";
+import { channelHandlers } from "./handlers/channels.js";
+import { notificationHandlers } from "./handlers/notifications.js";
+import { windowHandlers } from "./handlers/windows.js";
+import { activeOperators } from "./operators.js";
+
+export type NotifyDeps = ServiceDeps<Readonly<NotifyConfig>>;
+
+/** What handlers share: the deps plus the credential box and the outgoing-request policy. */
+export interface NotifyRuntime {
+  deps: NotifyDeps;
+  box: CredentialBox;
+  sendPolicy: SendPolicy;
+}
+
+export interface NotifyOptions {
+  /** DNS resolution for outgoing requests (tests substitute names; production uses the system resolver). */
+  resolver?: Resolver;
+}
+
+const DAY = 86_400_000;
+
+export async function createNotifyService(deps: NotifyDeps, opts: NotifyOptions = {}): Promise<Service> {
+  const cfg = deps.config.notify;
+  const resolver = opts.resolver ?? systemResolver;
+  const box = credentialBox(cfg.credentials_key);
+  if (!cfg.credentials_key) deps.log.warn("notify.credentials_key is not set: channel credentials are stored unencrypted in the notify schema");
+  const rt: NotifyRuntime = { deps, box, sendPolicy: { allowPrivate: cfg.allow_private_targets, timeoutMs: cfg.request_timeout_ms, resolver } };
+
+  const worker = startDeliveryWorker(deps, box, resolver);
+  const operators = activeOperators({ nc: deps.nc, clock: deps.clock, timeoutMs: deps.config.nats.request_timeout_ms, ttlMs: cfg.operators_cache_ms });
+  const consumer = await startAuditConsumer(deps, operators, () => worker.kick());
+  const rpc = serveRpc({ nc: deps.nc, name: "notify", service: NotifyService, log: deps.log, handlers: { ...channelHandlers(rt), ...notificationHandlers(rt), ...windowHandlers(rt) } });
+
+  const prune = setInterval(() => {
+    void withJobLock(deps.pool, "notify.prune", async (c) => {
+      const cutoff = deps.clock.now() - cfg.retention_days * DAY;
+      await c.query("DELETE FROM notifications WHERE timestamp_ms < $1", [cutoff]);
+      await c.query("DELETE FROM deliveries WHERE created_at < $1 AND status IN ('delivered', 'failed', 'suppressed', 'cancelled')", [cutoff]);
+      await c.query("DELETE FROM processed_events WHERE processed_at < $1", [cutoff]);
+    }).catch((err) => deps.log.warn({ err: (err as Error).message }, "prune failed"));
+  }, 3_600_000);
+  prune.unref();
+
+  return {
+    async stop() {
+      clearInterval(prune);
+      await rpc.stop();
+      await consumer.stop();
+      await worker.stop();
+    },
+  };
+}

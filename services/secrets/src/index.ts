@@ -1,0 +1,4 @@
+export { createSecretsService, type SecretsDeps } from "./service.js";
+export { secretsConfigSchema, type SecretsConfig } from "./config.js";
+export { parseKeyring, KeyringError, type Keyring, type Sealed } from "./keyring.js";
+export { decide, normaliseRestriction, type Restriction, type AgentFacts } from "./restriction.js";

@@ -1,0 +1,94 @@
+import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
+import type { AssignmentRunSchema, AssignmentSchema, BelievedResourceSchema, DriftRecordSchema, ModuleSchema, OperationSchema } from "@orch/contracts";
+import type { AssignmentRow, ModuleRow } from "./db/catalog.js";
+import type { OperationRow } from "./db/operations.js";
+import type { RunRow } from "./db/runs.js";
+import type { BelievedRow, DriftRow } from "./db/snapshots.js";
+
+/** Row → bus message. Times stay Unix ms; the gateway formats them for the API. */
+
+export const moduleMsg = (m: ModuleRow, withContent: boolean): MessageInitShape<typeof ModuleSchema> => ({
+  name: m.name,
+  uploadedAt: m.uploaded_at,
+  uploadedBy: m.uploaded_by,
+  uploadedByName: m.uploaded_by_name,
+  content: withContent ? m.content : "",
+  description: m.description,
+  resourceCount: m.resource_count,
+  sha256: m.sha256,
+});
+
+export const assignmentMsg = (a: AssignmentRow): MessageInitShape<typeof AssignmentSchema> => ({
+  name: a.name,
+  selector: a.selector,
+  modules: a.modules,
+  ...(a.description !== null ? { description: a.description } : {}),
+  createdAt: a.created_at,
+  createdBy: a.created_by,
+});
+
+export const operationMsg = (o: OperationRow, withResults: boolean): MessageInitShape<typeof OperationSchema> => ({
+  id: o.id,
+  nodeId: o.node_id,
+  nodeName: o.node_name,
+  kind: o.kind,
+  modules: o.modules,
+  status: o.status,
+  createdAt: o.created_at,
+  startedAt: o.started_at ?? 0,
+  finishedAt: o.finished_at ?? 0,
+  deadline: o.deadline,
+  actorId: o.actor_id,
+  actorName: o.actor_name,
+  summary: o.summary,
+  results: withResults
+    ? o.results.map((r) => ({ id: r.id, module: r.module, type: r.type, status: r.status, changed: r.changed, diff: r.diff, message: r.message, durationMs: r.duration_ms, hasOutput: r.has_output }))
+    : [],
+  errorCode: o.error_code,
+  error: o.error,
+  assignment: o.assignment,
+  runId: o.run_id ?? "",
+});
+
+export const driftMsg = (d: DriftRow): MessageInitShape<typeof DriftRecordSchema> => ({
+  id: d.id,
+  nodeId: d.node_id,
+  operationId: d.operation_id,
+  checkedAt: d.checked_at,
+  drifted: d.drifted,
+  resources: d.resources,
+});
+
+export const believedMsg = (b: BelievedRow): MessageInitShape<typeof BelievedResourceSchema> => ({
+  module: b.module,
+  id: b.resource_id,
+  type: b.type,
+  status: b.status,
+  observed: b.observed as JsonObject,
+  operationId: b.operation_id,
+  appliedAt: b.applied_at,
+});
+
+/** A run with each target's operation status (`queued` while waiting for its batch, `not_started` once the run ended without it). */
+export function runMsg(r: RunRow, ops: ReadonlyArray<Pick<OperationRow, "id" | "node_id" | "status">>): MessageInitShape<typeof AssignmentRunSchema> {
+  const byNode = new Map(ops.map((o) => [o.node_id, o]));
+  return {
+    id: r.id,
+    assignment: r.assignment,
+    kind: r.kind,
+    status: r.status,
+    selector: r.selector,
+    modules: r.modules,
+    batchSize: r.batch_size,
+    batches: r.batches,
+    ...(r.max_failures !== null ? { maxFailures: r.max_failures } : {}),
+    failures: r.failures,
+    createdAt: r.created_at,
+    finishedAt: r.finished_at ?? 0,
+    actorId: r.actor_id,
+    targets: r.targets.map((t) => {
+      const op = byNode.get(t.node_id);
+      return { nodeId: t.node_id, name: t.name, batch: t.batch, operationId: op?.id ?? "", status: op?.status ?? (r.status === "running" ? "queued" : "not_started") };
+    }),
+  };
+}

@@ -1,0 +1,156 @@
+import type { Queryable } from "@orch/kit";
+
+export type OperationKind = "apply" | "plan" | "drift";
+export type OperationStatus = "pending" | "running" | "succeeded" | "failed" | "timed_out" | "unreachable";
+export const OPEN_STATUSES: readonly OperationStatus[] = ["pending", "running"];
+export const FAILED_STATUSES: readonly OperationStatus[] = ["failed", "timed_out", "unreachable"];
+
+export interface Summary {
+  ok: number;
+  changed: number;
+  failed: number;
+  skipped: number;
+  unsupported: number;
+}
+export const emptySummary = (): Summary => ({ ok: 0, changed: 0, failed: 0, skipped: 0, unsupported: 0 });
+
+/** One resource's stored result; secret values are masked before it is written. */
+export interface StoredResult {
+  id: string;
+  module: string;
+  type: string;
+  status: string;
+  changed: boolean;
+  diff: string;
+  message: string;
+  duration_ms: number;
+  has_output: boolean;
+}
+
+export interface StoredOutput {
+  id: string;
+  module: string;
+  stdout: string;
+  stderr: string;
+}
+
+export interface OperationRow {
+  id: string;
+  node_id: string;
+  node_name: string;
+  kind: OperationKind;
+  modules: string[];
+  status: OperationStatus;
+  actor_id: string;
+  actor_name: string;
+  created_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+  deadline: number;
+  summary: Summary;
+  results: StoredResult[];
+  output: StoredOutput[];
+  error_code: string;
+  error: string;
+  run_id: string | null;
+  assignment: string;
+}
+
+export type NewOperation = Pick<OperationRow, "id" | "node_id" | "node_name" | "kind" | "modules" | "actor_id" | "actor_name" | "created_at" | "deadline" | "run_id" | "assignment">;
+
+export interface Finish {
+  status: OperationStatus;
+  finished_at: number;
+  summary?: Summary;
+  results?: StoredResult[];
+  output?: StoredOutput[];
+  error_code?: string;
+  error?: string;
+}
+
+const COLS = "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, results, output, error_code, error, run_id, assignment";
+/** Lists skip the heavy columns. */
+const LIST_COLS = "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, '[]'::jsonb AS results, '[]'::jsonb AS output, error_code, error, run_id, assignment";
+
+export interface OperationFilter {
+  node_id?: string;
+  kind?: string;
+  status?: string;
+}
+
+export const operationsDb = {
+  async insertMany(db: Queryable, ops: NewOperation[]): Promise<void> {
+    if (ops.length === 0) return;
+    await db.query(
+      `INSERT INTO operations (id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, deadline, run_id, assignment)
+       SELECT id, node_id, node_name, kind, modules, 'pending', actor_id, actor_name, created_at, deadline, run_id, assignment
+         FROM jsonb_to_recordset($1::jsonb) AS x(id text, node_id text, node_name text, kind text, modules text[], actor_id text, actor_name text,
+                                                   created_at bigint, deadline bigint, run_id text, assignment text)`,
+      [JSON.stringify(ops)],
+    );
+  },
+  async get(db: Queryable, id: string): Promise<OperationRow | undefined> {
+    return (await db.query<OperationRow>(`SELECT ${COLS} FROM operations WHERE id = $1`, [id])).rows[0];
+  },
+  /** Newest first; `before` is the id of the last row of the previous page. */
+  async page(db: Queryable, f: OperationFilter, limit: number, before: string): Promise<OperationRow[]> {
+    const where: string[] = [];
+    const args: unknown[] = [];
+    const add = (sql: string, v: unknown) => {
+      args.push(v);
+      where.push(sql.replace("?", `$${args.length}`));
+    };
+    if (before) add("id < ?", before);
+    if (f.node_id) add("node_id = ?", f.node_id);
+    if (f.kind) add("kind = ?", f.kind);
+    if (f.status) add("status = ?", f.status);
+    args.push(limit);
+    return (await db.query<OperationRow>(`SELECT ${LIST_COLS} FROM operations ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT $${args.length}`, args)).rows;
+  },
+  /**
+   * pending → running with a fresh deadline (a fan-out's queued operations wait for a slot);
+   * false when the operation already ended (e.g. swept as timed out).
+   */
+  async markRunning(db: Queryable, id: string, now: number, deadline: number): Promise<boolean> {
+    const r = await db.query("UPDATE operations SET status = 'running', started_at = $2, deadline = $3 WHERE id = $1 AND status = 'pending'", [id, now, deadline]);
+    return r.rowCount === 1;
+  },
+  /** Ends an open operation; undefined when it had already ended (first writer wins). */
+  async finish(db: Queryable, id: string, f: Finish): Promise<OperationRow | undefined> {
+    const r = await db.query<OperationRow>(
+      `UPDATE operations SET status = $2, finished_at = $3, summary = COALESCE($4::jsonb, summary), results = COALESCE($5::jsonb, results),
+              output = COALESCE($6::jsonb, output), error_code = $7, error = $8
+        WHERE id = $1 AND status IN ('pending', 'running') RETURNING ${COLS}`,
+      [
+        id,
+        f.status,
+        f.finished_at,
+        f.summary ? JSON.stringify(f.summary) : null,
+        f.results ? JSON.stringify(f.results) : null,
+        f.output ? JSON.stringify(f.output) : null,
+        f.error_code ?? "",
+        f.error ?? "",
+      ],
+    );
+    return r.rows[0];
+  },
+  /**
+   * Open operations past their deadline (the sweeper runs under a job lock). Queued operations of a fan-out
+   * whose replica is alive (recent heartbeat) are left alone: they get a fresh deadline when they start.
+   */
+  async stale(db: Queryable, now: number, aliveSince: number, limit: number): Promise<OperationRow[]> {
+    return (
+      await db.query<OperationRow>(
+        `SELECT ${LIST_COLS} FROM operations o
+          WHERE o.status IN ('pending', 'running') AND o.deadline < $1
+            AND NOT (o.status = 'pending' AND o.run_id IS NOT NULL
+                     AND EXISTS (SELECT 1 FROM runs r WHERE r.id = o.run_id AND r.status = 'running' AND r.updated_at > $2))
+          ORDER BY o.deadline LIMIT $3`,
+        [now, aliveSince, limit],
+      )
+    ).rows;
+  },
+  async ofRun(db: Queryable, runId: string): Promise<Array<Pick<OperationRow, "id" | "node_id" | "status">>> {
+    return (await db.query<Pick<OperationRow, "id" | "node_id" | "status">>("SELECT id, node_id, status FROM operations WHERE run_id = $1", [runId])).rows;
+  },
+};

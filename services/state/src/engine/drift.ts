@@ -1,0 +1,73 @@
+import { precondition, SYSTEM_ACTOR, withJobLock } from "@orch/kit";
+import { modulesDb } from "../db/catalog.js";
+import { snapshotsDb } from "../db/snapshots.js";
+import { agentInfo, type AgentInfo, type Clients, type StateDeps } from "./deps.js";
+import { createLimiter } from "./limit.js";
+import type { ModuleCache } from "./modules.js";
+import type { ModuleSource } from "./render.js";
+import type { Runner } from "./runner.js";
+
+/** The modules of an agent's snapshot, exactly as applied (version and attributes/tags read). */
+export async function snapshotSources(deps: StateDeps, cache: ModuleCache, nodeId: string): Promise<ModuleSource[]> {
+  const snaps = await snapshotsDb.ofNode(deps.pool, nodeId);
+  const out: ModuleSource[] = [];
+  for (const s of snaps) {
+    const content = await modulesDb.version(deps.pool, s.module_sha256);
+    if (content === undefined) continue;
+    out.push({ name: s.module, sha256: s.module_sha256, parsed: cache.parse(s.module, s.module_sha256, content), inputs: { attributes: s.attributes, tags: s.tags } });
+  }
+  return out;
+}
+
+export async function requireSnapshot(deps: StateDeps, cache: ModuleCache, agent: AgentInfo): Promise<ModuleSource[]> {
+  const sources = await snapshotSources(deps, cache, agent.nodeId);
+  if (sources.length === 0) throw precondition("no_snapshot", `agent ${agent.name || agent.nodeId} has no successful apply to check drift against`);
+  return sources;
+}
+
+/** Whether a maintenance window is active; when notify does not answer, drift checks proceed. */
+async function maintenanceActive(deps: StateDeps, clients: Clients): Promise<boolean> {
+  try {
+    return (await clients.notify.getMaintenanceStatus({}, { actor: SYSTEM_ACTOR })).active;
+  } catch (err) {
+    deps.log.debug({ err: (err as Error).message }, "maintenance status unavailable; scheduled drift proceeds");
+    return false;
+  }
+}
+
+/**
+ * One scheduled pass: a drift check of every connected, approved agent with a snapshot. Paused
+ * while a maintenance window is active. Returns the number of checks run (-1 when paused or when
+ * another replica holds the job).
+ */
+export async function driftPass(deps: StateDeps, clients: Clients, runner: Runner, cache: ModuleCache): Promise<number> {
+  if (await maintenanceActive(deps, clients)) {
+    deps.log.info("scheduled drift checks paused: maintenance window active");
+    return -1;
+  }
+  let checked = 0;
+  const ran = await withJobLock(deps.pool, "state.drift", async () => {
+    const limiter = createLimiter(deps.config.state.drift_concurrency);
+    const nodes = await snapshotsDb.nodes(deps.pool);
+    await Promise.all(
+      nodes.map((nodeId) =>
+        limiter.run(async () => {
+          let agent: AgentInfo;
+          try {
+            agent = agentInfo(await clients.agents.getAgent({ id: nodeId }, { actor: SYSTEM_ACTOR }));
+          } catch (err) {
+            deps.log.debug({ node_id: nodeId, err: (err as Error).message }, "drift check skipped: agent unknown");
+            return;
+          }
+          if (agent.status !== "approved" || !agent.connected) return;
+          const sources = await snapshotSources(deps, cache, nodeId);
+          if (!sources.length) return;
+          const { done } = await runner.start({ agent, kind: "drift", sources, actor: SYSTEM_ACTOR });
+          await done;
+          checked++;
+        }),
+      ),
+    );
+  });
+  return ran ? checked : -1;
+}

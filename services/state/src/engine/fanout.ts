@@ -1,0 +1,159 @@
+import { matchSelector, parseSelector } from "@orch/contracts";
+import { invalid, type Actor } from "@orch/kit";
+import type { AssignmentRow } from "../db/catalog.js";
+import { FAILED_STATUSES, operationsDb, type NewOperation, type OperationRow } from "../db/operations.js";
+import { runsDb, type RunRow, type RunStatus, type RunTargetRow } from "../db/runs.js";
+import { agentInfo, type AgentInfo, type Clients, type StateDeps } from "./deps.js";
+import type { Limiter } from "./limit.js";
+import type { ModuleSource } from "./render.js";
+import type { Runner } from "./runner.js";
+
+/** A live replica beats this often; a run silent for HEARTBEAT_STALE_MS is taken as interrupted. */
+export const HEARTBEAT_MS = 10_000;
+export const HEARTBEAT_STALE_MS = 60_000;
+
+/** Agents per batch: "" = all at once, "N" = N agents, "P%" = P percent of the matched agents (at least 1). */
+export function batchSize(spec: string, total: number): number {
+  const all = Math.max(1, total);
+  if (spec === "") return all;
+  let m = /^([1-9]\d{0,6})$/.exec(spec);
+  if (m) return Math.min(Number(m[1]), all);
+  m = /^([1-9]\d?|100)%$/.exec(spec);
+  if (m) return Math.min(all, Math.max(1, Math.ceil((Number(m[1]) / 100) * total)));
+  throw invalid("invalid_batch", `batch must be a positive integer or a percentage such as "25%", got '${spec}'`, { field: "batch" });
+}
+
+/** Every approved agent, following the registry's pages. */
+export async function approvedAgents(clients: Clients, actor: Actor): Promise<AgentInfo[]> {
+  const out: AgentInfo[] = [];
+  let cursor = "";
+  for (let page = 0; page < 10_000; page++) {
+    const r = await clients.agents.listAgents({ limit: 500, cursor, status: "approved" }, { actor });
+    out.push(...r.agents.filter((a) => a.status === "approved").map(agentInfo));
+    if (!r.nextCursor || r.nextCursor === cursor) break;
+    cursor = r.nextCursor;
+  }
+  return out;
+}
+
+export function matchAgents(selector: string, agents: readonly AgentInfo[]): AgentInfo[] {
+  const sel = parseSelector(selector);
+  return agents
+    .filter((a) => matchSelector(sel, { node_id: a.nodeId, name: a.name, tags: a.tags, attributes: a.attributes }))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : a.nodeId < b.nodeId ? -1 : 1));
+}
+
+export interface RunInput {
+  assignment: AssignmentRow;
+  kind: "apply" | "plan";
+  batch: string;
+  maxFailures: number | null;
+  actor: Actor;
+  sources: ModuleSource[];
+  agents: AgentInfo[];
+}
+
+export interface FanOut {
+  /** Records the run and its first batch, then drives the rest in the background. */
+  start(input: RunInput): Promise<{ run: RunRow; done: Promise<void> }>;
+  waitFor(id: string, ms: number): Promise<void>;
+  drain(): Promise<void>;
+}
+
+/**
+ * Assignment fan-out: the matched agents are split into batches; each batch runs through the
+ * shared concurrency limiter, and once failures exceed max_failures no further batch starts.
+ */
+export function createFanOut(deps: StateDeps, runner: Runner, limiter: Limiter): FanOut {
+  const { pool, clock, ids, events, log } = deps;
+  const inflight = new Map<string, Promise<void>>();
+
+  async function drive(run: RunRow, input: RunInput, first: NewOperation[]): Promise<void> {
+    const byNode = new Map(input.agents.map((a) => [a.nodeId, a]));
+    const opInput = (agent: AgentInfo) => ({ agent, kind: input.kind, sources: input.sources, actor: input.actor, runId: run.id, assignment: run.assignment });
+    let failures = 0;
+    let status: RunStatus = "completed";
+    const beat = setInterval(() => void runsDb.touch(pool, run.id, clock.now()).catch(() => {}), HEARTBEAT_MS);
+    beat.unref();
+    try {
+      for (let b = 1; b <= run.batches; b++) {
+        let ops = first;
+        if (b > 1) {
+          ops = run.targets.filter((t) => t.batch === b).map((t) => runner.newOperation(opInput(byNode.get(t.node_id)!)));
+          await operationsDb.insertMany(pool, ops);
+        }
+        const ended = await Promise.all(ops.map((op) => limiter.run(() => runner.execute(op, opInput(byNode.get(op.node_id)!)))));
+        failures += ended.filter((r: OperationRow | undefined) => !r || FAILED_STATUSES.includes(r.status)).length;
+        await runsDb.touch(pool, run.id, clock.now(), failures);
+        if (run.max_failures !== null && failures > run.max_failures && b < run.batches) {
+          status = "stopped";
+          log.info({ run: run.id, failures, max_failures: run.max_failures, batch: b }, "fan-out stopped: too many failures");
+          break;
+        }
+      }
+    } catch (err) {
+      log.error({ err, run: run.id }, "fan-out failed");
+      status = "interrupted";
+    } finally {
+      clearInterval(beat);
+      await runsDb.end(pool, run.id, status, clock.now(), failures).catch((err) => log.error({ err, run: run.id }, "cannot end fan-out"));
+    }
+  }
+
+  return {
+    async start(input) {
+      const matched = input.agents;
+      const size = batchSize(input.batch, matched.length);
+      const targets: RunTargetRow[] = matched.map((a, i) => ({ node_id: a.nodeId, name: a.name, batch: Math.floor(i / size) + 1 }));
+      const now = clock.now();
+      const run: RunRow = {
+        id: ids.next(),
+        assignment: input.assignment.name,
+        kind: input.kind,
+        status: matched.length ? "running" : "completed",
+        selector: input.assignment.selector,
+        modules: input.assignment.modules,
+        batch_size: matched.length ? size : 0,
+        batches: matched.length ? Math.ceil(matched.length / size) : 0,
+        max_failures: input.maxFailures,
+        failures: 0,
+        targets,
+        actor_id: input.actor.id,
+        actor_name: input.actor.name,
+        created_at: now,
+        updated_at: now,
+        finished_at: matched.length ? null : now,
+      };
+      const first = matched
+        .filter((_, i) => targets[i]!.batch === 1)
+        .map((agent) => runner.newOperation({ agent, kind: input.kind, sources: input.sources, actor: input.actor, runId: run.id, assignment: run.assignment }));
+      await events.tx(async (db, emit) => {
+        await runsDb.insert(db, run);
+        await operationsDb.insertMany(db, first);
+        await emit({
+          type: "assignment.applied",
+          summary: `${input.kind} of assignment ${run.assignment} started on ${matched.length} agent${matched.length === 1 ? "" : "s"} by ${input.actor.name}`,
+          actor: input.actor,
+          target: { id: run.assignment, name: run.assignment, type: "assignment" },
+          metadata: { run_id: run.id, kind: run.kind, selector: run.selector, modules: run.modules, agents: matched.length, batch_size: run.batch_size, batches: run.batches, max_failures: run.max_failures },
+        });
+      });
+      const done = matched.length ? drive(run, input, first) : Promise.resolve();
+      inflight.set(run.id, done);
+      void done.finally(() => inflight.delete(run.id));
+      return { run, done };
+    },
+
+    async waitFor(id, ms) {
+      const p = inflight.get(id);
+      if (!p || ms <= 0) return;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([p, new Promise((r) => (timer = setTimeout(r, ms)))]);
+      clearTimeout(timer);
+    },
+
+    async drain() {
+      while (inflight.size) await Promise.allSettled([...inflight.values()]);
+    },
+  };
+}

@@ -1,0 +1,95 @@
+import type { Emit } from "@orch/kit";
+import type { PoolClient } from "@orch/kit";
+import { operationsDb, type Finish, type OperationRow } from "../db/operations.js";
+import { believedDb, driftDb, snapshotsDb, type DriftRow } from "../db/snapshots.js";
+import type { AgentInfo, StateDeps } from "./deps.js";
+import { statelessResources, usedInputs, type ModuleSource } from "./render.js";
+import { believedRows, driftedResources, type StoredExecution } from "./results.js";
+
+/** What the end of an operation may need besides its row. */
+export interface FinishContext {
+  agent?: AgentInfo;
+  sources?: readonly ModuleSource[];
+  exec?: StoredExecution;
+}
+
+export const actorOf = (op: Pick<OperationRow, "actor_id" | "actor_name">) => ({ id: op.actor_id, name: op.actor_name, type: op.actor_id === "system" ? "system" : "operator" });
+const targetOf = (op: Pick<OperationRow, "node_id" | "node_name">) => ({ id: op.node_id, name: op.node_name || op.node_id, type: "agent" });
+
+function describe(row: OperationRow): string {
+  const s = row.summary;
+  const counts = [s.changed && `${s.changed} changed`, s.ok && `${s.ok} ok`, s.failed && `${s.failed} failed`, s.skipped && `${s.skipped} skipped`, s.unsupported && `${s.unsupported} unsupported`].filter(Boolean).join(", ");
+  const why = row.error_code ? ` (${row.error_code})` : "";
+  return `${row.kind} of ${row.modules.join(", ")} on ${row.node_name || row.node_id} ${row.status.replace("_", " ")}${why}${counts ? `: ${counts}` : ""}`;
+}
+
+const sameSet = (a: string[], b: string[]) => a.length === b.length && a.every((x) => b.includes(x));
+const keys = (d: Pick<DriftRow, "resources">) => d.resources.map((r) => `${r.module}/${r.id}`).sort();
+
+/**
+ * Ends an operation and records its consequences in one transaction with their audit events:
+ * the state.* event, and for a successful apply the snapshot, believed state and (when it fixes
+ * recorded drift) drift.cleared; for a drift check the drift record and drift.detected/cleared.
+ * Returns undefined when the operation had already ended (first writer wins).
+ */
+export async function finishOperation(deps: StateDeps, op: Pick<OperationRow, "id">, f: Finish, ctx: FinishContext = {}): Promise<OperationRow | undefined> {
+  const { events, ids } = deps;
+  return events.tx(async (db, emit) => {
+    const row = await operationsDb.finish(db, op.id, f);
+    if (!row) return undefined;
+    const metadata = {
+      operation_id: row.id,
+      kind: row.kind,
+      modules: row.modules,
+      status: row.status,
+      summary: { ...row.summary },
+      ...(row.error_code ? { error_code: row.error_code } : {}),
+      ...(row.assignment ? { assignment: row.assignment, run_id: row.run_id } : {}),
+    };
+    const base = { summary: describe(row), actor: actorOf(row), target: targetOf(row), metadata };
+    if (row.kind === "apply") {
+      await emit({ ...base, type: row.status === "succeeded" ? "state.apply.succeeded" : "state.apply.failed" });
+      if (row.status === "succeeded" && ctx.exec && ctx.sources && ctx.agent) await recordApply(deps, db, emit, row, ctx as Required<FinishContext>);
+    } else if (row.kind === "plan") {
+      await emit({ ...base, type: "state.plan.completed" });
+    } else if (ctx.exec) {
+      await recordDrift(deps, db, emit, row, ctx.exec, statelessResources(ctx.sources ?? []));
+    }
+    return row;
+  });
+
+  async function recordApply(_deps: StateDeps, db: PoolClient, emit: Emit, row: OperationRow, c: Required<FinishContext>) {
+    const at = row.finished_at!;
+    for (const [position, s] of c.sources.entries()) {
+      const inputs = usedInputs(s, c.agent.attributes, c.agent.tags);
+      await snapshotsDb.upsert(db, { node_id: row.node_id, module: s.name, module_sha256: s.sha256, position, attributes: inputs.attributes, tags: inputs.tags, operation_id: row.id, applied_at: at });
+      await believedDb.replaceModule(db, row.node_id, s.name, believedRows(row.node_id, row.id, at, s.name, c.exec));
+    }
+    // The apply re-enforced these modules: recorded drift confined to them is now gone.
+    const prev = await driftDb.latest(db, row.node_id);
+    if (prev?.drifted && prev.resources.every((r) => row.modules.includes(r.module))) {
+      const rec: DriftRow = { id: ids.next(), node_id: row.node_id, operation_id: row.id, checked_at: at, drifted: false, resources: [] };
+      await driftDb.insert(db, rec);
+      await emit({ type: "drift.cleared", summary: `drift on ${row.node_name || row.node_id} cleared by apply ${row.id}`, actor: actorOf(row), target: targetOf(row), metadata: { drift_id: rec.id, operation_id: row.id, previous_drift_id: prev.id } });
+    }
+  }
+
+  async function recordDrift(_deps: StateDeps, db: PoolClient, emit: Emit, row: OperationRow, exec: StoredExecution, stateless: ReadonlySet<string>) {
+    const resources = driftedResources(exec.results, stateless);
+    const rec: DriftRow = { id: ids.next(), node_id: row.node_id, operation_id: row.id, checked_at: row.finished_at!, drifted: resources.length > 0, resources };
+    const prev = await driftDb.latest(db, row.node_id);
+    await driftDb.insert(db, rec);
+    const who = row.node_name || row.node_id;
+    if (rec.drifted && (!prev?.drifted || !sameSet(keys(prev), keys(rec)))) {
+      await emit({
+        type: "drift.detected",
+        summary: `drift on ${who}: ${resources.length} resource${resources.length === 1 ? "" : "s"} no longer match (${keys(rec).slice(0, 5).join(", ")}${resources.length > 5 ? ", …" : ""})`,
+        actor: actorOf(row),
+        target: targetOf(row),
+        metadata: { drift_id: rec.id, operation_id: row.id, resources: keys(rec) },
+      });
+    } else if (!rec.drifted && prev?.drifted) {
+      await emit({ type: "drift.cleared", summary: `drift on ${who} cleared`, actor: actorOf(row), target: targetOf(row), metadata: { drift_id: rec.id, operation_id: row.id, previous_drift_id: prev.id } });
+    }
+  }
+}

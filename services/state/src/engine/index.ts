@@ -1,0 +1,13 @@
+import type { Clients, StateDeps } from "./deps.js";
+import type { FanOut } from "./fanout.js";
+import type { ModuleCache } from "./modules.js";
+import type { Runner } from "./runner.js";
+
+/** The moving parts handlers share; built once in service.ts. */
+export interface Engine {
+  deps: StateDeps;
+  clients: Clients;
+  runner: Runner;
+  fanout: FanOut;
+  cache: ModuleCache;
+}

@@ -1,0 +1,67 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { StateResource } from "@orch/contracts";
+import { refsIn, renderValue, type RenderInputs } from "../module/template.js";
+import type { ParsedModule } from "../module/types.js";
+
+/** A module as an operation uses it: the exact version, and for drift the inputs it was applied with. */
+export interface ModuleSource {
+  name: string;
+  sha256: string;
+  parsed: ParsedModule;
+  /** Attributes and tags recorded by the apply (drift); absent = the agent's current ones. */
+  inputs?: { attributes: Record<string, string>; tags: Record<string, string> };
+}
+
+export type RenderedResource = Omit<StateResource, "$typeName" | "$unknown">;
+
+/** Secret names any resource of these modules reads. */
+export function secretNames(sources: readonly ModuleSource[]): string[] {
+  const names = new Set<string>();
+  for (const s of sources) for (const r of s.parsed.resources) for (const ref of refsIn(r.spec)) if (ref.ns === "secrets") names.add(ref.key);
+  return [...names].sort();
+}
+
+/** The attributes and tags a module actually reads: what a snapshot must keep to re-render it. */
+export function usedInputs(source: ModuleSource, attributes: Record<string, string>, tags: Record<string, string>) {
+  const a: Record<string, string> = {};
+  const t: Record<string, string> = {};
+  for (const r of source.parsed.resources) {
+    for (const ref of refsIn(r.spec)) {
+      if (ref.ns === "attributes" && Object.prototype.hasOwnProperty.call(attributes, ref.key)) a[ref.key] = attributes[ref.key]!;
+      if (ref.ns === "tags" && Object.prototype.hasOwnProperty.call(tags, ref.key)) t[ref.key] = tags[ref.key]!;
+    }
+  }
+  return { attributes: a, tags: t };
+}
+
+/**
+ * Renders every resource for one agent. Throws TemplateError for a missing attribute or tag.
+ * The result carries secret values: it goes to the agent and is never stored or logged.
+ */
+export function renderResources(sources: readonly ModuleSource[], agent: { attributes: Record<string, string>; tags: Record<string, string> }, secrets: ReadonlyMap<string, string>): RenderedResource[] {
+  const out: RenderedResource[] = [];
+  for (const s of sources) {
+    const inputs: RenderInputs = { attributes: s.inputs?.attributes ?? agent.attributes, tags: s.inputs?.tags ?? agent.tags, secrets };
+    for (const r of s.parsed.resources) {
+      out.push({
+        id: r.id,
+        module: s.name,
+        type: r.type,
+        spec: renderValue(r.spec, inputs, `${s.name}/${r.id}`) as JsonObject,
+        requires: r.requires.map((dep) => `${s.name}/${dep}`),
+      });
+    }
+  }
+  return out;
+}
+
+/** Keys `<module>/<id>` of exec resources without a guard: they run on every apply and hold no state. */
+export function statelessResources(sources: readonly ModuleSource[]): Set<string> {
+  const out = new Set<string>();
+  for (const s of sources) {
+    for (const r of s.parsed.resources) {
+      if (r.type === "exec" && r.spec.creates === undefined && r.spec.onlyif === undefined && r.spec.unless === undefined) out.add(`${s.name}/${r.id}`);
+    }
+  }
+  return out;
+}

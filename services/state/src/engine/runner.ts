@@ -1,0 +1,142 @@
+import { OrchError, type Actor } from "@orch/kit";
+import { operationsDb, type NewOperation, type OperationKind, type OperationRow } from "../db/operations.js";
+import { masker, TemplateError } from "../module/template.js";
+import type { AgentInfo, Clients, StateDeps } from "./deps.js";
+import { finishOperation } from "./finish.js";
+import { renderResources, secretNames, type ModuleSource } from "./render.js";
+import { storeResults } from "./results.js";
+
+/** Everything one operation needs to run. */
+export interface OperationInput {
+  agent: AgentInfo;
+  kind: OperationKind;
+  sources: ModuleSource[];
+  actor: Actor;
+  runId?: string;
+  assignment?: string;
+}
+
+export interface Runner {
+  /** The row of a new pending operation (not yet inserted). */
+  newOperation(input: OperationInput): NewOperation;
+  /** Inserts and runs one operation in the background. */
+  start(input: OperationInput): Promise<{ op: OperationRow; done: Promise<OperationRow | undefined> }>;
+  /** Runs an inserted pending operation to its end. Never throws; resolves with the final row. */
+  execute(op: NewOperation, input: OperationInput): Promise<OperationRow | undefined>;
+  /** Waits up to `ms` for an operation this replica runs; then returns its current row. */
+  waitFor(id: string, ms: number): Promise<OperationRow | undefined>;
+  /** Resolves when every operation this replica runs has ended. */
+  drain(): Promise<void>;
+}
+
+/** Reasons meaning "no agents replica holds this agent's link" rather than a failure of the agent. */
+const UNREACHABLE_REASONS = new Set(["service_unavailable", "agent_not_connected", "agent_unreachable", "agent_disconnected"]);
+
+export function createRunner(deps: StateDeps, clients: Clients): Runner {
+  const { pool, clock, ids, log, config } = deps;
+  const timeoutMs = config.state.operation_timeout_seconds * 1000;
+  const inflight = new Map<string, Promise<OperationRow | undefined>>();
+
+  const current = (id: string) => operationsDb.get(pool, id);
+
+  async function run(op: NewOperation, input: OperationInput): Promise<OperationRow | undefined> {
+    const { agent, sources, kind } = input;
+    const end = (status: OperationRow["status"], error_code: string, error: string) =>
+      finishOperation(deps, op, { status, finished_at: clock.now(), error_code, error }, { agent, sources });
+
+    // Secrets first: a refused secret fails the operation before anything reaches the agent.
+    const secrets = new Map<string, string>();
+    for (const name of secretNames(sources)) {
+      try {
+        const r = await clients.secrets.resolve({ name, nodeId: agent.nodeId, operationId: op.id }, { actor: input.actor });
+        secrets.set(name, r.value);
+      } catch (err) {
+        const e = OrchError.from(err);
+        return end("failed", e.reason, `secret '${name}': ${e.message}`);
+      }
+    }
+    const mask = masker(secrets.values());
+    let resources;
+    try {
+      resources = renderResources(sources, agent, secrets);
+    } catch (err) {
+      if (err instanceof TemplateError) return end("failed", "template_error", mask(err.message));
+      throw err;
+    }
+
+    const startedAt = clock.now();
+    const deadline = startedAt + timeoutMs;
+    if (!(await operationsDb.markRunning(pool, op.id, startedAt, deadline))) return current(op.id);
+    let response;
+    try {
+      response = await clients.agentState(agent.nodeId).execute(
+        { operationId: op.id, mode: kind === "apply" ? "apply" : "plan", resources, mask: [...secrets.values()] },
+        { actor: input.actor, timeoutMs: Math.max(1, deadline - clock.now()) },
+      );
+    } catch (err) {
+      const e = OrchError.from(err);
+      if (e.code === "UNAVAILABLE" || UNREACHABLE_REASONS.has(e.reason)) return end("unreachable", "agent_unreachable", `agent ${agent.name || agent.nodeId} is not connected`);
+      if (e.code === "DEADLINE_EXCEEDED") return end("timed_out", "operation_timed_out", `the agent did not finish within ${config.state.operation_timeout_seconds} s`);
+      return end("failed", e.reason, mask(e.message));
+    }
+    const exec = storeResults(response.results, mask);
+    const failed = exec.summary.failed > 0 || exec.summary.skipped > 0;
+    return finishOperation(deps, op, { status: failed ? "failed" : "succeeded", finished_at: clock.now(), summary: exec.summary, results: exec.results, output: exec.output }, { agent, sources, exec });
+  }
+
+  const runner: Runner = {
+    newOperation(input) {
+      const now = clock.now();
+      return {
+        id: ids.next(),
+        node_id: input.agent.nodeId,
+        node_name: input.agent.name,
+        kind: input.kind,
+        modules: input.sources.map((s) => s.name),
+        actor_id: input.actor.id,
+        actor_name: input.actor.name,
+        created_at: now,
+        deadline: now + timeoutMs,
+        run_id: input.runId ?? null,
+        assignment: input.assignment ?? "",
+      };
+    },
+
+    async start(input) {
+      const op = runner.newOperation(input);
+      await operationsDb.insertMany(pool, [op]);
+      const done = runner.execute(op, input);
+      return { op: (await current(op.id))!, done };
+    },
+
+    execute(op, input) {
+      const p = (async () => {
+        try {
+          return (await run(op, input)) ?? (await current(op.id));
+        } catch (err) {
+          log.error({ err, operation: op.id }, "operation failed unexpectedly");
+          return (await finishOperation(deps, op, { status: "failed", finished_at: clock.now(), error_code: "internal", error: "internal error" }).catch(() => undefined)) ?? current(op.id).catch(() => undefined);
+        } finally {
+          inflight.delete(op.id);
+        }
+      })();
+      inflight.set(op.id, p);
+      return p;
+    },
+
+    async waitFor(id, ms) {
+      const p = inflight.get(id);
+      if (p && ms > 0) {
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([p, new Promise((r) => (timer = setTimeout(r, ms)))]);
+        clearTimeout(timer);
+      }
+      return current(id);
+    },
+
+    async drain() {
+      while (inflight.size) await Promise.allSettled([...inflight.values()]);
+    },
+  };
+  return runner;
+}

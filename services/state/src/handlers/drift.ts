@@ -1,0 +1,53 @@
+import type { StateService } from "@orch/contracts";
+import { notFound, pageLimit, type Handlers } from "@orch/kit";
+import { believedMsg, driftMsg, operationMsg } from "../convert.js";
+import { believedDb, driftDb } from "../db/snapshots.js";
+import { requireSnapshot } from "../engine/drift.js";
+import type { Engine } from "../engine/index.js";
+import { approvedAgent, nodeIdForRead } from "./agents.js";
+import { waitMs } from "./names.js";
+
+type DriftHandlers = Pick<Handlers<typeof StateService>, "checkDrift" | "listDrift" | "getLatestDrift" | "getDrift" | "getBelievedState">;
+
+export function driftHandlers(engine: Engine): DriftHandlers {
+  const { deps, clients, runner, cache } = engine;
+  const { pool } = deps;
+
+  return {
+    async checkDrift(req, ctx) {
+      const wait = waitMs(req.waitSeconds);
+      const agent = await approvedAgent(clients, req.nodeId, ctx.actor);
+      const sources = await requireSnapshot(deps, cache, agent);
+      const { op } = await runner.start({ agent, kind: "drift", sources, actor: ctx.actor });
+      const now = (await runner.waitFor(op.id, wait)) ?? op;
+      const drift = now.status === "pending" || now.status === "running" ? undefined : await driftDb.byOperation(pool, op.id);
+      return { operation: operationMsg(now, true), ...(drift ? { drift: driftMsg(drift) } : {}) };
+    },
+
+    async listDrift(req, ctx) {
+      const limit = pageLimit(req.limit);
+      const nodeId = await nodeIdForRead(clients, req.nodeId, ctx.actor);
+      const rows = await driftDb.page(pool, nodeId, limit + 1, req.cursor);
+      const page = rows.slice(0, limit);
+      return { records: page.map(driftMsg), nextCursor: rows.length > limit ? page.at(-1)!.id : "" };
+    },
+
+    async getLatestDrift(req, ctx) {
+      const nodeId = await nodeIdForRead(clients, req.nodeId, ctx.actor);
+      const row = await driftDb.latest(pool, nodeId);
+      if (!row) throw notFound("drift_not_found", `no drift record for agent '${req.nodeId}'`);
+      return driftMsg(row);
+    },
+
+    async getDrift(req) {
+      const row = await driftDb.get(pool, req.id);
+      if (!row) throw notFound("drift_not_found", `no drift record '${req.id}'`);
+      return driftMsg(row);
+    },
+
+    async getBelievedState(req, ctx) {
+      const nodeId = await nodeIdForRead(clients, req.nodeId, ctx.actor);
+      return { nodeId, resources: (await believedDb.ofNode(pool, nodeId)).map(believedMsg) };
+    },
+  };
+}

@@ -1,0 +1,69 @@
+import { createHash } from "node:crypto";
+import type { StateService } from "@orch/contracts";
+import { invalid, notFound, pageLimit, precondition, type Handlers } from "@orch/kit";
+import { validName } from "./names.js";
+import { assignmentsDb, modulesDb, type ModuleRow } from "../db/catalog.js";
+import { moduleMsg } from "../convert.js";
+import type { Engine } from "../engine/index.js";
+import { parseModule } from "../module/parse.js";
+
+type ModuleHandlers = Pick<Handlers<typeof StateService>, "uploadModule" | "listModules" | "getModule" | "deleteModule">;
+
+export function moduleHandlers({ deps }: Engine): ModuleHandlers {
+  const { pool, events, clock } = deps;
+  return {
+    async uploadModule(req, ctx) {
+      const name = validName(req.name, "name", "module");
+      if (!req.content.trim()) throw invalid("invalid_module", "content is empty", { field: "content" });
+      const parsed = parseModule(req.content, name);
+      const row: ModuleRow = {
+        name,
+        content: req.content,
+        sha256: createHash("sha256").update(req.content).digest("hex"),
+        description: parsed.description,
+        resource_count: parsed.resources.length,
+        uploaded_at: clock.now(),
+        uploaded_by: ctx.actor.id,
+        uploaded_by_name: ctx.actor.name,
+      };
+      await events.tx(async (db, emit) => {
+        const replaced = await modulesDb.upsert(db, row);
+        await emit({
+          type: "module.uploaded",
+          summary: `module ${name} ${replaced ? "replaced" : "uploaded"} by ${ctx.actor.name} (${row.resource_count} resources)`,
+          actor: ctx.actor,
+          target: { id: name, name, type: "module" },
+          metadata: { sha256: row.sha256, resources: row.resource_count, replaced, bytes: Buffer.byteLength(req.content) },
+        });
+      });
+      return moduleMsg(row, false);
+    },
+
+    async listModules(req) {
+      const limit = pageLimit(req.limit);
+      const rows = await modulesDb.page(pool, limit + 1, req.cursor);
+      const page = rows.slice(0, limit);
+      return { modules: page.map((m) => moduleMsg(m, false)), nextCursor: rows.length > limit ? page.at(-1)!.name : "" };
+    },
+
+    async getModule(req) {
+      const row = await modulesDb.get(pool, req.name);
+      if (!row) throw notFound("module_not_found", `no module '${req.name}'`);
+      return moduleMsg(row, true);
+    },
+
+    async deleteModule(req, ctx) {
+      await events.tx(async (db, emit) => {
+        // Locking the module first orders this against a concurrent assignment create (FOR SHARE there).
+        const row = await modulesDb.lockForDelete(db, req.name);
+        if (!row) throw notFound("module_not_found", `no module '${req.name}'`);
+        const users = await assignmentsDb.usingModule(db, req.name);
+        if (users.length) throw precondition("module_in_use", `module '${req.name}' is used by assignment${users.length > 1 ? "s" : ""} ${users.join(", ")}`, { assignments: users });
+        await modulesDb.remove(db, req.name);
+        await emit({ type: "module.deleted", summary: `module ${req.name} deleted by ${ctx.actor.name}`, actor: ctx.actor, target: { id: req.name, name: req.name, type: "module" }, metadata: { sha256: row.sha256 } });
+      });
+      return {};
+    },
+  };
+}
+

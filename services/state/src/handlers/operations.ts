@@ -1,0 +1,59 @@
+import type { StateService } from "@orch/contracts";
+import { invalid, notFound, pageLimit, type Handlers } from "@orch/kit";
+import { operationMsg } from "../convert.js";
+import { operationsDb } from "../db/operations.js";
+import type { Engine } from "../engine/index.js";
+import { loadSources } from "../engine/modules.js";
+import { approvedAgent, nodeIdForRead } from "./agents.js";
+import { checkModuleList } from "./assignments.js";
+import { kindOf, waitMs } from "./names.js";
+
+type OperationHandlers = Pick<Handlers<typeof StateService>, "runAgent" | "listOperations" | "getOperation" | "getOperationOutput">;
+
+const KINDS = new Set(["apply", "plan", "drift"]);
+const STATUSES = new Set(["pending", "running", "succeeded", "failed", "timed_out", "unreachable"]);
+
+export function operationHandlers(engine: Engine): OperationHandlers {
+  const { deps, clients, runner, cache } = engine;
+  const { pool } = deps;
+
+  async function load(id: string, nodeRef: string, actor: Parameters<typeof nodeIdForRead>[2]) {
+    const op = await operationsDb.get(pool, id);
+    if (!op) throw notFound("operation_not_found", `no operation '${id}'`);
+    if (nodeRef && op.node_id !== nodeRef && op.node_id !== (await nodeIdForRead(clients, nodeRef, actor))) {
+      throw notFound("operation_not_found", `no operation '${id}' on agent '${nodeRef}'`);
+    }
+    return op;
+  }
+
+  return {
+    async runAgent(req, ctx) {
+      const kind = kindOf(req.kind);
+      const wait = waitMs(req.waitSeconds);
+      const modules = checkModuleList(req.modules);
+      const sources = await loadSources(pool, cache, modules);
+      const agent = await approvedAgent(clients, req.nodeId, ctx.actor);
+      const { op } = await runner.start({ agent, kind, sources, actor: ctx.actor });
+      return operationMsg((await runner.waitFor(op.id, wait)) ?? op, true);
+    },
+
+    async listOperations(req, ctx) {
+      const limit = pageLimit(req.limit);
+      if (req.kind && !KINDS.has(req.kind)) throw invalid("invalid_request", "kind must be apply, plan or drift", { field: "kind" });
+      if (req.status && !STATUSES.has(req.status)) throw invalid("invalid_request", `status must be one of ${[...STATUSES].join(", ")}`, { field: "status" });
+      const nodeId = await nodeIdForRead(clients, req.nodeId, ctx.actor);
+      const rows = await operationsDb.page(pool, { node_id: nodeId, kind: req.kind, status: req.status }, limit + 1, req.cursor);
+      const page = rows.slice(0, limit);
+      return { operations: page.map((o) => operationMsg(o, false)), nextCursor: rows.length > limit ? page.at(-1)!.id : "" };
+    },
+
+    async getOperation(req, ctx) {
+      return operationMsg(await load(req.id, req.nodeId, ctx.actor), true);
+    },
+
+    async getOperationOutput(req, ctx) {
+      const op = await load(req.id, req.nodeId, ctx.actor);
+      return { operationId: op.id, nodeId: op.node_id, outputs: op.output };
+    },
+  };
+}

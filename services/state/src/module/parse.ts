@@ -1,0 +1,176 @@
+import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from "yaml";
+import type { z } from "zod";
+import { invalid, type OrchError } from "@orch/kit";
+import { scanTemplate } from "./template.js";
+import { RESOURCE_TYPES, isResourceType, moduleDoc, resourceBase, type ModuleResource, type ParsedModule } from "./types.js";
+
+export const MODULE_MAX_BYTES = 256 * 1024;
+
+type Path = ReadonlyArray<string | number>;
+
+/** `resources[1].requires[0]` style, as operators read it. */
+export function formatPath(path: Path): string {
+  let out = "";
+  for (const p of path) out += typeof p === "number" ? `[${p}]` : out ? `.${p}` : p;
+  return out || "(root)";
+}
+
+/** Finds the YAML node at a path; falls back to the deepest existing ancestor. */
+function nodeAt(doc: Document, path: Path, keyNode = false): Node | undefined {
+  let node: unknown = doc.contents;
+  for (let i = 0; i < path.length; i++) {
+    const seg = path[i];
+    if (isMap(node)) {
+      const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(seg));
+      if (!pair) return node as Node;
+      const last = i === path.length - 1;
+      node = last && keyNode ? pair.key : (pair.value ?? pair.key);
+    } else if (isSeq(node) && typeof seg === "number" && node.items[seg]) {
+      node = node.items[seg];
+    } else {
+      return node as Node;
+    }
+  }
+  return node as Node;
+}
+
+class ModuleLocator {
+  constructor(
+    readonly doc: Document,
+    readonly lines: LineCounter,
+  ) {}
+  at(path: Path, keyNode = false): { line: number; column: number } {
+    const node = nodeAt(this.doc, path, keyNode);
+    const offset = node?.range?.[0] ?? 0;
+    const { line, col } = this.lines.linePos(offset);
+    return { line, column: col };
+  }
+  /** An OrchError naming the YAML path and line. */
+  error(reason: string, path: Path, message: string, keyNode = false): OrchError {
+    const { line, column } = this.at(path, keyNode);
+    const where = formatPath(path);
+    return invalid(reason, `${where} (line ${line}): ${message}`, { field: "content", path: where, line, column });
+  }
+}
+
+function firstIssue(loc: ModuleLocator, prefix: Path, err: z.ZodError, reason = "invalid_module"): OrchError {
+  const issue = err.issues[0]!;
+  const path = [...prefix, ...(issue.path as Array<string | number>)];
+  if (issue.code === "unrecognized_keys") {
+    const key = issue.keys[0]!;
+    return loc.error(reason, [...path, key], `unknown field '${key}'`, true);
+  }
+  const missing = issue.code === "invalid_type" && /received undefined/.test(issue.message);
+  return loc.error(reason, path, missing ? "is required" : issue.code === "invalid_union" ? unionMessage(issue.errors) : issue.message);
+}
+
+/** A union's own message is "Invalid input": say what the closest alternative wanted instead. */
+function unionMessage(branches: ReadonlyArray<ReadonlyArray<{ code: string; message: string }>>): string {
+  for (const b of branches) for (const i of b) if (i.code !== "invalid_type") return i.message;
+  return branches[0]?.[0]?.message ?? "invalid value";
+}
+
+/** Reports the first cycle in `requires`, as a path of ids. */
+function findCycle(resources: ModuleResource[]): string[] | undefined {
+  const byId = new Map(resources.map((r) => [r.id, r]));
+  const state = new Map<string, 1 | 2>();
+  const stack: string[] = [];
+  const visit = (id: string): string[] | undefined => {
+    state.set(id, 1);
+    stack.push(id);
+    for (const dep of byId.get(id)?.requires ?? []) {
+      if (state.get(dep) === 1) return [...stack.slice(stack.indexOf(dep)), dep];
+      if (!state.has(dep)) {
+        const c = visit(dep);
+        if (c) return c;
+      }
+    }
+    stack.pop();
+    state.set(id, 2);
+    return undefined;
+  };
+  for (const r of resources) {
+    if (state.has(r.id)) continue;
+    const c = visit(r.id);
+    if (c) return c;
+  }
+  return undefined;
+}
+
+function checkTemplates(loc: ModuleLocator, path: Path, v: unknown): void {
+  if (typeof v === "string") {
+    const { typo } = scanTemplate(v);
+    if (typo) throw loc.error("invalid_template", path, `unknown template namespace in {{ ${typo.found} }}; did you mean {{ ${typo.meant}.… }}?`);
+    return;
+  }
+  if (Array.isArray(v)) v.forEach((x, i) => checkTemplates(loc, [...path, i], x));
+  else if (v && typeof v === "object") for (const [k, x] of Object.entries(v)) checkTemplates(loc, [...path, k], x);
+}
+
+/**
+ * Parses and validates a module (schema v1). Every refusal is INVALID_ARGUMENT with a stable
+ * reason and details `{field: "content", path, line, column}`.
+ */
+export function parseModule(content: string, expectedName?: string): ParsedModule {
+  if (Buffer.byteLength(content, "utf8") > MODULE_MAX_BYTES) {
+    throw invalid("module_too_large", `module content exceeds ${MODULE_MAX_BYTES} bytes (256 KiB)`, { field: "content", limit: MODULE_MAX_BYTES });
+  }
+  const lines = new LineCounter();
+  const doc = parseDocument(content, { lineCounter: lines, uniqueKeys: true, prettyErrors: false });
+  if (doc.errors.length) {
+    const e = doc.errors[0]!;
+    const { line, col } = lines.linePos(e.pos[0]);
+    const message = e.message.split("\n")[0]!.replace(/ at line \d+, column \d+.*$/, "");
+    throw invalid("invalid_yaml", `invalid YAML at line ${line}, column ${col}: ${message}`, { field: "content", line, column: col });
+  }
+  const loc = new ModuleLocator(doc, lines);
+  let data: unknown;
+  try {
+    data = doc.toJS({ maxAliasCount: 100 });
+  } catch (err) {
+    throw invalid("invalid_yaml", `invalid YAML: ${(err as Error).message}`, { field: "content", line: 1, column: 1 });
+  }
+  if (!data || typeof data !== "object" || Array.isArray(data)) throw loc.error("invalid_module", [], "a module is a mapping with name and resources");
+
+  const top = moduleDoc.safeParse(data);
+  if (!top.success) throw firstIssue(loc, [], top.error);
+  if (expectedName !== undefined && top.data.name !== expectedName) {
+    throw loc.error("name_mismatch", ["name"], `the module's name '${top.data.name}' does not match '${expectedName}'`);
+  }
+
+  const resources: ModuleResource[] = [];
+  const seen = new Map<string, number>();
+  top.data.resources.forEach((raw, i) => {
+    const at: Path = ["resources", i];
+    if (!raw || typeof raw !== "object" || Array.isArray(raw)) throw loc.error("invalid_module", at, "a resource is a mapping with id and type");
+    const base = resourceBase.safeParse(raw);
+    if (!base.success) throw firstIssue(loc, at, base.error);
+    const { id, type, requires, description: _d, ...spec } = base.data;
+    if (!isResourceType(type)) {
+      throw loc.error("unknown_resource_type", [...at, "type"], `unknown resource type '${type}' (known: ${Object.keys(RESOURCE_TYPES).join(", ")})`);
+    }
+    const typed = RESOURCE_TYPES[type].safeParse(spec);
+    if (!typed.success) throw firstIssue(loc, at, typed.error);
+    if (seen.has(id)) throw loc.error("duplicate_resource_id", [...at, "id"], `resource id '${id}' is already used by resources[${seen.get(id)}]`);
+    seen.set(id, i);
+    checkTemplates(loc, at, spec);
+    resources.push({ id, type, requires: requires === undefined ? [] : typeof requires === "string" ? [requires] : [...new Set(requires)], spec });
+  });
+
+  resources.forEach((r, i) => {
+    const raw = base(top.data.resources[i]);
+    r.requires.forEach((dep) => {
+      if (!seen.has(dep)) {
+        const j = Array.isArray(raw.requires) ? raw.requires.indexOf(dep) : -1;
+        throw loc.error("unknown_requirement", ["resources", i, "requires", ...(j >= 0 ? [j] : [])], `requires '${dep}', which is not a resource of this module`);
+      }
+    });
+  });
+  const cycle = findCycle(resources);
+  if (cycle) {
+    throw loc.error("cyclic_requires", ["resources", seen.get(cycle[0]!)!, "requires"], `requires form a cycle: ${cycle.join(" → ")}`);
+  }
+  return { name: top.data.name, description: top.data.description ?? "", resources };
+}
+
+const base = (raw: unknown) => raw as { requires?: unknown };

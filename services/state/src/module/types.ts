@@ -1,0 +1,100 @@
+import { z } from "zod";
+import { TEMPLATE_MARK } from "./template.js";
+
+/**
+ * Schema v1 of a module's resources, one zod object per type. The field lists match the agent's
+ * providers (agent/src/state/providers): a field the agent would refuse is refused at upload,
+ * with its YAML line, instead of failing later on every agent.
+ */
+
+/** A string holding a template expression: typed fields may be rendered per agent. */
+const templated = z.string().refine((s) => s.includes(TEMPLATE_MARK), "must be a literal value or a {{ template }}");
+const text = z.string();
+const nonEmpty = z.string().min(1, "must not be empty");
+const absPath = z.string().refine((s) => s.startsWith("/") || s.includes(TEMPLATE_MARK), "must be an absolute path");
+const bool = z.union([z.boolean(), z.enum(["true", "false"]), templated]);
+const count = z.union([z.number().int().min(0), z.string().regex(/^\d+$/, "must be a non-negative integer"), templated]);
+const mode = z.union([
+  z.string().regex(/^0?[0-7]{3,4}$/, 'must be an octal mode such as "0644"'),
+  z.number().int().refine((n) => /^[0-7]{3,4}$/.test(String(n)), 'must be an octal mode such as "0644"'),
+  templated,
+]);
+const oneOf = <const T extends readonly [string, ...string[]]>(values: T) => z.union([z.enum(values), templated]);
+const env = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"), z.union([z.string(), z.number(), z.boolean()]));
+const names = z.array(nonEmpty);
+
+const owned = { mode: mode.optional(), owner: nonEmpty.optional(), group: nonEmpty.optional() };
+
+export const RESOURCE_TYPES = {
+  file: z.strictObject({ path: absPath, content: text.optional(), state: oneOf(["present", "absent"]).optional(), ...owned }),
+  directory: z.strictObject({ path: absPath, state: oneOf(["present", "absent"]).optional(), recurse: bool.optional(), force: bool.optional(), ...owned }),
+  symlink: z
+    .strictObject({ path: absPath, target: nonEmpty.optional(), state: oneOf(["present", "absent"]).optional() })
+    .refine((r) => r.target !== undefined || r.state === "absent" || Boolean(r.state?.includes(TEMPLATE_MARK)), { message: "target is required unless state is absent", path: ["target"] }),
+  exec: z
+    .strictObject({
+      command: nonEmpty.optional(),
+      script: nonEmpty.optional(),
+      creates: absPath.optional(),
+      onlyif: nonEmpty.optional(),
+      unless: nonEmpty.optional(),
+      env: env.optional(),
+      cwd: absPath.optional(),
+      timeout_seconds: count.optional(),
+    })
+    .refine((r) => (r.command === undefined) !== (r.script === undefined), { message: "exactly one of command or script is required", path: ["command"] }),
+  package: z.strictObject({ name: nonEmpty, state: oneOf(["present", "absent", "latest"]).optional(), version: nonEmpty.optional() }),
+  service: z
+    .strictObject({ name: nonEmpty, state: oneOf(["running", "stopped"]).optional(), enabled: bool.optional() })
+    .refine((r) => r.state !== undefined || r.enabled !== undefined, { message: "at least one of state or enabled is required", path: ["state"] }),
+  user: z.strictObject({
+    name: nonEmpty,
+    state: oneOf(["present", "absent"]).optional(),
+    uid: count.optional(),
+    group: nonEmpty.optional(),
+    gid: count.optional(),
+    groups: names.optional(),
+    home: absPath.optional(),
+    shell: nonEmpty.optional(),
+    comment: text.optional(),
+    system: bool.optional(),
+  }),
+  group: z.strictObject({ name: nonEmpty, state: oneOf(["present", "absent"]).optional(), gid: count.optional(), system: bool.optional() }),
+} as const;
+
+export type ResourceType = keyof typeof RESOURCE_TYPES;
+export const isResourceType = (t: unknown): t is ResourceType => typeof t === "string" && Object.prototype.hasOwnProperty.call(RESOURCE_TYPES, t);
+
+export const NAME_RE = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+export const NAME_RULE = "1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit";
+export const RESOURCE_ID_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+export const MAX_RESOURCES = 2000;
+
+/** Resource-level keys; everything else in a resource is its type's spec. */
+export const resourceBase = z.looseObject({
+  id: z.string().regex(RESOURCE_ID_RE, "must be 1-128 characters of A-Z, a-z, 0-9, '.', '_' or '-', starting with a letter or digit"),
+  type: z.string(),
+  requires: z.union([nonEmpty, z.array(nonEmpty)]).optional(),
+  description: z.string().optional(),
+});
+
+export const moduleDoc = z.strictObject({
+  version: z.literal(1, "must be 1 (the only schema version)").optional(),
+  name: z.string().regex(NAME_RE, `must be ${NAME_RULE}`),
+  description: z.string().optional(),
+  resources: z.array(z.unknown()).max(MAX_RESOURCES, `at most ${MAX_RESOURCES} resources`),
+});
+
+/** A validated resource, before rendering. `spec` holds the type's fields only. */
+export interface ModuleResource {
+  id: string;
+  type: ResourceType;
+  requires: string[];
+  spec: Record<string, unknown>;
+}
+
+export interface ParsedModule {
+  name: string;
+  description: string;
+  resources: ModuleResource[];
+}

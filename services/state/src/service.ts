@@ -1,0 +1,64 @@
+import { StateService } from "@orch/contracts";
+import { serveRpc, type Service } from "@orch/kit";
+import { createClients, type StateDeps } from "./engine/deps.js";
+import { driftPass } from "./engine/drift.js";
+import { createFanOut } from "./engine/fanout.js";
+import type { Engine } from "./engine/index.js";
+import { createLimiter } from "./engine/limit.js";
+import { createModuleCache } from "./engine/modules.js";
+import { createRunner } from "./engine/runner.js";
+import { sweep } from "./engine/sweep.js";
+import { assignmentHandlers } from "./handlers/assignments.js";
+import { driftHandlers } from "./handlers/drift.js";
+import { moduleHandlers } from "./handlers/modules.js";
+import { operationHandlers } from "./handlers/operations.js";
+
+export type { StateDeps };
+
+/** How long stop() waits for running operations before leaving them to the sweeper. */
+const STOP_GRACE_MS = 10_000;
+
+/** Repeats `fn` every `ms`, never overlapping itself. */
+function every(ms: number, fn: () => Promise<unknown>, onError: (err: unknown) => void): () => void {
+  let busy = false;
+  const t = setInterval(() => {
+    if (busy) return;
+    busy = true;
+    fn().catch(onError).finally(() => (busy = false));
+  }, ms);
+  t.unref();
+  return () => clearInterval(t);
+}
+
+export async function createStateService(deps: StateDeps): Promise<Service & { engine: Engine }> {
+  const { config, log } = deps;
+  const clients = createClients(deps.nc, config.nats.request_timeout_ms);
+  const runner = createRunner(deps, clients);
+  const fanout = createFanOut(deps, runner, createLimiter(config.state.fanout_concurrency));
+  const engine: Engine = { deps, clients, runner, fanout, cache: createModuleCache() };
+
+  // Operations a previous process left behind end now if their deadline passed.
+  await sweep(deps);
+
+  const rpc = serveRpc({
+    nc: deps.nc,
+    name: "state",
+    service: StateService,
+    log,
+    handlers: { ...moduleHandlers(engine), ...assignmentHandlers(engine), ...operationHandlers(engine), ...driftHandlers(engine) },
+  });
+  const stops = [every(config.state.sweep_interval_seconds * 1000, () => sweep(deps), (err) => log.warn({ err }, "state sweep failed"))];
+  if (config.state.drift_interval_seconds > 0) {
+    stops.push(every(config.state.drift_interval_seconds * 1000, () => driftPass(deps, clients, runner, engine.cache), (err) => log.warn({ err }, "scheduled drift pass failed")));
+  }
+  return {
+    engine,
+    async stop() {
+      for (const s of stops) s();
+      await rpc.stop();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all([runner.drain(), fanout.drain()]), new Promise((r) => (timer = setTimeout(r, STOP_GRACE_MS)))]);
+      clearTimeout(timer);
+    },
+  };
+}

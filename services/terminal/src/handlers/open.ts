@@ -1,0 +1,88 @@
+import type { TerminalService } from "@orch/contracts";
+import { forbidden, invalid, type CallContext, type Handlers } from "@orch/kit";
+import { agentError, agentTerminal } from "../agent.js";
+import { sessionsDb } from "../db.js";
+import type { Recordings, TerminalDeps } from "../recordings.js";
+import { issueTicket } from "../tickets.js";
+import { toSession } from "../view.js";
+
+type OpenHandlers = Pick<Handlers<typeof TerminalService>, "openSession">;
+
+const NODE_ID_RE = /^[0-9A-Za-z._-]{1,128}$/;
+const SHELL_RE = /^\/[^\x00-\x1f\x7f]{0,4095}$/;
+
+function dimension(v: number, field: "cols" | "rows", def: number): number {
+  if (v === 0) return def;
+  if (!Number.isInteger(v) || v < 1 || v > 1000) throw invalid("invalid_request", `${field} must be an integer between 1 and 1000`, { field });
+  return v;
+}
+
+export function requireOperator(ctx: CallContext) {
+  if (ctx.actor.type !== "operator") throw forbidden("operator_required", "terminal sessions belong to an operator");
+}
+
+export function openHandlers(deps: TerminalDeps, recordings: Recordings): OpenHandlers {
+  const { pool, nc, clock, ids, events } = deps;
+  const cfg = deps.config.terminal;
+  return {
+    async openSession(req, ctx) {
+      requireOperator(ctx);
+      if (!NODE_ID_RE.test(req.nodeId)) throw invalid("invalid_request", "node_id must be 1-128 letters, digits, '.', '_' or '-'", { field: "node_id" });
+      const cols = dimension(req.cols, "cols", 80);
+      const rows = dimension(req.rows, "rows", 24);
+      if (req.shell && !SHELL_RE.test(req.shell)) throw invalid("invalid_request", "shell must be an absolute path", { field: "shell" });
+
+      const id = ids.next();
+      const now = clock.now();
+      const row = {
+        id,
+        node_id: req.nodeId,
+        node_name: req.nodeName,
+        operator_id: ctx.actor.id,
+        operator_name: ctx.actor.name,
+        shell: req.shell,
+        cols,
+        rows,
+        opened_at: now,
+        transcript_file: `${id}.cast`,
+        owner: recordings.replicaId,
+        lease_expires_at: now + cfg.lease_seconds * 1000,
+      };
+      await sessionsDb.insert(pool, row);
+      // Recording starts before the PTY exists, so not one byte of it goes unrecorded.
+      await recordings.begin({ ...row, status: "opening", closed_at: null, exit_code: null, close_reason: null, closed_by_id: null, closed_by_name: null, sha256: null });
+
+      let shell: string;
+      try {
+        const r = await agentTerminal(nc, req.nodeId, cfg.open_timeout_seconds * 1000).openTerminal({
+          sessionId: id,
+          shell: req.shell,
+          cols,
+          rows,
+          heartbeatIntervalMs: cfg.heartbeat_seconds * 1000,
+          orphanTimeoutMs: cfg.orphan_timeout_seconds * 1000,
+          attachTimeoutMs: cfg.ticket_ttl_seconds * 1000,
+          detachGraceMs: cfg.detach_grace_seconds * 1000,
+        });
+        shell = r.shell;
+      } catch (err) {
+        await recordings.abort(id);
+        throw agentError(err);
+      }
+
+      const out = await events.tx(async (db, emit) => {
+        const opened = (await sessionsDb.markOpen(db, id, shell)) ?? (await sessionsDb.get(db, id))!;
+        await emit({
+          type: "terminal.session.opened",
+          summary: `${ctx.actor.name} opened a terminal on ${req.nodeName || req.nodeId}`,
+          actor: ctx.actor,
+          target: { id, name: req.nodeName || req.nodeId, type: "terminal_session" },
+          metadata: { node_id: req.nodeId, node_name: req.nodeName, shell, cols, rows },
+        });
+        const ticket = await issueTicket(db, { sessionId: id, operatorId: ctx.actor.id, operatorName: ctx.actor.name, expiresAt: clock.now() + cfg.ticket_ttl_seconds * 1000 });
+        return { opened, ticket };
+      });
+      return { session: toSession(out.opened, recordings.transcriptPath(out.opened.transcript_file)), ticket: out.ticket };
+    },
+  };
+}

@@ -1,0 +1,30 @@
+import { TerminalService } from "@orch/contracts";
+import { serveRpc, type Service } from "@orch/kit";
+import { accessHandlers } from "./handlers/access.js";
+import { openHandlers } from "./handlers/open.js";
+import { sessionHandlers } from "./handlers/sessions.js";
+import { transcriptHandlers } from "./handlers/transcript.js";
+import { createRecordings, type Recordings, type TerminalDeps } from "./recordings.js";
+
+export type TerminalServiceHandle = Service & { recordings: Recordings };
+
+export async function createTerminalService(deps: TerminalDeps): Promise<TerminalServiceHandle> {
+  // A fresh identity per process: a restarted replica must not mistake its predecessor's leases for its own.
+  const recordings = createRecordings(deps, `${deps.ids.next()}`);
+  // Sessions abandoned by a previous run are settled (or resumed) before new work arrives.
+  await recordings.sweep().catch((err) => deps.log.warn({ err: (err as Error).message }, "initial terminal sweep failed"));
+  const rpc = serveRpc({
+    nc: deps.nc,
+    name: "terminal",
+    service: TerminalService,
+    log: deps.log,
+    handlers: { ...openHandlers(deps, recordings), ...sessionHandlers(deps, recordings), ...accessHandlers(deps, recordings), ...transcriptHandlers(deps, recordings) },
+  });
+  return {
+    recordings,
+    async stop() {
+      await rpc.stop();
+      await recordings.stop();
+    },
+  };
+}
