@@ -64,6 +64,14 @@ const KIT_MIGRATIONS: Array<[string, string]> = [
        created_at timestamptz NOT NULL DEFAULT now()
      );`,
   ],
+  [
+    "kit_0002_jobs",
+    `CREATE TABLE jobs (
+       name text PRIMARY KEY,
+       last_run_at bigint NOT NULL,
+       last_replica text NOT NULL DEFAULT ''
+     );`,
+  ],
 ];
 
 /**

@@ -9,3 +9,4 @@ export * from "./outbox.js";
 export * from "./health.js";
 export * from "./service.js";
 export * from "./pagination.js";
+export * from "./periodic.js";

@@ -1,5 +1,5 @@
 import { AuthService, type Operator } from "@orch/contracts";
-import { SYSTEM_ACTOR, serveRpc, withJobLock, type Service, type ServiceDeps } from "@orch/kit";
+import { SYSTEM_ACTOR, schedulePeriodic, serveRpc, withJobLock, type Service, type ServiceDeps } from "@orch/kit";
 import type { AuthConfig } from "./config.js";
 import { operatorsDb, sessionsDb, type OperatorRow } from "./db.js";
 import { loginHandlers } from "./handlers/login.js";
@@ -34,13 +34,10 @@ export async function bootstrapAdmin(deps: AuthDeps): Promise<void> {
 export async function createAuthService(deps: AuthDeps): Promise<Service> {
   await bootstrapAdmin(deps);
   const rpc = serveRpc({ nc: deps.nc, name: "auth", service: AuthService, log: deps.log, handlers: { ...loginHandlers(deps), ...operatorHandlers(deps) } });
-  const purge = setInterval(() => {
-    void withJobLock(deps.pool, "auth.purge", (c) => sessionsDb.purgeExpired(c, deps.clock.now())).catch((err) => deps.log.warn({ err }, "purge failed"));
-  }, 60_000);
-  purge.unref();
+  const purge = schedulePeriodic(deps, "auth.purge", 600_000, (c) => sessionsDb.purgeExpired(c, deps.clock.now()));
   return {
     async stop() {
-      clearInterval(purge);
+      purge.stop();
       await rpc.stop();
     },
   };

@@ -1,5 +1,5 @@
 import { NotifyService } from "@orch/contracts";
-import { serveRpc, withJobLock, type Service, type ServiceDeps } from "@orch/kit";
+import { schedulePeriodic, serveRpc, type Service, type ServiceDeps } from "@orch/kit";
 import type { NotifyConfig } from "./config.js";
 import { credentialBox, type CredentialBox } from "./channels/crypto.js";
 import { startAuditConsumer } from "./consumer.js";
@@ -39,19 +39,16 @@ export async function createNotifyService(deps: NotifyDeps, opts: NotifyOptions 
   const consumer = await startAuditConsumer(deps, operators, () => worker.kick());
   const rpc = serveRpc({ nc: deps.nc, name: "notify", service: NotifyService, log: deps.log, handlers: { ...channelHandlers(rt), ...notificationHandlers(rt), ...windowHandlers(rt) } });
 
-  const prune = setInterval(() => {
-    void withJobLock(deps.pool, "notify.prune", async (c) => {
-      const cutoff = deps.clock.now() - cfg.retention_days * DAY;
-      await c.query("DELETE FROM notifications WHERE timestamp_ms < $1", [cutoff]);
-      await c.query("DELETE FROM deliveries WHERE created_at < $1 AND status IN ('delivered', 'failed', 'suppressed', 'cancelled')", [cutoff]);
-      await c.query("DELETE FROM processed_events WHERE processed_at < $1", [cutoff]);
-    }).catch((err) => deps.log.warn({ err: (err as Error).message }, "prune failed"));
-  }, 3_600_000);
-  prune.unref();
+  const prune = schedulePeriodic(deps, "notify.prune", 3_600_000, async (c) => {
+    const cutoff = deps.clock.now() - cfg.retention_days * DAY;
+    await c.query("DELETE FROM notifications WHERE timestamp_ms < $1", [cutoff]);
+    await c.query("DELETE FROM deliveries WHERE created_at < $1 AND status IN ('delivered', 'failed', 'suppressed', 'cancelled')", [cutoff]);
+    await c.query("DELETE FROM processed_events WHERE processed_at < $1", [cutoff]);
+  });
 
   return {
     async stop() {
-      clearInterval(prune);
+      prune.stop();
       await rpc.stop();
       await consumer.stop();
       await worker.stop();
