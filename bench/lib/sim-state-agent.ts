@@ -7,9 +7,10 @@
  * over IPC, so the generator's CPU is not the bench process's.
  */
 import { createHash, sign } from "node:crypto";
+import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import * as grpc from "@grpc/grpc-js";
-import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import {
   AgentFrameSchema,
   ExecuteRequestSchema,
@@ -52,7 +53,7 @@ export function simulateExecute(req: ExecuteRequest, applied: Set<string>): Resu
       stdout: r.type === "exec" && !done && req.mode === "apply" ? "ok\n" : "",
       stderr: "",
       durationMs: 0.2,
-      observed: r.type === "file" ? { sha256: createHash("sha256").update(content).digest("hex"), mode: "0644" } : {},
+      observed: (r.type === "file" ? { sha256: createHash("sha256").update(content).digest("hex"), mode: "0644" } : {}) as JsonObject,
     };
   });
 }
@@ -156,7 +157,7 @@ async function runFleet(): Promise<void> {
   report({ type: "welcomed", count: count - failed, failed, ms: performance.now() - started, firstError });
 }
 
-if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   runFleet().catch((err) => {
     console.error(`sim-state-agent: ${(err as Error).message}`);
     process.exit(1);

@@ -14,6 +14,7 @@ import { DEFAULT_SERVER } from "./config.js";
 import { CliError } from "./errors.js";
 import type { CliIO } from "./output.js";
 import { register as registerAgents } from "./commands/agents.js";
+import { register as registerAudit } from "./commands/audit.js";
 import { register as registerAuth } from "./commands/auth.js";
 import { register as registerChannels } from "./commands/channels.js";
 import { register as registerMaintenance } from "./commands/maintenance.js";
@@ -31,7 +32,7 @@ import { register as registerTerminal } from "./commands/terminal.js";
 export type RegisterFn = (program: Command, io: CliIO) => void;
 
 /** Command groups in help order. */
-export const commandGroups: RegisterFn[] = [registerKeygen, registerAuth, registerStatus, registerOperators, registerAgents, registerTags, registerDiscover, registerSecrets, registerChannels, registerNotifications, registerMaintenance, registerSsh, registerTerminal, registerState];
+export const commandGroups: RegisterFn[] = [registerKeygen, registerAuth, registerStatus, registerOperators, registerAgents, registerTags, registerDiscover, registerSecrets, registerChannels, registerNotifications, registerMaintenance, registerSsh, registerTerminal, registerState, registerAudit];
 
 function version(): string {
   try {

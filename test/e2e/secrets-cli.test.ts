@@ -33,7 +33,7 @@ const adminPem = join(dir, "admin.pem");
 writeFileSync(adminPem, system.admin.privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600 });
 
 /** Runs orchctl as a process with `stdin` piped in (or closed). */
-function orchctl(args: string[], stdin = ""): Promise<{ code: number; stdout: string; stderr: string }> {
+function orchctl(args: string[], stdin: string | Buffer = ""): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const p = spawn(process.execPath, [ORCHCTL, ...args], { env, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
@@ -102,6 +102,9 @@ t.test("refusals: empty stdin, bad flags, unknown names, server-side validation"
   const empty = await orchctl(["secrets", "set", "nothing"], "");
   t.equal(empty.code, 1);
   t.match(empty.stderr, /empty value.*\(invalid_value\)/);
+  const binary = await orchctl(["secrets", "set", "x"], Buffer.from([0x66, 0xff, 0xfe, 0x00]));
+  t.equal(binary.code, 1);
+  t.match(binary.stderr, /not valid UTF-8 text.*\(invalid_value\)/);
   const tag = await orchctl(["secrets", "set", "x", "--tag", "novalue"], "v");
   t.match(tag.stderr, /--tag expects key=value/);
   const both = await orchctl(["secrets", "set", "x", "--unrestricted", "--node", "b".repeat(32)], "v");

@@ -31,7 +31,7 @@ const agents = agentPool();
 const root = mkdtempSync(join(tmpdir(), "orch-e2e-state-"));
 const nc = await nats.connect("e2e-events");
 const events: AuditEvent[] = [];
-const sub = nc.subscribe("audit.>", { callback: (_e, m) => events.push(fromBinary(AuditEventSchema, m.data)) });
+const sub = nc.subscribe("audit.>", { callback: (_e, m) => void events.push(fromBinary(AuditEventSchema, m.data)) });
 t.teardown(async () => {
   sub.unsubscribe();
   await agents.stop();

@@ -49,7 +49,10 @@ export async function readPiped(input: SecretInput, keepNewline: boolean): Promi
     if (size > MAX_VALUE_BYTES + 2) throw new CliError(`the value on stdin exceeds ${MAX_VALUE_BYTES} bytes`, "value_too_large");
     chunks.push(b);
   }
-  let value = Buffer.concat(chunks).toString("utf8");
+  const raw = Buffer.concat(chunks);
+  let value = raw.toString("utf8");
+  // Decoding would silently replace invalid bytes; a binary value must be encoded (e.g. base64) first.
+  if (!Buffer.from(value, "utf8").equals(raw)) throw new CliError("the value on stdin is not valid UTF-8 text; encode binary values (e.g. base64) first", "invalid_value");
   if (!keepNewline) value = value.replace(/\r?\n$/, "");
   return value;
 }

@@ -1,4 +1,5 @@
 /** orchctl ssh <agent>: an interactive, recorded shell on an agent through the gateway's WebSocket. */
+import { spawnSync } from "node:child_process";
 import type { Command } from "commander";
 import WebSocket from "ws";
 import { action, type Context } from "../context.js";
@@ -66,7 +67,12 @@ export async function attachTerminal(wsUrl: string, token: string, tio: Terminal
   ws.on("message", (d: Buffer, binary: boolean) => {
     if (binary) stdout.write(d);
   });
-  if (tty) stdin.setRawMode(true);
+  if (tty) {
+    stdin.setRawMode(true);
+    // libuv's raw mode keeps output processing (LF → CRLF), which garbles full-screen programs;
+    // the remote PTY already did that translation. setRawMode(false) restores the saved settings.
+    spawnSync("stty", ["-opost"], { stdio: ["inherit", "ignore", "ignore"] });
+  }
   stdin.on("data", onInput);
   stdin.on("end", onEnd);
   stdin.resume();

@@ -25,6 +25,8 @@ export async function startSecrets(nats: NatsHandle, db: DbHandle, keys: string,
     config: secretsConfigSchema.parse({ secrets: { keys, reencrypt_on_start: o.reencryptOnStart ?? false } }),
   });
   const svc = await createSecretsService(deps);
+  // The server has the service's subscriptions once the flush returns: no "no responders" race.
+  await deps.nc.flush();
   return {
     deps,
     async stop() {
@@ -79,6 +81,7 @@ export async function startAgents(nats: NatsHandle, db: DbHandle) {
     config: agentsConfigSchema.parse({ agents: { link_host: "127.0.0.1", link_port: 0 } }),
   });
   const svc = await createAgentsService(deps);
+  await deps.nc.flush();
   const client = rpcClient(deps.nc, "agents", AgentsService, { timeoutMs: 5000 });
   const actor = { actor: ADMIN };
   let stopped: Promise<void> | undefined;

@@ -1,5 +1,5 @@
 import { StateService } from "@orch/contracts";
-import { serveRpc, type Service } from "@orch/kit";
+import { schedulePeriodic, serveRpc, type Service } from "@orch/kit";
 import { createClients, type StateDeps } from "./engine/deps.js";
 import { driftPass } from "./engine/drift.js";
 import { createFanOut } from "./engine/fanout.js";
@@ -49,7 +49,12 @@ export async function createStateService(deps: StateDeps): Promise<Service & { e
   });
   const stops = [every(config.state.sweep_interval_seconds * 1000, () => sweep(deps), (err) => log.warn({ err }, "state sweep failed"))];
   if (config.state.drift_interval_seconds > 0) {
-    stops.push(every(config.state.drift_interval_seconds * 1000, () => driftPass(deps, clients, runner, engine.cache), (err) => log.warn({ err }, "scheduled drift pass failed")));
+    // Once per interval across all replicas, whichever replica's timer comes first.
+    const drift = schedulePeriodic(deps, "state.drift", config.state.drift_interval_seconds * 1000, async () => {
+      const n = await driftPass(deps, clients, runner, engine.cache);
+      if (n > 0) log.info({ checked: n }, "scheduled drift checks done");
+    });
+    stops.push(() => drift.stop());
   }
   return {
     engine,

@@ -104,8 +104,8 @@ t.test("batch sizes and the concurrency limiter (pure logic)", async (t) => {
   t.equal(batchSize("25%", 7), 2);
   t.equal(batchSize("1%", 7), 1);
   t.equal(batchSize("100%", 7), 7);
-  t.throws(() => batchSize("0", 7), { reason: "invalid_batch" });
-  t.throws(() => batchSize("150%", 7), { reason: "invalid_batch" });
+  t.throws(() => batchSize("0", 7), /batch must be a positive integer/);
+  t.throws(() => batchSize("150%", 7), /batch must be a positive integer/);
   const limiter = createLimiter(3);
   let now = 0;
   let peak = 0;

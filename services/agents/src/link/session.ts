@@ -164,6 +164,12 @@ export function acceptLink(call: LinkCall, deps: LinkDeps): void {
       await finish("removed", { reason: "agent_removed", message: "the agent's record was removed" });
       return;
     }
+    if (connected.status === "rejected") {
+      // Rejected while this handshake was in flight; the _Status notice found no link to close yet.
+      phase = "up";
+      await finish("rejected", { reason: "agent_rejected", message: "this agent was rejected by an operator" });
+      return;
+    }
     held.status = connected.status;
     held.name = connected.name ?? "";
     phase = "up";

@@ -12,7 +12,13 @@ const NAME_RULE = "must be 1-128 characters of A-Z, a-z, 0-9, '_', '.' and '-' (
 const MAX_VALUE_CHARS = 65_536;
 
 const SecretName = z.string().regex(NAME_RE, NAME_RULE).refine((n) => n !== "." && n !== "..", NAME_RULE);
-const Value = z.string().min(1, "must not be empty").max(MAX_VALUE_CHARS, "must be at most 64 KiB").describe("plaintext; write-only, never returned");
+// Checked here: the bus encodes strings as UTF-8, which would silently replace a lone surrogate.
+const Value = z
+  .string()
+  .min(1, "must not be empty")
+  .max(MAX_VALUE_CHARS, "must be at most 64 KiB")
+  .refine((v) => !/\p{Cs}/u.test(v), "must be well-formed Unicode text")
+  .describe("plaintext; write-only, never returned");
 const Description = z.string().max(1024).nullable();
 const ExpiresAt = rfc3339.nullable().describe("RFC 3339; must be in the future; null = never expires");
 

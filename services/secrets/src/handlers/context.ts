@@ -36,7 +36,7 @@ export function toSecret(m: SecretMeta): MessageInitShape<typeof SecretSchema> {
 }
 
 /** Event metadata describing a secret: never the value, never the ciphertext. */
-export function describe(m: SecretMeta): Record<string, unknown> {
+export function eventMetadata(m: SecretMeta): Record<string, unknown> {
   return {
     description: m.description,
     expires_at: m.expires_at === null ? null : new Date(Number(m.expires_at)).toISOString(),

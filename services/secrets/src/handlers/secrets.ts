@@ -3,7 +3,7 @@ import { conflict, invalid, notFound, pageLimit, type Handlers } from "@orch/kit
 import { secretsDb, type SecretMeta } from "../db.js";
 import { normaliseRestriction, type Restriction } from "../restriction.js";
 import { checkDescription, checkExpiry, checkName, checkValue } from "../validate.js";
-import { describe, secretRef, toSecret, type HandlerContext } from "./context.js";
+import { eventMetadata, secretRef, toSecret, type HandlerContext } from "./context.js";
 
 type CrudHandlers = Pick<Handlers<typeof SecretsService>, "createSecret" | "listSecrets" | "getSecret" | "updateSecret" | "deleteSecret">;
 
@@ -30,7 +30,7 @@ export function secretHandlers({ deps, keyring }: HandlerContext): CrudHandlers 
       try {
         await events.tx(async (db, emit) => {
           await secretsDb.insert(db, meta, sealed);
-          await emit({ type: "secret.created", summary: `secret ${name} created by ${ctx.actor.name}`, actor: ctx.actor, target: secretRef(name), metadata: { ...describe(meta), key_id: sealed.keyId } });
+          await emit({ type: "secret.created", summary: `secret ${name} created by ${ctx.actor.name}`, actor: ctx.actor, target: secretRef(name), metadata: { ...eventMetadata(meta), key_id: sealed.keyId } });
         });
       } catch (err) {
         if ((err as { code?: string }).code === "23505") throw conflict("secret_exists", `a secret named '${name}' already exists`, { field: "name" });
@@ -88,7 +88,7 @@ export function secretHandlers({ deps, keyring }: HandlerContext): CrudHandlers 
           metadata.key_id = sealed.keyId;
         }
         await secretsDb.updateMeta(db, next);
-        await emit({ type: "secret.updated", summary: `secret ${row.name} updated by ${ctx.actor.name} (${changed.join(", ")})`, actor: ctx.actor, target: secretRef(row.name), metadata: { changed, ...describe(next), ...metadata } });
+        await emit({ type: "secret.updated", summary: `secret ${row.name} updated by ${ctx.actor.name} (${changed.join(", ")})`, actor: ctx.actor, target: secretRef(row.name), metadata: { changed, ...eventMetadata(next), ...metadata } });
         return toSecret(next);
       });
     },
@@ -97,7 +97,7 @@ export function secretHandlers({ deps, keyring }: HandlerContext): CrudHandlers 
       await events.tx(async (db, emit) => {
         const row = await secretsDb.remove(db, req.name);
         if (!row) throw notFoundError(req.name);
-        await emit({ type: "secret.deleted", summary: `secret ${row.name} deleted by ${ctx.actor.name}`, actor: ctx.actor, target: secretRef(row.name), metadata: describe(row) });
+        await emit({ type: "secret.deleted", summary: `secret ${row.name} deleted by ${ctx.actor.name}`, actor: ctx.actor, target: secretRef(row.name), metadata: eventMetadata(row) });
       });
       return {};
     },

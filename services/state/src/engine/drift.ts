@@ -1,4 +1,4 @@
-import { precondition, SYSTEM_ACTOR, withJobLock } from "@orch/kit";
+import { precondition, SYSTEM_ACTOR } from "@orch/kit";
 import { modulesDb } from "../db/catalog.js";
 import { snapshotsDb } from "../db/snapshots.js";
 import { agentInfo, type AgentInfo, type Clients, type StateDeps } from "./deps.js";
@@ -36,9 +36,9 @@ async function maintenanceActive(deps: StateDeps, clients: Clients): Promise<boo
 }
 
 /**
- * One scheduled pass: a drift check of every connected, approved agent with a snapshot. Paused
- * while a maintenance window is active. Returns the number of checks run (-1 when paused or when
- * another replica holds the job).
+ * One scheduled pass: a drift check of every connected, approved agent with a snapshot, paused
+ * while a maintenance window is active. The caller makes it run once per period across replicas
+ * (schedulePeriodic). Returns the number of checks run, -1 when paused.
  */
 export async function driftPass(deps: StateDeps, clients: Clients, runner: Runner, cache: ModuleCache): Promise<number> {
   if (await maintenanceActive(deps, clients)) {
@@ -46,28 +46,26 @@ export async function driftPass(deps: StateDeps, clients: Clients, runner: Runne
     return -1;
   }
   let checked = 0;
-  const ran = await withJobLock(deps.pool, "state.drift", async () => {
-    const limiter = createLimiter(deps.config.state.drift_concurrency);
-    const nodes = await snapshotsDb.nodes(deps.pool);
-    await Promise.all(
-      nodes.map((nodeId) =>
-        limiter.run(async () => {
-          let agent: AgentInfo;
-          try {
-            agent = agentInfo(await clients.agents.getAgent({ id: nodeId }, { actor: SYSTEM_ACTOR }));
-          } catch (err) {
-            deps.log.debug({ node_id: nodeId, err: (err as Error).message }, "drift check skipped: agent unknown");
-            return;
-          }
-          if (agent.status !== "approved" || !agent.connected) return;
-          const sources = await snapshotSources(deps, cache, nodeId);
-          if (!sources.length) return;
-          const { done } = await runner.start({ agent, kind: "drift", sources, actor: SYSTEM_ACTOR });
-          await done;
-          checked++;
-        }),
-      ),
-    );
-  });
-  return ran ? checked : -1;
+  const limiter = createLimiter(deps.config.state.drift_concurrency);
+  const nodes = await snapshotsDb.nodes(deps.pool);
+  await Promise.all(
+    nodes.map((nodeId) =>
+      limiter.run(async () => {
+        let agent: AgentInfo;
+        try {
+          agent = agentInfo(await clients.agents.getAgent({ id: nodeId }, { actor: SYSTEM_ACTOR }));
+        } catch (err) {
+          deps.log.debug({ node_id: nodeId, err: (err as Error).message }, "drift check skipped: agent unknown");
+          return;
+        }
+        if (agent.status !== "approved" || !agent.connected) return;
+        const sources = await snapshotSources(deps, cache, nodeId);
+        if (!sources.length) return;
+        const { done } = await runner.start({ agent, kind: "drift", sources, actor: SYSTEM_ACTOR });
+        await done;
+        checked++;
+      }),
+    ),
+  );
+  return checked;
 }
