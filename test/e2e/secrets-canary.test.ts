@@ -3,7 +3,7 @@
 // response, every service's debug log, every message on audit.> and every row of every table.
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import t from "tap";
+import t, { type Test } from "tap";
 import pg from "pg";
 import { AgentsService, SecretsService, nodeIdFromPublicKey } from "@orch/contracts";
 import { OrchError, rpcClient } from "@orch/kit";
@@ -40,7 +40,7 @@ async function api(method: string, path: string, o: { token?: string | null; bod
   responses.push(`${r.status} ${JSON.stringify([...r.headers.entries()])} ${r.text}`);
   return r;
 }
-const problem = (t: Tap.Test, r: { status: number; body: any; headers: Headers }, status: number, code: string, field?: string) => {
+const problem = (t: Test, r: { status: number; body: any; headers: Headers }, status: number, code: string, field?: string) => {
   t.equal(r.status, status, `${code}: status`);
   t.match(r.headers.get("content-type") ?? "", /application\/problem\+json/);
   t.equal(r.body?.code, code);
@@ -199,6 +199,10 @@ t.test("delete, then search everything for the canary", async (t) => {
     for (const form of encodings(c)) {
       for (const [where, text] of Object.entries(places)) t.notOk(text.includes(form), `${where} do not contain the canary (${form.slice(0, 12)}…)`);
     }
+  }
+  const keyB64 = key.slice(key.indexOf(":") + 1);
+  for (const form of [keyB64, Buffer.from(keyB64, "base64").toString("hex")]) {
+    for (const [where, text] of Object.entries(places)) t.notOk(text.includes(form), `${where} do not contain the encryption key`);
   }
   // Positive controls: the same search finds what is supposed to be there.
   t.ok(places["HTTP responses"]!.includes("the canary") && places["audit.> messages"]!.includes("the canary"), "the description is visible where expected");

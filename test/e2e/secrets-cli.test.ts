@@ -3,7 +3,7 @@
 // stored ciphertext opens to exactly that value.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -28,6 +28,7 @@ t.teardown(async () => {
 });
 
 const dir = mkdtempSync(join(tmpdir(), "orch-secrets-cli-"));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const env = { ...process.env, HOME: dir, ORCHCTL_HOME: join(dir, "home"), ORCH_URL: system.url };
 const adminPem = join(dir, "admin.pem");
 writeFileSync(adminPem, system.admin.privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600 });

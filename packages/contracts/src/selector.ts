@@ -163,17 +163,22 @@ export function parseSelector(text: string): Selector {
   return { source: text.trim(), all: false, terms };
 }
 
-const globCache = new Map<string, RegExp>();
 /** `*` matches any run of characters (including none); everything else is literal. */
 export function globMatch(pattern: string, value: string): boolean {
   if (!pattern.includes("*")) return pattern === value;
-  let re = globCache.get(pattern);
-  if (!re) {
-    re = new RegExp(`^${pattern.split("*").map((p) => p.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`, "s");
-    if (globCache.size > 1000) globCache.clear();
-    globCache.set(pattern, re);
+  const parts = pattern.split("*");
+  const first = parts[0]!;
+  const last = parts[parts.length - 1]!;
+  if (value.length < first.length + last.length || !value.startsWith(first) || !value.endsWith(last)) return false;
+  // Middle parts in order, each as early as possible, between the fixed prefix and suffix.
+  let at = first.length;
+  const end = value.length - last.length;
+  for (const mid of parts.slice(1, -1)) {
+    const i = value.indexOf(mid, at);
+    if (i < 0 || i + mid.length > end) return false;
+    at = i + mid.length;
   }
-  return re.test(value);
+  return true;
 }
 
 function lookup(t: SelectorTarget, key: string): string | undefined {

@@ -11,7 +11,7 @@ export const auditConfigSchema = baseConfigSchema.extend({
       /** Durable consumer name on the AUDIT stream. */
       consumer: z.string().regex(/^[A-Za-z0-9_-]+$/).default("audit"),
       /** Events inserted per statement. */
-      batch_size: z.number().int().min(1).max(5000).default(500),
+      batch_size: z.number().int().min(1).max(5000).default(1000),
       /** Unacknowledged events the stream hands out at once (bounds memory while Postgres is down). */
       max_ack_pending: z.number().int().min(1).default(10_000),
       /** Redelivery delay of an event that was delivered but not acknowledged (crash before ack). */

@@ -1,9 +1,10 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
-import { AuditEventSchema, type AuditEvent, type StoredEvent } from "@orch/contracts";
+import { AuditEventSchema, type AuditEvent } from "@orch/contracts";
 import { AUDIT_STREAM, ensureAuditStream, withTx, type Logger, type NatsConnection, type Pool } from "@orch/kit";
 import { Counter, type Registry } from "prom-client";
-import { eventsDb, storedEvent, toRow, type EventRow } from "./db.js";
+import { eventsDb, toRow, type EventRow } from "./db.js";
+import type { Stored } from "./feed.js";
 import { parseUlid } from "./ulid-time.js";
 
 export interface IngestOptions {
@@ -21,7 +22,7 @@ export interface IngestDeps {
   metrics: Registry;
   options: IngestOptions;
   /** Called after each commit with the events that batch newly stored. */
-  onStored(events: StoredEvent[]): void;
+  onStored(events: Stored[]): void;
 }
 
 export interface Ingest {
@@ -120,13 +121,14 @@ export function createIngest(deps: IngestDeps): Ingest {
 
   interface Decoded {
     rows: EventRow[];
-    events: Map<string, AuditEvent>;
+    /** The received bytes of each event, by id. */
+    bytes: Map<string, Uint8Array>;
     /** Every message still to be settled, with its event id. */
     held: Array<{ m: JsMsg; id: string }>;
   }
 
   function decode(batch: JsMsg[]): Decoded {
-    const out: Decoded = { rows: [], events: new Map(), held: [] };
+    const out: Decoded = { rows: [], bytes: new Map(), held: [] };
     for (const m of batch) {
       let ev: AuditEvent | undefined;
       try {
@@ -143,11 +145,11 @@ export function createIngest(deps: IngestDeps): Ingest {
         continue;
       }
       out.held.push({ m, id });
-      if (out.events.has(id)) continue;
+      if (out.bytes.has(id)) continue;
       const { row, skewed } = toRow(ev);
       if (skewed) log.warn({ id, event_type: ev.eventType }, "event timestamp lies far from its id time; time filters may miss it");
       out.rows.push(row);
-      out.events.set(id, ev);
+      out.bytes.set(id, m.data);
     }
     return out;
   }
@@ -173,7 +175,7 @@ export function createIngest(deps: IngestDeps): Ingest {
   }
 
   async function storeBatch(batch: JsMsg[]): Promise<void> {
-    const { rows, events, held } = decode(batch);
+    const { rows, bytes, held } = decode(batch);
     let backoff = 100;
     let lastExtend = Date.now();
     for (;;) {
@@ -194,7 +196,7 @@ export function createIngest(deps: IngestDeps): Ingest {
         rejected.inc(refused.size);
         stored.inc(inserted.length);
         duplicates.inc(held.length - inserted.length - refused.size);
-        if (inserted.length) deps.onStored(inserted.map((r) => storedEvent({ ...toRow(events.get(r.id)!).row, seq: r.seq })));
+        if (inserted.length) deps.onStored(inserted.map((r) => ({ bytes: bytes.get(r.id)!, seq: r.seq })));
         return;
       } catch (err) {
         // Stopping: leave the batch unacknowledged; the stream redelivers it to the next process.

@@ -1,6 +1,8 @@
-import type { StoredEvent } from "@orch/contracts";
+import { toBinary } from "@bufbuild/protobuf";
+import { AuditEventSchema } from "@orch/contracts";
 import type { Actor, Emit, EventInput, Queryable, Ref } from "@orch/kit";
-import { eventsDb, storedEvent, toRow } from "./db.js";
+import { eventsDb, toRow } from "./db.js";
+import type { Stored } from "./feed.js";
 import type { AuditDeps } from "./service.js";
 
 export const AUDIT_TARGET: Ref = { id: "audit", name: "audit log", type: "audit" };
@@ -10,10 +12,10 @@ export const AUDIT_TARGET: Ref = { id: "audit", name: "audit log", type: "audit"
  * other) and stores it in the same transaction, so it is visible as soon as the change commits.
  * The consumer later skips the bus copy by its id.
  */
-export async function recordOwnEvent(db: Queryable, emit: Emit, input: EventInput): Promise<StoredEvent[]> {
-  const row = toRow(await emit(input)).row;
-  const ins = await eventsDb.insert(db, [row]);
-  return ins.map((r) => storedEvent({ ...row, seq: r.seq }));
+export async function recordOwnEvent(db: Queryable, emit: Emit, input: EventInput): Promise<Stored[]> {
+  const ev = await emit(input);
+  const ins = await eventsDb.insert(db, [toRow(ev).row]);
+  return ins.map((r) => ({ bytes: toBinary(AuditEventSchema, ev), seq: r.seq }));
 }
 
 export type Pruner = (cutoff: number, actor: Actor | Ref, trigger: "manual" | "retention", retentionDays?: number) => Promise<number>;
@@ -23,7 +25,7 @@ export type Pruner = (cutoff: number, actor: Actor | Ref, trigger: "manual" | "r
  * transaction. The ingest lock is taken first, so concurrent inserts wait instead of deadlocking
  * on a redelivered row being deleted.
  */
-export function createPruner(deps: AuditDeps, onStored: (events: StoredEvent[]) => void): Pruner {
+export function createPruner(deps: AuditDeps, onStored: (events: Stored[]) => void): Pruner {
   return async (cutoff, actor, trigger, retentionDays) => {
     const { deleted, own } = await deps.events.tx(async (db, emit) => {
       await eventsDb.lockIngest(db);

@@ -1,7 +1,7 @@
 // Barrier tests in the style of Vault's (vault/barrier_aes_gcm_test.go): what is stored is not the
 // plaintext, every write is fresh, any tampering or relocation fails, and keys rotate.
 import { randomBytes } from "node:crypto";
-import t from "tap";
+import t, { type Test } from "tap";
 import { KeyringError, parseKeyring, type Sealed } from "../src/keyring.js";
 
 const key = () => randomBytes(32).toString("base64");
@@ -13,7 +13,7 @@ const flip = (b: Buffer, i: number) => {
   c[i % c.length]! ^= 0x01;
   return c;
 };
-const failsWith = (t: Tap.Test, fn: () => unknown, reason: string) => {
+const failsWith = (t: Test, fn: () => unknown, reason: string) => {
   try {
     fn();
     t.fail("expected a KeyringError");

@@ -1,7 +1,7 @@
 // orch.secrets.Resolve against the real agents service: only approved agents the restriction
 // allows, never an expired secret; every use and every refusal is an event without the value.
 import { randomBytes } from "node:crypto";
-import t from "tap";
+import t, { type Test } from "tap";
 import pg from "pg";
 import { createTestDatabase, startNats } from "@orch/kit/testing";
 import { manualClock } from "../../gateway/test/harness.js";
@@ -35,7 +35,7 @@ const approvedB = await agents.add({ status: "approved", name: "db-1", tags: { e
 const pendingC = await agents.add({ tags: { env: "prod", role: "db" } });
 const rejectedD = await agents.add({ status: "rejected" });
 
-async function refused(t: Tap.Test, name: string, nodeId: string, code: string, reason: string) {
+async function refused(t: Test, name: string, nodeId: string, code: string, reason: string) {
   const op = `op-${randomBytes(4).toString("hex")}`;
   const e = await rejection(secrets.resolve({ name, nodeId, operationId: op }, call));
   t.equal(e.code, code, `${reason}: code`);
@@ -47,7 +47,7 @@ async function refused(t: Tap.Test, name: string, nodeId: string, code: string, 
   return ev;
 }
 
-async function resolves(t: Tap.Test, name: string, nodeRef: string, expected: string, nodeId = nodeRef) {
+async function resolves(t: Test, name: string, nodeRef: string, expected: string, nodeId = nodeRef) {
   const op = `op-${randomBytes(4).toString("hex")}`;
   const r = await secrets.resolve({ name, nodeId: nodeRef, operationId: op }, call);
   t.equal(r.value, expected, `${name} resolves for ${nodeRef}`);
@@ -103,6 +103,7 @@ t.test("unknown secret or agent", async (t) => {
   await refused(t, "open", "f".repeat(32), "NOT_FOUND", "agent_not_found");
   const e = await rejection(secrets.resolve({ name: "open", nodeId: "", operationId: "x" }, call));
   t.equal(e.reason, "invalid_node_id");
+  t.equal((await rejection(secrets.resolve({ name: "bad name", nodeId: approvedA, operationId: "x" }, call))).reason, "invalid_name");
 });
 
 t.test("rotation: old secrets read under a new active key; after re-encryption the old key can go", async (t) => {

@@ -93,3 +93,23 @@ t.test("parsed form", async (t) => {
   t.same(parseSelector("index=1").terms, [{ op: "eq", key: "index", value: "1" }], "a key starting with 'in' is not the in operator");
   t.same(parseSelector("k in(a)").terms, [{ op: "in", key: "k", values: ["a"] }]);
 });
+
+t.test("glob matching is literal apart from *", async (t) => {
+  const { globMatch } = await import("@orch/contracts");
+  const cases: Array<[string, string, boolean]> = [
+    ["web", "web", true],
+    ["web", "web1", false],
+    ["w*", "web", true],
+    ["*b", "web", true],
+    ["*", "", true],
+    ["a*b*c", "abc", true],
+    ["a*b*c", "aXbYc", true],
+    ["a*b*c", "acb", false],
+    ["ab*ba", "aba", false],
+    ["a.c", "abc", false],
+    ["(x)*", "(x)y", true],
+    ["*.*", "a.b", true],
+    ["**", "anything", true],
+  ];
+  for (const [p, v, want] of cases) t.equal(globMatch(p, v), want, `${p} ~ ${v}`);
+});

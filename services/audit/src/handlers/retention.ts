@@ -1,6 +1,7 @@
-import type { AuditService, StoredEvent } from "@orch/contracts";
+import type { AuditService } from "@orch/contracts";
 import { forbidden, invalid, type CallContext, type Handlers } from "@orch/kit";
 import { retentionDb, type RetentionOverride } from "../db.js";
+import type { Stored } from "../feed.js";
 import { AUDIT_TARGET, recordOwnEvent, type Pruner } from "../prune.js";
 import type { AuditDeps } from "../service.js";
 
@@ -19,7 +20,7 @@ export function effectiveRetention(deps: AuditDeps, o: RetentionOverride | undef
   return o ? { days: o.retention_days, source: "override" } : { days: deps.config.audit.retention_days, source: "config" };
 }
 
-export function retentionHandlers(deps: AuditDeps, io: { prune: Pruner; onStored(events: StoredEvent[]): void }): RetentionHandlers {
+export function retentionHandlers(deps: AuditDeps, io: { prune: Pruner; onStored(events: Stored[]): void }): RetentionHandlers {
   const { pool, clock } = deps;
   const view = (o: RetentionOverride | undefined) => {
     const e = effectiveRetention(deps, o);

@@ -3,6 +3,7 @@ import { OrchError, invalid, notFound, precondition, type CallContext, type Hand
 import { sealedOf, secretsDb } from "../db.js";
 import { KeyringError } from "../keyring.js";
 import { decide } from "../restriction.js";
+import { checkName } from "../validate.js";
 import { secretRef, type HandlerContext } from "./context.js";
 
 type ResolveHandlers = Pick<Handlers<typeof SecretsService>, "resolve">;
@@ -32,8 +33,8 @@ export function resolveHandlers({ deps, keyring, agents }: HandlerContext): Reso
 
   return {
     async resolve(req, ctx) {
-      if (req.name === "") throw invalid("invalid_name", "name is required", { field: "name" });
-      if (req.nodeId === "") throw invalid("invalid_node_id", "node_id is required", { field: "node_id" });
+      checkName(req.name);
+      if (req.nodeId === "" || req.nodeId.length > 128) throw invalid("invalid_node_id", "node_id must be an agent's node id or name", { field: "node_id" });
       const row = await secretsDb.sealed(pool, req.name);
       if (!row) throw await deny(ctx, "secret_not_found", req.name, req.nodeId, req.operationId);
       if (row.expires_at !== null && Number(row.expires_at) <= clock.now()) throw await deny(ctx, "secret_expired", row.name, req.nodeId, req.operationId);

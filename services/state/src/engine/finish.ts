@@ -1,5 +1,4 @@
-import type { Emit } from "@orch/kit";
-import type { PoolClient } from "@orch/kit";
+import type { Emit, PoolClient } from "@orch/kit";
 import { operationsDb, type Finish, type OperationRow } from "../db/operations.js";
 import { believedDb, driftDb, snapshotsDb, type DriftRow } from "../db/snapshots.js";
 import type { AgentInfo, StateDeps } from "./deps.js";
@@ -49,16 +48,16 @@ export async function finishOperation(deps: StateDeps, op: Pick<OperationRow, "i
     const base = { summary: describe(row), actor: actorOf(row), target: targetOf(row), metadata };
     if (row.kind === "apply") {
       await emit({ ...base, type: row.status === "succeeded" ? "state.apply.succeeded" : "state.apply.failed" });
-      if (row.status === "succeeded" && ctx.exec && ctx.sources && ctx.agent) await recordApply(deps, db, emit, row, ctx as Required<FinishContext>);
+      if (row.status === "succeeded" && ctx.exec && ctx.sources && ctx.agent) await recordApply(db, emit, row, ctx as Required<FinishContext>);
     } else if (row.kind === "plan") {
       await emit({ ...base, type: "state.plan.completed" });
     } else if (ctx.exec) {
-      await recordDrift(deps, db, emit, row, ctx.exec, statelessResources(ctx.sources ?? []));
+      await recordDrift(db, emit, row, ctx.exec, statelessResources(ctx.sources ?? []));
     }
     return row;
   });
 
-  async function recordApply(_deps: StateDeps, db: PoolClient, emit: Emit, row: OperationRow, c: Required<FinishContext>) {
+  async function recordApply(db: PoolClient, emit: Emit, row: OperationRow, c: Required<FinishContext>) {
     const at = row.finished_at!;
     for (const [position, s] of c.sources.entries()) {
       const inputs = usedInputs(s, c.agent.attributes, c.agent.tags);
@@ -74,7 +73,7 @@ export async function finishOperation(deps: StateDeps, op: Pick<OperationRow, "i
     }
   }
 
-  async function recordDrift(_deps: StateDeps, db: PoolClient, emit: Emit, row: OperationRow, exec: StoredExecution, stateless: ReadonlySet<string>) {
+  async function recordDrift(db: PoolClient, emit: Emit, row: OperationRow, exec: StoredExecution, stateless: ReadonlySet<string>) {
     const resources = driftedResources(exec.results, stateless);
     const rec: DriftRow = { id: ids.next(), node_id: row.node_id, operation_id: row.id, checked_at: row.finished_at!, drifted: resources.length > 0, resources };
     const prev = await driftDb.latest(db, row.node_id);

@@ -7,7 +7,7 @@ import { runsDb } from "../db/runs.js";
 import { approvedAgents, matchAgents } from "../engine/fanout.js";
 import type { Engine } from "../engine/index.js";
 import { loadSources } from "../engine/modules.js";
-import { kindOf, validName, waitMs } from "./names.js";
+import { kindOf, validName, waitMs } from "./validate.js";
 
 type AssignmentHandlers = Pick<Handlers<typeof StateService>, "createAssignment" | "listAssignments" | "getAssignment" | "deleteAssignment" | "runAssignment" | "getAssignmentRun">;
 

@@ -5,7 +5,7 @@ import { believedDb, driftDb } from "../db/snapshots.js";
 import { requireSnapshot } from "../engine/drift.js";
 import type { Engine } from "../engine/index.js";
 import { approvedAgent, nodeIdForRead } from "./agents.js";
-import { waitMs } from "./names.js";
+import { waitMs } from "./validate.js";
 
 type DriftHandlers = Pick<Handlers<typeof StateService>, "checkDrift" | "listDrift" | "getLatestDrift" | "getDrift" | "getBelievedState">;
 
