@@ -29,6 +29,7 @@ const rpc = (service, method = "*") => `orch.${service}.${method}`;
 const AGENT_LINK = "orch.agent.*.>"; // orch.agent.<node_id>.<Method>, served by the agents replica holding the link
 const TERMINAL_DATA = "orch.term.>"; // orch.term.<session_id>.{in,out,ctl}
 const REVOKED = "orch.auth.revoked"; // token revocation broadcast
+const STATE_PROGRESS = "orch.state.progress.*"; // per-resource progress an agent publishes during an operation
 
 /**
  * JetStream API subjects per role, narrowed to the AUDIT stream (no user may delete or purge
@@ -96,7 +97,7 @@ export const USERS = {
     serves: [rpc("agents", ">"), AGENT_LINK],
     // Reaching an agent held by another replica (approve, remove, tags) goes through its subject.
     requests: [AGENT_LINK],
-    publish: [TERMINAL_DATA],
+    publish: [TERMINAL_DATA, STATE_PROGRESS],
     subscribe: [TERMINAL_DATA],
     deny: { publish: [], subscribe: [] },
     jetstream: writer,
@@ -104,7 +105,7 @@ export const USERS = {
   state: {
     note: "modules, assignments, operations; resolves secrets for templates",
     serves: [rpc("state", ">")],
-    requests: [rpc("secrets", "Resolve"), AGENT_LINK, rpc("agents", ">")],
+    requests: [rpc("secrets", "Resolve"), AGENT_LINK, rpc("agents", ">"), rpc("notify", "GetMaintenanceStatus")],
     publish: [],
     subscribe: [],
     deny: { publish: [], subscribe: [] },
@@ -113,7 +114,7 @@ export const USERS = {
   secrets: {
     note: "encrypted secrets; the only responder on orch.secrets.Resolve",
     serves: [rpc("secrets", ">")],
-    requests: [],
+    requests: [rpc("agents", "GetAgent")],
     publish: [],
     subscribe: [],
     deny: { publish: [], subscribe: [] },
@@ -122,7 +123,7 @@ export const USERS = {
   notify: {
     note: "notifications and channel deliveries from the AUDIT stream",
     serves: [rpc("notify", ">")],
-    requests: [],
+    requests: [rpc("auth", "ListOperators")],
     publish: [],
     subscribe: [],
     deny: { publish: [], subscribe: [] },

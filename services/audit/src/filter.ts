@@ -26,14 +26,14 @@ const MAX_TIME = 8.64e15;
 
 const badFilter = (parameter: string, message: string) => invalid("invalid_filter", `${parameter} ${message}`, { parameter });
 
-function ref(parameter: string, v: string): string | undefined {
-  if (v === "") return undefined;
+function ref(parameter: string, v: string | undefined): string | undefined {
+  if (!v) return undefined;
   if (v.length > 256 || CONTROL_RE.test(v)) throw badFilter(parameter, "must be at most 256 characters without control characters");
   return v;
 }
 
-function dotted(parameter: string, v: string): string | undefined {
-  if (v === "") return undefined;
+function dotted(parameter: string, v: string | undefined): string | undefined {
+  if (!v) return undefined;
   if (v.length > 128 || !TYPE_RE.test(v)) throw badFilter(parameter, "must be dotted segments of letters, digits, '_' or '-' (e.g. agent or agent.tags.updated)");
   return v;
 }
@@ -44,7 +44,7 @@ function time(parameter: string, v: number | undefined): number | undefined {
   return v;
 }
 
-export function parseFilter(f: AuditFilter | undefined): Filter {
+export function parseFilter(f: Partial<Omit<AuditFilter, "$typeName">> | undefined): Filter {
   if (!f) return {};
   const out: Filter = {};
   const set = <K extends keyof Filter>(k: K, v: Filter[K] | undefined) => {
