@@ -10,7 +10,7 @@
  * Goals (issue 7): echo p99 < 20 ms; throughput ≥ 50% of the local PTY.
  */
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -28,10 +28,22 @@ if (!(MIB > 0 && MIB <= 1024)) throw new Error("--mib must be in 1..1024");
 /** The two ends a measurement needs: write bytes, get every byte that comes back. */
 interface Endpoint {
   write(data: string): void;
-  onData(cb: (d: Buffer) => void): void;
+  /** Returns a function that removes the listener. */
+  onData(cb: (d: Buffer) => void): () => void;
   close(): Promise<void>;
 }
 
+const progress = (msg: string) => process.stderr.write(`bench terminal: ${msg}\n`);
+/** CPU seconds (user + system) a process has used so far (Linux /proc). */
+function cpuSeconds(pid: number | undefined): number {
+  if (!pid) return 0;
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, "utf8").slice(readFileSync(`/proc/${pid}/stat`, "utf8").lastIndexOf(")") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
@@ -39,9 +51,12 @@ const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, 
 function waitFor(ep: Endpoint, marker: string): Promise<void> {
   let tail = "";
   return new Promise((resolve) => {
-    ep.onData((d) => {
-      tail = (tail + d.toString("latin1")).slice(-4096);
-      if (tail.includes(marker)) resolve();
+    const off = ep.onData((d) => {
+      tail = (tail.slice(-marker.length) + d.toString("latin1", Math.max(0, d.length - 4096))).slice(-4096);
+      if (tail.includes(marker)) {
+        off();
+        resolve();
+      }
     });
   });
 }
@@ -53,7 +68,7 @@ async function echoLatency(ep: Endpoint): Promise<number[]> {
   await sleep(200);
   let want = -1;
   let got: (() => void) | undefined;
-  ep.onData((d) => {
+  const off = ep.onData((d) => {
     if (want >= 0 && d.includes(want)) {
       want = -1;
       got?.();
@@ -69,21 +84,27 @@ async function echoLatency(ep: Endpoint): Promise<number[]> {
     await done;
     if (i >= 20) out.push(performance.now() - t0); // the first ones warm caches and JITs up
   }
+  off();
   return out.sort((a, b) => a - b);
 }
 
-async function throughput(ep: Endpoint, file: string): Promise<{ mibps: number; bytes: number }> {
+async function throughput(ep: Endpoint, file: string): Promise<{ mibps: number; bytes: number; messages: number }> {
   const prompt = waitFor(ep, "SHELL-READY");
   ep.write("echo SHELL-RE''ADY\r");
   await prompt;
   let bytes = 0;
-  ep.onData((d) => (bytes += d.length));
+  let messages = 0;
+  const off = ep.onData((d) => {
+    bytes += d.length;
+    messages++;
+  });
   const done = waitFor(ep, "CAT-DONE");
   const t0 = performance.now();
   ep.write(`cat ${file}; echo CAT-DO''NE\r`);
   await done;
   const s = (performance.now() - t0) / 1000;
-  return { mibps: bytes / 1024 / 1024 / s, bytes };
+  off();
+  return { mibps: bytes / 1024 / 1024 / s, bytes, messages };
 }
 
 function localPty(): Endpoint {
@@ -91,7 +112,10 @@ function localPty(): Endpoint {
   const exited = new Promise<void>((r) => p.onExit(() => r()));
   return {
     write: (s) => p.write(s),
-    onData: (cb) => void p.onData((d) => cb(d as unknown as Buffer)),
+    onData: (cb) => {
+      const d = p.onData((x) => cb(x as unknown as Buffer));
+      return () => d.dispose();
+    },
     async close() {
       p.kill("SIGKILL");
       await exited;
@@ -119,6 +143,17 @@ async function main() {
     env: { ORCH_LOG_LEVEL: "warn", ORCH_AGENTS_LINK_HOST: "127.0.0.1", ORCH_AGENTS_LINK_PORT: String(linkPort), ORCH_TERMINAL_TRANSCRIPT_DIR: join(dir, "transcripts") },
   });
   const agents = agentPool();
+  let cleaned = false;
+  const cleanup = async () => {
+    if (cleaned) return;
+    cleaned = true;
+    await agents.stop();
+    await system.stop();
+    await db.drop();
+    await nats.stop();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  for (const sig of ["SIGINT", "SIGTERM"] as const) process.once(sig, () => void cleanup().finally(() => process.exit(130)));
   try {
     const token = await system.login(system.admin);
     const agent = agents.spawn(["--server", `127.0.0.1:${linkPort}`, "--shell", "/bin/bash"]);
@@ -129,13 +164,18 @@ async function main() {
     const remote = async (): Promise<Endpoint> => {
       const o = await system.api("POST", "/api/v1/terminal/bench-1?cols=120&rows=40", { token });
       if (o.status !== 201) throw new Error(`open: ${o.status} ${o.text}`);
-      const r = await attach(o.body.ws_url);
+      const r = await attach(o.body.ws_url, { collect: false });
       if (!r.ok) throw new Error(`attach: ${r.status}`);
-      const listeners: Array<(d: Buffer) => void> = [];
-      r.a.ws.on("message", (d: Buffer, binary: boolean) => binary && listeners.forEach((l) => l(d)));
+      const listeners = new Set<(d: Buffer) => void>();
+      r.a.ws.on("message", (d: Buffer, binary: boolean) => {
+        if (binary) for (const l of listeners) l(d);
+      });
       return {
         write: (s) => r.a.send(s),
-        onData: (cb) => void listeners.push(cb),
+        onData: (cb) => {
+          listeners.add(cb);
+          return () => listeners.delete(cb);
+        },
         async close() {
           r.a.ws.close();
           await r.a.closed;
@@ -152,9 +192,17 @@ async function main() {
       }
     };
 
+    progress("echo through the orchestrator");
     const echoRemote = await measure(remote, echoLatency);
+    progress("echo on a local PTY");
     const echoLocal = await measure(localPty, echoLatency);
+    progress("throughput through the orchestrator");
+    const pids: Record<string, number | undefined> = { agent: agent.child.pid, bench: process.pid };
+    for (const [name, p] of system.procs) pids[name] = p.child.pid;
+    const cpuBefore = Object.fromEntries(Object.entries(pids).map(([n, p]) => [n, cpuSeconds(p)]));
     const tpRemote = await measure(remote, (ep) => throughput(ep, file));
+    const cpu = Object.entries(pids).map(([n, p]) => `${n} ${(cpuSeconds(p) - cpuBefore[n]!).toFixed(1)}s`).join(", ");
+    progress("throughput on a local PTY");
     const tpLocal = await measure(localPty, (ep) => throughput(ep, file));
 
     const row = (name: string, o: number, l: number, unit: string) => `${name.padEnd(26)} ${o.toFixed(2).padStart(10)} ${unit.padEnd(6)} ${l.toFixed(2).padStart(10)} ${unit.padEnd(6)} ${(o / l).toFixed(2).padStart(8)}x`;
@@ -164,16 +212,13 @@ async function main() {
     console.log(row("echo p99", pct(echoRemote, 99), pct(echoLocal, 99), "ms"));
     console.log(row("echo max", echoRemote.at(-1)!, echoLocal.at(-1)!, "ms"));
     console.log(row("cat throughput", tpRemote.mibps, tpLocal.mibps, "MiB/s"));
+    console.log(`CPU during the orchestrated cat: ${cpu}; ${tpRemote.messages} WebSocket messages (local PTY: ${tpLocal.messages} reads)`);
     const p99 = pct(echoRemote, 99);
     const share = tpRemote.mibps / tpLocal.mibps;
     console.log(`goal echo p99 < 20 ms: ${p99 < 20 ? "met" : "NOT met"} (${p99.toFixed(2)} ms)`);
     console.log(`goal throughput >= 50% of local: ${share >= 0.5 ? "met" : "NOT met"} (${(share * 100).toFixed(0)}%)`);
   } finally {
-    await agents.stop();
-    await system.stop();
-    await db.drop();
-    await nats.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await cleanup();
   }
 }
 

@@ -30,6 +30,7 @@ const AGENT_LINK = "orch.agent.*.>"; // orch.agent.<node_id>.<Method>, served by
 const TERMINAL_DATA = "orch.term.>"; // orch.term.<session_id>.{in,out,ctl}
 const REVOKED = "orch.auth.revoked"; // token revocation broadcast
 const STATE_PROGRESS = "orch.state.progress.*"; // per-resource progress an agent publishes during an operation
+const AUDIT_FEED = "orch.audit.feed.events"; // stored events announced by audit to the gateway's live tails (GET /audit/stream)
 
 /**
  * JetStream API subjects per role, narrowed to the AUDIT stream (no user may delete or purge
@@ -77,7 +78,7 @@ export const USERS = {
     serves: [rpc("gateway", "_ping")],
     requests: SERVICES.filter((s) => s !== "gateway").map((s) => rpc(s)),
     publish: [TERMINAL_DATA],
-    subscribe: [TERMINAL_DATA, REVOKED],
+    subscribe: [TERMINAL_DATA, REVOKED, AUDIT_FEED],
     // Secrets are resolved only for the state service; revocations come only from auth; audit
     // events only from the services that made the change.
     deny: { publish: [rpc("secrets", "Resolve"), REVOKED, "audit.>", "$JS.>"], subscribe: [] },
@@ -133,7 +134,7 @@ export const USERS = {
     note: "stores the AUDIT stream in Postgres, prunes by retention",
     serves: [rpc("audit", ">")],
     requests: [],
-    publish: [],
+    publish: [AUDIT_FEED],
     subscribe: [],
     deny: { publish: [], subscribe: [] },
     jetstream: [...writer, "audit-consumer"],

@@ -34,7 +34,7 @@ export interface SessionTuning {
   killGraceMs: number;
 }
 
-export const DEFAULT_TUNING: SessionTuning = { flushBytes: 16 * 1024, flushDelayMs: 2, holdLimitBytes: 1024 * 1024, killGraceMs: 2000 };
+export const DEFAULT_TUNING: SessionTuning = { flushBytes: 64 * 1024, flushDelayMs: 2, holdLimitBytes: 1024 * 1024, killGraceMs: 2000 };
 
 /**
  * Keeps our own handle on the PTY's slave side. Without it, when the shell exits the master reads

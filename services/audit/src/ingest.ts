@@ -90,6 +90,7 @@ export function createIngest(deps: IngestDeps): Ingest {
       try {
         await ensureConsumer();
         const consumer = await jetstream(nc, { timeout: 5000 }).consumers.get(AUDIT_STREAM, options.consumer);
+        if (!running) return;
         const msgs = await consumer.consume({
           max_messages: Math.min(options.maxAckPending, options.batchSize * 4),
           callback: (m) => {
@@ -98,6 +99,10 @@ export function createIngest(deps: IngestDeps): Ingest {
           },
         });
         messages = msgs;
+        if (!running) {
+          await msgs.close();
+          return;
+        }
         backoff = 250;
         void (async () => {
           for await (const s of msgs.status()) {

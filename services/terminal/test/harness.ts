@@ -69,14 +69,14 @@ export interface Attached {
 export type AttachResult = { ok: true; a: Attached } | { ok: false; status: number; body: any };
 
 /** Connects to a ws_url the way orchctl does; refusals come back as the HTTP problem. */
-export function attach(url: string, o: { origin?: string; token?: string } = {}): Promise<AttachResult> {
+export function attach(url: string, o: { origin?: string; token?: string; collect?: boolean } = {}): Promise<AttachResult> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = {};
     if (o.token) headers.authorization = `Bearer ${o.token}`;
     const ws = new WebSocket(url, { headers, ...(o.origin ? { origin: o.origin } : {}) });
-    let out = Buffer.alloc(0);
+    const out: Buffer[] = [];
     ws.on("message", (d: Buffer, binary: boolean) => {
-      if (binary) out = Buffer.concat([out, d]);
+      if (binary && o.collect !== false) out.push(d);
     });
     const closed = new Promise<{ code: number; reason: string }>((r) => ws.on("close", (code, reason) => r({ code, reason: reason.toString() })));
     ws.on("unexpected-response", (_req, res) => {
@@ -98,7 +98,7 @@ export function attach(url: string, o: { origin?: string; token?: string } = {})
         ok: true,
         a: {
           ws,
-          text: () => out.toString("utf8"),
+          text: () => Buffer.concat(out).toString("utf8"),
           send: (s) => ws.send(Buffer.from(s), { binary: true }),
           control: (m) => ws.send(JSON.stringify(m)),
           closed,

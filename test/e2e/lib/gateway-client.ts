@@ -12,7 +12,10 @@ export interface Reply {
 /** What one call went through: every attempt in order, and how it ended. */
 export interface CallRecord {
   label: string;
-  attempts: Array<{ url: string; outcome: string }>;
+  /** `refused` attempts reached no gateway (connect failed); the others are requests. */
+  attempts: Array<{ url: string; outcome: string; refused?: true }>;
+  /** Requests that reached a gateway: 1, or 2 when the call was retried. */
+  requests: number;
   ok: boolean;
 }
 
@@ -47,28 +50,57 @@ export async function login(url: string, key: KeyPair): Promise<string> {
   return v.body.token as string;
 }
 
+const refusedConnect = (err: unknown) => (err as { cause?: { code?: string } }).cause?.code === "ECONNREFUSED";
+
 /**
- * The operator client of the scale test: tries the gateways in order and retries a call once,
- * against the next gateway, when the first attempt cannot connect or answers 5xx. A 4xx is the
- * caller's mistake and is not retried. Every call is recorded so the test can show what happened.
+ * The operator client of the scale test, with the gateways in front of it the way ingress-nginx
+ * has them: a gateway that refuses the connection is skipped for the next one (nginx's default
+ * `proxy_next_upstream error`), which reached nothing and so is not a retry. A request that
+ * reached a gateway and failed (5xx, or the connection dropped mid-request) is retried once,
+ * starting with the other gateway. A 4xx is the caller's mistake and is never retried. Every call
+ * is recorded so the test can show what happened.
  */
 export function retryingClient(urls: string[], token: string, timeoutMs = 15_000) {
   const log: CallRecord[] = [];
-  async function call(label: string, method: string, path: string, accept: (r: Reply) => boolean, body?: unknown): Promise<CallRecord> {
-    const rec: CallRecord = { label, attempts: [], ok: false };
-    log.push(rec);
-    for (let i = 0; i < 2 && !rec.ok; i++) {
-      const url = urls[i % urls.length]!;
+
+  /** One request, to the first gateway from `first` on that accepts the connection. */
+  async function send(rec: CallRecord, first: number, method: string, path: string, body: unknown): Promise<{ index: number; reply?: Reply }> {
+    for (let k = 0; k < urls.length; k++) {
+      const index = (first + k) % urls.length;
+      const url = urls[index]!;
       try {
-        const r = await request(url, method, path, { token, body, timeoutMs });
-        const retriable = r.status >= 500;
-        rec.ok = !retriable && accept(r);
-        rec.attempts.push({ url, outcome: `${r.status}${rec.ok ? "" : ` ${r.text.slice(0, 200)}`}` });
-        if (!retriable) break;
+        const reply = await request(url, method, path, { token, body, timeoutMs });
+        rec.requests++;
+        return { index, reply };
       } catch (err) {
+        if (refusedConnect(err)) {
+          rec.attempts.push({ url, outcome: "ECONNREFUSED", refused: true });
+          continue;
+        }
+        rec.requests++;
         const e = err as Error & { cause?: { code?: string } };
         rec.attempts.push({ url, outcome: e.cause?.code ?? e.name });
+        return { index };
       }
+    }
+    return { index: first };
+  }
+
+  async function call(label: string, method: string, path: string, accept: (r: Reply) => boolean, body?: unknown): Promise<CallRecord> {
+    const rec: CallRecord = { label, attempts: [], requests: 0, ok: false };
+    log.push(rec);
+    let first = 0;
+    for (let i = 0; i < 2; i++) {
+      const { index, reply } = await send(rec, first, method, path, body);
+      if (reply) {
+        const retriable = reply.status >= 500;
+        rec.ok = !retriable && accept(reply);
+        rec.attempts.push({ url: reply.url, outcome: `${reply.status}${rec.ok ? "" : ` ${reply.text.slice(0, 200)}`}` });
+        if (!retriable) break;
+      } else if (rec.requests === 0) {
+        break; // no gateway accepted a connection at all
+      }
+      first = index + 1;
     }
     return rec;
   }

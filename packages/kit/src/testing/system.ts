@@ -46,7 +46,15 @@ export interface SystemHandle {
  * on the given NATS and database, with the gateway on a free port. Waits until GET /status
  * reports every started service ok.
  */
-export async function startSystem(opts: { nats: NatsHandle; db: DbHandle; services: string[]; env?: Record<string, string>; admin?: KeyPair }): Promise<SystemHandle> {
+export async function startSystem(opts: {
+  nats: NatsHandle;
+  db: DbHandle;
+  services: string[];
+  env?: Record<string, string>;
+  /** Env of one service on top of `env` (e.g. its own bus user), also on restarts by `start`. */
+  serviceEnv?: (name: string) => Record<string, string>;
+  admin?: KeyPair;
+}): Promise<SystemHandle> {
   const admin = opts.admin ?? ed25519();
   const port = await freePort();
   const env: Record<string, string> = {
@@ -67,7 +75,7 @@ export async function startSystem(opts: { nats: NatsHandle; db: DbHandle; servic
   const start = async (name: string, extraEnv: Record<string, string> = {}, as = name): Promise<ServiceProcess> => {
     const main = `${ROOT}services/${name}/dist/main.js`;
     if (!existsSync(main)) throw new Error(`${main} is missing: run npm run build`);
-    const child = spawn(process.execPath, [main], { env: { ...process.env, ...env, ...extraEnv }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [main], { env: { ...process.env, ...env, ...(opts.serviceEnv?.(name) ?? {}), ...extraEnv }, stdio: ["ignore", "pipe", "pipe"] });
     const p: ServiceProcess = { name: as, child, output: [] };
     child.stdout!.on("data", (d: Buffer) => p.output.push(d.toString()));
     child.stderr!.on("data", (d: Buffer) => p.output.push(d.toString()));

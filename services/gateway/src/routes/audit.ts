@@ -157,6 +157,8 @@ export function matchesFilter(f: FilterValues, e: AuditEvent): boolean {
 
 interface TailDeps {
   ctx: GatewayContext;
+  /** Open tails, so a gateway shutdown can end them. */
+  registry: Set<AuditTail>;
   audit: Client<typeof AuditService>;
   call: CallOptions;
   filter: FilterValues;
@@ -182,6 +184,7 @@ class AuditTail {
   private readonly sub;
 
   constructor(private readonly d: TailDeps) {
+    d.registry.add(this);
     d.res.on("close", () => this.close());
     this.sub = d.ctx.nc.subscribe(AUDIT_FEED_SUBJECT, {
       callback: (err, msg) => {
@@ -266,6 +269,7 @@ class AuditTail {
   close() {
     if (this.closed) return;
     this.closed = true;
+    this.d.registry.delete(this);
     for (const t of this.timers) clearInterval(t);
     this.sub.unsubscribe();
     // Before the stream starts the response belongs to Fastify (it sends the problem).
@@ -363,12 +367,10 @@ export function auditRoutes(ctx: GatewayContext) {
           if (!CURSOR_RE.test(header)) throw invalid("invalid_cursor", "Last-Event-ID must be the id (ULID) of an audit event", { parameter: "Last-Event-ID" });
           after = header.toUpperCase();
         }
-        const tail = new AuditTail({ ctx, audit, call, filter: q.filter, res: reply.raw });
+        const tail = new AuditTail({ ctx, registry: open, audit, call, filter: q.filter, res: reply.raw });
         const first = await tail.open(after);
         reply.hijack();
         reply.raw.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" });
-        open.add(tail);
-        reply.raw.on("close", () => open.delete(tail));
         await tail.run(first).catch((err) => {
           ctx.log.debug({ err: (err as Error).message }, "audit stream ended");
           tail.close();
