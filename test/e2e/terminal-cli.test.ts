@@ -1,6 +1,6 @@
 import t from "tap";
 import { execFile, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,11 +14,12 @@ const ORCHCTL = fileURLToPath(new URL("../../cli/dist/main.js", import.meta.url)
 const nats = await startNats();
 const db = await createTestDatabase();
 const linkPort = await freePort();
+const transcripts = mkdtempSync(join(tmpdir(), "orch-cli-transcripts-"));
 const system = await startSystem({
   nats,
   db,
   services: ["auth", "agents", "terminal", "gateway"],
-  env: { ORCH_AGENTS_LINK_HOST: "127.0.0.1", ORCH_AGENTS_LINK_PORT: String(linkPort), ORCH_TERMINAL_TRANSCRIPT_DIR: mkdtempSync(join(tmpdir(), "orch-cli-transcripts-")) },
+  env: { ORCH_AGENTS_LINK_HOST: "127.0.0.1", ORCH_AGENTS_LINK_PORT: String(linkPort), ORCH_TERMINAL_TRANSCRIPT_DIR: transcripts },
 });
 const agents = agentPool();
 t.teardown(async () => {
@@ -26,6 +27,8 @@ t.teardown(async () => {
   await system.stop();
   await db.drop();
   await nats.stop();
+  rmSync(transcripts, { recursive: true, force: true });
+  rmSync(home, { recursive: true, force: true });
 });
 const adminToken = await system.login(system.admin);
 const web = agents.spawn(["--server", `127.0.0.1:${linkPort}`, "--shell", "/bin/bash"]);

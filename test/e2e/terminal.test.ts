@@ -1,6 +1,6 @@
 import t from "tap";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createTestDatabase, ed25519, eventually, freePort, startNats, startSystem } from "@orch/kit/testing";
@@ -35,6 +35,7 @@ t.teardown(async () => {
   await system.stop();
   await db.drop();
   await nats.stop();
+  rmSync(transcripts, { recursive: true, force: true });
 });
 
 const token = await system.login(system.admin);

@@ -129,6 +129,10 @@ export function startSession(spec: SessionSpec, bus: SessionBus, log: AgentLogge
     killTimer.unref();
   };
 
+  const armDetach = () => {
+    if (spec.detachGraceMs > 0 && !detachTimer && !ended) detachTimer = setTimeout(() => attached === 0 && close("detached"), spec.detachGraceMs);
+  };
+
   const onControl = (m: ControlMessage) => {
     switch (m.type) {
       case "resize":
@@ -142,9 +146,7 @@ export function startSession(spec: SessionSpec, bus: SessionBus, log: AgentLogge
         break;
       case "detach":
         attached = Math.max(0, attached - 1);
-        if (attached === 0 && spec.detachGraceMs > 0 && !detachTimer) {
-          detachTimer = setTimeout(() => attached === 0 && close("detached"), spec.detachGraceMs);
-        }
+        if (attached === 0) armDetach();
         break;
       case "keepalive":
         lastKeepalive = Date.now();
@@ -168,7 +170,12 @@ export function startSession(spec: SessionSpec, bus: SessionBus, log: AgentLogge
     if (m) onControl(m);
   });
 
-  const attachTimer = setTimeout(release, spec.attachTimeoutMs);
+  // Nobody attached while the ticket was valid: release the output (it is recorded) and let the
+  // detach grace end a session no one will use.
+  const attachTimer = setTimeout(() => {
+    release();
+    if (attached === 0) armDetach();
+  }, spec.attachTimeoutMs);
   const heartbeat = setInterval(() => {
     bus.publish(ctl, encodeControl({ type: "heartbeat" }));
     // No recorder has said anything for too long: a shell must not run unrecorded.

@@ -42,6 +42,7 @@ export const EVENT_TYPES = {
 
   "terminal.session.opened": { severity: "info", description: "A remote terminal session was opened." },
   "terminal.session.closed": { severity: "info", description: "A remote terminal session ended." },
+  "terminal.session.attached": { severity: "info", description: "A client attached to a terminal session (its opener re-attaching, or an admin joining)." },
 
   "maintenance.window.created": { severity: "info", description: "A maintenance window was created." },
   "maintenance.window.updated": { severity: "info", description: "A maintenance window was changed (e.g. ended early)." },

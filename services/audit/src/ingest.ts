@@ -244,7 +244,6 @@ export function createIngest(deps: IngestDeps): Ingest {
     async start() {
       if (running) return;
       running = true;
-      await ensureConsumer().catch((err) => log.warn({ err: (err as Error).message }, "AUDIT consumer not ready yet; will retry"));
       supervisor = supervise();
       loop = run();
     },

@@ -79,7 +79,7 @@ t.test("non-admins get 403 on PUT retention and DELETE /audit, whatever they sen
 
 t.test("PUT 7 sets the override once and records audit.retention.updated", async (t) => {
   const bus: AuditEvent[] = [];
-  const sub = nc.subscribe("audit.audit.retention.updated", { callback: (_e, m) => bus.push(fromBinary(AuditEventSchema, m.data)) });
+  const sub = nc.subscribe("audit.audit.retention.updated", { callback: (_e, m) => void bus.push(fromBinary(AuditEventSchema, m.data)) });
   t.teardown(() => sub.unsubscribe());
   const r = await put({ retention_days: 7 });
   t.equal(r.status, 200);

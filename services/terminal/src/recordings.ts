@@ -125,8 +125,14 @@ export function createRecordings(deps: TerminalDeps, replicaId: string): Recordi
       hooks: {
         exit(code, signal, reason) {
           const exitCode = signal ? 128 + signal : code;
+          // An agent ends a PTY nobody records ("orphaned"); "agent_disconnected" is for a relay
+          // that reports a dropped link on behalf of its agent.
           const outcome: Outcome =
-            reason === "orphaned" ? { status: "failed", reason: "recorder_lost", exitCode } : { status: "closed", reason: entry.closing?.reason ?? (reason === "detached" ? "detached" : "exit"), exitCode };
+            reason === "orphaned"
+              ? { status: "failed", reason: "recorder_lost", exitCode }
+              : reason === "agent_disconnected"
+                ? { status: "failed", reason: "agent_lost", exitCode: null }
+                : { status: "closed", reason: entry.closing?.reason ?? (reason === "detached" ? "detached" : "exit"), exitCode };
           void finish(entry, outcome);
         },
         closeRequested() {

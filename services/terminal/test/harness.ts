@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -27,7 +27,16 @@ export async function startTerminal(nats: NatsHandle, db: DbHandle, o: { termina
   });
   const svc = await createTerminalService(deps);
   await deps.nc.flush(); // the RPC subscriptions are live before the test calls them
-  return { deps, svc, dir, async stop() { await svc.stop(); await deps.close(); } };
+  return {
+    deps,
+    svc,
+    dir,
+    async stop() {
+      await svc.stop();
+      await deps.close();
+      if (!o.dir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 export interface StubAgent {

@@ -1,6 +1,6 @@
 import t from "tap";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { AgentTerminalService } from "@orch/contracts";
@@ -34,6 +34,7 @@ t.teardown(async () => {
   for (const r of started) await r.stop().catch(() => {});
   await pool.end();
   await db.drop();
+  rmSync(dir, { recursive: true, force: true });
   await nats.stop();
 });
 

@@ -1,4 +1,4 @@
-import t from "tap";
+import t, { type Test } from "tap";
 import { createHash } from "node:crypto";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -78,7 +78,7 @@ const carolKey = await operator("carol");
 const bob = await login(url, bobKey);
 const carol = await login(url, carolKey);
 
-const problem = (t: Tap.Test, r: { status: number; body: any; type?: string }, status: number, code: string, what = "") => {
+const problem = (t: Test, r: { status: number; body: any; type?: string }, status: number, code: string, what = "") => {
   t.equal(r.status, status, `${what} status ${status}`);
   t.equal(r.body?.code, code, `${what} code ${code}`);
   if (r.type !== undefined) t.match(r.type, /problem\+json/);
@@ -294,4 +294,7 @@ t.test("audit events: opened and closed, with who, node and duration", async (t)
   t.equal(byOperator?.actor?.name, "bob", "a DELETE names who closed it");
   t.type(byOperator?.metadata?.duration_seconds, "number");
   t.match(byOperator?.metadata, { node_id: WEB, operator_name: "bob", status: "closed" });
+  const attached = events.filter((e) => e.eventType === "terminal.session.attached");
+  t.ok(attached.some((e) => e.actor?.name === "bob" && e.metadata?.joining === false), "the opener's attach is recorded");
+  t.ok(attached.some((e) => e.actor?.name === "admin" && e.metadata?.joining === true), "an admin joining bob's session is recorded as such");
 });

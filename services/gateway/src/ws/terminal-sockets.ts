@@ -17,7 +17,7 @@ export const ATTACH_PATH = /^\/api\/v1\/terminal\/session\/([0-9A-HJKMNP-TV-Z]{2
  * service, which also binds it to the operator when the client authenticates the upgrade too).
  */
 export function installTerminalSockets(ctx: GatewayContext, terminal: Client<typeof TerminalService>): void {
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 64 * 1024, perMessageDeflate: false });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 512 * 1024, perMessageDeflate: false });
   const bridges = new Set<Bridge>();
   const log = ctx.log;
 

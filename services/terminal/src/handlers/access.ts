@@ -23,15 +23,28 @@ export function accessHandlers(deps: TerminalDeps, recordings: Recordings): Acce
     },
 
     async redeemTicket(req) {
-      // Consumed before any check: a presented ticket is spent, whatever the outcome.
-      const t = req.ticket ? await ticketsDb.take(pool, ticketHash(req.ticket)) : undefined;
-      if (!t || t.session_id !== req.sessionId) throw badTicket();
-      if (t.expires_at < clock.now()) throw unauthenticated("ticket_expired", "the ticket has expired; request a new one");
-      if (req.operatorId && req.operatorId !== t.operator_id) throw forbidden("ticket_operator_mismatch", "this ticket was issued to another operator");
-      const row = await sessionsDb.get(pool, t.session_id);
-      if (!row) throw badTicket();
-      if (!isLive(row.status)) throw new OrchError("FAILED_PRECONDITION", "session_not_open", `terminal session '${row.id}' is ${row.status}`);
-      return { session: toSession(row, recordings.transcriptPath(row.transcript_file)), operatorId: t.operator_id, operatorName: t.operator_name };
+      // The ticket is spent whatever the outcome, so a refusal is returned out of the transaction
+      // (which commits the DELETE) and thrown after it.
+      const out = await deps.events.tx(async (db, emit) => {
+        const t = req.ticket ? await ticketsDb.take(db, ticketHash(req.ticket)) : undefined;
+        if (!t || t.session_id !== req.sessionId) return badTicket();
+        if (t.expires_at < clock.now()) return unauthenticated("ticket_expired", "the ticket has expired; request a new one");
+        if (req.operatorId && req.operatorId !== t.operator_id) return forbidden("ticket_operator_mismatch", "this ticket was issued to another operator");
+        const row = await sessionsDb.get(db, t.session_id);
+        if (!row) return badTicket();
+        if (!isLive(row.status)) return new OrchError("FAILED_PRECONDITION", "session_not_open", `terminal session '${row.id}' is ${row.status}`);
+        const joining = t.operator_id !== row.operator_id;
+        await emit({
+          type: "terminal.session.attached",
+          summary: `${t.operator_name} attached to ${joining ? `${row.operator_name}'s ` : "a "}terminal session on ${row.node_name || row.node_id}`,
+          actor: { id: t.operator_id, name: t.operator_name, type: "operator" },
+          target: { id: row.id, name: row.node_name || row.node_id, type: "terminal_session" },
+          metadata: { node_id: row.node_id, opened_by: row.operator_name, joining },
+        });
+        return { session: toSession(row, recordings.transcriptPath(row.transcript_file)), operatorId: t.operator_id, operatorName: t.operator_name };
+      });
+      if (out instanceof OrchError) throw out;
+      return out;
     },
   };
 }
