@@ -5,6 +5,7 @@ import t from "tap";
 import { AgentControlService } from "@orch/contracts";
 import { rpcClient } from "@orch/kit";
 import { createTestDatabase, eventually, freePort, startNats } from "@orch/kit/testing";
+import { grantsDb } from "../../services/agents/src/link/grants.js";
 import { agentsClient, startAgentsService, type AgentsUnderTest } from "../../services/agents/test/harness.js";
 import { controlFeature } from "../src/control.js";
 import { createAgent } from "../src/daemon.js";
@@ -31,6 +32,8 @@ const echo: Feature = (r) => {
 };
 const options = parseOptions(["--server", `127.0.0.1:${port}`, "--data-dir", dir, "--metrics-interval", "3600"], {}) as DaemonOptions;
 const identity = loadOrCreateIdentity(dir, log);
+// As if session rt1 had been opened on this agent: the link bridges only granted sessions.
+await grantsDb.put(svc.deps.pool, identity.nodeId, { kind: "terminal", ref: "rt1" }, Date.now() + 3_600_000);
 const agent = createAgent({ options, identity, log, features: [controlFeature, echo] });
 await agent.start();
 t.teardown(async () => {

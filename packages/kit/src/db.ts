@@ -30,8 +30,13 @@ export function createPool(opts: PoolOptions): Pool {
     connectionTimeoutMillis: 5000,
     idleTimeoutMillis: 30000,
   });
-  // A dropped idle connection (Postgres restart) must not crash the process.
+  // A dropped connection (Postgres restart) must not crash the process. pg-pool handles 'error'
+  // only while a client is idle; on a checked-out client (a transaction, a job lock) pg would
+  // raise it as an uncaught exception. The failed query still rejects, and callers retry.
   pool.on("error", () => {});
+  pool.on("connect", (client) => {
+    client.on("error", () => {});
+  });
   return pool;
 }
 

@@ -24,6 +24,8 @@ export const agentsConfigSchema = baseConfigSchema.extend({
       keepalive_timeout_seconds: z.number().positive().default(5),
       /** A link must finish its handshake within this time. */
       handshake_timeout_seconds: z.number().positive().default(10),
+      /** How long an agent may use a terminal session's bus subjects after opening it (longer than terminal.max_duration_seconds). */
+      terminal_grant_hours: z.number().positive().max(24 * 365).default(24),
     })
     .prefault({}),
 });

@@ -1,12 +1,13 @@
 import { hostname } from "node:os";
 import { Gauge } from "prom-client";
 import { AgentsService } from "@orch/contracts";
-import { serveRpc, type Service } from "@orch/kit";
+import { schedulePeriodic, serveRpc, type Service } from "@orch/kit";
 import type { AgentsDeps, LinkInfo } from "./deps.js";
 import { discoverHandlers } from "./handlers/discover.js";
 import { metricsHandlers } from "./handlers/metrics.js";
 import { registryHandlers } from "./handlers/registry.js";
 import { tagHandlers } from "./handlers/tags.js";
+import { grantsDb } from "./link/grants.js";
 import { createHub, type Hub } from "./link/hub.js";
 import { createPresence } from "./link/presence.js";
 import { serverFrame } from "./link/relay.js";
@@ -25,6 +26,7 @@ export interface AgentsServiceHandle extends Service {
 }
 
 const RETENTION_EVERY_MS = 60 * 60_000;
+const GRANT_PRUNE_EVERY_MS = 10 * 60_000;
 
 export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServiceHandle> {
   const cfg = deps.config.agents;
@@ -74,6 +76,7 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
         replica,
         metricsIntervalSeconds: cfg.metrics_interval_seconds,
         handshakeTimeoutMs: cfg.handshake_timeout_seconds * 1000,
+        terminalGrantMs: cfg.terminal_grant_hours * 3_600_000,
         track,
       });
     },
@@ -95,6 +98,10 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
   const retention = setInterval(prune, RETENTION_EVERY_MS);
   firstPrune.unref();
   retention.unref();
+  const grantPrune = schedulePeriodic({ pool: deps.pool, log, clock: deps.clock, replica }, "agents.link_grants_prune", GRANT_PRUNE_EVERY_MS, async (c) => {
+    const n = await grantsDb.prune(c, deps.clock.now());
+    if (n) log.info({ deleted: n }, "expired link grants pruned");
+  });
 
   log.info({ link_port: server.port, tls: server.tls, replica }, "agent link listening");
 
@@ -106,6 +113,7 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
       draining = true;
       clearTimeout(firstPrune);
       clearInterval(retention);
+      grantPrune.stop();
       server.stopAccepting();
       await rpc.stop();
       // Agents reconnect (to another replica, or to this service once it is back) by themselves.

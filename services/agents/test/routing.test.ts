@@ -3,6 +3,7 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { AgentControlService, PingRequestSchema, PingResponseSchema } from "@orch/contracts";
 import { OrchError, rpcClient } from "@orch/kit";
 import { createTestDatabase, eventually, silentLogger, startNats } from "@orch/kit/testing";
+import { grantsDb } from "../src/link/grants.js";
 import { sweepOrphans } from "../src/replicas.js";
 import { agentPool, agentsClient, collectEvents, memIdentity, startAgentsService, testLink } from "./harness.js";
 
@@ -93,6 +94,8 @@ t.test("relay: payload untouched, deadline carried, errors mapped, timeouts and 
 
 t.test("bus bridge: only allowed subjects, both directions, cleaned up with the link", async (t) => {
   const id = memIdentity();
+  // As if session s1 had been opened on this agent (grants.test.ts covers how grants are made).
+  await grantsDb.put(svc.deps.pool, id.nodeId, { kind: "terminal", ref: "s1" }, Date.now() + 60_000);
   const link = testLink(svc.server, id);
   await link.up();
   const seen: string[] = [];

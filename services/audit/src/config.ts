@@ -8,6 +8,8 @@ export const auditConfigSchema = baseConfigSchema.extend({
       retention_days: z.number().int().min(1).nullable().default(null),
       /** How often the retention job runs. */
       prune_interval_minutes: z.number().positive().default(60),
+      /** Delay of the first run after start (a service restarted more often than hourly still prunes). */
+      prune_start_delay_seconds: z.number().min(0).default(5),
       /** Durable consumer name on the AUDIT stream. */
       consumer: z.string().regex(/^[A-Za-z0-9_-]+$/).default("audit"),
       /** Events inserted per statement. */

@@ -57,7 +57,7 @@ export function createIngest(deps: IngestDeps): Ingest {
   const rejected = counter("audit_events_rejected_total", "Messages that could not be stored (undecodable or refused by Postgres)");
 
   // Keyed by stream sequence: a redelivery of a message still waiting here replaces it.
-  const buffer = new Map<number, JsMsg>();
+  const buffer = new Map<number, Received>();
   let running = false;
   let wake: (() => void) | undefined;
   let loop: Promise<void> | undefined;
@@ -93,10 +93,7 @@ export function createIngest(deps: IngestDeps): Ingest {
         if (!running) return;
         const msgs = await consumer.consume({
           max_messages: Math.min(options.maxAckPending, options.batchSize * 4),
-          callback: (m) => {
-            buffer.set(m.seq, m);
-            wake?.();
-          },
+          callback: receive,
         });
         messages = msgs;
         if (!running) {
@@ -124,39 +121,32 @@ export function createIngest(deps: IngestDeps): Ingest {
     }
   }
 
-  interface Decoded {
-    rows: EventRow[];
-    /** The received bytes of each event, by id. */
-    bytes: Map<string, Uint8Array>;
-    /** Every message still to be settled, with its event id. */
-    held: Array<{ m: JsMsg; id: string }>;
+  /** A delivered message, decoded on arrival so decoding overlaps with the previous insert. */
+  interface Received {
+    m: JsMsg;
+    id: string;
+    row: EventRow;
   }
 
-  function decode(batch: JsMsg[]): Decoded {
-    const out: Decoded = { rows: [], bytes: new Map(), held: [] };
-    for (const m of batch) {
-      let ev: AuditEvent | undefined;
-      try {
-        ev = fromBinary(AuditEventSchema, m.data);
-      } catch {
-        ev = undefined;
-      }
-      const id = ev ? parseUlid(ev.id) : undefined;
-      if (!ev || !id || id !== ev.id || !ev.eventType) {
-        // Redelivering it would never help: drop it from the stream's pending set, loudly.
-        log.error({ subject: m.subject, stream_seq: m.seq }, "audit message is not a valid AuditEvent; terminated");
-        rejected.inc();
-        m.term("invalid AuditEvent");
-        continue;
-      }
-      out.held.push({ m, id });
-      if (out.bytes.has(id)) continue;
-      const { row, skewed } = toRow(ev);
-      if (skewed) log.warn({ id, event_type: ev.eventType }, "event timestamp lies far from its id time; time filters may miss it");
-      out.rows.push(row);
-      out.bytes.set(id, m.data);
+  function receive(m: JsMsg): void {
+    let ev: AuditEvent | undefined;
+    try {
+      ev = fromBinary(AuditEventSchema, m.data);
+    } catch {
+      ev = undefined;
     }
-    return out;
+    const id = ev ? parseUlid(ev.id) : undefined;
+    if (!ev || !id || id !== ev.id || !ev.eventType) {
+      // Redelivering it would never help: drop it from the stream's pending set, loudly.
+      log.error({ subject: m.subject, stream_seq: m.seq }, "audit message is not a valid AuditEvent; terminated");
+      rejected.inc();
+      m.term("invalid AuditEvent");
+      return;
+    }
+    const { row, skewed } = toRow(ev);
+    if (skewed) log.warn({ id, event_type: ev.eventType }, "event timestamp lies far from its id time; time filters may miss it");
+    buffer.set(m.seq, { m, id, row });
+    wake?.();
   }
 
   async function insert(rows: EventRow[]): Promise<Array<{ id: string; seq: number }>> {
@@ -179,8 +169,9 @@ export function createIngest(deps: IngestDeps): Ingest {
     return { inserted, refused };
   }
 
-  async function storeBatch(batch: JsMsg[]): Promise<void> {
-    const { rows, bytes, held } = decode(batch);
+  async function storeBatch(held: Received[]): Promise<void> {
+    const byId = new Map(held.map((r) => [r.id, r]));
+    const rows = [...byId.values()].map((r) => r.row);
     let backoff = 100;
     let lastExtend = Date.now();
     for (;;) {
@@ -201,7 +192,7 @@ export function createIngest(deps: IngestDeps): Ingest {
         rejected.inc(refused.size);
         stored.inc(inserted.length);
         duplicates.inc(held.length - inserted.length - refused.size);
-        if (inserted.length) deps.onStored(inserted.map((r) => ({ bytes: bytes.get(r.id)!, seq: r.seq })));
+        if (inserted.length) deps.onStored(inserted.map((r) => ({ bytes: byId.get(r.id)!.m.data, seq: r.seq })));
         return;
       } catch (err) {
         // Stopping: leave the batch unacknowledged; the stream redelivers it to the next process.
@@ -210,7 +201,7 @@ export function createIngest(deps: IngestDeps): Ingest {
         // Keep the stream from redelivering what we still hold while Postgres is away.
         if (Date.now() - lastExtend > options.ackWaitMs / 3) {
           for (const { m } of held) m.working();
-          for (const m of buffer.values()) m.working();
+          for (const { m } of buffer.values()) m.working();
           lastExtend = Date.now();
         }
         await sleep(backoff);
@@ -230,9 +221,9 @@ export function createIngest(deps: IngestDeps): Ingest {
         wake = undefined;
         continue;
       }
-      const batch: JsMsg[] = [];
-      for (const [seq, m] of buffer) {
-        batch.push(m);
+      const batch: Received[] = [];
+      for (const [seq, r] of buffer) {
+        batch.push(r);
         buffer.delete(seq);
         if (batch.length >= options.batchSize) break;
       }

@@ -1,4 +1,4 @@
-import { SYSTEM_ACTOR, withJobLock } from "@orch/kit";
+import { SYSTEM_ACTOR, schedulePeriodic, withJobLock, type PoolClient } from "@orch/kit";
 import { retentionDb } from "./db.js";
 import { effectiveRetention } from "./handlers/retention.js";
 import type { Pruner } from "./prune.js";
@@ -12,27 +12,31 @@ export interface RetentionJob {
   stop(): void;
 }
 
-/** Applies the effective retention at start and then every `audit.prune_interval_minutes`. */
+/** Applies the effective retention shortly after start and then every `audit.prune_interval_minutes`. */
 export function startRetentionJob(deps: AuditDeps, prune: Pruner): RetentionJob {
+  const apply = async (c: PoolClient): Promise<number | null> => {
+    const { days } = effectiveRetention(deps, await retentionDb.get(c));
+    if (days === null) return null;
+    return prune(deps.clock.now() - days * DAY_MS, SYSTEM_ACTOR, "retention", days);
+  };
   const runOnce = async (): Promise<number | null> => {
     let deleted: number | null = null;
     await withJobLock(deps.pool, "audit.retention", async (c) => {
-      const { days } = effectiveRetention(deps, await retentionDb.get(c));
-      if (days === null) return;
-      deleted = await prune(deps.clock.now() - days * DAY_MS, SYSTEM_ACTOR, "retention", days);
+      deleted = await apply(c);
     });
     return deleted;
   };
-  const tick = () => void runOnce().catch((err) => deps.log.warn({ err: (err as Error).message }, "retention prune failed; will retry at the next interval"));
-  const first = setTimeout(tick, 5_000);
-  const timer = setInterval(tick, deps.config.audit.prune_interval_minutes * 60_000);
+  // Once per period across all replicas: every run records an audit.pruned event.
+  const periodic = schedulePeriodic(deps, "audit.retention", deps.config.audit.prune_interval_minutes * 60_000, async (c) => {
+    await apply(c);
+  });
+  const first = setTimeout(() => void periodic.tick(), deps.config.audit.prune_start_delay_seconds * 1000);
   first.unref();
-  timer.unref();
   return {
     runOnce,
     stop() {
       clearTimeout(first);
-      clearInterval(timer);
+      periodic.stop();
     },
   };
 }

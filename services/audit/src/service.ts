@@ -1,5 +1,5 @@
 import { AuditService } from "@orch/contracts";
-import { serveRpc, type Pool, type Service, type ServiceDeps } from "@orch/kit";
+import { serveRpc, type Service, type ServiceDeps } from "@orch/kit";
 import type { AuditConfig } from "./config.js";
 import { createFeedPublisher } from "./feed.js";
 import { queryHandlers } from "./handlers/query.js";
@@ -17,7 +17,6 @@ export interface AuditServiceHandle extends Service {
 
 export async function createAuditService(deps: AuditDeps): Promise<AuditServiceHandle> {
   const { config } = deps;
-  guardCheckedOutClients(deps.pool);
   const onStored = createFeedPublisher(deps.nc, deps.log);
   const prune = createPruner(deps, onStored);
   const ingest = createIngest({
@@ -47,19 +46,3 @@ export async function createAuditService(deps: AuditDeps): Promise<AuditServiceH
   };
 }
 
-/**
- * pg emits 'error' on a client whose connection drops (a Postgres restart), and pg-pool listens
- * only while the client is idle: one checked out at that moment (a transaction, a job lock)
- * would crash the process with an uncaught exception. The failed query still rejects, which is
- * what the callers handle and retry.
- */
-function guardCheckedOutClients(pool: Pool): void {
-  const guarded = new WeakSet<object>();
-  const guard = (c: { on(ev: "error", fn: () => void): unknown }) => {
-    if (guarded.has(c)) return;
-    guarded.add(c);
-    c.on("error", () => {});
-  };
-  pool.on("connect", guard);
-  pool.on("acquire", guard);
-}

@@ -10,7 +10,10 @@ import { createAuditService } from "../src/service.js";
 
 export const AUDIT_MIGRATIONS = fileURLToPath(new URL("../migrations", import.meta.url));
 
-/** One in-process audit service on the test NATS and database (short ack wait for redelivery tests). */
+/**
+ * One in-process audit service on the test NATS and database: short ack wait for redelivery tests,
+ * and no scheduled retention run (tests call svc.runRetention()).
+ */
 export async function startAudit(nats: NatsHandle, db: DbHandle, o: { audit?: Record<string, unknown>; clock?: Clock } = {}) {
   const deps = await serviceDeps({
     name: "audit",
@@ -19,7 +22,7 @@ export async function startAudit(nats: NatsHandle, db: DbHandle, o: { audit?: Re
     schema: "audit",
     migrations: AUDIT_MIGRATIONS,
     clock: o.clock ?? systemClock,
-    config: auditConfigSchema.parse({ audit: { ack_wait_ms: 2000, ...(o.audit ?? {}) } }),
+    config: auditConfigSchema.parse({ audit: { ack_wait_ms: 2000, prune_start_delay_seconds: 86_400, prune_interval_minutes: 1440, ...(o.audit ?? {}) } }),
   });
   const svc = await createAuditService(deps);
   return {

@@ -168,3 +168,12 @@ t.test("with audit.retention_days null in the configuration, null means pruning 
   const evs = await eventsOf("audit.retention.updated");
   t.match(evs[0], { metadata: { previous_override: 365, override: null, previous_retention_days: 365, retention_days: null } });
 });
+
+t.test("the job runs on its own: shortly after start and then every interval", async (t) => {
+  await audit.stop();
+  audit = await startAudit(nats, db, { audit: { retention_days: 1, prune_start_delay_seconds: 0.1, prune_interval_minutes: 0.01 } });
+  const old = event({ at: now - 2 * DAY });
+  await publish([old]);
+  await eventually(async () => (await eventsOf("audit.pruned")).some((e) => e.metadata.trigger === "retention" && e.metadata.retention_days === 1), 20_000, 100);
+  t.notOk(await stored(old.id), "the 2-day-old event is gone without anyone calling the job");
+});

@@ -15,6 +15,13 @@ export const INTERNAL = {
   evict: "_Evict",
 } as const;
 
+/**
+ * Sees each request relayed to the agent (after the approval and capacity checks); may return a
+ * completion that is told whether the agent answered successfully (false for an error, a timeout or
+ * a dropped link). A successful answer reaches the caller once the completion has settled.
+ */
+export type RelayObserver = (method: string, payload: Uint8Array, deadline: number) => ((ok: boolean) => void | Promise<void>) | undefined;
+
 export interface RelayOptions {
   nc: NatsConnection;
   nodeId: string;
@@ -22,6 +29,7 @@ export interface RelayOptions {
   /** Requests are relayed only while this says the agent is approved. */
   approved(): boolean;
   internal(method: string, msg: Msg): Promise<void>;
+  observe?: RelayObserver;
   log: Logger;
   maxPending?: number;
   /** Used when a request carries no orch-deadline header. */
@@ -50,9 +58,21 @@ const respondError = (msg: Msg, err: OrchError) => {
  */
 export function createRelay(opts: RelayOptions): Relay {
   const maxPending = opts.maxPending ?? 256;
-  const pending = new Map<bigint, { msg: Msg; timer: NodeJS.Timeout }>();
+  type Done = ReturnType<RelayObserver>;
+  const pending = new Map<bigint, { msg: Msg; timer: NodeJS.Timeout; done: Done }>();
   let nextId = 1n;
   let stopped = false;
+
+  const settle = (done: Done, ok: boolean): Promise<void> | undefined => {
+    if (!done) return undefined;
+    try {
+      const r = done(ok);
+      return r ? r.catch((err: unknown) => opts.log.warn({ err: (err as Error).message }, "relay completion failed")) : undefined;
+    } catch (err) {
+      opts.log.warn({ err: (err as Error).message }, "relay completion failed");
+      return undefined;
+    }
+  };
 
   const onRequest = (msg: Msg) => {
     const method = msg.subject.slice(msg.subject.lastIndexOf(".") + 1);
@@ -74,12 +94,19 @@ export function createRelay(opts: RelayOptions): Relay {
     const deadline = hdr > 0 ? hdr : now + (opts.defaultTimeoutMs ?? 30_000);
     if (deadline <= now) return; // the caller has already given up
     const id = nextId++;
+    let done: Done;
+    try {
+      done = opts.observe?.(method, msg.data, deadline);
+    } catch (err) {
+      opts.log.warn({ err: (err as Error).message, method }, "relay observer failed");
+    }
     const timer = setTimeout(() => {
       if (!pending.delete(id)) return;
+      settle(done, false);
       respondError(msg, new OrchError("DEADLINE_EXCEEDED", "agent_timeout", "the agent did not answer in time"));
     }, deadline - now);
     timer.unref();
-    pending.set(id, { msg, timer });
+    pending.set(id, { msg, timer, done });
     opts.send({ frame: { case: "request", value: { id, method, payload: msg.data, deadline } } });
   };
 
@@ -102,10 +129,16 @@ export function createRelay(opts: RelayOptions): Relay {
       clearTimeout(p.timer);
       if (res.error) {
         const e = res.error;
+        void settle(p.done, false);
         respondError(p.msg, new OrchError(isCode(e.code) ? e.code : "INTERNAL", e.reason || undefined, e.message || "the agent reported an error", e.details ?? {}));
-      } else if (p.msg.reply) {
-        p.msg.respond(res.payload);
+        return;
       }
+      const reply = () => {
+        if (p.msg.reply) p.msg.respond(res.payload);
+      };
+      const settled = settle(p.done, true);
+      if (settled) void settled.then(reply);
+      else reply();
     },
     stop() {
       if (stopped) return;
@@ -113,6 +146,7 @@ export function createRelay(opts: RelayOptions): Relay {
       sub.unsubscribe();
       for (const [id, p] of pending) {
         clearTimeout(p.timer);
+        void settle(p.done, false);
         respondError(p.msg, new OrchError("UNAVAILABLE", "agent_disconnected", "the agent disconnected before answering"));
         pending.delete(id);
       }

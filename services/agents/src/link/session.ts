@@ -5,6 +5,7 @@ import type { Clock, IdGenerator, Logger, Pool } from "@orch/kit";
 import { agentsDb, type LinkUp } from "../db.js";
 import type { MetricsWriter } from "../metrics-writer.js";
 import { createBusBridge, type BusBridge } from "./bus-bridge.js";
+import { createLinkGrants, grantOnRelay } from "./grants.js";
 import { newNonce, parseIdentity, signatureValid, type ClaimedIdentity } from "./handshake.js";
 import type { HeldLink, Hub } from "./hub.js";
 import type { Presence } from "./presence.js";
@@ -24,6 +25,8 @@ export interface LinkDeps {
   replica: string;
   metricsIntervalSeconds: number;
   handshakeTimeoutMs: number;
+  /** How long a terminal session's bus grant lasts (agents.terminal_grant_hours). */
+  terminalGrantMs: number;
   /** Lets the service wait for links that are still cleaning up when it stops. */
   track(p: Promise<unknown>): void;
 }
@@ -33,6 +36,8 @@ type Refusal = { reason: string; message: string };
 const MAX_ATTRIBUTES = 256;
 const MAX_ATTRIBUTE_VALUE = 4096;
 const MAX_QUEUED = 1000;
+/** Ends after which the agent is still running its sessions elsewhere (or soon will be): they must not be failed. */
+const AGENT_STILL_THERE = new Set(["replaced", "server_shutdown"]);
 
 /** "1.2.3.4:5678", "::1:5678", "::ffff:1.2.3.4:5678" → the host part. */
 export function peerHost(peer: string): string {
@@ -91,7 +96,7 @@ export function acceptLink(call: LinkCall, deps: LinkDeps): void {
         /* the transport is already gone */
       }
       relay?.stop();
-      bridge?.stop();
+      bridge?.stop({ agentGone: !AGENT_STILL_THERE.has(reason) });
       if (link) deps.hub.remove(link);
       if (wasUp && up) {
         await deps.presence.disconnected(up.nodeId, session, deps.clock.now(), reason).catch((err) => log.error({ err }, "could not record the disconnect"));
@@ -149,9 +154,14 @@ export function acceptLink(call: LinkCall, deps: LinkDeps): void {
     link = held;
     const replaced = deps.hub.add(held);
     if (replaced) void replaced.close("replaced");
-    bridge = createBusBridge({ nc: deps.nc, send, log });
-    relay = createRelay({ nc: deps.nc, nodeId: id.nodeId, send, approved: () => held.status === "approved", internal, log });
-    await relay.ready;
+    const grants = createLinkGrants({ pool: deps.pool, nodeId: id.nodeId, clock: deps.clock, log });
+    const busBridge = createBusBridge({ nc: deps.nc, send, grants, log });
+    bridge = busBridge;
+    const observe = grantOnRelay(grants, { terminalMs: deps.terminalGrantMs, clock: deps.clock, log, withdrawn: (g) => busBridge.withdraw(g) });
+    relay = createRelay({ nc: deps.nc, nodeId: id.nodeId, send, approved: () => held.status === "approved", internal, observe, log });
+    // Grants made through other replicas come with the link (a miss still asks the database).
+    const loaded = grants.load().catch((err) => log.warn({ err: (err as Error).message }, "link grants not loaded; looking them up one by one"));
+    await Promise.all([relay.ready, loaded]);
     if (phase !== "admitting") return;
     // Routing is live before the registry says "connected", so a caller who sees connected can reach it.
     const connected = await deps.presence.connected({ ...linkUp, now: deps.clock.now() });
