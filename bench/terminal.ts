@@ -196,6 +196,12 @@ async function main() {
     const echoRemote = await measure(remote, echoLatency);
     progress("echo on a local PTY");
     const echoLocal = await measure(localPty, echoLatency);
+    // One unmeasured pass each first, as the gateway bench warms up: a fresh process has not yet
+    // optimised its bulk-output paths (only the echo's small messages ran so far), and sustained
+    // output is what is measured here.
+    progress("throughput warm-up (orchestrator, then local PTY)");
+    await measure(remote, (ep) => throughput(ep, file));
+    await measure(localPty, (ep) => throughput(ep, file));
     progress("throughput through the orchestrator");
     const pids: Record<string, number | undefined> = { agent: agent.child.pid, bench: process.pid };
     for (const [name, p] of system.procs) pids[name] = p.child.pid;

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { AgentFrameSchema, agentLinkGrpcDefinition, type AgentFrame, type BusMessage, type Request, type ServerFrame, type Welcome } from "@orch/contracts";
+import { AgentFrameSchema, BusMessageSchema, agentLinkGrpcDefinition, type BusMessage, type Request, type ServerFrame, type Welcome } from "@orch/contracts";
 import type { Identity } from "../identity.js";
 import type { AgentLogger } from "../runtime.js";
 
@@ -23,6 +23,54 @@ export interface LinkAttempt {
   done: Promise<LinkOutcome>;
   /** Half-closes the stream (the server records a clean disconnect), then cancels it. */
   close(): void;
+}
+
+const PUBLISH_TAG = (AgentFrameSchema.field.publish.number << 3) | 2;
+const SUBJECT_TAG = (BusMessageSchema.field.subject.number << 3) | 2;
+const DATA_TAG = (BusMessageSchema.field.data.number << 3) | 2;
+
+const varintSize = (v: number) => (v < 0x80 ? 1 : v < 0x4000 ? 2 : v < 0x200000 ? 3 : v < 0x10000000 ? 4 : 5);
+function putVarint(buf: Buffer, o: number, v: number): number {
+  while (v > 0x7f) {
+    buf[o++] = (v & 0x7f) | 0x80;
+    v >>>= 7;
+  }
+  buf[o++] = v;
+  return o;
+}
+
+type PublishFrame = { frame: { case: "publish"; value: { subject: string; data: Uint8Array } } };
+/** A publish frame of plain values (no unknown fields) that `encodeFrame` writes itself. */
+function isPlainPublish(f: unknown): f is PublishFrame {
+  const inner = (f as { frame?: { case?: unknown; value?: Record<string, unknown> } }).frame;
+  const v = inner?.case === "publish" ? inner.value : undefined;
+  return !!v && typeof v.subject === "string" && v.data instanceof Uint8Array && (v.$unknown === undefined || (v.$unknown as unknown[]).length === 0);
+}
+
+/**
+ * Serializes a frame for the link. Publish frames carry terminal output, nearly every byte an
+ * agent sends: they are written directly (the same bytes as protobuf-es) instead of through
+ * create + toBinary + Buffer.from, which zero-fill and copy each payload twice more.
+ */
+export function encodeFrame(frame: AgentFrameInit): Buffer {
+  if (!isPlainPublish(frame)) return agentLinkGrpcDefinition.connect.requestSerialize(create(AgentFrameSchema, frame));
+  const { subject, data } = frame.frame.value;
+  const subjectBytes = Buffer.byteLength(subject, "utf8");
+  const inner = (subjectBytes ? varintSize(SUBJECT_TAG) + varintSize(subjectBytes) + subjectBytes : 0) + (data.length ? varintSize(DATA_TAG) + varintSize(data.length) + data.length : 0);
+  const buf = Buffer.allocUnsafe(varintSize(PUBLISH_TAG) + varintSize(inner) + inner);
+  let o = putVarint(buf, 0, PUBLISH_TAG);
+  o = putVarint(buf, o, inner);
+  if (subjectBytes) {
+    o = putVarint(buf, o, SUBJECT_TAG);
+    o = putVarint(buf, o, subjectBytes);
+    o += buf.write(subject, o, "utf8");
+  }
+  if (data.length) {
+    o = putVarint(buf, o, DATA_TAG);
+    o = putVarint(buf, o, data.length);
+    buf.set(data, o);
+  }
+  return buf;
 }
 
 export function channelCredentials(tls: { ca?: string | undefined } | undefined): grpc.ChannelCredentials {
@@ -52,7 +100,7 @@ export function openLink(opts: {
     "grpc.max_receive_message_length": 16 * 1024 * 1024,
   });
   const def = agentLinkGrpcDefinition.connect;
-  const call = client.makeBidiStreamRequest<AgentFrame, ServerFrame>(def.path, def.requestSerialize, def.responseDeserialize);
+  const call = client.makeBidiStreamRequest<AgentFrameInit, ServerFrame>(def.path, encodeFrame, def.responseDeserialize);
   let up = false;
   let ended = false;
   let resolveDone!: (o: LinkOutcome) => void;
@@ -61,7 +109,8 @@ export function openLink(opts: {
   const send: Send = (frame) => {
     if (ended) return;
     try {
-      call.write(create(AgentFrameSchema, frame));
+      // Built here, not in the serializer, so a bad frame is this write's error, not the stream's.
+      call.write(isPlainPublish(frame) ? frame : create(AgentFrameSchema, frame));
     } catch (err) {
       opts.log.debug({ err: (err as Error).message }, "write on a closing link failed");
     }

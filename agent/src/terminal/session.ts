@@ -24,9 +24,12 @@ export interface SessionSpec {
 }
 
 export interface SessionTuning {
-  /** Output is published when this many bytes are pending ... */
+  /** Output is published when this many bytes are pending (also the largest message) ... */
   flushBytes: number;
-  /** ... or this long after the first pending byte (keeps keystroke echo fast, big output batched). */
+  /**
+   * ... or this long after the previous publish while output keeps coming. Output after a quiet
+   * spell (a keystroke's echo, a prompt) is published at once.
+   */
   flushDelayMs: number;
   /** Output held before the first attach beyond this pauses the PTY (the shell blocks, nothing is lost). */
   holdLimitBytes: number;
@@ -34,7 +37,17 @@ export interface SessionTuning {
   killGraceMs: number;
 }
 
-export const DEFAULT_TUNING: SessionTuning = { flushBytes: 64 * 1024, flushDelayMs: 2, holdLimitBytes: 1024 * 1024, killGraceMs: 2000 };
+// Every message costs a gRPC frame, a NATS message, a WebSocket frame and a transcript line:
+// under sustained output fewer, larger messages are what keeps up with a local PTY.
+export const DEFAULT_TUNING: SessionTuning = { flushBytes: 256 * 1024, flushDelayMs: 4, holdLimitBytes: 1024 * 1024, killGraceMs: 2000 };
+
+/**
+ * Output after a small publish is taken for interactive (a keystroke's echo after the previous
+ * one) and need not wait for the batching window, unless it comes faster than a round trip
+ * through the orchestrator could (a program writing small pieces in a tight loop).
+ */
+const INTERACTIVE_BYTES = 1024;
+const INTERACTIVE_GAP_MS = 0.5;
 
 /**
  * Keeps our own handle on the PTY's slave side. Without it, when the shell exits the master reads
@@ -73,6 +86,8 @@ export function startSession(spec: SessionSpec, bus: SessionBus, log: AgentLogge
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   let flushTimer: NodeJS.Timeout | undefined;
+  let lastFlushAt = 0;
+  let lastFlushBytes = 0;
   let held = true;
   let paused = false;
   let attached = 0;
@@ -84,15 +99,20 @@ export function startSession(spec: SessionSpec, bus: SessionBus, log: AgentLogge
   let resolveDone!: () => void;
   const done = new Promise<void>((r) => (resolveDone = r));
 
-  const flush = () => {
+  /** Publishes what is pending; with `whole`, only full flushBytes messages (the rest waits). */
+  const flush = (whole = false) => {
     if (flushTimer) clearTimeout(flushTimer);
     flushTimer = undefined;
     if (held || pendingBytes === 0) return;
     const data = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes);
-    pending = [];
-    pendingBytes = 0;
-    // Bounded messages: NATS and the link both have payload limits well above this.
-    for (let i = 0; i < data.length; i += 64 * 1024) bus.publish(out, data.subarray(i, i + 64 * 1024));
+    const end = whole ? data.length - (data.length % tuning.flushBytes) : data.length;
+    const rest = data.subarray(end);
+    pending = rest.length ? [rest] : [];
+    pendingBytes = rest.length;
+    lastFlushAt = performance.now();
+    lastFlushBytes = end;
+    // Bounded messages: NATS (1 MiB by default) and the link (16 MiB) allow more than this.
+    for (let i = 0; i < end; i += tuning.flushBytes) bus.publish(out, data.subarray(i, Math.min(end, i + tuning.flushBytes)));
   };
 
   const release = () => {
@@ -116,8 +136,12 @@ export function startSession(spec: SessionSpec, bus: SessionBus, log: AgentLogge
       }
       return;
     }
-    if (pendingBytes >= tuning.flushBytes) flush();
-    else flushTimer ??= setTimeout(flush, tuning.flushDelayMs);
+    if (pendingBytes >= tuning.flushBytes) flush(true);
+    if (pendingBytes === 0 || flushTimer) return;
+    const since = performance.now() - lastFlushAt;
+    const interactive = since >= tuning.flushDelayMs || (lastFlushBytes < INTERACTIVE_BYTES && since >= INTERACTIVE_GAP_MS);
+    if (pending.length === 1 && interactive) flush();
+    else flushTimer = setTimeout(flush, tuning.flushDelayMs);
   });
 
   const close = (reason: string) => {

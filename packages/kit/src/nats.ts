@@ -41,6 +41,30 @@ export async function connectNats(opts: NatsOptions): Promise<NatsConnection> {
   return nc;
 }
 
+type Send = () => void;
+const batches = new WeakMap<NatsConnection, Send[]>();
+
+/**
+ * Runs `send` (a request or a reply) in one setImmediate turn shared by everything queued on the
+ * connection in this event-loop turn. nats.js writes to the socket once per microtask turn, so
+ * requests and replies made from separate I/O callbacks (HTTP requests, database results) each
+ * cost a syscall here and a wakeup of nats-server; under load this sends them in one write.
+ * Idle, it adds only the rest of the current loop turn. `send` must not throw.
+ */
+export function sendSoon(nc: NatsConnection, send: Send): void {
+  const queued = batches.get(nc);
+  if (queued) {
+    queued.push(send);
+    return;
+  }
+  const batch = [send];
+  batches.set(nc, batch);
+  setImmediate(() => {
+    batches.delete(nc);
+    for (const s of batch) s();
+  });
+}
+
 /** Maps NATS client failures to the closed code set. */
 export function busError(err: unknown): OrchError {
   if (err instanceof OrchError) return err;

@@ -2,8 +2,9 @@ import { create, fromBinary, toBinary, type DescMessage, type DescMethod, type M
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
 import { headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { ErrorSchema } from "@orch/contracts";
+import { createMessageCodec } from "./codec/index.js";
 import { OrchError, isCode } from "./errors.js";
-import { busError } from "./nats.js";
+import { busError, sendSoon } from "./nats.js";
 import type { Logger } from "./logger.js";
 
 /** Who is calling, carried in headers on every request. */
@@ -107,6 +108,7 @@ export function serveRpc<S extends GenService<GenServiceMethods>>(opts: RpcServe
   const queue = opts.queue === undefined ? opts.name : opts.queue;
   const subs: Subscription[] = [];
   let inflight = 0;
+  const codec = createMessageCodec();
   const methods = (opts.service as unknown as { methods: DescMethod[] }).methods;
   for (const method of methods) {
     const handler = (opts.handlers as Record<string, (req: unknown, ctx: CallContext) => Promise<unknown>>)[method.localName];
@@ -114,6 +116,8 @@ export function serveRpc<S extends GenService<GenServiceMethods>>(opts: RpcServe
     const subject = `${base}.${method.name}`;
     const onMsg = async (msg: Msg) => {
       inflight++;
+      // The reply is sent in a later turn; the request stays in flight (for stop()) until then.
+      let replying = false;
       const requestId = msg.headers?.get(H.requestId) || "";
       const deadlineHdr = Number(msg.headers?.get(H.deadline) || 0);
       const deadline = deadlineHdr > 0 ? deadlineHdr : Date.now() + 30_000;
@@ -129,9 +133,21 @@ export function serveRpc<S extends GenService<GenServiceMethods>>(opts: RpcServe
       };
       try {
         if (Date.now() > deadline) return; // the caller has given up; doing the work would only add load
-        const req = fromBinary(method.input, msg.data);
+        const req = codec.decode(method.input, msg.data);
         const res = await handler(req, ctx);
-        if (msg.reply) msg.respond(toBinary(method.output, create(method.output, res as never)));
+        if (msg.reply) {
+          const data = codec.encode(method.output, res);
+          replying = true;
+          sendSoon(nc, () => {
+            try {
+              msg.respond(data);
+            } catch (err) {
+              ctx.log.warn({ err }, "reply failed");
+            } finally {
+              inflight--;
+            }
+          });
+        }
       } catch (err) {
         const e = OrchError.from(err);
         if (e.code === "INTERNAL") ctx.log.error({ err: e.cause ?? err }, "handler failed");
@@ -141,7 +157,7 @@ export function serveRpc<S extends GenService<GenServiceMethods>>(opts: RpcServe
           msg.respond(data, { headers: hdrs });
         }
       } finally {
-        inflight--;
+        if (!replying) inflight--;
       }
     };
     subs.push(
@@ -180,6 +196,7 @@ export interface RpcClientOptions {
 export function rpcClient<S extends GenService<GenServiceMethods>>(nc: NatsConnection, name: string, service: S, opts: RpcClientOptions): Client<S> {
   const base = opts.subjectBase ?? `orch.${name}`;
   const client: Record<string, unknown> = {};
+  const codec = createMessageCodec();
   const methods = (service as unknown as { methods: DescMethod[] }).methods;
   for (const method of methods) {
     const subject = `${base}.${method.name}`;
@@ -196,13 +213,22 @@ export function rpcClient<S extends GenService<GenServiceMethods>>(nc: NatsConne
       hdrs.set(H.deadline, String(Date.now() + timeout));
       let reply: Msg;
       try {
-        reply = await nc.request(subject, toBinary(method.input, create(method.input, req as never)), { timeout, headers: hdrs });
+        const data = codec.encode(method.input, req);
+        reply = await new Promise<Msg>((resolve, reject) =>
+          sendSoon(nc, () => {
+            try {
+              nc.request(subject, data, { timeout, headers: hdrs }).then(resolve, reject);
+            } catch (err) {
+              reject(err);
+            }
+          }),
+        );
       } catch (err) {
         throw busError(err);
       }
       const err = decodeError(reply);
       if (err) throw err;
-      return fromBinary(method.output, reply.data);
+      return codec.decode(method.output, reply.data);
     };
   }
   return client as Client<S>;

@@ -12,15 +12,17 @@ export interface OperatorRow {
 
 const COLS = "id, name, public_key, role, active, created_at, created_by";
 
+// Named (prepared) statements: Postgres parses and plans them once per connection, not per call.
+
 export const operatorsDb = {
   async byKey(db: Queryable, publicKey: string): Promise<OperatorRow | undefined> {
-    return (await db.query<OperatorRow>(`SELECT ${COLS} FROM operators WHERE public_key = $1`, [publicKey])).rows[0];
+    return (await db.query<OperatorRow>({ name: "auth.operator_by_key", text: `SELECT ${COLS} FROM operators WHERE public_key = $1`, values: [publicKey] })).rows[0];
   },
   async byIdOrName(db: Queryable, idOrName: string): Promise<OperatorRow | undefined> {
-    return (await db.query<OperatorRow>(`SELECT ${COLS} FROM operators WHERE id = $1 OR name = $1 LIMIT 1`, [idOrName])).rows[0];
+    return (await db.query<OperatorRow>({ name: "auth.operator_by_id_or_name", text: `SELECT ${COLS} FROM operators WHERE id = $1 OR name = $1 LIMIT 1`, values: [idOrName] })).rows[0];
   },
   async page(db: Queryable, limit: number, after: string): Promise<OperatorRow[]> {
-    return (await db.query<OperatorRow>(`SELECT ${COLS} FROM operators WHERE id > $1 ORDER BY id LIMIT $2`, [after, limit])).rows;
+    return (await db.query<OperatorRow>({ name: "auth.operators_page", text: `SELECT ${COLS} FROM operators WHERE id > $1 ORDER BY id LIMIT $2`, values: [after, limit] })).rows;
   },
   async insert(db: Queryable, o: OperatorRow): Promise<void> {
     await db.query(`INSERT INTO operators (${COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [o.id, o.name, o.public_key, o.role, o.active, o.created_at, o.created_by]);
@@ -46,12 +48,13 @@ export const sessionsDb = {
   },
   async principal(db: Queryable, hash: string, now: number): Promise<(OperatorRow & { expires_at: number }) | undefined> {
     return (
-      await db.query<OperatorRow & { expires_at: number }>(
-        `SELECT o.id, o.name, o.public_key, o.role, o.active, o.created_at, o.created_by, t.expires_at
+      await db.query<OperatorRow & { expires_at: number }>({
+        name: "auth.principal",
+        text: `SELECT o.id, o.name, o.public_key, o.role, o.active, o.created_at, o.created_by, t.expires_at
            FROM tokens t JOIN operators o ON o.id = t.operator_id
           WHERE t.hash = $1 AND t.expires_at > $2 AND o.active`,
-        [hash, now],
-      )
+        values: [hash, now],
+      })
     ).rows[0];
   },
   async removeToken(db: Queryable, hash: string): Promise<void> {

@@ -38,13 +38,16 @@ function zodIssues(location: string, err: z.ZodError) {
 
 export async function buildGateway(deps: GatewayDeps): Promise<{ app: FastifyInstance; routes: RouteSpec[]; tokens: TokenCache }> {
   const { config, log } = deps;
+  // A ULID per request costs 16 crypto calls; one per process plus a counter is just as unique.
+  let reqPrefix: string | undefined;
+  let reqSeq = 0;
   const app = Fastify({
     loggerInstance: log as unknown as FastifyBaseLogger,
     disableRequestLogging: true,
     bodyLimit: config.http.body_limit,
     trustProxy: config.http.trust_proxy,
     requestIdHeader: "x-request-id",
-    genReqId: () => deps.ids.next(),
+    genReqId: () => `${(reqPrefix ??= deps.ids.next())}-${(++reqSeq).toString(36)}`,
     return503OnClosing: true,
   });
 

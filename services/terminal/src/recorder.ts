@@ -2,7 +2,7 @@ import { StringDecoder } from "node:string_decoder";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Clock } from "@orch/kit";
 import { parseControl, termSubject } from "./control.js";
-import { outputLine, resizeLine, type TranscriptWriter } from "./transcript.js";
+import { outputLine, outputLineBytes, resizeLine, type TranscriptWriter } from "./transcript.js";
 
 export interface RecorderHooks {
   /** The agent reported the shell's end. */
@@ -31,6 +31,9 @@ export interface Recorder {
 export async function startRecorder(opts: { nc: NatsConnection; sessionId: string; openedAtMs: number; writer: TranscriptWriter; clock: Clock; hooks: RecorderHooks }): Promise<Recorder> {
   const { nc, sessionId, writer, clock, hooks } = opts;
   const decoder = new StringDecoder("utf8");
+  // Whether the decoder holds the start of a UTF-8 character split across messages (were
+  // `lastNeed` ever missing, every chunk would simply take the decoder).
+  const decoderHolds = () => (decoder as unknown as { lastNeed?: number }).lastNeed !== 0;
   let lastAgent = clock.now();
   let lastActivity = clock.now();
   const elapsed = () => clock.now() - opts.openedAtMs;
@@ -39,8 +42,11 @@ export async function startRecorder(opts: { nc: NatsConnection; sessionId: strin
       callback: (err, msg) => {
         if (err) return;
         lastAgent = lastActivity = clock.now();
-        const text = decoder.write(Buffer.from(msg.data));
-        if (text) writer.append(outputLine(elapsed(), text));
+        const at = elapsed();
+        const line = decoderHolds() ? undefined : outputLineBytes(at, msg.data);
+        if (line) return writer.append(line);
+        const text = decoder.write(Buffer.from(msg.data.buffer, msg.data.byteOffset, msg.data.byteLength));
+        if (text) writer.append(outputLine(at, text));
       },
     }),
     nc.subscribe(termSubject(sessionId, "in"), {

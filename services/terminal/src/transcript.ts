@@ -1,3 +1,4 @@
+import { isAscii } from "node:buffer";
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { open, stat, truncate, type FileHandle } from "node:fs/promises";
@@ -9,6 +10,42 @@ export function headerLine(h: { cols: number; rows: number; openedAtMs: number; 
 
 const secs = (elapsedMs: number) => Math.max(0, Math.round(elapsedMs * 1000) / 1e6);
 export const outputLine = (elapsedMs: number, text: string) => `${JSON.stringify([secs(elapsedMs), "o", text])}\n`;
+
+// JSON.stringify's own escapes for the ASCII bytes it escapes (controls, '"', '\'); others pass.
+const ESCAPES = Array.from({ length: 128 }, (_, c) => {
+  const e = JSON.stringify(String.fromCharCode(c)).slice(1, -1);
+  return e.length > 1 ? Buffer.from(e, "latin1") : undefined;
+});
+
+/**
+ * `outputLine` for output that is plain ASCII (most of what a terminal prints), built from the
+ * bytes: the same line without decoding to a string, JSON-escaping it and encoding it back.
+ * Undefined for empty or non-ASCII data, or unusually many escapes: use `outputLine` then.
+ */
+export function outputLineBytes(elapsedMs: number, data: Uint8Array): Buffer | undefined {
+  const n = data.length;
+  if (n === 0 || !isAscii(data)) return undefined;
+  const head = `[${JSON.stringify(secs(elapsedMs))},"o","`;
+  // \r\n and colour codes cost a few bytes each; past this budget the string path is as good.
+  let spare = (n >> 2) + 16;
+  const out = Buffer.allocUnsafe(head.length + n + spare + 3);
+  let o = out.write(head, 0, "latin1");
+  for (let i = 0; i < n; i++) {
+    const c = data[i]!;
+    const e = ESCAPES[c];
+    if (e === undefined) {
+      out[o++] = c;
+      continue;
+    }
+    spare -= e.length - 1;
+    if (spare < 0) return undefined;
+    for (let k = 0; k < e.length; k++) out[o++] = e[k]!;
+  }
+  out[o++] = 0x22; // "
+  out[o++] = 0x5d; // ]
+  out[o++] = 0x0a; // \n
+  return out.subarray(0, o);
+}
 export const resizeLine = (elapsedMs: number, cols: number, rows: number) => `${JSON.stringify([secs(elapsedMs), "r", `${cols}x${rows}`])}\n`;
 export const markerLine = (elapsedMs: number, label: string) => `${JSON.stringify([secs(elapsedMs), "m", label])}\n`;
 
@@ -53,8 +90,8 @@ export async function fileSize(path: string): Promise<number> {
 }
 
 export interface TranscriptWriter {
-  /** Queues a line; it reaches the file within the flush interval. */
-  append(line: string): void;
+  /** Queues a line (text or its UTF-8 bytes); it reaches the file within the flush interval. */
+  append(line: string | Uint8Array): void;
   /** Writes everything queued now. */
   flush(): Promise<void>;
   /** Flushes, syncs to disk and closes. */
@@ -67,7 +104,7 @@ export interface TranscriptWriter {
  */
 export async function openTranscript(path: string, flushIntervalMs: number): Promise<TranscriptWriter> {
   const fh = await open(path, "a", 0o600);
-  let pending: string[] = [];
+  let pending: Array<string | Uint8Array> = [];
   let pendingBytes = 0;
   let chain: Promise<void> = Promise.resolve();
   let lastSync = Date.now();
@@ -77,12 +114,13 @@ export async function openTranscript(path: string, flushIntervalMs: number): Pro
 
   const write = () => {
     if (pending.length === 0) return chain;
-    const data = pending.join("");
+    // Output arrives as bytes: one writev, no joining into a string and encoding it again.
+    const data = pending.map((l) => (typeof l === "string" ? Buffer.from(l, "utf8") : l));
     pending = [];
     pendingBytes = 0;
     chain = chain.then(async () => {
       try {
-        await fh.write(data);
+        await fh.writev(data);
         dirty = true;
         if (Date.now() - lastSync >= 1000) {
           lastSync = Date.now();
