@@ -1,7 +1,7 @@
 import { lookupGroup, type GroupEntry } from "../accounts.js";
 import { onlyKeys, optBool, optInt, state, str } from "../spec.js";
 import { SpecError, type Provider, type Spec } from "../types.js";
-import { ACCOUNT_NAME, runAccountCmd } from "./user.js";
+import { ACCOUNT_NAME, applyAccountPlan } from "./user.js";
 
 const FIELDS = ["name", "gid", "system", "state"];
 
@@ -37,19 +37,7 @@ export function groupProvider(): Provider {
     async apply(spec, ctx) {
       const w = parse(spec);
       const g = await lookupGroup(w.name);
-      const p = plan(w, g);
-      if (!p.cmd) return { changed: false, diff: "", message: "", stdout: "", stderr: "", observed: observed(g) };
-      const r = await runAccountCmd(p.cmd, ctx);
-      const ok = r.code === 0;
-      return {
-        changed: true,
-        failed: !ok,
-        diff: p.diff,
-        message: ok ? p.diff.trim() : `${p.cmd[0]} exited with code ${r.code ?? (r.spawnError ? `none (${r.spawnError})` : r.timedOut ? "none (timed out)" : r.signal)}`,
-        stdout: r.stdout,
-        stderr: r.stderr,
-        observed: observed(await lookupGroup(w.name)),
-      };
+      return applyAccountPlan(plan(w, g), ctx, observed(g), async () => observed(await lookupGroup(w.name)));
     },
   };
 }

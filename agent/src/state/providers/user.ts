@@ -1,7 +1,7 @@
 import { lookupGroup, lookupUser, supplementaryGroups, type PasswdEntry } from "../accounts.js";
 import { budget, run, type RunResult } from "../proc.js";
 import { onlyKeys, optBool, optInt, optStr, optStrList, state, str } from "../spec.js";
-import { SpecError, type Provider, type ProviderContext, type Spec } from "../types.js";
+import { SpecError, type ApplyResult, type Provider, type ProviderContext, type Spec } from "../types.js";
 
 const FIELDS = ["name", "uid", "group", "gid", "groups", "home", "shell", "comment", "system", "state"];
 const CMD_MS = 60_000;
@@ -95,7 +95,23 @@ async function plan(w: Want, c: Current): Promise<{ cmd: string[] | null; diff: 
   return d.flags.length ? { cmd: ["usermod", ...d.flags, "--", w.name], diff: d.lines.map((l) => `${l}\n`).join("") } : { cmd: null, diff: "" };
 }
 
-export const runAccountCmd = (cmd: string[], ctx: ProviderContext): Promise<RunResult> => run(cmd[0]!, cmd.slice(1), { timeoutMs: budget(CMD_MS, ctx.deadline) });
+const runAccountCmd = (cmd: string[], ctx: ProviderContext): Promise<RunResult> => run(cmd[0]!, cmd.slice(1), { timeoutMs: budget(CMD_MS, ctx.deadline) });
+
+/** Apply step shared by user and group: run the planned command (if any) and observe the result. */
+export async function applyAccountPlan(p: { cmd: string[] | null; diff: string }, ctx: ProviderContext, before: Record<string, unknown>, after: () => Promise<Record<string, unknown>>): Promise<ApplyResult> {
+  if (!p.cmd) return { changed: false, diff: "", message: "", stdout: "", stderr: "", observed: before };
+  const r = await runAccountCmd(p.cmd, ctx);
+  const ok = r.code === 0;
+  return {
+    changed: true,
+    failed: !ok,
+    diff: p.diff,
+    message: ok ? p.diff.trim() : `${p.cmd[0]} exited with code ${r.code ?? (r.spawnError ? `none (${r.spawnError})` : r.timedOut ? "none (timed out)" : r.signal)}`,
+    stdout: r.stdout,
+    stderr: r.stderr,
+    observed: await after(),
+  };
+}
 
 export function userProvider(): Provider {
   return {
@@ -109,18 +125,7 @@ export function userProvider(): Provider {
       const w = parse(spec);
       const c = await current(w.name);
       const p = await plan(w, c);
-      if (!p.cmd) return { changed: false, diff: "", message: "", stdout: "", stderr: "", observed: observed(c) };
-      const r = await runAccountCmd(p.cmd, ctx);
-      const ok = r.code === 0;
-      return {
-        changed: true,
-        failed: !ok,
-        diff: p.diff,
-        message: ok ? p.diff.trim() : `${p.cmd[0]} exited with code ${r.code ?? (r.spawnError ? `none (${r.spawnError})` : r.timedOut ? "none (timed out)" : r.signal)}`,
-        stdout: r.stdout,
-        stderr: r.stderr,
-        observed: observed(await current(w.name)),
-      };
+      return applyAccountPlan(p, ctx, observed(c), async () => observed(await current(w.name)));
     },
   };
 }

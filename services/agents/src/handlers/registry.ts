@@ -1,6 +1,6 @@
 import type { AgentsService } from "@orch/contracts";
 import { NODE_ID_RE } from "@orch/contracts";
-import { conflict, invalid, notFound, pageLimit, precondition, type Handlers } from "@orch/kit";
+import { keysetPage, conflict, invalid, notFound, pageLimit, precondition, type Handlers } from "@orch/kit";
 import { agentsDb, type AgentRow } from "../db.js";
 import type { AgentsDeps } from "../deps.js";
 import { agentRef } from "../link/presence.js";
@@ -42,8 +42,8 @@ export function registryHandlers(deps: AgentsDeps): RegistryHandlers {
       if (req.status && !STATUSES.includes(req.status)) throw invalid("invalid_status", "status must be pending, approved or rejected", { field: "status" });
       if (req.cursor && !NODE_ID_RE.test(req.cursor)) throw invalid("invalid_cursor", "cursor is not valid", { field: "cursor" });
       const rows = await agentsDb.page(pool, { limit: limit + 1, after: req.cursor, status: req.status });
-      const page = rows.slice(0, limit);
-      return { agents: page.map(toAgent), nextCursor: rows.length > limit ? page.at(-1)!.node_id : "" };
+      const { page, nextCursor } = keysetPage(rows, limit, (r) => r.node_id);
+      return { agents: page.map(toAgent), nextCursor };
     },
 
     async setApproval(req, ctx) {

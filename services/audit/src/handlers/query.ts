@@ -1,5 +1,5 @@
 import type { AuditService } from "@orch/contracts";
-import { invalid, pageLimit, type Handlers } from "@orch/kit";
+import { keysetPage, invalid, pageLimit, type Handlers } from "@orch/kit";
 import { eventsDb, storedEvent, toEvent } from "../db.js";
 import { parseCursor, parseFilter } from "../filter.js";
 import type { AuditDeps } from "../service.js";
@@ -16,8 +16,8 @@ export function queryHandlers(deps: AuditDeps): QueryHandlers {
       const cursor = parseCursor("cursor", req.cursor);
       const limit = pageLimit(req.limit);
       const rows = await eventsDb.page(pool, filter, cursor, limit);
-      const page = rows.slice(0, limit);
-      return { events: page.map(toEvent), nextCursor: rows.length > limit ? page.at(-1)!.id : "" };
+      const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
+      return { events: page.map(toEvent), nextCursor };
     },
 
     async tail(req) {

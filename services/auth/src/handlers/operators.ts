@@ -1,6 +1,6 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { RevocationSchema, type AuthService } from "@orch/contracts";
-import { conflict, forbidden, invalid, notFound, pageLimit, precondition, type CallContext, type Handlers } from "@orch/kit";
+import { keysetPage, conflict, forbidden, invalid, notFound, pageLimit, precondition, type CallContext, type Handlers } from "@orch/kit";
 import { operatorsDb } from "../db.js";
 import { normaliseKey, publicKeyObject } from "../keys.js";
 import { toOperator, type AuthDeps } from "../service.js";
@@ -21,8 +21,8 @@ export function operatorHandlers(deps: AuthDeps): OperatorHandlers {
     async listOperators(req) {
       const limit = pageLimit(req.limit);
       const rows = await operatorsDb.page(pool, limit + 1, req.cursor);
-      const page = rows.slice(0, limit);
-      return { operators: page.map(toOperator), nextCursor: rows.length > limit ? page.at(-1)!.id : "" };
+      const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
+      return { operators: page.map(toOperator), nextCursor };
     },
 
     async getOperator(req) {

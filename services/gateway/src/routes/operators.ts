@@ -5,29 +5,15 @@ import type { GatewayContext } from "../app.js";
 import { route } from "../route.js";
 import { OperatorOut, iso, pageQuery } from "../schemas.js";
 
-export function operatorJson(o: Operator, time: (ms: number) => string = iso): z.infer<typeof OperatorOut> {
+export function operatorJson(o: Operator): z.infer<typeof OperatorOut> {
   return {
     id: o.id,
     name: o.name,
     public_key: o.publicKey,
     role: o.role === "admin" ? "admin" : "operator",
     active: o.active,
-    created_at: time(o.createdAt),
+    created_at: iso(o.createdAt),
     created_by: o.createdBy,
-  };
-}
-
-/** `iso` remembered: a listing formats the same creation times on every call. */
-function cachedIso(max = 10_000): (ms: number) => string {
-  const seen = new Map<number, string>();
-  return (ms) => {
-    let s = seen.get(ms);
-    if (s === undefined) {
-      s = iso(ms);
-      if (seen.size >= max) seen.clear();
-      seen.set(ms, s);
-    }
-    return s;
   };
 }
 
@@ -35,7 +21,6 @@ const OperatorId = z.object({ operator_id: z.string().min(1).max(128) });
 
 export function operatorRoutes(ctx: GatewayContext) {
   const auth = rpcClient(ctx.nc, "auth", AuthService, { timeoutMs: ctx.timeoutMs });
-  const createdAt = cachedIso();
   return [
     route({
       method: "GET",
@@ -47,7 +32,7 @@ export function operatorRoutes(ctx: GatewayContext) {
       responses: { 200: z.object({ operators: z.array(OperatorOut), has_more: z.boolean(), next_cursor: z.string().nullable() }) },
       async handler({ query, call }) {
         const r = await auth.listOperators({ limit: query.limit ?? 0, cursor: query.cursor ?? "" }, call);
-        return { operators: r.operators.map((o) => operatorJson(o, createdAt)), has_more: r.nextCursor !== "", next_cursor: r.nextCursor || null };
+        return { operators: r.operators.map(operatorJson), has_more: r.nextCursor !== "", next_cursor: r.nextCursor || null };
       },
     }),
     route({

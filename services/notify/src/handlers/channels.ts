@@ -1,5 +1,5 @@
 import type { NotifyService } from "@orch/contracts";
-import { conflict, invalid, notFound, pageLimit, type CallContext, type Handlers, type Queryable } from "@orch/kit";
+import { keysetPage, conflict, invalid, notFound, pageLimit, type CallContext, type Handlers, type Queryable } from "@orch/kit";
 import { isChannelType, prepareCreate, prepareUpdate, CHANNEL_TYPES } from "../channels/config.js";
 import { channelsDb, type ChannelRow } from "../db/channels.js";
 import { deliveriesDb, DELIVERY_STATUSES } from "../db/deliveries.js";
@@ -55,8 +55,8 @@ export function channelHandlers(rt: NotifyRuntime): ChannelHandlers {
     async listChannels(req) {
       const limit = pageLimit(req.limit);
       const rows = await channelsDb.page(pool, limit + 1, req.cursor);
-      const page = rows.slice(0, limit);
-      return { channels: page.map((r) => toChannel(r, box)), nextCursor: rows.length > limit ? page.at(-1)!.id : "" };
+      const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
+      return { channels: page.map((r) => toChannel(r, box)), nextCursor };
     },
 
     async getChannel(req) {
@@ -138,8 +138,8 @@ export function channelHandlers(rt: NotifyRuntime): ChannelHandlers {
       if (req.status && !(DELIVERY_STATUSES as readonly string[]).includes(req.status)) throw invalid("invalid_status", `status must be one of ${DELIVERY_STATUSES.join(", ")}`, { parameter: "status" });
       const ch = await find(pool, req.channelId);
       const rows = await deliveriesDb.page(pool, ch.id, { status: req.status, limit: limit + 1, before: req.cursor });
-      const page = rows.slice(0, limit);
-      return { deliveries: page.map(toDelivery), nextCursor: rows.length > limit ? page.at(-1)!.id : "" };
+      const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
+      return { deliveries: page.map(toDelivery), nextCursor };
     },
   };
 }

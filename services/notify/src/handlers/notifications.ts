@@ -1,5 +1,5 @@
 import type { NotifyService } from "@orch/contracts";
-import { invalid, notFound, pageLimit, type Handlers } from "@orch/kit";
+import { keysetPage, invalid, notFound, pageLimit, type Handlers } from "@orch/kit";
 import { notificationsDb } from "../db/notifications.js";
 import { requireOperator, toNotification } from "../convert.js";
 import type { NotifyRuntime } from "../service.js";
@@ -16,8 +16,8 @@ export function notificationHandlers(rt: NotifyRuntime): NotificationHandlers {
       const me = requireOperator(ctx);
       const limit = pageLimit(req.limit, 50, NOTIFICATIONS_MAX_LIMIT);
       const rows = await notificationsDb.page(pool, me, { unreadOnly: req.unreadOnly, limit: limit + 1, before: req.cursor });
-      const page = rows.slice(0, limit);
-      return { notifications: page.map(toNotification), unreadCount: await notificationsDb.unreadCount(pool, me), nextCursor: rows.length > limit ? page.at(-1)!.id : "" };
+      const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
+      return { notifications: page.map(toNotification), unreadCount: await notificationsDb.unreadCount(pool, me), nextCursor };
     },
 
     async markRead(req, ctx) {

@@ -1,5 +1,5 @@
 import type { NotifyService } from "@orch/contracts";
-import { invalid, notFound, pageLimit, type Handlers, type Queryable } from "@orch/kit";
+import { keysetPage, invalid, notFound, pageLimit, type Handlers, type Queryable } from "@orch/kit";
 import { windowsDb, type WindowRow } from "../db/windows.js";
 import { requireAdmin, toWindow } from "../convert.js";
 import type { NotifyRuntime } from "../service.js";
@@ -49,8 +49,8 @@ export function windowHandlers(rt: NotifyRuntime): WindowHandlers {
     async listWindows(req) {
       const limit = pageLimit(req.limit);
       const rows = await windowsDb.page(pool, limit + 1, req.cursor);
-      const page = rows.slice(0, limit);
-      return { windows: page.map(toWindow), nextCursor: rows.length > limit ? page.at(-1)!.id : "" };
+      const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
+      return { windows: page.map(toWindow), nextCursor };
     },
 
     async getWindow(req) {

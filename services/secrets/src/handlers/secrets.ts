@@ -1,5 +1,5 @@
 import type { SecretsService } from "@orch/contracts";
-import { conflict, invalid, notFound, pageLimit, type Handlers } from "@orch/kit";
+import { keysetPage, conflict, invalid, notFound, pageLimit, type Handlers } from "@orch/kit";
 import { secretsDb, type SecretMeta } from "../db.js";
 import { normaliseRestriction, type Restriction } from "../restriction.js";
 import { checkDescription, checkExpiry, checkName, checkValue } from "../validate.js";
@@ -42,8 +42,8 @@ export function secretHandlers({ deps, keyring }: HandlerContext): CrudHandlers 
     async listSecrets(req) {
       const limit = pageLimit(req.limit);
       const rows = await secretsDb.page(pool, limit + 1, req.cursor);
-      const page = rows.slice(0, limit);
-      return { secrets: page.map(toSecret), nextCursor: rows.length > limit ? page.at(-1)!.name : "" };
+      const { page, nextCursor } = keysetPage(rows, limit, (r) => r.name);
+      return { secrets: page.map(toSecret), nextCursor };
     },
 
     async getSecret(req) {

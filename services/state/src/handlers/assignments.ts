@@ -1,5 +1,5 @@
 import { parseSelector, SelectorError, type StateService } from "@orch/contracts";
-import { conflict, invalid, notFound, pageLimit, type Handlers } from "@orch/kit";
+import { keysetPage, conflict, invalid, notFound, pageLimit, type Handlers } from "@orch/kit";
 import { assignmentMsg, runMsg } from "../convert.js";
 import { assignmentsDb, modulesDb, type AssignmentRow } from "../db/catalog.js";
 import { operationsDb } from "../db/operations.js";
@@ -65,8 +65,8 @@ export function assignmentHandlers(engine: Engine): AssignmentHandlers {
     async listAssignments(req) {
       const limit = pageLimit(req.limit);
       const rows = await assignmentsDb.page(pool, limit + 1, req.cursor);
-      const page = rows.slice(0, limit);
-      return { assignments: page.map(assignmentMsg), nextCursor: rows.length > limit ? page.at(-1)!.name : "" };
+      const { page, nextCursor } = keysetPage(rows, limit, (r) => r.name);
+      return { assignments: page.map(assignmentMsg), nextCursor };
     },
 
     async getAssignment(req) {

@@ -1,5 +1,5 @@
 import type { StateService } from "@orch/contracts";
-import { notFound, pageLimit, type Handlers } from "@orch/kit";
+import { keysetPage, notFound, pageLimit, type Handlers } from "@orch/kit";
 import { believedMsg, driftMsg, operationMsg } from "../convert.js";
 import { believedDb, driftDb } from "../db/snapshots.js";
 import { requireSnapshot } from "../engine/drift.js";
@@ -28,8 +28,8 @@ export function driftHandlers(engine: Engine): DriftHandlers {
       const limit = pageLimit(req.limit);
       const nodeId = await nodeIdForRead(clients, req.nodeId, ctx.actor);
       const rows = await driftDb.page(pool, nodeId, limit + 1, req.cursor);
-      const page = rows.slice(0, limit);
-      return { records: page.map(driftMsg), nextCursor: rows.length > limit ? page.at(-1)!.id : "" };
+      const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
+      return { records: page.map(driftMsg), nextCursor };
     },
 
     async getLatestDrift(req, ctx) {

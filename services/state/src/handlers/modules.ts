@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { StateService } from "@orch/contracts";
-import { invalid, notFound, pageLimit, precondition, type Handlers } from "@orch/kit";
+import { keysetPage, invalid, notFound, pageLimit, precondition, type Handlers } from "@orch/kit";
 import { validName } from "./validate.js";
 import { assignmentsDb, modulesDb, type ModuleRow } from "../db/catalog.js";
 import { moduleMsg } from "../convert.js";
@@ -42,8 +42,8 @@ export function moduleHandlers({ deps }: Engine): ModuleHandlers {
     async listModules(req) {
       const limit = pageLimit(req.limit);
       const rows = await modulesDb.page(pool, limit + 1, req.cursor);
-      const page = rows.slice(0, limit);
-      return { modules: page.map((m) => moduleMsg(m, false)), nextCursor: rows.length > limit ? page.at(-1)!.name : "" };
+      const { page, nextCursor } = keysetPage(rows, limit, (r) => r.name);
+      return { modules: page.map((m) => moduleMsg(m, false)), nextCursor };
     },
 
     async getModule(req) {

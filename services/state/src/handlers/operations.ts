@@ -1,5 +1,5 @@
 import type { StateService } from "@orch/contracts";
-import { invalid, notFound, pageLimit, type Handlers } from "@orch/kit";
+import { keysetPage, invalid, notFound, pageLimit, type Handlers } from "@orch/kit";
 import { operationMsg } from "../convert.js";
 import { operationsDb } from "../db/operations.js";
 import type { Engine } from "../engine/index.js";
@@ -43,8 +43,8 @@ export function operationHandlers(engine: Engine): OperationHandlers {
       if (req.status && !STATUSES.has(req.status)) throw invalid("invalid_request", `status must be one of ${[...STATUSES].join(", ")}`, { field: "status" });
       const nodeId = await nodeIdForRead(clients, req.nodeId, ctx.actor);
       const rows = await operationsDb.page(pool, { node_id: nodeId, kind: req.kind, status: req.status }, limit + 1, req.cursor);
-      const page = rows.slice(0, limit);
-      return { operations: page.map((o) => operationMsg(o, false)), nextCursor: rows.length > limit ? page.at(-1)!.id : "" };
+      const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
+      return { operations: page.map((o) => operationMsg(o, false)), nextCursor };
     },
 
     async getOperation(req, ctx) {

@@ -1,5 +1,5 @@
 import type { TerminalService } from "@orch/contracts";
-import { invalid, pageLimit, type Handlers } from "@orch/kit";
+import { keysetPage, invalid, pageLimit, type Handlers } from "@orch/kit";
 import { agentTerminal } from "../agent.js";
 import { encodeControl, termSubject } from "../control.js";
 import { STATUSES, isLive, sessionsDb, type SessionRow } from "../db.js";
@@ -19,8 +19,8 @@ export function sessionHandlers(deps: TerminalDeps, recordings: Recordings): Ses
       if (req.status && !(STATUSES as readonly string[]).includes(req.status)) throw invalid("invalid_request", `status must be one of ${STATUSES.join(", ")}`, { field: "status" });
       const limit = pageLimit(req.limit);
       const rows = await sessionsDb.page(pool, { status: req.status, operatorId: seesAll(ctx.actor) ? null : ctx.actor.id, before: req.cursor, limit: limit + 1 });
-      const page = rows.slice(0, limit);
-      return { sessions: page.map(view), nextCursor: rows.length > limit ? page.at(-1)!.id : "" };
+      const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
+      return { sessions: page.map(view), nextCursor };
     },
 
     async getSession(req, ctx) {
