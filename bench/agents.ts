@@ -132,7 +132,9 @@ interface Row {
 async function startService(nats: NatsHandle, db: DbHandle, linkPort: number) {
   const output: string[] = [];
   const child = spawn(process.execPath, [SERVICE_MAIN], {
-    env: { ...process.env, NATS_URL: nats.url, DATABASE_URL: db.url, ORCH_AGENTS_LINK_HOST: "127.0.0.1", ORCH_AGENTS_LINK_PORT: String(linkPort), ORCH_HEALTH_PORT: "0", ORCH_HEALTH_HOST: "127.0.0.1", ORCH_LOG_LEVEL: "warn" },
+    // Plaintext on purpose (ORCH_AGENTS_INSECURE): the simulated links (bench/lib/sim-agent.ts) measure
+    // the link protocol and the service, comparable with earlier runs; TLS is measured by bench/terminal.ts.
+    env: { ...process.env, ORCH_AGENTS_INSECURE: "true", NATS_URL: nats.url, DATABASE_URL: db.url, ORCH_AGENTS_LINK_HOST: "127.0.0.1", ORCH_AGENTS_LINK_PORT: String(linkPort), ORCH_HEALTH_PORT: "0", ORCH_HEALTH_HOST: "127.0.0.1", ORCH_LOG_LEVEL: "warn" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   children.add(child);

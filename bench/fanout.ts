@@ -158,7 +158,8 @@ async function main() {
   let fleet: ReturnType<typeof startFleet> | undefined;
   try {
     const linkPort = await freePort();
-    await startService("agents", nats, db, nc, { ORCH_AGENTS_LINK_HOST: "127.0.0.1", ORCH_AGENTS_LINK_PORT: String(linkPort) });
+    // Plaintext on purpose: the simulated links (bench/lib/sim-state-agent.ts) speak it, as in earlier runs.
+    await startService("agents", nats, db, nc, { ORCH_AGENTS_INSECURE: "true", ORCH_AGENTS_LINK_HOST: "127.0.0.1", ORCH_AGENTS_LINK_PORT: String(linkPort) });
     await waitForPort(linkPort, 30_000);
     await startService("state", nats, db, nc, { ORCH_STATE_FANOUT_CONCURRENCY: String(concurrency), ORCH_STATE_DRIFT_INTERVAL_SECONDS: "0" });
 

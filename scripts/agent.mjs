@@ -1,14 +1,25 @@
 #!/usr/bin/env node
 // npm run agent -- <flags>: runs the built orch-agent (agent/dist/main.js) with the given flags,
 // e.g. `npm run agent -- --server 127.0.0.1:7443 --data-dir .orch/agents/dev`.
+// Unless the flags or ORCH_AGENT_* variables say how to trust the server, the agent trusts the
+// development CA `npm run up` made in .orch/tls (the local agents service's certificate).
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 const main = new URL("../agent/dist/main.js", import.meta.url).pathname;
+const devCa = new URL("../.orch/tls/ca.crt", import.meta.url).pathname;
 if (!existsSync(main)) {
   console.error("agent/dist/main.js is missing: run `npm run build` (or `npx tsc -p agent`) first");
   process.exit(2);
 }
-const child = spawn(process.execPath, [main, ...process.argv.slice(2)], { stdio: "inherit" });
+const args = process.argv.slice(2);
+const { choosesTrust } = await import(new URL("../agent/dist/options.js", import.meta.url).href);
+const chosen = choosesTrust(args, process.env);
+const asksHelp = args.some((a) => ["--help", "-h", "--version"].includes(a));
+const trust = !chosen && !asksHelp && existsSync(devCa) ? ["--ca", devCa] : [];
+if (trust.length) {
+  console.error(`[agent] trusting the development CA ${devCa} (--ca, --server-fingerprint or --insecure choose)`);
+}
+const child = spawn(process.execPath, [main, ...trust, ...args], { stdio: "inherit" });
 // Forward stop signals so the agent shuts down cleanly (it records a clean disconnect).
 for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => child.kill(sig));
 child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm run up [-- --agents N] [-- --no-build]`: the whole system from a fresh clone.
 // Installs and builds, finds NATS and Postgres (starting local ones when none answer), creates the
-// database, a bootstrap admin key and a dev secrets key on first run, starts every service (and N
+// database, a bootstrap admin key, a dev secrets key and a development CA for the agent link
+// (.orch/tls) on first run, starts every service (and N
 // local agents) as supervised processes, and prints how to log in. Ctrl-C stops everything.
 import { spawn, spawnSync } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
@@ -200,6 +201,44 @@ if (!secretsKeys) {
   secretsKeys = readFileSync(p, "utf8").trim();
   say("ORCH_SECRETS_KEYS is not set: using the generated DEVELOPMENT key in .orch/secrets.keys (set ORCH_SECRETS_KEYS in production)");
 }
+// Channel credentials are always encrypted: notify does not start without a key.
+let notifyKeys = process.env.ORCH_NOTIFY_CREDENTIALS_KEYS;
+if (!notifyKeys) {
+  const p = join(STATE, "notify-credentials.keys");
+  if (!existsSync(p)) writeFileSync(p, `dev1:${randomBytes(32).toString("base64")}\n`, { mode: 0o600 });
+  notifyKeys = readFileSync(p, "utf8").trim();
+  say("ORCH_NOTIFY_CREDENTIALS_KEYS is not set: using the generated DEVELOPMENT key in .orch/notify-credentials.keys (set ORCH_NOTIFY_CREDENTIALS_KEYS in production)");
+}
+
+// The agent link's TLS identity: a development CA (first run) and a server certificate it issues,
+// so the link is authenticated from the start. Local agents trust the CA (--ca); agents elsewhere
+// take the CA file or pin its fingerprint. Given files or ORCH_AGENTS_INSECURE win.
+let linkEnv = {};
+let agentTrust = [];
+let linkSummary;
+if (process.env.ORCH_AGENTS_TLS_CERT || /^(1|true)$/i.test(process.env.ORCH_AGENTS_INSECURE ?? "")) {
+  if (!process.env.ORCH_AGENTS_TLS_CERT) agentTrust = ["--insecure"];
+  const given = process.env.ORCH_AGENTS_TLS_CERT;
+  linkSummary = given ? `TLS with ${given}` : "PLAINTEXT (ORCH_AGENTS_INSECURE)";
+} else {
+  const { ensureDevCa } = await import(new URL("../packages/kit/dist/testing/dev-ca.js", import.meta.url).href);
+  let ca;
+  try {
+    ca = ensureDevCa(join(STATE, "tls"));
+  } catch (err) {
+    fail(`cannot create the development CA for the agent link: ${err.message}`);
+  }
+  if (ca.created.includes("ca")) {
+    say("created the DEVELOPMENT CA .orch/tls/ca.crt for the agent link (production: docs/deploy.md)");
+  }
+  if (ca.created.includes("server")) {
+    say("issued the agent link certificate .orch/tls/server.crt (full chain; key server.key)");
+  }
+  linkEnv = { ORCH_AGENTS_TLS_CERT: ca.serverCert, ORCH_AGENTS_TLS_KEY: ca.serverKey };
+  agentTrust = ["--ca", ca.caCert];
+  linkSummary = "TLS, development CA .orch/tls/ca.crt " +
+    `(agents elsewhere: --ca ca.crt or --server-fingerprint ${ca.caFingerprint})`;
+}
 
 // 5. Services, then agents.
 const httpPort = Number(process.env.ORCH_HTTP_PORT ?? 8080);
@@ -210,10 +249,12 @@ const env = {
   ORCH_HTTP_PORT: String(httpPort),
   ORCH_BOOTSTRAP_ADMIN_KEY: process.env.ORCH_BOOTSTRAP_ADMIN_KEY ?? adminPub,
   ORCH_SECRETS_KEYS: secretsKeys,
+  ORCH_NOTIFY_CREDENTIALS_KEYS: notifyKeys,
   ORCH_HEALTH_PORT: process.env.ORCH_HEALTH_PORT ?? "0",
   ORCH_HEALTH_HOST: "127.0.0.1",
   ORCH_GATEWAY_SERVICES: JSON.stringify(services.filter((s) => s !== "gateway")),
   ORCH_TERMINAL_TRANSCRIPT_DIR: process.env.ORCH_TERMINAL_TRANSCRIPT_DIR ?? join(STATE, "transcripts"),
+  ...linkEnv,
 };
 services.forEach((s, i) => supervise(s, process.execPath, [join(ROOT, "services", s, "dist/main.js")], env, i + 2));
 
@@ -237,7 +278,9 @@ if (agentCount > 0) {
   if (!existsSync(agentMain)) fail("agent/dist/main.js is missing (npm run build)");
   const link = process.env.ORCH_AGENTS_LINK_PORT ?? "7443";
   for (let i = 1; i <= agentCount; i++) {
-    supervise(`agent-${i}`, process.execPath, [agentMain, "--server", `127.0.0.1:${link}`, "--data-dir", join(STATE, "agents", `agent-${i}`)], {}, i + services.length + 2);
+    const dataDir = join(STATE, "agents", `agent-${i}`);
+    const argv = [agentMain, "--server", `127.0.0.1:${link}`, "--data-dir", dataDir, ...agentTrust];
+    supervise(`agent-${i}`, process.execPath, argv, {}, i + services.length + 2);
   }
   say(`started ${agentCount} local agent(s); approve them with: npx orchctl agents list / approve <id> --name <name>`);
 }
@@ -246,6 +289,7 @@ const rel = ".orch/admin.key";
 process.stdout.write(`
 \x1b[1mOrchestrator is up\x1b[0m
   API:        ${base}/api/v1   (OpenAPI: ${base}/api/v1/openapi.json)
+  Agent link: ${linkSummary}
   Services:   ${Object.entries(status?.services ?? {}).map(([k, v]) => `${k}=${v}`).join(" ")}
   Log in:     npx orchctl login --server ${base} --key ${rel}
   Then:       npx orchctl status · npx orchctl operators list · npx orchctl agents list

@@ -3,8 +3,9 @@ import { collectAttributes } from "./attributes.js";
 import { listenForDiscovery, readSavedServer, saveServer } from "./discovery.js";
 import type { Identity } from "./identity.js";
 import { backoffDelay } from "./link/backoff.js";
-import { channelCredentials, openLink, type LinkAttempt, type Send } from "./link/client.js";
+import { openLink, type LinkAttempt, type Send } from "./link/client.js";
 import { createDispatcher } from "./link/dispatch.js";
+import { linkCredentials } from "./link/trust.js";
 import { createSampler } from "./metrics.js";
 import type { DaemonOptions } from "./options.js";
 import type { AgentHandlers, AgentLogger, AgentRuntime, Feature } from "./runtime.js";
@@ -34,7 +35,6 @@ export function createAgent(opts: { options: DaemonOptions; identity: Identity; 
   const subscriptions = new Map<string, Set<(data: Uint8Array) => void>>();
   const featureAttributes: Record<string, string> = {};
   const sample = createSampler();
-  const credentials = channelCredentials(options.tls);
 
   let server = options.server ?? readSavedServer(options.dataDir);
   let stopped = false;
@@ -123,9 +123,21 @@ export function createAgent(opts: { options: DaemonOptions; identity: Identity; 
       const target = server;
       const hello = { version: AGENT_VERSION, attributes: attributes() };
       log.info({ server: target, attempt: failures + 1 }, "connecting to the agents service");
+      const creds = await linkCredentials(options.trust, target);
+      if (stopped) break;
+      if (!creds.ok) {
+        // Not this server (or not reachable as one): never sign its challenge; ask again later,
+        // since a pinned server may be mid-redeploy, but say loudly why nothing connects.
+        const delay = backoffDelay(failures++);
+        const record = { server: target, reason: creds.reason, detail: creds.detail, retry_in_ms: delay };
+        if (creds.reason !== "server_fingerprint_mismatch") log.warn(record, "could not connect; retrying");
+        else log.error(record, "refusing to connect: the server is not the one this agent trusts");
+        await sleep(delay);
+        continue;
+      }
       attempt = openLink({
         server: target,
-        credentials,
+        credentials: creds.credentials,
         identity,
         hello,
         log,

@@ -2,6 +2,7 @@
 import { createAgent } from "./daemon.js";
 import { features } from "./features.js";
 import { loadOrCreateIdentity } from "./identity.js";
+import { describeTrust } from "./link/trust.js";
 import { createAgentLogger } from "./log.js";
 import { USAGE, UsageError, parseOptions } from "./options.js";
 import { AGENT_VERSION } from "./version.js";
@@ -24,6 +25,9 @@ if (parsed === "version") {
 }
 const options = parsed;
 const log = createAgentLogger(options.logLevel);
+// Plaintext is allowed only when asked for, and then never quietly.
+if (options.trust.kind === "insecure") log.warn({ trust: "insecure" }, `agent link: ${describeTrust(options.trust)}`);
+else log.info({ trust: options.trust.kind }, `agent link: ${describeTrust(options.trust)}`);
 const identity = loadOrCreateIdentity(options.dataDir, log);
 const agent = createAgent({ options, identity, log, features });
 

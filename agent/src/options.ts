@@ -2,6 +2,8 @@ import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { AgentOptions } from "./runtime.js";
 import { isLogLevel, type LogLevel } from "./log.js";
+import { parseFingerprint } from "@orch/contracts";
+import type { LinkTrust } from "./link/trust.js";
 
 export const DEFAULT_DATA_DIR = "/var/lib/orch-agent";
 export const DEFAULT_DISCOVERY_PORT = 7444;
@@ -20,8 +22,15 @@ export const USAGE = `usage: orch-agent [--server host:port | --discover] [optio
   --discovery-port N        UDP port for discovery (${DEFAULT_DISCOVERY_PORT})        ORCH_AGENT_DISCOVERY_PORT
   --no-terminal             refuse remote terminal sessions       ORCH_AGENT_NO_TERMINAL=true
   --metrics-interval SECS   metrics sample interval (${DEFAULT_METRICS_INTERVAL})          ORCH_AGENT_METRICS_INTERVAL
-  --tls                     use TLS to the server                 ORCH_AGENT_TLS=true
-  --tls-ca FILE             CA bundle for the server certificate (implies --tls)  ORCH_AGENT_TLS_CA
+  How the agent authenticates the server (one of; default: TLS with the system CAs):
+  --ca FILE                 CA bundle that issued the server certificate  ORCH_AGENT_CA
+                            (alias --tls-ca, ORCH_AGENT_TLS_CA)
+  --server-fingerprint sha256:HEX  accept exactly the server or CA certificate with this
+                            fingerprint (printed by the agents service), any host name
+                                                                  ORCH_AGENT_SERVER_FINGERPRINT
+  --insecure                plaintext link, server NOT authenticated (development only)
+                                                                  ORCH_AGENT_INSECURE=true
+  --tls                     TLS with the system CAs (the default; kept for old scripts)
   --shell PATH              allowed terminal shell, repeatable; first is the default
                             (default /bin/bash if present, else /bin/sh)  ORCH_AGENT_SHELLS=a:b
   --log-level LEVEL         debug|info|warn|error (info)          ORCH_AGENT_LOG_LEVEL
@@ -61,7 +70,10 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): DaemonOpti
         "no-terminal": { type: "boolean" },
         "metrics-interval": { type: "string" },
         tls: { type: "boolean" },
+        ca: { type: "string" },
         "tls-ca": { type: "string" },
+        "server-fingerprint": { type: "string" },
+        insecure: { type: "boolean" },
         shell: { type: "string", multiple: true },
         "log-level": { type: "string" },
         help: { type: "boolean", short: "h" },
@@ -80,9 +92,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): DaemonOpti
   const discoveryPort = num("--discovery-port", values["discovery-port"] ?? env.ORCH_AGENT_DISCOVERY_PORT ?? String(DEFAULT_DISCOVERY_PORT), 1, 65535, true);
   const metricsIntervalSeconds = num("--metrics-interval", values["metrics-interval"] ?? env.ORCH_AGENT_METRICS_INTERVAL ?? String(DEFAULT_METRICS_INTERVAL), 0.2, 86_400, false);
   const terminalEnabled = !(values["no-terminal"] ?? truthy(env.ORCH_AGENT_NO_TERMINAL));
-  const ca = values["tls-ca"] ?? env.ORCH_AGENT_TLS_CA ?? undefined;
-  const tlsOn = Boolean(values.tls ?? truthy(env.ORCH_AGENT_TLS)) || Boolean(ca);
-  if (ca && !existsSync(ca)) throw new UsageError(`--tls-ca: ${ca} does not exist`);
+  const trust = parseTrust(values, env);
   const shells = values.shell?.length ? values.shell : env.ORCH_AGENT_SHELLS ? env.ORCH_AGENT_SHELLS.split(":").filter(Boolean) : [existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh"];
   for (const s of shells) if (!s.startsWith("/")) throw new UsageError(`--shell must be an absolute path, got ${JSON.stringify(s)}`);
   const logLevel = values["log-level"] ?? env.ORCH_AGENT_LOG_LEVEL ?? "info";
@@ -95,7 +105,63 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): DaemonOpti
     terminalEnabled,
     shells,
     metricsIntervalSeconds,
-    tls: tlsOn ? { ca, insecure: false } : undefined,
+    trust,
     logLevel,
   };
+}
+
+/** The flags and variables that choose how the server is trusted (wrappers add a default only without them). */
+export const TRUST_FLAGS = ["--ca", "--tls-ca", "--server-fingerprint", "--insecure", "--tls"];
+export const TRUST_ENV = [
+  "ORCH_AGENT_CA",
+  "ORCH_AGENT_TLS_CA",
+  "ORCH_AGENT_SERVER_FINGERPRINT",
+  "ORCH_AGENT_INSECURE",
+  "ORCH_AGENT_TLS",
+];
+
+/** True when argv or env already say how to trust the server. */
+export function choosesTrust(argv: string[], env: NodeJS.ProcessEnv): boolean {
+  return argv.some((a) => TRUST_FLAGS.includes(a.split("=")[0]!)) || TRUST_ENV.some((k) => env[k]);
+}
+
+/**
+ * At most one way to trust the server. A flag and an environment variable of different kinds
+ * conflict too: a unit file's ORCH_AGENT_INSECURE must not silently lose to, or beat, a flag.
+ */
+interface TrustFlags {
+  tls?: boolean | undefined;
+  ca?: string | undefined;
+  "tls-ca"?: string | undefined;
+  "server-fingerprint"?: string | undefined;
+  insecure?: boolean | undefined;
+}
+
+function parseTrust(values: TrustFlags, env: NodeJS.ProcessEnv): LinkTrust {
+  if (values.ca !== undefined && values["tls-ca"] !== undefined) {
+    throw new UsageError("--ca and --tls-ca are the same option: give one");
+  }
+  const ca = values.ca ?? values["tls-ca"] ?? (env.ORCH_AGENT_CA || env.ORCH_AGENT_TLS_CA || undefined);
+  const pin = values["server-fingerprint"] ?? (env.ORCH_AGENT_SERVER_FINGERPRINT || undefined);
+  const insecure = values.insecure ?? truthy(env.ORCH_AGENT_INSECURE);
+  const chosen = [ca !== undefined && "--ca", pin !== undefined && "--server-fingerprint", insecure && "--insecure"];
+  const given = chosen.filter(Boolean);
+  if (given.length > 1) {
+    throw new UsageError(`${given.join(" and ")} exclude each other: choose one way to trust the server`);
+  }
+  if (insecure && (values.tls ?? truthy(env.ORCH_AGENT_TLS))) {
+    throw new UsageError("--insecure and --tls exclude each other");
+  }
+  if (ca !== undefined) {
+    if (!existsSync(ca)) throw new UsageError(`--ca: ${ca} does not exist`);
+    return { kind: "ca", caFile: ca };
+  }
+  if (pin !== undefined) {
+    const fingerprint = parseFingerprint(pin);
+    if (!fingerprint) {
+      throw new UsageError(`--server-fingerprint must be sha256: and 64 hex digits, got ${JSON.stringify(pin)}`);
+    }
+    return { kind: "pin", fingerprint };
+  }
+  return insecure ? { kind: "insecure" } : { kind: "system" };
 }

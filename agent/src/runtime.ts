@@ -1,5 +1,6 @@
 import type { DescMessage, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
+import type { LinkTrust } from "./link/trust.js";
 
 /**
  * What a feature of orch-agent (control, state providers, terminal) gets from the daemon.
@@ -32,7 +33,8 @@ export interface AgentOptions {
   /** Shells an operator may request; the first is the default. */
   shells: string[];
   metricsIntervalSeconds: number;
-  tls: { ca?: string | undefined; insecure: boolean } | undefined;
+  /** How the server is authenticated (agent/src/link/trust.ts). */
+  trust: LinkTrust;
 }
 
 export interface AgentLogger {

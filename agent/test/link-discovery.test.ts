@@ -23,7 +23,9 @@ t.test("unit: discovery datagrams", async (t) => {
 t.test("an agent started with --discover connects after Discover and remembers the server", async (t) => {
   const nats = await startNats();
   const db = await createTestDatabase();
-  const svc = await startAgentsService(nats, db);
+  const udp = await freePort();
+  // Discovery goes only to configured networks and the configured port: here loopback and the test's port.
+  const svc = await startAgentsService(nats, db, { discovery_port: udp, discovery_networks: ["127.0.0.0/8"] });
   const agents = agentPool();
   t.teardown(async () => {
     await agents.stop();
@@ -34,7 +36,6 @@ t.test("an agent started with --discover connects after Discover and remembers t
   const nc = await nats.connect("observer");
   const ev = collectEvents(nc);
   const { c, as } = agentsClient(nc);
-  const udp = await freePort();
 
   const a = agents.spawn(["--discover", "--discovery-port", String(udp)]);
   const id = await a.nodeId();
@@ -77,5 +78,5 @@ t.test("Discover refuses a malformed target and reports send failures", async (t
     t.match(err, { code: "INVALID_ARGUMENT", reason: "invalid_target", details: { field: "target" } }, `target ${target}`);
   }
   const unresolvable = await c.discover({ target: "no-such-host.invalid:7444" }, as).then(() => undefined, (e: { code: string; reason: string }) => e);
-  t.match(unresolvable, { code: "UNAVAILABLE", reason: "discovery_failed" });
+  t.match(unresolvable, { code: "INVALID_ARGUMENT", reason: "invalid_target", details: { field: "target" } });
 });

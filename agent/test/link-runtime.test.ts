@@ -4,7 +4,7 @@ import { join } from "node:path";
 import t from "tap";
 import { AgentControlService } from "@orch/contracts";
 import { rpcClient } from "@orch/kit";
-import { createTestDatabase, eventually, freePort, startNats } from "@orch/kit/testing";
+import { createTestDatabase, eventually, freePort, startNats, testLinkTls } from "@orch/kit/testing";
 import { grantsDb } from "../../services/agents/src/link/grants.js";
 import { agentsClient, startAgentsService, type AgentsUnderTest } from "../../services/agents/test/harness.js";
 import { controlFeature } from "../src/control.js";
@@ -30,7 +30,7 @@ const echo: Feature = (r) => {
   rt = r;
   r.subscribe("orch.term.rt1.in", (data) => r.publish("orch.term.rt1.out", new Uint8Array([...data].reverse())));
 };
-const options = parseOptions(["--server", `127.0.0.1:${port}`, "--data-dir", dir, "--metrics-interval", "3600"], {}) as DaemonOptions;
+const options = parseOptions(["--server", `127.0.0.1:${port}`, "--data-dir", dir, "--metrics-interval", "3600", "--ca", testLinkTls().caCert], {}) as DaemonOptions;
 const identity = loadOrCreateIdentity(dir, log);
 // As if session rt1 had been opened on this agent: the link bridges only granted sessions.
 await grantsDb.put(svc.deps.pool, identity.nodeId, { kind: "terminal", ref: "rt1" }, Date.now() + 3_600_000);

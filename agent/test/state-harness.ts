@@ -17,7 +17,7 @@ export function stubRuntime(dataDir = "/nonexistent") {
   const rt: AgentRuntime = {
     nodeId: "node-test",
     dataDir,
-    options: { server: undefined, discover: false, discoveryPort: 0, terminalEnabled: false, shells: [], metricsIntervalSeconds: 60, tls: undefined },
+    options: { server: undefined, discover: false, discoveryPort: 0, terminalEnabled: false, shells: [], metricsIntervalSeconds: 60, trust: { kind: "insecure" } },
     log: silent,
     serve(service, handlers) {
       served.set(service.typeName, handlers);

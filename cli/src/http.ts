@@ -16,6 +16,9 @@
  *   `auth: "optional"` sends the token when there is a valid one for this server.
  * - Network failures throw `CliError` naming the server (connection_refused, timeout, ...).
  * - 204 / empty bodies resolve to `undefined`.
+ * - Every write (POST/PUT/PATCH/DELETE) carries a fresh `Idempotency-Key`; a 503/504, a
+ *   connection error or `idempotency_key_in_flight` is retried with the same key (3 tries in all,
+ *   with backoff), so a write whose reply was lost is never made twice (docs/api.md).
  * - Server: the explicit `server` (--server / $ORCH_URL) if given, else the session's, else
  *   http://127.0.0.1:8080. A session's token is only ever sent to the server it was issued by.
  *
@@ -24,6 +27,7 @@
  * ...args) => ...)` from context.ts, call `ctx.api(...)`, print with `ctx.out.result(value, () =>
  * ...)`, and add the register call to the list in src/program.ts.
  */
+import { randomUUID } from "node:crypto";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { DEFAULT_SERVER, readSession, sessionExpired, type Session } from "./config.js";
@@ -65,7 +69,29 @@ export interface RawRequest {
   token?: string | undefined;
   query?: Query | undefined;
   timeoutMs?: number | undefined;
+  /** Idempotency-Key for a write; a fresh one is made when absent. */
+  idempotencyKey?: string | undefined;
+  /** Pause before retry n (1-based), in ms; injectable for tests. */
+  retryDelayMs?: ((retry: number) => number) | undefined;
 }
+
+/** Tries per write: the first plus two retries with the same Idempotency-Key. */
+export const WRITE_TRIES = 3;
+const defaultRetryDelay = (retry: number) => 250 * 4 ** (retry - 1) * (0.75 + Math.random() / 2);
+
+/** Answers that mean "the outcome is unknown or not yet known": safe to repeat with the same key. */
+function retryableStatus(status: number, text: string): boolean {
+  if (status === 503 || status === 504) return true;
+  if (status !== 409) return false;
+  try {
+    return (JSON.parse(text) as { code?: unknown }).code === "idempotency_key_in_flight";
+  } catch {
+    return false;
+  }
+}
+
+// Our own timeout is not retried: it already waited as long as the user asked.
+const retryableNetworkError = (err: CliError) => err.code !== "timeout" && err.code !== "host_not_found";
 
 function errnoOf(err: unknown): string | undefined {
   let e: unknown = err;
@@ -183,11 +209,22 @@ export async function rawRequest<T = unknown>(req: RawRequest): Promise<T> {
     headers["content-type"] = "application/json";
     headers["content-length"] = String(Buffer.byteLength(body));
   }
-  let res: RawResponse;
-  try {
-    res = await send(new URL(apiUrl(server, req.path, req.query)), req.method, headers, body, timeoutMs);
-  } catch (err) {
-    throw networkError(err, server, timeoutMs);
+  // Writes may be retried: the key lets the server answer a retry with the first result.
+  const tries = req.method === "GET" ? 1 : WRITE_TRIES;
+  if (tries > 1) headers["idempotency-key"] = req.idempotencyKey ?? randomUUID();
+  const url = new URL(apiUrl(server, req.path, req.query));
+  let res: RawResponse | undefined;
+  for (let attempt = 1; ; attempt++) {
+    const last = attempt >= tries;
+    try {
+      res = await send(url, req.method, headers, body, timeoutMs);
+    } catch (err) {
+      const e = networkError(err, server, timeoutMs);
+      if (last || !retryableNetworkError(e)) throw e;
+    }
+    if (res && (last || !retryableStatus(res.status, res.text))) break;
+    res = undefined;
+    await new Promise((r) => setTimeout(r, (req.retryDelayMs ?? defaultRetryDelay)(attempt)));
   }
   const { status, statusText, text } = res;
   if (status < 200 || status >= 300) throw new ProblemError(problemFrom(status, statusText, text));

@@ -15,13 +15,17 @@ const nats = await startNats();
 const db = await createTestDatabase();
 const admin = ed25519();
 const auth = await startAuth(nats, db, admin);
+// Unicast discovery goes to agents.discovery_port only, inside agents.discovery_networks (loopback here).
+const discoverySock = createSocket("udp4");
+await new Promise<void>((r) => discoverySock.bind(0, "127.0.0.1", r));
+discoverySock.unref();
 const agentsDeps = await serviceDeps({
   name: "agents",
   nats,
   db,
   schema: "agents",
   migrations: fileURLToPath(new URL("../../services/agents/migrations", import.meta.url)),
-  config: agentsConfigSchema.parse({ agents: { link_host: "127.0.0.1", link_port: 0 } }),
+  config: agentsConfigSchema.parse({ agents: { link_host: "127.0.0.1", link_port: 0, insecure: true, discovery_port: discoverySock.address().port, discovery_networks: ["127.0.0.0/8"] } }),
 });
 const agentsSvc = await createAgentsService(agentsDeps);
 const gw = await startGateway(nats);
@@ -176,9 +180,8 @@ t.test("agents reject and rm; rm refuses an agent that is not rejected", async (
 });
 
 t.test("discover --target sends one datagram; a bad target is the server's 400", async (t) => {
-  const sock = createSocket("udp4");
+  const sock = discoverySock;
   const got = new Promise<string>((r) => sock.once("message", (m) => r(m.toString())));
-  await new Promise<void>((r) => sock.bind(0, "127.0.0.1", r));
   t.teardown(() => sock.close());
   const target = `127.0.0.1:${sock.address().port}`;
   const r = await run("discover", "--target", target);

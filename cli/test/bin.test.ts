@@ -70,7 +70,7 @@ t.test("keygen → admin adds key → login → whoami → status → logout, vi
   const add = await orchctl(["operators", "add", "bob", "--public-key", join(w.home, "id_ed25519.pub")], env);
   t.equal(add.code, 0, add.stderr);
   const list = await orchctl(["operators", "list"], env);
-  t.match(list.stdout, /^NAME\s+ID\s+ROLE\s+ACTIVE\s+CREATED\nroot\s.*\nbob\s/);
+  t.match(list.stdout, /^NAME\s+ID\s+ROLE\s+ACTIVE\s+SCOPE\s+CREATED\nroot\s.*\nbob\s/);
 
   const status = await orchctl(["status", "--json"], env);
   t.equal(status.code, 0);

@@ -14,10 +14,10 @@ t.test("operators list: table, one page with --limit/--cursor, every page with -
   const r = await cli(["operators", "list"], w.env);
   t.equal(r.code, 0, r.stderr);
   const lines = r.stdout.trimEnd().split("\n");
-  t.match(lines[0], /^NAME\s+ID\s+ROLE\s+ACTIVE\s+CREATED$/);
+  t.match(lines[0], /^NAME\s+ID\s+ROLE\s+ACTIVE\s+SCOPE\s+CREATED$/);
   t.equal(lines.length, 6);
   const erin = w.server.operators.find((o) => o.name === "erin")!;
-  t.match(lines[5], new RegExp(`^erin\\s+${erin.id}\\s+operator\\s+no\\s+${erin.created_at}$`));
+  t.match(lines[5], new RegExp(`^erin\\s+${erin.id}\\s+operator\\s+no\\s+\\(all agents\\)\\s+${erin.created_at}$`));
   // columns line up
   t.equal(lines[0]!.indexOf("ID"), lines[1]!.indexOf(w.op.id));
 

@@ -10,6 +10,8 @@ import { agentPool, collectEvents } from "../../services/agents/test/harness.js"
 const nats = await startNats();
 const db = await createTestDatabase();
 const linkPort = await freePort();
+// Unicast discovery: only to agents.discovery_port, inside agents.discovery_networks (loopback here).
+const discoveryPort = await freePort();
 const system = await startSystem({
   nats,
   db,
@@ -17,6 +19,8 @@ const system = await startSystem({
   env: {
     ORCH_AGENTS_LINK_HOST: "127.0.0.1",
     ORCH_AGENTS_LINK_PORT: String(linkPort),
+    ORCH_AGENTS_DISCOVERY_PORT: String(discoveryPort),
+    ORCH_AGENTS_DISCOVERY_NETWORKS: "127.0.0.0/8",
     // Short replica liveness so the lost-replica sweep shows within the test.
     ORCH_AGENTS_REPLICA_HEARTBEAT_SECONDS: "1",
     ORCH_AGENTS_REPLICA_TIMEOUT_SECONDS: "4",
@@ -126,7 +130,7 @@ t.test("kill an agent: connected:false within 30 s and agent.disconnected; resta
 let discoveredId = "";
 let discovered: ReturnType<typeof agents.spawn> | undefined;
 t.test("discovery: an agent with --discover connects after POST /discover and shows up pending", async (t) => {
-  const udp = await freePort();
+  const udp = discoveryPort;
   const d = agents.spawn(["--discover", "--discovery-port", String(udp)]);
   discovered = d;
   discoveredId = await d.nodeId();

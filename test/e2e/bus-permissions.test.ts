@@ -148,7 +148,12 @@ t.test("a cross-service flow through the HTTP API works under the permissions", 
   tail.close();
 
   // A warning event becomes a notification for the operators (notify consumes AUDIT, asks auth).
-  t.equal((await system.api("POST", "/api/v1/auth/challenge", { body: { public_key: ed25519().publicKeyHex } })).status, 401);
+  // (The first failed login of a known operator: unknown keys are recorded but notify nobody.)
+  const failing = ed25519();
+  await must(api("POST", "/operators", { name: "failing", public_key: failing.publicKeyHex }), 201);
+  const ch = await system.api("POST", "/api/v1/auth/challenge", { body: { public_key: failing.publicKeyHex } });
+  const badSig = { public_key: failing.publicKeyHex, nonce: ch.body.nonce, signature: "00".repeat(64) };
+  t.equal((await system.api("POST", "/api/v1/auth/verify", { body: badSig })).status, 401);
   const n = await eventually(async () => {
     const r = await api("GET", "/notifications?limit=100", undefined, carolToken);
     return r.status === 200 && r.body.notifications.some((x: { event_type: string }) => x.event_type === "auth.login.failed") ? r.body : undefined;

@@ -38,8 +38,17 @@ t.teardown(async () => {
 
 const token = await system.login(system.admin);
 const api = (method: string, path: string, body?: unknown) => system.api(method, path, { token, ...(body !== undefined ? { body } : {}) });
-/** A real warning event from the real auth service: a login attempt with an unknown key. */
-const failLogin = () => system.api("POST", "/api/v1/auth/challenge", { body: { public_key: ed25519().publicKeyHex } });
+/**
+ * A real warning event from the real auth service: the first failed login of an operator in its
+ * window (unknown keys and repeats notify nobody), so each call uses a fresh operator.
+ */
+let failures = 0;
+const failLogin = async () => {
+  const key = ed25519();
+  await api("POST", "/api/v1/operators", { name: `failing-${++failures}`, public_key: key.publicKeyHex });
+  const ch = await system.api("POST", "/api/v1/auth/challenge", { body: { public_key: key.publicKeyHex } });
+  return system.api("POST", "/api/v1/auth/verify", { body: { public_key: key.publicKeyHex, nonce: ch.body.nonce, signature: "00".repeat(64) } });
+};
 
 t.test("a delivery interrupted by SIGKILL between tries is delivered exactly once after the restart", async (t) => {
   rx.respond = (_n, req) => (req.url === "/kill" && rx.got.filter((r) => r.url === "/kill").length < 2 ? { status: 500, body: "not yet" } : { status: 200, body: "ok" });
@@ -80,8 +89,8 @@ t.test("credentials are encrypted at rest and appear in no process output", asyn
   t.teardown(() => c.end());
   const row = (await c.query("SELECT config::text AS config, credentials FROM notify.channels WHERE id = $1", [ch.body.id])).rows[0];
   t.notOk(row.config.includes("tk_AT_REST_123"));
-  t.notOk(Buffer.from(row.credentials).includes("tk_AT_REST_123"), "sealed with notify.credentials_key");
-  t.equal(row.credentials[0], 1, "AES-GCM format marker");
+  t.notOk(Buffer.from(row.credentials).includes("tk_AT_REST_123"), "sealed under notify.credentials_keys");
+  t.equal(row.credentials[0], 2, "keyring (AES-GCM with key id) format marker");
   const test = await api("POST", `/api/v1/channels/${ch.body.id}/test`);
   t.equal(test.body.delivered, true);
   t.equal(rx.got.at(-1)?.headers.authorization, "Bearer tk_AT_REST_123", "decrypted for sending");

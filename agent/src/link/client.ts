@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { AgentFrameSchema, BusMessageSchema, agentLinkGrpcDefinition, type BusMessage, type Request, type ServerFrame, type Welcome } from "@orch/contracts";
@@ -71,11 +70,6 @@ export function encodeFrame(frame: AgentFrameInit): Buffer {
     buf.set(data, o);
   }
   return buf;
-}
-
-export function channelCredentials(tls: { ca?: string | undefined } | undefined): grpc.ChannelCredentials {
-  if (!tls) return grpc.credentials.createInsecure();
-  return grpc.credentials.createSsl(tls.ca ? readFileSync(tls.ca) : null);
 }
 
 /**

@@ -1,27 +1,11 @@
-/** Lines shorter than this of a multi-line secret are not masked alone ("", "}", "--"), to keep diffs readable. */
-const MIN_LINE = 4;
+import { secretMasker } from "@orch/contracts";
 
 /**
- * Builds a function replacing every mask string with `***`. A multi-line secret is also masked
- * line by line, because a unified diff prefixes each of its lines with `+`/`-` and so never
- * contains it whole. Longest first, so a secret containing another is replaced entirely.
+ * Builds a function replacing every secret, and its common encodings and reversal, with `***`
+ * (the rule lives in @orch/contracts: the state service masks with the same one).
  */
 export function masker(mask: readonly string[]): (s: string) => string {
-  const needles = new Set<string>();
-  for (const m of mask) {
-    if (!m) continue;
-    needles.add(m);
-    if (m.includes("\n")) {
-      for (const line of m.split(/\r?\n/)) if (line.trim().length >= MIN_LINE) needles.add(line);
-    }
-  }
-  const sorted = [...needles].sort((a, b) => b.length - a.length);
-  if (sorted.length === 0) return (s) => s;
-  return (s) => {
-    let out = s;
-    for (const n of sorted) if (out.includes(n)) out = out.split(n).join("***");
-    return out;
-  };
+  return secretMasker(mask);
 }
 
 /** Masks every string inside a JSON value (observed state). */

@@ -1,4 +1,4 @@
-import { isAbsolute } from "node:path";
+import { isAbsolute, posix } from "node:path";
 import { SpecError, type Spec } from "./types.js";
 
 /** Readers that turn a loosely typed spec field into a typed value or a SpecError naming it. */
@@ -56,11 +56,25 @@ export function optStrMap(spec: Spec, key: string): Record<string, string> | und
   return out;
 }
 
+/**
+ * A path after rendering: `/srv/{{ tags.app }}/conf` with a tag `../../root/.ssh` would otherwise
+ * reach outside the directory the module author meant, so a `..` segment is refused rather than
+ * resolved. Returns the path normalised (`//`, `/./` and a trailing `/` removed).
+ */
 export function absPath(spec: Spec, key = "path"): string {
   const p = str(spec, key);
   if (!isAbsolute(p)) throw new SpecError(`field "${key}" must be an absolute path`);
   if (p.includes("\0")) throw new SpecError(`field "${key}" must not contain NUL`);
-  return p;
+  if (hasDotDot(p)) throw new SpecError(`field "${key}" must not contain '..' segments (rendered: ${p})`);
+  return normalisePath(p);
+}
+
+export const hasDotDot = (p: string) => p.split("/").includes("..");
+
+/** `posix.normalize` without a trailing slash (except for "/" itself); callers refuse `..` first. */
+export function normalisePath(p: string): string {
+  const n = posix.normalize(p);
+  return n.length > 1 && n.endsWith("/") ? n.slice(0, -1) : n;
 }
 
 export function state<T extends string>(spec: Spec, allowed: readonly T[], dflt: T): T {

@@ -1,10 +1,13 @@
-/** orchctl operators list | add | get | remove */
+/** orchctl operators list | add | get | scope | remove */
 import { Option, type Command } from "commander";
-import type { Operator } from "../config.js";
+import type { Operator as BaseOperator } from "../config.js";
 import { action, type Context } from "../context.js";
 import { CliError } from "../errors.js";
 import { resolvePublicKeyHex } from "../keys/files.js";
 import type { CliIO } from "../output.js";
+
+/** An operator as the API returns it; `agent_selector` limits the agents it reaches (docs/access.md). */
+export type Operator = BaseOperator & { agent_selector?: string | null };
 
 export interface OperatorPage {
   operators: Operator[];
@@ -39,7 +42,8 @@ export async function listOperators(ctx: Context, opts: { limit?: number; cursor
 }
 
 function operatorRows(ops: Operator[]): unknown[][] {
-  return ops.map((o) => [o.name, o.id, o.role, o.active ? "yes" : "no", o.created_at]);
+  const scope = (o: Operator) => o.agent_selector ?? "(all agents)";
+  return ops.map((o) => [o.name, o.id, o.role, o.active ? "yes" : "no", scope(o), o.created_at]);
 }
 
 export function register(program: Command, io: CliIO): void {
@@ -55,7 +59,7 @@ export function register(program: Command, io: CliIO): void {
       action(io, async (ctx, opts: { limit?: string; cursor?: string; all?: boolean }) => {
         const page = await listOperators(ctx, { limit: parseLimit(opts.limit), cursor: opts.cursor, all: opts.all });
         ctx.out.result(page, () => {
-          ctx.out.table(["NAME", "ID", "ROLE", "ACTIVE", "CREATED"], operatorRows(page.operators));
+          ctx.out.table(["NAME", "ID", "ROLE", "ACTIVE", "SCOPE", "CREATED"], operatorRows(page.operators));
           if (page.has_more && page.next_cursor) ctx.out.note(`more operators: orchctl operators list --cursor ${page.next_cursor} (or --all)`);
         });
       }),
@@ -67,11 +71,15 @@ export function register(program: Command, io: CliIO): void {
     .argument("<name>", "operator name")
     .requiredOption("--public-key <key>", "Ed25519 public key: 64 hex chars, an `ssh-ed25519 AAAA...` line, or a .pub file")
     .addOption(new Option("--role <role>", "role").choices(["operator", "admin"]).default("operator"))
+    .option("--agent-selector <selector>", "limit the agents this operator reaches, e.g. 'role=web' (operators only)")
     .action(
-      action(io, async (ctx, name: string, opts: { publicKey: string; role: string }) => {
+      action(io, async (ctx, name: string, opts: { publicKey: string; role: string; agentSelector?: string }) => {
         const public_key = await resolvePublicKeyHex(opts.publicKey);
-        const op = await ctx.api<Operator>("POST", "/operators", { name, public_key, role: opts.role }, { auth: true });
-        ctx.out.result(op, () => ctx.out.line(`Added operator ${op.name} (${op.role}), id ${op.id}`));
+        const scope = opts.agentSelector !== undefined ? { agent_selector: opts.agentSelector } : {};
+        const body = { name, public_key, role: opts.role, ...scope };
+        const op = await ctx.api<Operator>("POST", "/operators", body, { auth: true });
+        const shown = op.agent_selector ? `, scope '${op.agent_selector}'` : "";
+        ctx.out.result(op, () => ctx.out.line(`Added operator ${op.name} (${op.role}${shown}), id ${op.id}`));
       }),
     );
 
@@ -89,10 +97,31 @@ export function register(program: Command, io: CliIO): void {
             ["role", op.role],
             ["active", op.active],
             ["public_key", op.public_key],
+            ["agent_selector", op.agent_selector ?? "(all agents)"],
             ["created_at", op.created_at],
             ["created_by", op.created_by],
           ]),
         );
+      }),
+    );
+
+  ops
+    .command("scope")
+    .description("limit the agents an operator reaches to an agent selector, or --clear the limit")
+    .argument("<id-or-name>", "operator id or name")
+    .argument("[selector]", "agent selector (assignment grammar), e.g. 'role=web,env in (prod,stage)'")
+    .option("--clear", "remove the limit: the operator reaches every agent")
+    .action(
+      action(io, async (ctx, ref: string, selector: string | undefined, opts: { clear?: boolean }) => {
+        if (Boolean(opts.clear) === (selector !== undefined)) {
+          throw new CliError("give either a selector or --clear", "invalid_argument");
+        }
+        const body = { agent_selector: opts.clear ? null : selector };
+        const op = await ctx.api<Operator>("PATCH", `/operators/${encodeURIComponent(ref)}`, body, { auth: true });
+        const line = op.agent_selector
+          ? `Operator ${op.name} now reaches agents matching '${op.agent_selector}'`
+          : `Operator ${op.name} now reaches every agent`;
+        ctx.out.result(op, () => ctx.out.line(line));
       }),
     );
 

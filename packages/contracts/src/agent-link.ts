@@ -30,3 +30,20 @@ export const agentLinkGrpcDefinition = {
 /** Subjects an agent may publish to / subscribe to through its link (enforced by the agents service). */
 export const AGENT_PUBLISH_ALLOWED = [/^orch\.term\.[0-9A-Za-z]+\.(out|ctl)$/, /^orch\.state\.progress\.[0-9A-Za-z]+$/];
 export const AGENT_SUBSCRIBE_ALLOWED = [/^orch\.term\.[0-9A-Za-z]+\.(in|ctl)$/];
+
+/**
+ * How the agent link's certificates are named to people and pinned by agents
+ * (`--server-fingerprint`): `sha256:` and the lowercase hex SHA-256 of the DER certificate.
+ */
+export function certFingerprint(der: Uint8Array): string {
+  return `sha256:${createHash("sha256").update(der).digest("hex")}`;
+}
+
+/**
+ * Reads a pin as written by the agents service (`sha256:HEX`) or as `openssl x509 -fingerprint
+ * -sha256` prints it (`AB:CD:…`, optionally after `sha256:`); undefined when it is neither.
+ */
+export function parseFingerprint(s: string): string | undefined {
+  const hex = s.trim().replace(/^sha256[:=]/i, "").replace(/:/g, "").toLowerCase();
+  return /^[0-9a-f]{64}$/.test(hex) ? `sha256:${hex}` : undefined;
+}

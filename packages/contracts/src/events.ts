@@ -8,10 +8,15 @@ export type Severity = (typeof Severities)[number];
 
 export const EVENT_TYPES = {
   "auth.login.succeeded": { severity: "info", description: "An operator logged in." },
-  "auth.login.failed": { severity: "warning", description: "A login attempt failed (bad signature, unknown key, expired nonce)." },
+  "auth.login.failed": {
+    severity: "warning",
+    description:
+      "A login attempt failed (bad signature, unknown key, expired nonce). warning only for the first failure of a known operator in `auth.login_failure_window_seconds`; repeats and unknown keys are info and notify nobody.",
+  },
   "auth.logout": { severity: "info", description: "An operator revoked its session token." },
   "operator.created": { severity: "info", description: "An operator was added." },
   "operator.removed": { severity: "warning", description: "An operator was removed and its tokens revoked." },
+  "operator.updated": { severity: "warning", description: "An operator's agent selector (scope) was set, changed or cleared." },
 
   "agent.registered": { severity: "info", description: "A new agent connected for the first time and is pending approval." },
   "agent.approved": { severity: "info", description: "An agent was approved and named." },

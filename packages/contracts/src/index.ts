@@ -3,3 +3,6 @@ export * from "./gen/index.js";
 export * from "./events.js";
 export * from "./agent-link.js";
 export * from "./selector.js";
+export * from "./idempotency.js";
+export * from "./unnotified.js";
+export * from "./secret-mask.js";

@@ -77,6 +77,23 @@ const KIT_MIGRATIONS: Array<[string, string]> = [
        last_replica text NOT NULL DEFAULT ''
      );`,
   ],
+  [
+    // Stored replies of idempotent RPCs (idempotency.ts), kept 24 h.
+    "kit_0003_idempotency",
+    `CREATE TABLE idempotency (
+       actor_id text NOT NULL,
+       key text NOT NULL,
+       method text NOT NULL,
+       request_hash text NOT NULL,
+       state text NOT NULL,
+       locked_until bigint NOT NULL,
+       error_code text,
+       reply bytea,
+       created_at bigint NOT NULL,
+       PRIMARY KEY (actor_id, key, method)
+     );
+     CREATE INDEX idempotency_created_at ON idempotency (created_at);`,
+  ],
 ];
 
 /**

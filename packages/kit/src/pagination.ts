@@ -1,3 +1,4 @@
+import { NODE_ID_RE } from "@orch/contracts";
 import { invalid } from "./errors.js";
 
 /** Clamps a requested page size: 0/absent → default; outside 1..max → INVALID_ARGUMENT naming `limit`. */
@@ -5,6 +6,34 @@ export function pageLimit(limit: number | undefined, def = 50, max = 500): numbe
   if (!limit) return def;
   if (!Number.isInteger(limit) || limit < 1 || limit > max) throw invalid("invalid_limit", `limit must be an integer between 1 and ${max}`, { parameter: "limit" });
   return limit;
+}
+
+/**
+ * What a cursor may be, per kind of list key. A list hands out the key of its last row as the next
+ * cursor, so a cursor is valid exactly when it has the grammar of that key: anything else was not
+ * handed out by us, and every list refuses it the same way instead of some returning a page.
+ */
+export const CURSOR_KEYS = {
+  /** ULID ids (operators, channels, windows, deliveries, notifications, operations, drift, sessions, events). */
+  ulid: /^[0-9A-HJKMNP-TV-Z]{26}$/,
+  /** Agent node ids (the agent link's rule). */
+  node_id: NODE_ID_RE,
+  /** Names (secrets, modules, assignments): the union of their grammars. */
+  name: /^[A-Za-z0-9_.-]{1,128}$/,
+} as const;
+export type CursorKey = keyof typeof CURSOR_KEYS;
+
+/**
+ * A list request's cursor: "" (first page) or a key of the list's kind, else INVALID_ARGUMENT
+ * `invalid_cursor` naming `cursor`. ULIDs are compared as text, so a lowercase one is normalised.
+ */
+export function pageCursor(cursor: string | undefined, kind: CursorKey): string {
+  if (!cursor) return "";
+  const c = kind === "ulid" ? cursor.toUpperCase() : cursor;
+  if (!CURSOR_KEYS[kind].test(c)) {
+    throw invalid("invalid_cursor", "cursor must be the next_cursor of a previous page", { field: "cursor" });
+  }
+  return c;
 }
 
 /**

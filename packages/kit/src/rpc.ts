@@ -4,6 +4,8 @@ import { headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection, ty
 import { ErrorSchema } from "@orch/contracts";
 import { createMessageCodec } from "./codec/index.js";
 import { OrchError, isCode } from "./errors.js";
+import { IDEMPOTENCY_HDR, idempotencyFor, readIdempotency, withIdempotency } from "./idempotency.js";
+import { rejectInvalidStrings } from "./input.js";
 import { busError, sendSoon } from "./nats.js";
 import type { Logger } from "./logger.js";
 
@@ -15,6 +17,11 @@ export interface Actor {
   type: string;
   /** admin | operator | "" */
   role: string;
+  /**
+   * The operator's agent selector (assignment grammar); absent or "" = unscoped. Services that
+   * touch agents enforce it themselves (scope.ts), so a caller that skips the gateway gains nothing.
+   */
+  scope?: string;
 }
 export const SYSTEM_ACTOR: Actor = { id: "system", name: "system", type: "system", role: "" };
 
@@ -32,6 +39,7 @@ export const H = {
   actorName: "orch-actor-name",
   actorType: "orch-actor-type",
   actorRole: "orch-actor-role",
+  actorScope: "orch-actor-scope",
   deadline: "orch-deadline",
   error: "orch-error",
 } as const;
@@ -48,6 +56,8 @@ export interface CallOptions {
   actor?: Actor;
   requestId?: string;
   timeoutMs?: number;
+  /** The client's Idempotency-Key and a hash of its request; `onReplay` is told when the reply was a replay. */
+  idempotency?: { key: string; hash: string; onReplay?: () => void };
 }
 
 export type Client<S extends GenService<GenServiceMethods>> = {
@@ -61,7 +71,15 @@ function readActor(h: MsgHdrs | undefined): Actor {
   if (!h) return SYSTEM_ACTOR;
   const id = h.get(H.actorId);
   if (!id) return SYSTEM_ACTOR;
-  return { id, name: h.get(H.actorName) || id, type: h.get(H.actorType) || "operator", role: h.get(H.actorRole) || "" };
+  const actor: Actor = {
+    id,
+    name: h.get(H.actorName) || id,
+    type: h.get(H.actorType) || "operator",
+    role: h.get(H.actorRole) || "",
+  };
+  const scope = h.get(H.actorScope);
+  if (scope) actor.scope = scope;
+  return actor;
 }
 
 export function encodeError(err: OrchError): { data: Uint8Array; hdrs: MsgHdrs } {
@@ -134,13 +152,22 @@ export function serveRpc<S extends GenService<GenServiceMethods>>(opts: RpcServe
       try {
         if (Date.now() > deadline) return; // the caller has given up; doing the work would only add load
         const req = codec.decode(method.input, msg.data);
-        const res = await handler(req, ctx);
+        // One gate for every handler: a NUL would otherwise reach Postgres and come back as a 500.
+        rejectInvalidStrings(req);
+        // A request with an Idempotency-Key runs at most once; a retry gets the stored reply.
+        const idem = readIdempotency(msg.headers, ctx.actor.id, method.name, msg.data);
+        const { data, replayed } = await withIdempotency(idempotencyFor(nc), idem, deadline, async () =>
+          codec.encode(method.output, await handler(req, ctx)),
+        );
         if (msg.reply) {
-          const data = codec.encode(method.output, res);
           replying = true;
           sendSoon(nc, () => {
             try {
-              msg.respond(data);
+              if (replayed) {
+                const hdrs = natsHeaders();
+                hdrs.set(IDEMPOTENCY_HDR.replayed, "true");
+                msg.respond(data, { headers: hdrs });
+              } else msg.respond(data);
             } catch (err) {
               ctx.log.warn({ err }, "reply failed");
             } finally {
@@ -209,8 +236,14 @@ export function rpcClient<S extends GenService<GenServiceMethods>>(nc: NatsConne
         hdrs.set(H.actorName, call.actor.name);
         hdrs.set(H.actorType, call.actor.type);
         if (call.actor.role) hdrs.set(H.actorRole, call.actor.role);
+        // Whitespace only separates selector terms, so folding it keeps the meaning and the header valid.
+        if (call.actor.scope) hdrs.set(H.actorScope, call.actor.scope.replace(/\s+/g, " "));
       }
       hdrs.set(H.deadline, String(Date.now() + timeout));
+      if (call.idempotency) {
+        hdrs.set(IDEMPOTENCY_HDR.key, call.idempotency.key);
+        hdrs.set(IDEMPOTENCY_HDR.hash, call.idempotency.hash);
+      }
       let reply: Msg;
       try {
         const data = codec.encode(method.input, req);
@@ -226,6 +259,7 @@ export function rpcClient<S extends GenService<GenServiceMethods>>(nc: NatsConne
       } catch (err) {
         throw busError(err);
       }
+      if (reply.headers?.get(IDEMPOTENCY_HDR.replayed)) call.idempotency?.onReplay?.();
       const err = decodeError(reply);
       if (err) throw err;
       return codec.decode(method.output, reply.data);

@@ -2,6 +2,7 @@ import type { z } from "zod";
 import { baseConfigSchema, loadConfig } from "./config.js";
 import { createPool, ensureDatabase, migrate, type Pool } from "./db.js";
 import { createMetricsRegistry, startHealthServer } from "./health.js";
+import { attachIdempotency, createIdempotencyStore, type IdempotencyStore } from "./idempotency.js";
 import { systemClock, ulidGenerator, type Clock, type IdGenerator } from "./ids.js";
 import { createLogger, type Logger } from "./logger.js";
 import { connectNats, type NatsConnection } from "./nats.js";
@@ -58,12 +59,16 @@ export async function runMain<S extends z.ZodObject>(opts: MainOptions<S>): Prom
   const nc = await connectNats({ url: base.nats.url, name: opts.name, user: base.nats.user, password: base.nats.password, log });
   let pool: Pool | undefined;
   let relay: Relay | undefined;
+  let idempotency: IdempotencyStore | undefined;
   if (opts.schema) {
     await retry(() => ensureDatabase(base.database.url), log, "database");
     pool = createPool({ url: base.database.url, schema: opts.schema, max: base.database.pool_max, statementTimeoutMs: base.database.statement_timeout_ms });
     await retry(() => migrate(pool!, opts.schema!, opts.migrations ?? null, log), log, "migrations");
     relay = createRelay({ pool, nc, log, stream: { replicas: base.nats.audit_stream_replicas, maxAgeDays: base.nats.audit_stream_max_age_days } });
     relay.start();
+    // Every RPC server on this connection stores idempotent replies in the service's schema.
+    idempotency = createIdempotencyStore({ pool, log, clock });
+    attachIdempotency(nc, idempotency);
   }
   const events = createEvents({ pool: pool as Pool, ids, clock, ...(relay ? { relay } : {}) });
   const service = await opts.start({ config, log, nc, pool: pool as Pool, events, ids, clock, metrics });
@@ -88,6 +93,7 @@ export async function runMain<S extends z.ZodObject>(opts: MainOptions<S>): Prom
     hard.unref();
     try {
       await service.stop();
+      idempotency?.stop();
       await relay?.stop();
       await nc.drain().catch(() => {});
       await pool?.end().catch(() => {});

@@ -56,6 +56,8 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
     port: cfg.link_port,
     tlsCert: cfg.tls_cert,
     tlsKey: cfg.tls_key,
+    tlsCa: cfg.tls_ca,
+    insecure: cfg.insecure,
     keepaliveMs: cfg.keepalive_seconds * 1000,
     keepaliveTimeoutMs: cfg.keepalive_timeout_seconds * 1000,
     onStream(call) {
@@ -104,6 +106,16 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
   });
 
   log.info({ link_port: server.port, tls: server.tls, replica }, "agent link listening");
+  if (server.identity) {
+    const { fingerprint, chainFingerprints, subject, validTo } = server.identity;
+    // What agents pin (--server-fingerprint): the CA's survives server certificate renewals.
+    log.info({ fingerprint, ca_fingerprints: chainFingerprints, subject, valid_to: validTo }, "agent link certificate");
+  } else {
+    log.warn(
+      "agent link is PLAINTEXT (agents.insecure): agents cannot authenticate this server " +
+        "and link traffic is readable on the network",
+    );
+  }
 
   return {
     linkPort: server.port,

@@ -16,7 +16,7 @@ import type { Send } from "../../../agent/src/link/client.js";
 import { agentsConfigSchema } from "../src/config.js";
 import { grantsDb } from "../src/link/grants.js";
 import { createAgentsService } from "../src/service.js";
-import { AGENTS_MIGRATIONS, agentsClient, memIdentity, testLink, type TestLink } from "./harness.js";
+import { AGENTS_MIGRATIONS, agentsClient, linkTlsConfig, memIdentity, testLink, type TestLink } from "./harness.js";
 
 // An agent may use orch.term.<id>.* / orch.state.progress.<id> only for the sessions and
 // operations the relay opened on it; grants live in Postgres so they survive a move to another replica.
@@ -28,7 +28,7 @@ const { c, as } = agentsClient(nc);
 /** The agents service in process, its log kept in memory. */
 async function replica(n: NatsHandle, d: DbHandle) {
   const { log, lines } = memoryLogger("agents");
-  const deps = await serviceDeps({ name: "agents", nats: n, db: d, schema: "agents", migrations: AGENTS_MIGRATIONS, log, config: agentsConfigSchema.parse({ agents: { link_host: "127.0.0.1", link_port: 0 } }) });
+  const deps = await serviceDeps({ name: "agents", nats: n, db: d, schema: "agents", migrations: AGENTS_MIGRATIONS, log, config: agentsConfigSchema.parse({ agents: { link_host: "127.0.0.1", link_port: 0, ...linkTlsConfig() } }) });
   const svc = await createAgentsService(deps);
   let stopped = false;
   return {
@@ -271,9 +271,9 @@ t.test("a replica that shuts down does not end the sessions of its agents (they 
 });
 
 t.test("agents.terminal_grant_hours: 24 by default, must be positive", async (t) => {
-  t.equal(agentsConfigSchema.parse({}).agents.terminal_grant_hours, 24);
-  t.equal(agentsConfigSchema.parse({ agents: { terminal_grant_hours: 9 } }).agents.terminal_grant_hours, 9);
-  t.throws(() => agentsConfigSchema.parse({ agents: { terminal_grant_hours: 0 } }));
+  t.equal(agentsConfigSchema.parse({ agents: { insecure: true } }).agents.terminal_grant_hours, 24);
+  t.equal(agentsConfigSchema.parse({ agents: { insecure: true, terminal_grant_hours: 9 } }).agents.terminal_grant_hours, 9);
+  t.throws(() => agentsConfigSchema.parse({ agents: { insecure: true, terminal_grant_hours: 0 } }));
 });
 
 t.test("expired grants are pruned, live ones kept (idempotent)", async (t) => {

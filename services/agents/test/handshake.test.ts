@@ -6,8 +6,7 @@ import t from "tap";
 import * as grpc from "@grpc/grpc-js";
 import { agentLinkGrpcDefinition, type AgentFrame, type ServerFrame } from "@orch/contracts";
 import { createTestDatabase, eventually, startNats } from "@orch/kit/testing";
-import { channelCredentials } from "../../../agent/src/link/client.js";
-import { agentsClient, collectEvents, memIdentity, startAgentsService, testLink } from "./harness.js";
+import { agentsClient, collectEvents, memIdentity, startAgentsService, testCaCredentials, testLink } from "./harness.js";
 
 // The signed handshake of DESIGN §6 over real gRPC: Hello → Challenge → signature → Welcome or Refusal.
 const nats = await startNats();
@@ -81,7 +80,7 @@ t.test("a malformed public key is refused", async (t) => {
 });
 
 t.test("a stream that never says hello is closed after the handshake timeout", async (t) => {
-  const client = new grpc.Client(svc.server, grpc.credentials.createInsecure());
+  const client = new grpc.Client(svc.server, testCaCredentials());
   const def = agentLinkGrpcDefinition.connect;
   const call = client.makeBidiStreamRequest<AgentFrame, ServerFrame>(def.path, def.requestSerialize, def.responseDeserialize);
   const frames: ServerFrame[] = [];
@@ -137,7 +136,7 @@ t.test("a second link of the same agent replaces the first", async (t) => {
   await eventually(async () => (await row(id.nodeId)).connected === false);
 });
 
-t.test("TLS: the link speaks TLS when a certificate is configured", async (t) => {
+t.test("TLS: the link serves the configured certificate", async (t) => {
   const dir = mkdtempSync(join(tmpdir(), "orch-agents-tls-"));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const cert = join(dir, "cert.pem");
@@ -146,11 +145,11 @@ t.test("TLS: the link speaks TLS when a certificate is configured", async (t) =>
   const tls = await startAgentsService(nats, db, { tls_cert: cert, tls_key: key });
   t.teardown(() => tls.stop());
 
-  const ok = testLink(tls.server, memIdentity(), { credentials: channelCredentials({ ca: cert }) });
+  const ok = testLink(tls.server, memIdentity(), { credentials: grpc.credentials.createSsl(readFileSync(cert)) });
   t.equal((await ok.up()).status, "pending", "a client trusting the certificate completes the handshake");
   ok.close();
 
-  const plain = testLink(tls.server, memIdentity());
+  const plain = testLink(tls.server, memIdentity(), { credentials: grpc.credentials.createInsecure() });
   t.match(await plain.outcome, { kind: "closed", wasUp: false }, "a plaintext client gets nowhere");
   t.ok(readFileSync(cert, "utf8").includes("BEGIN CERTIFICATE"));
 });

@@ -1,33 +1,45 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { generateKeyPairSync, sign } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { fromBinary } from "@bufbuild/protobuf";
-import type { ChannelCredentials } from "@grpc/grpc-js";
+import { credentials as grpcCredentials, type ChannelCredentials } from "@grpc/grpc-js";
 import { AgentsService, AuditEventSchema, nodeIdFromPublicKey, type AuditEvent, type BusMessage, type Request, type Welcome } from "@orch/contracts";
 import { rpcClient, type Actor, type NatsConnection } from "@orch/kit";
-import { serviceDeps, eventually, type DbHandle, type NatsHandle } from "@orch/kit/testing";
+import { serviceDeps, eventually, testLinkTls, type DbHandle, type NatsHandle } from "@orch/kit/testing";
 import { agentsConfigSchema } from "../src/config.js";
 import { createAgentsService } from "../src/service.js";
 import type { Identity } from "../../../agent/src/identity.js";
-import { channelCredentials, openLink, type LinkOutcome, type Send } from "../../../agent/src/link/client.js";
+import { openLink, type LinkOutcome, type Send } from "../../../agent/src/link/client.js";
+import { choosesTrust } from "../../../agent/src/options.js";
 import type { AgentLogger } from "../../../agent/src/runtime.js";
 
 export const AGENTS_MIGRATIONS = fileURLToPath(new URL("../migrations", import.meta.url));
 export const AGENT_MAIN = fileURLToPath(new URL("../../../agent/dist/main.js", import.meta.url));
 export const ADMIN: Actor = { id: "01ADMIN", name: "admin", type: "operator", role: "admin" };
 
-/** The agents service in this process, link on a free port of 127.0.0.1. */
+/** TLS settings of the test process's development CA (testLinkTls), as the service config takes them. */
+export const linkTlsConfig = () => ({ tls_cert: testLinkTls().serverCert, tls_key: testLinkTls().serverKey });
+
+/** Client credentials trusting the test CA (what `orch-agent --ca` does). */
+export const testCaCredentials = (): ChannelCredentials =>
+  grpcCredentials.createSsl(readFileSync(testLinkTls().caCert));
+
+/**
+ * The agents service in this process, link on a free port of 127.0.0.1, with TLS from the test
+ * CA like a real deployment (pass `insecure: true` for a plaintext link).
+ */
 export async function startAgentsService(nats: NatsHandle, db: DbHandle, agents: Record<string, unknown> = {}) {
+  const tls = agents.insecure || agents.tls_cert || agents.tls_key ? {} : linkTlsConfig();
   const deps = await serviceDeps({
     name: "agents",
     nats,
     db,
     schema: "agents",
     migrations: AGENTS_MIGRATIONS,
-    config: agentsConfigSchema.parse({ agents: { link_host: "127.0.0.1", link_port: 0, ...agents } }),
+    config: agentsConfigSchema.parse({ agents: { link_host: "127.0.0.1", link_port: 0, ...tls, ...agents } }),
   });
   const svc = await createAgentsService(deps);
   return {
@@ -71,10 +83,16 @@ export interface AgentProcess {
   signal(sig: NodeJS.Signals): Promise<void>;
 }
 
-/** A real orch-agent process (agent/dist/main.js) with its own data dir (kept across restarts when given). */
+/**
+ * A real orch-agent process (agent/dist/main.js) with its own data dir (kept across restarts when
+ * given). Unless the test chooses how it trusts the server, it trusts the test CA (`--ca`).
+ */
 export function spawnAgent(args: string[], opts: { dataDir?: string; env?: Record<string, string> } = {}): AgentProcess {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "orch-agent-t-"));
-  const child = spawn(process.execPath, [AGENT_MAIN, "--data-dir", dataDir, "--log-level", "debug", ...args], { env: { ...process.env, ...(opts.env ?? {}) }, stdio: ["ignore", "pipe", "pipe"] });
+  const env: Record<string, string | undefined> = { ...process.env, ...(opts.env ?? {}) };
+  const trust = choosesTrust(args, env) ? [] : ["--ca", testLinkTls().caCert];
+  const argv = [AGENT_MAIN, "--data-dir", dataDir, "--log-level", "debug", ...trust, ...args];
+  const child = spawn(process.execPath, argv, { env, stdio: ["ignore", "pipe", "pipe"] });
   const lines: string[] = [];
   let partial = "";
   child.stdout!.on("data", (d: Buffer) => {
@@ -153,7 +171,7 @@ export function testLink(server: string, identity: Identity, opts: { attributes?
   let linkSend: Send | undefined;
   const attempt = openLink({
     server,
-    credentials: opts.credentials ?? channelCredentials(undefined),
+    credentials: opts.credentials ?? testCaCredentials(),
     identity,
     hello: { version: "9.9.9-test", attributes: opts.attributes ?? { hostname: "test-host", os: "linux" } },
     log: quietLog,

@@ -6,6 +6,8 @@ export const authConfigSchema = baseConfigSchema.extend({
     .object({
       token_ttl_hours: z.number().positive().default(12),
       challenge_ttl_seconds: z.number().int().positive().default(60),
+      /** A burst of failed logins for one operator notifies once per window (the first failure). */
+      login_failure_window_seconds: z.number().int().positive().default(900),
       /** Hex Ed25519 public key of the first admin, created at start when no admin exists (ORCH_BOOTSTRAP_ADMIN_KEY). */
       bootstrap_admin_key: z.string().default(""),
       bootstrap_admin_name: z.string().default("admin"),

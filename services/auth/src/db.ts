@@ -8,9 +8,11 @@ export interface OperatorRow {
   active: boolean;
   created_at: number;
   created_by: string;
+  /** Agent selector limiting what the operator reaches; null = unscoped (docs/access.md). */
+  agent_selector: string | null;
 }
 
-const COLS = "id, name, public_key, role, active, created_at, created_by";
+const COLS = "id, name, public_key, role, active, created_at, created_by, agent_selector";
 
 // Named (prepared) statements: Postgres parses and plans them once per connection, not per call.
 
@@ -25,7 +27,20 @@ export const operatorsDb = {
     return (await db.query<OperatorRow>({ name: "auth.operators_page", text: `SELECT ${COLS} FROM operators WHERE id > $1 ORDER BY id LIMIT $2`, values: [after, limit] })).rows;
   },
   async insert(db: Queryable, o: OperatorRow): Promise<void> {
-    await db.query(`INSERT INTO operators (${COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [o.id, o.name, o.public_key, o.role, o.active, o.created_at, o.created_by]);
+    await db.query(`INSERT INTO operators (${COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
+      o.id,
+      o.name,
+      o.public_key,
+      o.role,
+      o.active,
+      o.created_at,
+      o.created_by,
+      o.agent_selector,
+    ]);
+  },
+  async setSelector(db: Queryable, id: string, selector: string | null): Promise<OperatorRow> {
+    const sql = `UPDATE operators SET agent_selector = $2 WHERE id = $1 RETURNING ${COLS}`;
+    return (await db.query<OperatorRow>(sql, [id, selector])).rows[0]!;
   },
   async activeAdminIdsForUpdate(db: Queryable): Promise<string[]> {
     return (await db.query<{ id: string }>("SELECT id FROM operators WHERE role = 'admin' AND active FOR UPDATE")).rows.map((r) => r.id);
@@ -50,7 +65,7 @@ export const sessionsDb = {
     return (
       await db.query<OperatorRow & { expires_at: number }>({
         name: "auth.principal",
-        text: `SELECT o.id, o.name, o.public_key, o.role, o.active, o.created_at, o.created_by, t.expires_at
+        text: `SELECT o.id, o.name, o.public_key, o.role, o.active, o.created_at, o.created_by, o.agent_selector, t.expires_at
            FROM tokens t JOIN operators o ON o.id = t.operator_id
           WHERE t.hash = $1 AND t.expires_at > $2 AND o.active`,
         values: [hash, now],

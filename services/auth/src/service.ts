@@ -9,7 +9,7 @@ import { normaliseKey } from "./keys.js";
 export type AuthDeps = ServiceDeps<Readonly<AuthConfig>>;
 
 export function toOperator(r: OperatorRow): Operator {
-  return { $typeName: "orch.v1.Operator", id: r.id, name: r.name, publicKey: r.public_key, role: r.role, active: r.active, createdAt: Number(r.created_at), createdBy: r.created_by };
+  return { $typeName: "orch.v1.Operator", id: r.id, name: r.name, publicKey: r.public_key, role: r.role, active: r.active, createdAt: Number(r.created_at), createdBy: r.created_by, agentSelector: r.agent_selector ?? "" };
 }
 
 /** Creates the first admin from ORCH_BOOTSTRAP_ADMIN_KEY when no admin exists yet. */
@@ -22,7 +22,7 @@ export async function bootstrapAdmin(deps: AuthDeps): Promise<void> {
     if (has.rowCount) return;
     const existing = await operatorsDb.byKey(deps.pool, publicKey);
     if (existing) return;
-    const row = { id: deps.ids.next(), name: deps.config.auth.bootstrap_admin_name, public_key: publicKey, role: "admin", active: true, created_at: deps.clock.now(), created_by: "system" } as const;
+    const row = { id: deps.ids.next(), name: deps.config.auth.bootstrap_admin_name, public_key: publicKey, role: "admin", active: true, created_at: deps.clock.now(), created_by: "system", agent_selector: null } as const;
     await deps.events.tx(async (db, emit) => {
       await operatorsDb.insert(db, row);
       await emit({ type: "operator.created", summary: `bootstrap admin ${row.name} created`, actor: SYSTEM_ACTOR, target: { id: row.id, name: row.name, type: "operator" }, metadata: { role: "admin", bootstrap: true } });

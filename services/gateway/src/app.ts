@@ -1,14 +1,18 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import type { z } from "zod";
 import { AuthService } from "@orch/contracts";
-import { OrchError, forbidden, rpcClient, unauthenticated, type Clock, type IdGenerator, type Logger, type NatsConnection } from "@orch/kit";
+import { OrchError, forbidden, rejectInvalidStrings, rpcClient, unauthenticated, type Clock, type IdGenerator, type Logger, type NatsConnection } from "@orch/kit";
 import { createTokenCache, type Principal, type TokenCache } from "./auth-cache.js";
 import type { GatewayConfig } from "./config.js";
+import { allowedMethods, clientErrorHandler, frameworkErrorHandler } from "./framework-errors.js";
+import { parseJsonBody } from "./json-body.js";
 import { buildOpenApi } from "./openapi.js";
 import { problem, problemFromError, sendProblem } from "./problem.js";
 import { createRateLimiter } from "./rate-limit.js";
+import { idempotencyOf } from "./idempotency.js";
 import { fastifyPath, successStatus, type RouteSpec } from "./route.js";
 import { allRoutes } from "./routes/index.js";
+import { applySecurityHeaders } from "./security-headers.js";
 
 export interface GatewayDeps {
   config: Readonly<GatewayConfig>;
@@ -50,17 +54,19 @@ export async function buildGateway(deps: GatewayDeps): Promise<{ app: FastifyIns
     requestIdHeader: "x-request-id",
     genReqId: () => `${(reqPrefix ??= deps.ids.next())}-${(++reqSeq).toString(36)}`,
     return503OnClosing: true,
+    // Errors raised before routing or by the HTTP parser answer problem+json like every other.
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
   });
+  app.addHook("onRequest", async (_req, reply) => applySecurityHeaders(reply.raw));
 
-  // Empty bodies are allowed (POST /terminal has none); invalid JSON is a clean 400.
+  // Empty bodies are allowed (POST /terminal has none); invalid or too deeply nested JSON is a clean 400.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("application/json", { parseAs: "string" }, (_req, body, done) => {
-    const text = typeof body === "string" ? body : body.toString("utf8");
-    if (text.trim() === "") return done(null, undefined);
     try {
-      done(null, JSON.parse(text));
-    } catch {
-      done(new OrchError("INVALID_ARGUMENT", "invalid_json", "the request body is not valid JSON"), undefined);
+      done(null, parseJsonBody(typeof body === "string" ? body : body.toString("utf8")));
+    } catch (err) {
+      done(err as Error, undefined);
     }
   });
 
@@ -72,7 +78,11 @@ export async function buildGateway(deps: GatewayDeps): Promise<{ app: FastifyIns
   const limiter = createRateLimiter({ perMinute: config.gateway.auth_rate_limit_per_minute, clock: deps.clock });
 
   app.setErrorHandler((err: Error & { code?: string; statusCode?: number }, req, reply) => {
-    if (err instanceof OrchError) return sendProblem(reply, problemFromError(err, req.id));
+    if (err instanceof OrchError) {
+      // Also raised by the RPC client (encoding, bus) and by services: the cause is only in the log.
+      if (err.code === "INTERNAL") req.log.error({ err: err.cause ?? err, requestId: req.id }, "internal error");
+      return sendProblem(reply, problemFromError(err, req.id));
+    }
     switch (err.code) {
       case "FST_ERR_CTP_BODY_TOO_LARGE":
         return sendProblem(reply, problem(413, "body_too_large", `the request body exceeds ${config.http.body_limit} bytes`));
@@ -86,7 +96,17 @@ export async function buildGateway(deps: GatewayDeps): Promise<{ app: FastifyIns
     if (e.code === "INTERNAL") req.log.error({ err, requestId: req.id }, "unhandled error");
     return sendProblem(reply, problemFromError(e, req.id));
   });
-  app.setNotFoundHandler((req, reply) => sendProblem(reply, problem(404, "route_not_found", `no route ${req.method} ${req.url.split("?")[0]}`)));
+  const methodsOf = allowedMethods(routes);
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split("?")[0] ?? "";
+    const allow = methodsOf(path);
+    if (allow.length > 0) {
+      reply.header("allow", allow.join(", "));
+      const detail = `${req.method} is not allowed on ${path}; use ${allow.join(", ")}`;
+      return sendProblem(reply, problem(405, "method_not_allowed", detail));
+    }
+    return sendProblem(reply, problem(404, "route_not_found", `no route ${req.method} ${path}`));
+  });
 
   app.get("/api/v1/openapi.json", async () => openapi);
 
@@ -119,14 +139,21 @@ export async function buildGateway(deps: GatewayDeps): Promise<{ app: FastifyIns
           if (!r.success) {
             const errors = zodIssues(location, r.error);
             const first = errors[0]!;
-            throw new OrchError("INVALID_ARGUMENT", "invalid_request", `${location} ${first.field === "(root)" ? "" : `field '${first.field}' `}${first.message}`.replace(/\s+/g, " "), { errors });
+            // Every paginated list refuses a cursor it did not hand out the same way (see pagination.ts).
+            const code = location === "query" && first.field === "cursor" ? "invalid_cursor" : "invalid_request";
+            throw new OrchError("INVALID_ARGUMENT", code, `${location} ${first.field === "(root)" ? "" : `field '${first.field}' `}${first.message}`.replace(/\s+/g, " "), { errors });
           }
           return r.data;
         };
+        // NUL and lone surrogates are refused before validation, whatever the route's schema allows.
+        rejectInvalidStrings(req.params, "path");
+        rejectInvalidStrings(req.query, "query");
+        rejectInvalidStrings(req.body, "body");
         const params = parse(spec.params, req.params, "path");
         const query = parse(spec.query, req.query, "query");
         const body = parse(spec.body, req.body, "body");
         const p = req.principal;
+        const idem = idempotencyOf(spec, req, reply);
         const out = await spec.handler(
           {
             params,
@@ -134,7 +161,7 @@ export async function buildGateway(deps: GatewayDeps): Promise<{ app: FastifyIns
             body,
             principal: p,
             raw: req,
-            call: { requestId: req.id, ...(p ? { actor: { id: p.id, name: p.name, type: "operator", role: p.role } } : {}) },
+            call: { requestId: req.id, ...(p ? { actor: { id: p.id, name: p.name, type: "operator", role: p.role, scope: p.scope } } : {}), ...idem },
           },
           reply,
         );

@@ -7,6 +7,8 @@ export interface Principal {
   id: string;
   name: string;
   role: "admin" | "operator";
+  /** Agent selector limiting the agents this operator reaches; "" = unscoped (docs/access.md). */
+  scope: string;
   /** Token expiry, ms. */
   expiresAt: number;
 }
@@ -19,6 +21,8 @@ interface Entry {
 
 export const REVOCATION_SUBJECT = "orch.auth.revoked";
 export const tokenHash = (token: string) => createHash("sha256").update(token).digest("hex");
+/** The token of an `Authorization: Bearer <token>` header; undefined without one. */
+export const bearerToken = (header: string | undefined) => /^Bearer\s+(\S+)$/i.exec(header ?? "")?.[1];
 
 /**
  * Bearer tokens are resolved through the auth service once, then served from memory: steady-state
@@ -56,7 +60,10 @@ export function createTokenCache(deps: { nc: NatsConnection; auth: Client<typeof
       const p = await deps.auth.authenticate({ token }, { timeoutMs: 3000 });
       const op = p.operator;
       if (!op) throw unauthenticated("invalid_token", "the token is invalid or expired");
-      return { id: op.id, name: op.name, role: op.role === "admin" ? "admin" : "operator", expiresAt: p.expiresAt };
+      const role = op.role === "admin" ? "admin" : "operator";
+      // Admins are unscoped whatever the record says (docs/access.md).
+      const scope = role === "admin" ? "" : op.agentSelector;
+      return { id: op.id, name: op.name, role, scope, expiresAt: p.expiresAt };
     } finally {
       inflight.delete(token);
     }

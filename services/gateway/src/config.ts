@@ -8,8 +8,14 @@ export const gatewayConfigSchema = baseConfigSchema.extend({
       host: z.string().default("0.0.0.0"),
       /** Largest accepted request body, bytes (module content is capped at 256 KiB by the state service). */
       body_limit: z.number().int().positive().default(1_048_576),
-      /** Base URL clients use to reach this gateway (ws_url is built from it); derived from the request when empty. */
-      public_url: z.string().default(""),
+      /**
+       * Base URL clients use to reach this gateway (ws_url is built from it). Empty = the address
+       * the connection arrived on; never the request's Host header, which the client chooses.
+       */
+      public_url: z
+        .string()
+        .regex(/^(https?:\/\/[^/?#\s@]+(\/[^?#\s]*)?)?$/, "must be an http(s) URL without query, fragment, credentials")
+        .default(""),
       /** Origins allowed to open terminal WebSockets; empty = same host as the request. */
       allowed_origins: z.array(z.string()).default([]),
       trust_proxy: z.boolean().default(false),

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { IDEMPOTENCY_KEY_RE } from "@orch/contracts";
 import type { RouteSpec } from "./route.js";
 
 export const API_VERSION = "0.0.9";
@@ -17,6 +18,14 @@ function parameters(schema: z.ZodType | undefined, where: "path" | "query") {
     return { name, in: where, required: where === "path" || (js.required ?? []).includes(name), schema: rest, ...(description ? { description } : {}) };
   });
 }
+
+const IDEMPOTENCY_PARAM = {
+  name: "Idempotency-Key",
+  in: "header",
+  required: false,
+  schema: { type: "string", pattern: IDEMPOTENCY_KEY_RE.source },
+  description: "Repeat the request with the same key to get the first result instead of a second change (24 h).",
+};
 
 const PROBLEM = {
   type: "object",
@@ -44,6 +53,12 @@ export function buildOpenApi(routes: RouteSpec[]): Record<string, unknown> {
     if (r.auth !== "public") errs[401] ??= ["unauthenticated", "invalid_token"];
     if (r.auth === "admin") errs[403] ??= ["admin_required"];
     if (r.params || r.query || r.body) errs[400] ??= ["invalid_request"];
+    // Authenticated writes take an Idempotency-Key (idempotency.ts, docs/http-api.md).
+    const keyed = r.method !== "GET" && r.auth !== "public";
+    if (keyed) {
+      errs[400] = [...(errs[400] ?? []), "invalid_idempotency_key"];
+      errs[409] = [...(errs[409] ?? []), "idempotency_key_reused", "idempotency_key_in_flight"];
+    }
     for (const [status, codes] of Object.entries(errs)) {
       responses[status] = { description: `problem codes: ${codes.join(", ")}`, content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } } };
     }
@@ -52,7 +67,11 @@ export function buildOpenApi(routes: RouteSpec[]): Record<string, unknown> {
       summary: r.summary,
       description: [r.description, r.auth === "admin" ? "Requires the admin role." : r.auth === "public" ? "No authentication." : "Any authenticated operator."].filter(Boolean).join("\n\n"),
       tags: r.tags,
-      parameters: [...parameters(r.params, "path"), ...parameters(r.query, "query")],
+      parameters: [
+        ...parameters(r.params, "path"),
+        ...parameters(r.query, "query"),
+        ...(keyed ? [IDEMPOTENCY_PARAM] : []),
+      ],
       responses,
       security: r.auth === "public" ? [] : [{ bearer: [] }],
       "x-auth": r.auth,

@@ -28,6 +28,10 @@ export const OperatorOut = z.object({
   active: z.boolean(),
   created_at: z.string(),
   created_by: z.string(),
+  agent_selector: z
+    .string()
+    .nullable()
+    .describe("agent selector limiting the agents the operator reaches; null = unscoped (docs/access.md)"),
 });
 
 export const iso = (ms: number) => new Date(ms).toISOString();

@@ -15,13 +15,17 @@ const nats = await startNats();
 const db = await createTestDatabase();
 const admin = ed25519();
 const auth = await startAuth(nats, db, admin);
+// Unicast discovery goes to agents.discovery_port only, inside agents.discovery_networks (loopback here).
+const discoverySock = createSocket("udp4");
+await new Promise<void>((r) => discoverySock.bind(0, "127.0.0.1", r));
+discoverySock.unref();
 const agentsDeps = await serviceDeps({
   name: "agents",
   nats,
   db,
   schema: "agents",
   migrations: fileURLToPath(new URL("../../agents/migrations", import.meta.url)),
-  config: agentsConfigSchema.parse({ agents: { link_host: "127.0.0.1", link_port: 0 } }),
+  config: agentsConfigSchema.parse({ agents: { link_host: "127.0.0.1", link_port: 0, insecure: true, discovery_port: discoverySock.address().port, discovery_networks: ["127.0.0.0/8"] } }),
 });
 const agentsSvc = await createAgentsService(agentsDeps);
 const gw = await startGateway(nats);
@@ -96,7 +100,8 @@ t.test("bad input is a 400 naming the field, and nothing reaches the agents serv
   problem(t, await call(gw.url, "GET", "/api/v1/agents?status=lost", { token }), "invalid_request", "status");
   problem(t, await call(gw.url, "GET", "/api/v1/agents?limit=0", { token }), "invalid_request", "limit");
   problem(t, await call(gw.url, "GET", "/api/v1/agents?limit=501", { token }), "invalid_request", "limit");
-  problem(t, await call(gw.url, "GET", "/api/v1/agents?cursor=zzz", { token }), "invalid_request", "cursor");
+  // One code for a bad cursor on every list (finding 14).
+  problem(t, await call(gw.url, "GET", "/api/v1/agents?cursor=zzz", { token }), "invalid_cursor", "cursor");
 
   const metrics = (q: string) => call(gw.url, "GET", `/api/v1/agents/${NODE}/metrics?${q}`, { token });
   problem(t, await metrics("since=yesterday"), "invalid_request", "since");
@@ -272,9 +277,8 @@ t.test("metrics: history newest first with since/until/limit, latest = newest", 
 });
 
 t.test("discover: unicast to a target answers 202 with where it went and what it announced", async (t) => {
-  const sock = createSocket("udp4");
+  const sock = discoverySock;
   const got = new Promise<string>((r) => sock.once("message", (m) => r(m.toString())));
-  await new Promise<void>((r) => sock.bind(0, "127.0.0.1", r));
   t.teardown(() => sock.close());
   const target = `127.0.0.1:${sock.address().port}`;
   const r = await call(gw.url, "POST", "/api/v1/discover", { token, body: { target } });

@@ -64,18 +64,30 @@ t.test("nonce rules: reuse, expiry, another key's signature → 401; malformed k
   problemJson(t, await call(gw.url, "POST", "/api/v1/auth/challenge", { raw: "{not json" }), 400, "invalid_json");
 });
 
-t.test("unknown and inactive operators get the same 401 body", async (t) => {
+t.test("unknown, inactive and active operators get the same challenge; the nonce fails verify alike", async (t) => {
   const token = await login(gw.url, admin);
   const inactive = ed25519();
   const created = await call(gw.url, "POST", "/api/v1/operators", { token, body: { name: "dormant", public_key: inactive.publicKeyHex, role: "operator" } });
   t.equal(created.status, 201);
   await auth.deps.pool.query("UPDATE operators SET active = false WHERE name = 'dormant'");
-  const a = await call(gw.url, "POST", "/api/v1/auth/challenge", { body: { public_key: ed25519().publicKeyHex } });
-  const b = await call(gw.url, "POST", "/api/v1/auth/challenge", { body: { public_key: inactive.publicKeyHex } });
-  problemJson(t, a, 401, "unknown_operator");
-  const { request_id: _a, ...bodyA } = a.body;
-  const { request_id: _b, ...bodyB } = b.body;
-  t.same(bodyB, bodyA);
+  const stranger = ed25519();
+  const answers = [];
+  for (const key of [admin, stranger, inactive]) {
+    const ch = await call(gw.url, "POST", "/api/v1/auth/challenge", { body: { public_key: key.publicKeyHex } });
+    t.equal(ch.status, 200);
+    t.same(Object.keys(ch.body).sort(), ["expires_at", "nonce"]);
+    // Signed with a key that is not the one claimed: what someone probing for operators can send.
+    const v = await call(gw.url, "POST", "/api/v1/auth/verify", { body: { public_key: key.publicKeyHex, nonce: ch.body.nonce, signature: signNonce(ch.body.nonce, ed25519()) } });
+    problemJson(t, v, 401, "invalid_signature");
+    const { request_id: _r, ...body } = v.body;
+    answers.push(body);
+  }
+  t.same(answers[1], answers[0]);
+  t.same(answers[2], answers[0]);
+  // Even a correct signature by the unknown key's owner gets no token.
+  const ch = await call(gw.url, "POST", "/api/v1/auth/challenge", { body: { public_key: stranger.publicKeyHex } });
+  const own = await call(gw.url, "POST", "/api/v1/auth/verify", { body: { public_key: stranger.publicKeyHex, nonce: ch.body.nonce, signature: signNonce(ch.body.nonce, stranger) } });
+  problemJson(t, own, 401, "unknown_operator");
 });
 
 t.test("operators CRUD; operator refused on admin routes; last admin protected", async (t) => {

@@ -3,7 +3,7 @@ import { sign } from "node:crypto";
 import type { FastifyInstance } from "fastify";
 import { authConfigSchema } from "../../auth/src/config.js";
 import { createAuthService } from "../../auth/src/service.js";
-import { systemClock, ulidGenerator, type Clock } from "@orch/kit";
+import { systemClock, ulidGenerator, type Clock, type Logger } from "@orch/kit";
 import { serviceDeps, silentLogger, type DbHandle, type KeyPair, type NatsHandle } from "@orch/kit/testing";
 import { buildGateway } from "../src/app.js";
 import { gatewayConfigSchema } from "../src/config.js";
@@ -30,10 +30,10 @@ export async function startAuth(nats: NatsHandle, db: DbHandle, admin: KeyPair, 
   return { deps, svc, async stop() { await svc.stop(); await deps.close(); } };
 }
 
-export async function startGateway(nats: NatsHandle, clock: Clock = systemClock, overrides: Record<string, unknown> = {}) {
+export async function startGateway(nats: NatsHandle, clock: Clock = systemClock, overrides: Record<string, unknown> = {}, o: { log?: Logger; http?: Record<string, unknown> } = {}) {
   const nc = await nats.connect("gateway");
-  const config = gatewayConfigSchema.parse({ http: { port: 0, host: "127.0.0.1" }, gateway: { services: ["auth"], ...overrides } });
-  const { app, routes, tokens } = await buildGateway({ config, log: silentLogger(), nc, clock, ids: ulidGenerator(clock) });
+  const config = gatewayConfigSchema.parse({ http: { port: 0, host: "127.0.0.1", ...o.http }, gateway: { services: ["auth"], ...overrides } });
+  const { app, routes, tokens } = await buildGateway({ config, log: o.log ?? silentLogger(), nc, clock, ids: ulidGenerator(clock) });
   await app.listen({ port: 0, host: "127.0.0.1" });
   const addr = app.server.address();
   const url = `http://127.0.0.1:${typeof addr === "object" && addr ? addr.port : 0}`;

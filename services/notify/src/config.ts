@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { Severities } from "@orch/contracts";
 import { baseConfigSchema } from "@orch/kit";
-import { parseCredentialsKey } from "./channels/crypto.js";
+import { credentialsKeyring } from "./channels/crypto.js";
 
 export const notifyConfigSchema = baseConfigSchema.extend({
   notify: z
@@ -26,14 +26,25 @@ export const notifyConfigSchema = baseConfigSchema.extend({
       batch_size: z.number().int().min(1).max(500).default(20),
       /** How long the active-operator list from the auth service is reused. */
       operators_cache_ms: z.number().int().min(0).default(10_000),
-      /** 32-byte key (base64 or 64 hex chars) encrypting channel credentials at rest; empty = stored in clear. */
-      credentials_key: z
-        .string()
-        .default("")
-        .refine((k) => k === "" || parseCredentialsKey(k) !== undefined, "must be 32 bytes as base64 or 64 hex characters"),
+      /**
+       * Keyring sealing channel credentials (AES-256-GCM), `id:base64key[,id:base64key...]`, active key
+       * first, the same format as secrets.keys (ORCH_NOTIFY_CREDENTIALS_KEYS). Required: credentials
+       * are never stored in clear.
+       */
+      credentials_keys: z.string().default(""),
+      /** Deprecated single key (base64 or 64 hex chars); still read, as key id `legacy` after credentials_keys. */
+      credentials_key: z.string().default(""),
       /** Notifications, finished deliveries and processed-event ids older than this are pruned. */
       retention_days: z.number().int().min(1).default(90),
     })
-    .prefault({}),
+    .prefault({})
+    .superRefine((n, ctx) => {
+      // Checked here so a missing or malformed key stops the service at start, naming the setting.
+      try {
+        credentialsKeyring(n.credentials_keys, n.credentials_key);
+      } catch (err) {
+        ctx.addIssue({ code: "custom", path: ["credentials_keys"], message: (err as Error).message });
+      }
+    }),
 });
 export type NotifyConfig = z.infer<typeof notifyConfigSchema>;

@@ -1,6 +1,6 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
-import { AuditEventSchema } from "@orch/contracts";
+import { AuditEventSchema, isUnnotified } from "@orch/contracts";
 import { AUDIT_STREAM, ensureAuditStream, withTx } from "@orch/kit";
 import { atLeast, channelWants } from "./channels/config.js";
 import { channelsDb } from "./db/channels.js";
@@ -49,9 +49,11 @@ export async function startAuditConsumer(deps: NotifyDeps, operators: ActiveOper
 
   async function handle(ev: EventJson): Promise<void> {
     if (ev.event_type === "operator.created" || ev.event_type === "operator.removed") operators.invalidate();
-    const notify = atLeast(ev.severity, config.notify.min_severity);
+    // Flagged events are recorded by audit only, whatever severity the inbox or a channel asks for.
+    const quiet = isUnnotified(ev.metadata);
+    const notify = !quiet && atLeast(ev.severity, config.notify.min_severity);
     const operatorIds = notify ? await operators.ids() : [];
-    const channels = (await channelsDb.enabled(pool)).filter(
+    const channels = (quiet ? [] : await channelsDb.enabled(pool)).filter(
       (c) => channelWants(c.config, ev.event_type, ev.severity) && !(SELF_EVENTS.has(ev.event_type) && ev.target.type === "channel" && ev.target.id === c.id),
     );
     const now = clock.now();

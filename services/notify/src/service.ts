@@ -1,7 +1,8 @@
 import { NotifyService } from "@orch/contracts";
 import { schedulePeriodic, serveRpc, type Service, type ServiceDeps } from "@orch/kit";
 import type { NotifyConfig } from "./config.js";
-import { credentialBox, type CredentialBox } from "./channels/crypto.js";
+import { credentialBox, credentialsKeyring, type CredentialBox } from "./channels/crypto.js";
+import { resealCredentials } from "./channels/reseal.js";
 import { startAuditConsumer } from "./consumer.js";
 import type { SendPolicy } from "./delivery/http.js";
 import { systemResolver, type Resolver } from "./delivery/ssrf.js";
@@ -30,8 +31,12 @@ const DAY = 86_400_000;
 export async function createNotifyService(deps: NotifyDeps, opts: NotifyOptions = {}): Promise<Service> {
   const cfg = deps.config.notify;
   const resolver = opts.resolver ?? systemResolver;
-  const box = credentialBox(cfg.credentials_key);
-  if (!cfg.credentials_key) deps.log.warn("notify.credentials_key is not set: channel credentials are stored unencrypted in the notify schema");
+  // The config schema has validated the keys already (the service does not start without one).
+  const ring = credentialsKeyring(cfg.credentials_keys, cfg.credentials_key);
+  const box = credentialBox(ring, cfg.credentials_key);
+  deps.log.info({ active_key: ring.active, key_ids: ring.ids }, "channel credentials keyring loaded");
+  if (cfg.credentials_key) deps.log.warn("notify.credentials_key is deprecated: put the key into notify.credentials_keys");
+  await resealCredentials(deps.pool, box, deps.log);
   const rt: NotifyRuntime = { deps, box, sendPolicy: { allowPrivate: cfg.allow_private_targets, timeoutMs: cfg.request_timeout_ms, resolver } };
 
   const worker = startDeliveryWorker(deps, box, resolver);

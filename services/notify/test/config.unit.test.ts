@@ -1,7 +1,8 @@
 import t from "tap";
 import { OrchError } from "@orch/kit";
 import { MASK, channelWants, matchesType, prepareCreate, prepareUpdate, viewConfig } from "../src/channels/config.js";
-import { credentialBox } from "../src/channels/crypto.js";
+import { credentialBox, credentialsKeyring } from "../src/channels/crypto.js";
+import { notifyConfigSchema } from "../src/config.js";
 import { nextAttemptAt, parseRetryAfter, retryDelay } from "../src/delivery/backoff.js";
 import { blockedReason } from "../src/delivery/ssrf.js";
 
@@ -95,7 +96,7 @@ t.test("backoff grows exponentially with jitter, is capped, and honours Retry-Af
   t.equal(nextAttemptAt(now, 1, 7_200_000, 1000, 60_000, () => 1), now + 60_000, "but is bounded by retry_max_ms");
 });
 
-t.test("address policy refuses loopback, private, link-local, metadata, CGNAT and unspecified", async (t) => {
+t.test("address policy refuses loopback, private, link-local, metadata, CGNAT, unspecified, IPv6 transition forms and documentation ranges", async (t) => {
   const cases: Array<[string, string | undefined]> = [
     ["127.0.0.1", "loopback"],
     ["127.9.9.9", "loopback"],
@@ -118,20 +119,66 @@ t.test("address policy refuses loopback, private, link-local, metadata, CGNAT an
     ["::ffff:a9fe:a9fe", "metadata"],
     ["8.8.8.8", undefined],
     ["2606:4700:4700::1111", undefined],
+    // Issue 12 finding 11: IPv6 forms of loopback and private space, and the documentation ranges.
+    ["::127.0.0.1", "loopback"],
+    ["::7f00:1", "loopback"],
+    ["::ffff:0:7f00:1", "loopback"],
+    ["2002:7f00:1::", "loopback"],
+    ["64:ff9b:1::7f00:1", "loopback"],
+    ["64:ff9b:1::808:808", "reserved"],
+    ["fec0::1", "site_local"],
+    ["2001:0:4136:e378:8000:63bf:80ff:fffe", "loopback"],
+    ["192.0.2.1", "documentation"],
+    ["198.51.100.1", "documentation"],
+    ["203.0.113.1", "documentation"],
+    ["2001:db8::1", "documentation"],
   ];
   for (const [addr, want] of cases) t.equal(blockedReason(addr), want, `${addr} → ${want ?? "allowed"}`);
 });
 
-t.test("credentials sealed with a key need that key and that channel id", async (t) => {
-  const key = Buffer.alloc(32, 7).toString("base64");
-  const box = credentialBox(key);
-  const blob = box.seal("CH1", { token: "tk_secret" });
+t.test("credentials are sealed under the keyring, bound to the channel id, and rotate", async (t) => {
+  const kA = `a:${Buffer.alloc(32, 7).toString("base64")}`;
+  const kB = `b:${Buffer.alloc(32, 8).toString("base64")}`;
+  const boxA = credentialBox(credentialsKeyring(kA));
+  const blob = boxA.seal("CH1", { token: "tk_secret" });
   t.notOk(blob.toString("latin1").includes("tk_secret"), "not stored in clear");
-  t.same(box.open("CH1", blob), { token: "tk_secret" });
-  t.throws(() => box.open("CH2", blob), "bound to its channel");
-  t.throws(() => credentialBox("").open("CH1", blob), /credentials_key/);
-  t.throws(() => credentialBox(Buffer.alloc(32, 8).toString("hex")).open("CH1", blob), "another key cannot open it");
-  const plain = credentialBox("").seal("CH1", { token: "x" });
-  t.same(box.open("CH1", plain), { token: "x" }, "rows stored before a key was set stay readable");
-  t.throws(() => credentialBox("short"), /32 bytes/);
+  t.ok(boxA.current(blob), "sealed with the active key");
+  t.same(boxA.open("CH1", blob), { token: "tk_secret" });
+  t.throws(() => boxA.open("CH2", blob), "bound to its channel");
+  const boxBA = credentialBox(credentialsKeyring(`${kB},${kA}`));
+  t.same(boxBA.open("CH1", blob), { token: "tk_secret" }, "an older key in the ring still opens it");
+  t.notOk(boxBA.current(blob), "but it is not current: re-sealed at start");
+  const blobB = boxBA.seal("CH1", { token: "tk_secret" });
+  t.ok(boxBA.current(blobB));
+  t.throws(() => boxA.open("CH1", blobB), /not in the keyring/, "a key that is not in the ring cannot open it");
+  t.throws(() => credentialBox(credentialsKeyring(`a:${Buffer.alloc(32, 9).toString("base64")}`)).open("CH1", blob), /authentication failed/);
+});
+
+t.test("older formats are read (to be re-sealed): clear rows and the single legacy key", async (t) => {
+  const legacyHex = Buffer.alloc(32, 3).toString("hex");
+  const box = credentialBox(credentialsKeyring(`a:${Buffer.alloc(32, 7).toString("base64")}`, legacyHex), legacyHex);
+  const plain = Buffer.concat([Buffer.from([0]), Buffer.from(JSON.stringify({ token: "x" }))]);
+  t.same(box.open("CH1", plain), { token: "x" });
+  t.notOk(box.current(plain));
+  // The old format 1: [1][iv 12][tag 16][ciphertext], AES-256-GCM with the channel id as AAD.
+  const { createCipheriv } = await import("node:crypto");
+  const iv = Buffer.alloc(12, 1);
+  const c = createCipheriv("aes-256-gcm", Buffer.from(legacyHex, "hex"), iv);
+  c.setAAD(Buffer.from("CH1"));
+  const ct = Buffer.concat([c.update(JSON.stringify({ token: "old" })), c.final()]);
+  const old = Buffer.concat([Buffer.from([1]), iv, c.getAuthTag(), ct]);
+  t.same(box.open("CH1", old), { token: "old" });
+  t.throws(() => credentialBox(credentialsKeyring(`a:${Buffer.alloc(32, 7).toString("base64")}`)).open("CH1", old), /legacy/, "without the legacy key it cannot be read");
+});
+
+t.test("no key, a bad key: the config is refused naming the setting, never echoing the key", async (t) => {
+  const noKey = notifyConfigSchema.safeParse({});
+  t.notOk(noKey.success);
+  t.match(noKey.error?.issues[0]?.message, /no encryption key configured: set ORCH_NOTIFY_CREDENTIALS_KEYS/);
+  const bad = notifyConfigSchema.safeParse({ notify: { credentials_keys: "a:dG9vLXNob3J0" } });
+  t.notOk(bad.success);
+  t.match(bad.error?.issues[0]?.message, /key 'a': the key must be 32 bytes/);
+  t.notOk(JSON.stringify(bad.error?.issues).includes("dG9vLXNob3J0"));
+  t.throws(() => credentialsKeyring("", "short"), /32 bytes/);
+  t.ok(notifyConfigSchema.safeParse({ notify: { credentials_key: Buffer.alloc(32, 1).toString("base64") } }).success, "the deprecated single key alone still works");
 });

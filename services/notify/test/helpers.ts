@@ -13,9 +13,15 @@ export const NOTIFY_MIGRATIONS = fileURLToPath(new URL("../migrations", import.m
 /** Fast retries and polling, private targets allowed (receivers listen on 127.0.0.1). */
 export const FAST = { allow_private_targets: true, retry_base_ms: 100, retry_max_ms: 2000, poll_ms: 50, operators_cache_ms: 0, lease_ms: 5000, request_timeout_ms: 3000 };
 
+/** A fixed test keyring for channel credentials (the service refuses to start without one). */
+export const TEST_CREDENTIALS_KEYS = `t1:${Buffer.alloc(32, 5).toString("base64")}`;
+
 export async function startNotify(nats: NatsHandle, db: DbHandle, notify: Record<string, unknown> = FAST, opts: NotifyOptions & { log?: Logger } = {}) {
-  const deps = await serviceDeps({ name: "notify", nats, db, schema: "notify", migrations: NOTIFY_MIGRATIONS, config: notifyConfigSchema.parse({ notify }), ...(opts.log ? { log: opts.log } : {}) });
+  const config = notifyConfigSchema.parse({ notify: { credentials_keys: TEST_CREDENTIALS_KEYS, ...notify } });
+  const deps = await serviceDeps({ name: "notify", nats, db, schema: "notify", migrations: NOTIFY_MIGRATIONS, config, ...(opts.log ? { log: opts.log } : {}) });
   const svc = await createNotifyService(deps, opts);
+  // The RPC subscriptions reach the server before the first request (no "no responders" under load).
+  await deps.nc.flush();
   return { deps, svc, async stop() { await svc.stop(); await deps.close(); } };
 }
 

@@ -109,3 +109,39 @@ t.test("through the service: a refused delivery fails at once with channel.deliv
   t.match(test.error, /169\.254\.169\.254 \(metadata\)/);
   t.equal(receiver.got.length, before, "the receiver was never contacted");
 });
+
+t.test("through the service: IPv6 transition forms of loopback/private space and documentation ranges are refused (issue 12 #11)", async (t) => {
+  const nats = await startNats();
+  const db = await createTestDatabase();
+  const notify = await startNotify(nats, db, { ...FAST, allow_private_targets: false, min_severity: "critical" });
+  t.teardown(async () => {
+    await notify.stop();
+    await db.drop();
+    await nats.stop();
+  });
+  const nc = await nats.connect("t");
+  const admin = { actor: { id: "01ADMIN", name: "root", type: "operator", role: "admin" } };
+  const client = rpcClient(nc, "notify", NotifyService, { timeoutMs: 10_000 });
+  const cases: Array<[string, RegExp]> = [
+    ["[::127.0.0.1]", /\(loopback\)/],
+    ["[::7f00:1]", /\(loopback\)/],
+    ["[::ffff:0:7f00:1]", /\(loopback\)/],
+    ["[2002:7f00:1::]", /\(loopback\)/],
+    ["[64:ff9b:1::7f00:1]", /\(loopback\)/],
+    ["[64:ff9b:1::808:808]", /\(reserved\)/],
+    ["[fec0::1]", /\(site_local\)/],
+    ["[2001:db8::1]", /\(documentation\)/],
+    ["192.0.2.1", /\(documentation\)/],
+    ["198.51.100.1", /\(documentation\)/],
+    ["203.0.113.1", /\(documentation\)/],
+  ];
+  const before = receiver.got.length;
+  for (const [i, [host, re]] of cases.entries()) {
+    const ch = await client.createChannel({ name: `v6-${i}`, channelType: "webhook", config: { url: `http://${host}:${receiver.port}/hook` } }, admin);
+    const r = await client.testChannel({ id: ch.id }, admin);
+    t.equal(r.delivered, false, `${host}: not delivered`);
+    t.match(r.error, /refused because notify.allow_private_targets is off/, `${host}: refused by policy`);
+    t.match(r.error, re, `${host}: reason`);
+  }
+  t.equal(receiver.got.length, before, "the receiver was never contacted");
+});

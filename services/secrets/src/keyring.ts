@@ -1,91 +1,10 @@
-import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, type KeyObject } from "node:crypto";
+import { parseKeyring as parseKitKeyring, type Keyring } from "@orch/kit";
 
-/** What is stored for a value: never the plaintext. */
-export interface Sealed {
-  keyId: string;
-  nonce: Buffer;
-  ciphertext: Buffer;
-  tag: Buffer;
-}
+// The keyring lives in the kit (notify seals channel credentials with the same format); this module
+// keeps the secrets service's API and names its own setting in the "no key" message.
+export { KeyringError, type Keyring, type KeyringFailure, type Sealed } from "@orch/kit";
 
-export type KeyringFailure = "unknown_key" | "decrypt_failed";
-
-/** Raised by `open`; carries no key or plaintext material, only which key and why. */
-export class KeyringError extends Error {
-  constructor(
-    readonly reason: KeyringFailure,
-    readonly keyId: string,
-  ) {
-    super(reason === "unknown_key" ? `key '${keyId}' is not in the keyring` : `authentication failed with key '${keyId}'`);
-    this.name = "KeyringError";
-  }
-}
-
-export interface Keyring {
-  /** Id of the key new writes use (the first configured). */
-  readonly active: string;
-  readonly ids: readonly string[];
-  has(keyId: string): boolean;
-  /** Encrypts with the active key and a fresh random 96-bit nonce; `name` is bound as additional data. */
-  seal(name: string, plaintext: string): Sealed;
-  /** Decrypts and authenticates; throws KeyringError on an unknown key or any tampering. */
-  open(name: string, sealed: Sealed): string;
-}
-
-const KEY_ID_RE = /^[A-Za-z0-9_-]{1,32}$/;
-const NONCE_BYTES = 12;
-const TAG_BYTES = 16;
-
-/**
- * Parses `id:base64key[,id:base64key...]` (active key first). Messages name the entry by position
- * or id and never repeat key material.
- */
+/** Parses `id:base64key[,id:base64key...]` (active key first), as set in ORCH_SECRETS_KEYS. */
 export function parseKeyring(spec: string): Keyring {
-  const entries = spec.split(",").map((s) => s.trim()).filter((s) => s !== "");
-  if (entries.length === 0) throw new Error("no encryption key configured: set ORCH_SECRETS_KEYS to 'id:base64key' (a 32-byte key, e.g. from `openssl rand -base64 32`), active key first");
-  const keys = new Map<string, KeyObject>();
-  entries.forEach((entry, i) => {
-    const colon = entry.indexOf(":");
-    const id = colon > 0 ? entry.slice(0, colon) : "";
-    const b64 = colon > 0 ? entry.slice(colon + 1).trim() : "";
-    if (!KEY_ID_RE.test(id)) throw new Error(`key entry ${i + 1}: expected 'id:base64key' with an id of 1-32 characters of A-Z, a-z, 0-9, '_' or '-'`);
-    if (keys.has(id)) throw new Error(`key entry ${i + 1}: duplicate key id '${id}'`);
-    // Node's base64 decoder also accepts the URL-safe alphabet.
-    const raw = /^[A-Za-z0-9+/_-]+={0,2}$/.test(b64) ? Buffer.from(b64, "base64") : Buffer.alloc(0);
-    if (raw.length !== 32) throw new Error(`key '${id}': the key must be 32 bytes, base64-encoded`);
-    keys.set(id, createSecretKey(raw));
-    raw.fill(0);
-  });
-  const ids = [...keys.keys()];
-  const active = ids[0]!;
-  const aad = (name: string) => Buffer.from(name, "utf8");
-
-  const ring: Keyring = {
-    active,
-    ids,
-    has: (id) => keys.has(id),
-    seal(name, plaintext) {
-      const nonce = randomBytes(NONCE_BYTES);
-      const c = createCipheriv("aes-256-gcm", keys.get(active)!, nonce, { authTagLength: TAG_BYTES });
-      c.setAAD(aad(name));
-      const ciphertext = Buffer.concat([c.update(plaintext, "utf8"), c.final()]);
-      return { keyId: active, nonce, ciphertext, tag: c.getAuthTag() };
-    },
-    open(name, s) {
-      const key = keys.get(s.keyId);
-      if (!key) throw new KeyringError("unknown_key", s.keyId);
-      if (s.nonce.length !== NONCE_BYTES || s.tag.length !== TAG_BYTES) throw new KeyringError("decrypt_failed", s.keyId);
-      try {
-        const d = createDecipheriv("aes-256-gcm", key, s.nonce, { authTagLength: TAG_BYTES });
-        d.setAAD(aad(name));
-        d.setAuthTag(s.tag);
-        return Buffer.concat([d.update(s.ciphertext), d.final()]).toString("utf8");
-      } catch {
-        throw new KeyringError("decrypt_failed", s.keyId);
-      }
-    },
-  };
-  // Whatever ends up serialised or inspected shows key ids only.
-  Object.defineProperty(ring, "toJSON", { value: () => ({ active, ids }), enumerable: false });
-  return ring;
+  return parseKitKeyring(spec, "ORCH_SECRETS_KEYS");
 }

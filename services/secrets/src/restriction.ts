@@ -61,3 +61,23 @@ export function decide(restriction: Restriction | null, agent: AgentFacts): Deci
   if (wanted.length > 0 && wanted.every(([k, v]) => Object.prototype.hasOwnProperty.call(agent.tags, k) && agent.tags[k] === v)) return { ok: true };
   return { ok: false, reason: "secret_not_permitted" };
 }
+
+/**
+ * True when every agent `next` lets receive the secret is also let by `prev`: the change only
+ * narrows (or keeps) who may receive it. Decided over the rule above for every possible agent:
+ * - null (any approved agent) admits everyone, so only prev = null contains it;
+ * - a listed node id of `next` must be listed in `prev`: that agent may carry no tags at all;
+ * - `next`'s tag rule admits agents with any unlisted node id carrying (at least) its tags, so
+ *   `prev` must have a tag rule whose every pair is among `next`'s.
+ * Node ids are 128-bit, so an unlisted id always exists; status is the same for both sides.
+ */
+export function atMostAsPermissive(next: Restriction | null, prev: Restriction | null): boolean {
+  if (prev === null) return true;
+  if (next === null) return false;
+  if (!next.node_ids.every((id) => prev.node_ids.includes(id))) return false;
+  const nextTags = Object.entries(next.tags);
+  if (nextTags.length === 0) return true;
+  const prevTags = Object.entries(prev.tags);
+  const has = (k: string, v: string) => Object.prototype.hasOwnProperty.call(next.tags, k) && next.tags[k] === v;
+  return prevTags.length > 0 && prevTags.every(([k, v]) => has(k, v));
+}

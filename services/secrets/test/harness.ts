@@ -78,7 +78,7 @@ export async function startAgents(nats: NatsHandle, db: DbHandle) {
     db,
     schema: "agents",
     migrations: fileURLToPath(new URL("../../agents/migrations", import.meta.url)),
-    config: agentsConfigSchema.parse({ agents: { link_host: "127.0.0.1", link_port: 0 } }),
+    config: agentsConfigSchema.parse({ agents: { link_host: "127.0.0.1", link_port: 0, insecure: true } }),
   });
   const svc = await createAgentsService(deps);
   await deps.nc.flush();

@@ -4,8 +4,8 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";
 import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { AuditEventSchema } from "@orch/contracts";
-import { ulidGenerator } from "@orch/kit";
+import { AuditEventSchema, AuthService, TerminalService } from "@orch/contracts";
+import { rpcClient, ulidGenerator } from "@orch/kit";
 import { createTestDatabase, ed25519, eventually, memoryLogger, startNats } from "@orch/kit/testing";
 import { createTerminalFeature } from "../../../agent/src/terminal/feature.js";
 import { buildGateway } from "../../gateway/src/app.js";
@@ -297,4 +297,55 @@ t.test("audit events: opened and closed, with who, node and duration", async (t)
   const attached = events.filter((e) => e.eventType === "terminal.session.attached");
   t.ok(attached.some((e) => e.actor?.name === "bob" && e.metadata?.joining === false), "the opener's attach is recorded");
   t.ok(attached.some((e) => e.actor?.name === "admin" && e.metadata?.joining === true), "an admin joining bob's session is recorded as such");
+});
+
+t.test("a ticket carries the token it was obtained with, for an attach made with the ticket alone", async (t) => {
+  const nc = await nats.connect("ticket-credential");
+  t.teardown(() => nc.close());
+  const terminalApi = rpcClient(nc, "terminal", TerminalService, { timeoutMs: 10_000 });
+  const authApi = rpcClient(nc, "auth", AuthService, { timeoutMs: 10_000 });
+  const bobs = await authApi.authenticate({ token: bob });
+  const actor = { id: bobs.operator!.id, name: "bob", type: "operator" as const, role: "operator" };
+  const issuer = { tokenHash: createHash("sha256").update(bob).digest("hex"), tokenExpiresAt: bobs.expiresAt };
+  const tickets = async () =>
+    (await terminal.deps.pool.query<{ n: number }>("SELECT count(*)::int AS n FROM tickets")).rows[0]!.n;
+  const redeem = (wsUrl: string, sessionId: string) =>
+    terminalApi.redeemTicket({ sessionId, ticket: new URL(wsUrl).searchParams.get("ticket")!, operatorId: "" });
+
+  const o = await open(bob);
+  const first = await redeem(o.ws_url, o.session_id);
+  t.match(first.credential, issuer, "open: the caller's token hash and expiry");
+  t.ok(first.credential!.tokenExpiresAt > Date.now(), "a real expiry");
+  const again = (await call(url, "POST", `/api/v1/terminal/session/${o.session_id}/ticket`, { token: bob })).body;
+  t.match((await redeem(again.ws_url, o.session_id)).credential, issuer, "re-attach ticket: the same");
+
+  // A caller on the bus without a bearer token: the ticket is bound to the operator only.
+  const bare = await terminalApi.issueTicket({ sessionId: o.session_id }, { actor });
+  const redeemed = await terminalApi.redeemTicket({ sessionId: o.session_id, ticket: bare.ticket, operatorId: "" });
+  t.match(redeemed.credential ?? {}, { tokenHash: "", tokenExpiresAt: 0 });
+
+  // A malformed credential would bind the attach to nothing: refused, and no ticket issued.
+  const bad = async (credential: { tokenHash: string; tokenExpiresAt: number }, field: string) => {
+    const err = await terminalApi
+      .issueTicket({ sessionId: o.session_id, credential }, { actor })
+      .then(() => undefined, (e) => e);
+    t.match(err, { code: "INVALID_ARGUMENT", reason: "invalid_request" }, `${field} refused`);
+    t.match(err?.details, { field: `credential.${field}` });
+  };
+  const before = await tickets();
+  await bad({ tokenHash: "not-a-hash", tokenExpiresAt: issuer.tokenExpiresAt }, "token_hash");
+  await bad({ tokenHash: issuer.tokenHash.toUpperCase(), tokenExpiresAt: issuer.tokenExpiresAt }, "token_hash");
+  await bad({ tokenHash: issuer.tokenHash, tokenExpiresAt: 0 }, "token_expires_at");
+  await bad({ tokenHash: issuer.tokenHash, tokenExpiresAt: Number.POSITIVE_INFINITY }, "token_expires_at");
+  t.equal(await tickets(), before, "no ticket stored for a refused request");
+  const credential = { tokenHash: "x", tokenExpiresAt: 1 };
+  const sessions = async () => (await terminal.deps.pool.query("SELECT id FROM sessions")).rowCount;
+  const sessionsBefore = await sessions();
+  const err = await terminalApi
+    .openSession({ nodeId: WEB, nodeName: "", cols: 0, rows: 0, shell: "", credential }, { actor })
+    .then(() => undefined, (e) => e);
+  const refused = { code: "INVALID_ARGUMENT", details: { field: "credential.token_hash" } };
+  t.match(err, refused, "open refuses it too, before any PTY");
+  t.equal(await sessions(), sessionsBefore, "no session created");
+  t.equal((await call(url, "DELETE", `/api/v1/terminal/session/${o.session_id}`, { token: bob })).status, 204);
 });

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { lstat, readlink, rename, symlink, unlink } from "node:fs/promises";
 import type { Stats } from "node:fs";
-import { basename, dirname, join } from "node:path";
-import { absPath, onlyKeys, state, str } from "../spec.js";
+import { basename, dirname, isAbsolute, join } from "node:path";
+import { absPath, hasDotDot, normalisePath, onlyKeys, state, str } from "../spec.js";
 import { SpecError, type Provider, type Spec } from "../types.js";
 
 const FIELDS = ["path", "target", "state"];
@@ -10,7 +10,18 @@ const FIELDS = ["path", "target", "state"];
 function parse(spec: Spec) {
   onlyKeys(spec, FIELDS);
   const s = state(spec, ["present", "absent"] as const, "present");
-  return { path: absPath(spec), state: s, target: s === "present" ? str(spec, "target") : undefined };
+  return { path: absPath(spec), state: s, target: s === "present" ? target(spec) : undefined };
+}
+
+/**
+ * Relative targets stay as given (they resolve from the link's directory), absolute ones are
+ * normalised like paths; a `..` segment is refused in both, so a rendered value cannot climb out.
+ */
+function target(spec: Spec): string {
+  const t = str(spec, "target");
+  if (t.includes("\0")) throw new SpecError(`field "target" must not contain NUL`);
+  if (hasDotDot(t)) throw new SpecError(`field "target" must not contain '..' segments (rendered: ${t})`);
+  return isAbsolute(t) ? normalisePath(t) : t;
 }
 
 async function lstatOrNull(p: string): Promise<Stats | null> {

@@ -4,6 +4,7 @@ import { ulidGenerator, systemClock, type Clock, type IdGenerator } from "../ids
 import { createEvents, createRelay, type Relay } from "../outbox.js";
 import type { ServiceDeps } from "../service.js";
 import { createMetricsRegistry } from "../health.js";
+import { attachIdempotency, createIdempotencyStore, type IdempotencyStore } from "../idempotency.js";
 import { silentLogger, type DbHandle, type NatsHandle } from "./index.js";
 
 /**
@@ -27,10 +28,13 @@ export async function serviceDeps<C>(opts: {
   const nc = await opts.nats.connect(opts.name);
   const pool = createPool({ url: opts.db.url, schema: opts.schema ?? "public", max: 5 });
   let relay: Relay | undefined;
+  let idempotency: IdempotencyStore | undefined;
   if (opts.schema) {
     await migrate(pool, opts.schema, opts.migrations ?? null);
     relay = createRelay({ pool, nc, log, stream: { replicas: 1, maxAgeDays: 1 }, pollMs: 100 });
     relay.start();
+    idempotency = createIdempotencyStore({ pool, log, clock });
+    attachIdempotency(nc, idempotency);
   }
   const events = createEvents({ pool, ids, clock, ...(relay ? { relay } : {}) });
   return {
@@ -44,6 +48,7 @@ export async function serviceDeps<C>(opts: {
     metrics: createMetricsRegistry(opts.name),
     relay,
     async close() {
+      idempotency?.stop();
       await relay?.stop();
       await pool.end();
       await nc.close().catch(() => {});

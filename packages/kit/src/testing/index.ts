@@ -158,3 +158,4 @@ export async function eventually<T>(fn: () => Promise<T | undefined | null | fal
 }
 export { serviceDeps } from "./deps.js";
 export * from "./system.js";
+export * from "./dev-ca.js";

@@ -3,6 +3,7 @@ import { generateKeyPairSync, sign, type KeyObject } from "node:crypto";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { freePort, waitForPort, type DbHandle, type NatsHandle } from "./index.js";
+import { testLinkTls } from "./dev-ca.js";
 
 const ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
 
@@ -67,6 +68,12 @@ export async function startSystem(opts: {
     ORCH_HTTP_HOST: "127.0.0.1",
     ORCH_BOOTSTRAP_ADMIN_KEY: admin.publicKeyHex,
     ORCH_GATEWAY_SERVICES: JSON.stringify(opts.services.filter((s) => s !== "gateway")),
+    // notify refuses to start without a key for channel credentials.
+    ORCH_NOTIFY_CREDENTIALS_KEYS: `e2e:${Buffer.alloc(32, 0x6e).toString("base64")}`,
+    // The agent link is TLS as in a real deployment; spawned agents trust this CA (agentPool).
+    ...(opts.services.includes("agents") && !opts.env?.ORCH_AGENTS_INSECURE
+      ? { ORCH_AGENTS_TLS_CERT: testLinkTls().serverCert, ORCH_AGENTS_TLS_KEY: testLinkTls().serverKey }
+      : {}),
     ...(opts.env ?? {}),
   };
   const procs = new Map<string, ServiceProcess>();

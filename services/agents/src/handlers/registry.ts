@@ -1,6 +1,5 @@
 import type { AgentsService } from "@orch/contracts";
-import { NODE_ID_RE } from "@orch/contracts";
-import { keysetPage, conflict, invalid, notFound, pageLimit, precondition, type Handlers } from "@orch/kit";
+import { keysetPage, conflict, inScope, invalid, isScoped, notFound, pageCursor, pageLimit, precondition, type Actor, type Handlers, type Queryable } from "@orch/kit";
 import { agentsDb, type AgentRow } from "../db.js";
 import type { AgentsDeps } from "../deps.js";
 import { agentRef } from "../link/presence.js";
@@ -13,6 +12,44 @@ type RegistryHandlers = Pick<Handlers<typeof AgentsService>, "getAgent" | "listA
 const STATUSES = ["pending", "approved", "rejected"];
 
 export const agentNotFound = (ref: string) => notFound("agent_not_found", `no agent '${ref}'`, { field: "node_id" });
+
+/**
+ * The agent if the actor may reach it. An agent outside a scoped operator's selector is reported
+ * exactly like a missing one (docs/access.md), so its existence cannot be probed.
+ */
+export function reachable(row: AgentRow | undefined, actor: Actor, ref: string): AgentRow {
+  if (!row || !inScope(actor, scopeTarget(row))) throw agentNotFound(ref);
+  return row;
+}
+
+const scopeTarget = (r: AgentRow) => ({ node_id: r.node_id, name: r.name ?? "", tags: r.tags, attributes: r.attributes });
+
+const SCAN_BATCH = 500;
+
+/**
+ * Up to `want` agents after `after` that the actor may reach, in node id order. A selector cannot
+ * be pushed into SQL, so a scoped actor's page is filled by scanning batches.
+ */
+export async function reachablePage(
+  db: Queryable,
+  actor: Actor,
+  want: number,
+  after: string,
+  status: string,
+): Promise<AgentRow[]> {
+  if (!isScoped(actor)) return agentsDb.page(db, { limit: want, after, status });
+  const out: AgentRow[] = [];
+  for (let cursor = after; ; ) {
+    const rows = await agentsDb.page(db, { limit: SCAN_BATCH, after: cursor, status });
+    for (const r of rows) {
+      if (!inScope(actor, scopeTarget(r))) continue;
+      out.push(r);
+      if (out.length >= want) return out;
+    }
+    if (rows.length < SCAN_BATCH) return out;
+    cursor = rows[rows.length - 1]!.node_id;
+  }
+}
 
 export function requireRef(ref: string, field = "node_id"): string {
   if (!ref || ref.length > 128) throw invalid("invalid_node_id", "an agent node id or name is required", { field });
@@ -31,17 +68,14 @@ export async function notifyLink(deps: AgentsDeps, nodeId: string): Promise<void
 export function registryHandlers(deps: AgentsDeps): RegistryHandlers {
   const { pool, events } = deps;
   return {
-    async getAgent(req) {
-      const row = await agentsDb.byRef(pool, requireRef(req.id, "id"));
-      if (!row) throw agentNotFound(req.id);
-      return toAgent(row);
+    async getAgent(req, ctx) {
+      return toAgent(reachable(await agentsDb.byRef(pool, requireRef(req.id, "id")), ctx.actor, req.id));
     },
 
-    async listAgents(req) {
+    async listAgents(req, ctx) {
       const limit = pageLimit(req.limit);
       if (req.status && !STATUSES.includes(req.status)) throw invalid("invalid_status", "status must be pending, approved or rejected", { field: "status" });
-      if (req.cursor && !NODE_ID_RE.test(req.cursor)) throw invalid("invalid_cursor", "cursor is not valid", { field: "cursor" });
-      const rows = await agentsDb.page(pool, { limit: limit + 1, after: req.cursor, status: req.status });
+      const rows = await reachablePage(pool, ctx.actor, limit + 1, pageCursor(req.cursor, "node_id"), req.status);
       const { page, nextCursor } = keysetPage(rows, limit, (r) => r.node_id);
       return { agents: page.map(toAgent), nextCursor };
     },
@@ -52,8 +86,7 @@ export function registryHandlers(deps: AgentsDeps): RegistryHandlers {
       if (req.status === "approved") checkName(req.name);
       let changed = false;
       const row = await events.tx(async (db, emit) => {
-        const cur = await agentsDb.byRef(db, req.nodeId, true);
-        if (!cur) throw agentNotFound(req.nodeId);
+        const cur = reachable(await agentsDb.byRef(db, req.nodeId, true), ctx.actor, req.nodeId);
         let next: AgentRow;
         if (req.status === "approved") {
           // The name is given once and never changes, even across a reject and re-approve.
@@ -83,8 +116,7 @@ export function registryHandlers(deps: AgentsDeps): RegistryHandlers {
 
     async removeAgent(req, ctx) {
       const removed = await events.tx(async (db, emit) => {
-        const cur = await agentsDb.byRef(db, requireRef(req.id, "id"), true);
-        if (!cur) throw agentNotFound(req.id);
+        const cur = reachable(await agentsDb.byRef(db, requireRef(req.id, "id"), true), ctx.actor, req.id);
         if (cur.status !== "rejected") throw precondition("agent_not_rejected", "only a rejected agent's record can be removed; reject it first", { field: "node_id" });
         await agentsDb.remove(db, cur.node_id);
         await emit({ type: "agent.removed", summary: `rejected agent ${cur.name || cur.node_id} removed by ${ctx.actor.name}`, actor: ctx.actor, target: agentRef(cur.node_id, cur.name), metadata: {} });

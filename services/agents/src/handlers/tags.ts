@@ -1,11 +1,11 @@
 import type { AgentsService } from "@orch/contracts";
-import { invalid, notFound, type CallContext, type Handlers } from "@orch/kit";
+import { invalid, isScoped, notFound, type CallContext, type Handlers } from "@orch/kit";
 import { agentsDb } from "../db.js";
 import type { AgentsDeps } from "../deps.js";
 import { agentRef } from "../link/presence.js";
 import { toAgent } from "../proto.js";
 import { checkTagKey, checkTagValue, checkTags, MAX_TAGS } from "../validation.js";
-import { agentNotFound, requireRef } from "./registry.js";
+import { reachable, reachablePage, requireRef } from "./registry.js";
 
 type TagHandlers = Pick<Handlers<typeof AgentsService>, "replaceTags" | "setTag" | "deleteTag" | "listTags">;
 
@@ -22,8 +22,7 @@ export function tagHandlers(deps: AgentsDeps): TagHandlers {
   /** Applies `change` to the agent's tags under a row lock; emits agent.tags.updated when they differ. */
   async function update(ref: string, ctx: CallContext, change: (old: Record<string, string>) => Record<string, string>) {
     const row = await events.tx(async (db, emit) => {
-      const cur = await agentsDb.byRef(db, requireRef(ref), true);
-      if (!cur) throw agentNotFound(ref);
+      const cur = reachable(await agentsDb.byRef(db, requireRef(ref), true), ctx.actor, ref);
       const next = sorted(change(cur.tags));
       if (Object.keys(next).length > MAX_TAGS) throw invalid("too_many_tags", `an agent has at most ${MAX_TAGS} tags`, { field: "tags" });
       if (sameTags(cur.tags, next)) return cur;
@@ -58,8 +57,15 @@ export function tagHandlers(deps: AgentsDeps): TagHandlers {
         return rest;
       });
     },
-    async listTags() {
-      return { tags: await agentsDb.distinctTags(pool) };
+    async listTags(_req, ctx) {
+      if (!isScoped(ctx.actor)) return { tags: await agentsDb.distinctTags(pool) };
+      // Tags of agents outside the scope would reveal them; aggregate over the reachable ones only.
+      const values = new Map<string, Set<string>>();
+      for (const a of await reachablePage(pool, ctx.actor, Number.MAX_SAFE_INTEGER, "", "")) {
+        for (const [k, v] of Object.entries(a.tags)) values.set(k, (values.get(k) ?? new Set()).add(v));
+      }
+      const keys = [...values.keys()].sort();
+      return { tags: keys.map((key) => ({ key, values: [...values.get(key)!].sort() })) };
     },
   };
 }

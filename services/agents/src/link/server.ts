@@ -1,14 +1,18 @@
-import { readFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
 import { agentLinkGrpcDefinition } from "@orch/contracts";
 import type { LinkCall } from "./session.js";
+import { linkTlsIssues, loadLinkIdentity, type LinkIdentity } from "./tls.js";
 
 export interface LinkServerOptions {
   host: string;
   port: number;
-  /** PEM file paths; TLS when both are set. */
+  /** PEM file paths (certificate or full chain, key): required unless `insecure`. */
   tlsCert: string;
   tlsKey: string;
+  /** Optional CA certificate(s) sent after the certificate (agents.tls_ca). */
+  tlsCa?: string;
+  /** Plaintext on explicit request only (agents.insecure). */
+  insecure: boolean;
   keepaliveMs: number;
   keepaliveTimeoutMs: number;
   onStream(call: LinkCall): void;
@@ -18,6 +22,8 @@ export interface LinkServer {
   /** The bound port (useful when 0 was asked for). */
   port: number;
   tls: boolean;
+  /** The served certificate (fingerprints agents pin); undefined on an insecure link. */
+  identity: LinkIdentity | undefined;
   /** Stops accepting new connections; existing links stay up. */
   stopAccepting(): void;
   /** Closes whatever is left. */
@@ -40,10 +46,14 @@ export async function startLinkServer(opts: LinkServerOptions): Promise<LinkServ
   server.addService(agentLinkGrpcDefinition as unknown as grpc.ServiceDefinition, {
     connect: (call: LinkCall) => opts.onStream(call),
   });
-  const tls = Boolean(opts.tlsCert && opts.tlsKey);
-  if ((opts.tlsCert || opts.tlsKey) && !tls) throw new Error("agents.tls_cert and agents.tls_key must be set together");
-  const creds = tls
-    ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: readFileSync(opts.tlsCert), private_key: readFileSync(opts.tlsKey) }], false)
+  // Checked again here (config does it first) so no caller can open a plaintext link by omission.
+  const settings = { tls_cert: opts.tlsCert, tls_key: opts.tlsKey, tls_ca: opts.tlsCa ?? "", insecure: opts.insecure };
+  const issue = linkTlsIssues(settings)[0];
+  if (issue) throw new Error(issue.message);
+  const identity = opts.insecure ? undefined : loadLinkIdentity(opts.tlsCert, opts.tlsKey, opts.tlsCa);
+  const tls = identity !== undefined;
+  const creds = identity
+    ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: identity.certChain, private_key: identity.privateKey }])
     : grpc.ServerCredentials.createInsecure();
   const port = await new Promise<number>((resolve, reject) => server.bindAsync(hostPort(opts.host, opts.port), creds, (err, p) => (err ? reject(err) : resolve(p))));
   const bound = hostPort(opts.host, port);
@@ -56,6 +66,7 @@ export async function startLinkServer(opts: LinkServerOptions): Promise<LinkServ
   return {
     port,
     tls,
+    identity,
     stopAccepting,
     async shutdown() {
       stopAccepting();

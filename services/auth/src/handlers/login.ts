@@ -1,9 +1,10 @@
 import { createHash, randomBytes } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { RevocationSchema, type AuthService } from "@orch/contracts";
-import { SYSTEM_ACTOR, unauthenticated, type Handlers } from "@orch/kit";
+import { unauthenticated, type Handlers } from "@orch/kit";
 import { operatorsDb, sessionsDb } from "../db.js";
 import { normaliseKey, publicKeyObject, verifySignature } from "../keys.js";
+import { loginFailureRecorder } from "../login-failures.js";
 import { toOperator, type AuthDeps } from "../service.js";
 
 export const REVOCATION_SUBJECT = "orch.auth.revoked";
@@ -12,31 +13,33 @@ export const hashToken = (token: string) => createHash("sha256").update(token).d
 // One message for unknown and inactive operators, so a caller cannot probe which keys exist.
 const unknownOperator = () => unauthenticated("unknown_operator", "unknown or inactive operator");
 const badNonce = () => unauthenticated("invalid_nonce", "the nonce is unknown, used or expired; request a new challenge");
+const badSignature = () => unauthenticated("invalid_signature", "the signature does not verify with this public key");
 
 type LoginHandlers = Pick<Handlers<typeof AuthService>, "challenge" | "verify" | "authenticate" | "logout">;
 
 export function loginHandlers(deps: AuthDeps): LoginHandlers {
   const { pool, events, clock, config, nc } = deps;
-  const keyRef = (publicKey: string) => ({ id: publicKey, name: publicKey.slice(0, 16), type: "public_key" });
-
-  const loginFailed = async (reason: string, publicKey: string, remoteAddress: string) => {
-    await events.tx(async (_db, emit) => {
-      await emit({ type: "auth.login.failed", summary: `login failed: ${reason}`, actor: SYSTEM_ACTOR, target: keyRef(publicKey), metadata: { reason, public_key: publicKey, remote_address: remoteAddress } });
-    });
-  };
+  const windowMs = config.auth.login_failure_window_seconds * 1000;
+  const recordFailure = loginFailureRecorder({ events, clock, windowMs });
+  const loginFailed = (reason: string, publicKey: string, remoteAddress: string) =>
+    recordFailure({ reason, publicKey, remoteAddress });
 
   return {
     async challenge(req) {
       const publicKey = normaliseKey(req.publicKey);
       publicKeyObject(publicKey);
       const op = await operatorsDb.byKey(pool, publicKey);
-      if (!op || !op.active) {
-        await loginFailed("unknown_operator", publicKey, "");
-        throw unknownOperator();
-      }
+      // Known or not, the caller gets a stored nonce (same answer, same queries), so keys cannot be
+      // enumerated; an unknown key's nonce never verifies, as no operator holds that key.
       const nonce = randomBytes(32).toString("hex");
       const expiresAt = clock.now() + config.auth.challenge_ttl_seconds * 1000;
       await sessionsDb.addChallenge(pool, nonce, publicKey, expiresAt);
+      if (!op || !op.active) {
+        // Not awaited: the extra write must not show in the response time.
+        void loginFailed("unknown_operator", publicKey, "").catch((err: unknown) =>
+          deps.log.warn({ err }, "recording a login failure failed"),
+        );
+      }
       return { nonce, expiresAt };
     },
 
@@ -44,13 +47,15 @@ export function loginHandlers(deps: AuthDeps): LoginHandlers {
       const publicKey = normaliseKey(req.publicKey);
       const now = clock.now();
       const ch = await sessionsDb.takeChallenge(pool, req.nonce.toLowerCase());
+      // The signature is judged first: whoever lacks the private key gets the same answer whether
+      // the key belongs to an operator or not.
+      if (!verifySignature(publicKey, Buffer.from(req.nonce, "hex"), req.signature)) {
+        await loginFailed("invalid_signature", publicKey, req.remoteAddress);
+        throw badSignature();
+      }
       if (!ch || ch.public_key !== publicKey || ch.expires_at < now) {
         await loginFailed(ch && ch.expires_at < now ? "expired_nonce" : "invalid_nonce", publicKey, req.remoteAddress);
         throw badNonce();
-      }
-      if (!verifySignature(publicKey, Buffer.from(req.nonce, "hex"), req.signature)) {
-        await loginFailed("invalid_signature", publicKey, req.remoteAddress);
-        throw unauthenticated("invalid_signature", "the signature does not verify with this public key");
       }
       const token = randomBytes(32).toString("base64url");
       const expiresAt = now + config.auth.token_ttl_hours * 3_600_000;
@@ -81,7 +86,9 @@ export function loginHandlers(deps: AuthDeps): LoginHandlers {
         await sessionsDb.removeToken(db, hash);
         await emit({ type: "auth.logout", summary: `${ctx.actor.name} logged out`, actor: ctx.actor, target: { id: ctx.actor.id, name: ctx.actor.name, type: "operator" } });
       });
-      nc.publish(REVOCATION_SUBJECT, toBinary(RevocationSchema, create(RevocationSchema, { tokenHash: hash })));
+      // The owner lets gateways also end that operator's connections opened without a known token.
+      const revocation = create(RevocationSchema, { tokenHash: hash, tokenOperatorId: ctx.actor.id });
+      nc.publish(REVOCATION_SUBJECT, toBinary(RevocationSchema, revocation));
       return {};
     },
   };

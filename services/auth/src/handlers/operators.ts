@@ -1,12 +1,12 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import { RevocationSchema, type AuthService } from "@orch/contracts";
-import { keysetPage, conflict, forbidden, invalid, notFound, pageLimit, precondition, type CallContext, type Handlers } from "@orch/kit";
+import { RevocationSchema, parseSelector, SelectorError, type AuthService } from "@orch/contracts";
+import { keysetPage, conflict, forbidden, invalid, notFound, pageCursor, pageLimit, precondition, type CallContext, type Handlers } from "@orch/kit";
 import { operatorsDb } from "../db.js";
 import { normaliseKey, publicKeyObject } from "../keys.js";
 import { toOperator, type AuthDeps } from "../service.js";
 import { REVOCATION_SUBJECT } from "./login.js";
 
-type OperatorHandlers = Pick<Handlers<typeof AuthService>, "listOperators" | "getOperator" | "createOperator" | "removeOperator">;
+type OperatorHandlers = Pick<Handlers<typeof AuthService>, "listOperators" | "getOperator" | "createOperator" | "removeOperator" | "updateOperator">;
 
 // The gateway enforces roles; the service checks again so a bus caller cannot skip it.
 function requireAdmin(ctx: CallContext) {
@@ -14,13 +14,39 @@ function requireAdmin(ctx: CallContext) {
 }
 
 const NAME_RE = /^[a-z0-9][a-z0-9._-]{0,62}$/;
+// Control characters other than whitespace have no place in a selector (and NUL breaks Postgres).
+const CONTROL_RE = /[\x00-\x08\x0e-\x1f\x7f]/;
+
+/**
+ * The stored form of an agent selector, or null for unscoped. Whitespace only separates terms, so
+ * it is folded to single spaces: the value then travels as a bus header unchanged. Admins are
+ * never scoped (docs/access.md): a selector on an admin would suggest a limit nobody enforces.
+ */
+export function agentSelector(text: string, role: string): string | null {
+  const field = { field: "agent_selector" };
+  if (CONTROL_RE.test(text)) throw invalid("invalid_selector", "agent_selector contains a control character", field);
+  const folded = text.replace(/\s+/g, " ").trim();
+  if (folded === "") return null;
+  if (role === "admin") {
+    throw invalid("admin_cannot_be_scoped", "admins reach every agent; an agent selector applies to the operator role only", field);
+  }
+  try {
+    parseSelector(folded);
+  } catch (err) {
+    if (err instanceof SelectorError) {
+      throw invalid("invalid_selector", `agent_selector: ${err.message}`, { ...field, position: err.position });
+    }
+    throw err;
+  }
+  return folded;
+}
 
 export function operatorHandlers(deps: AuthDeps): OperatorHandlers {
   const { pool, events, clock, ids, nc } = deps;
   return {
     async listOperators(req) {
       const limit = pageLimit(req.limit);
-      const rows = await operatorsDb.page(pool, limit + 1, req.cursor);
+      const rows = await operatorsDb.page(pool, limit + 1, pageCursor(req.cursor, "ulid"));
       const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
       return { operators: page.map(toOperator), nextCursor };
     },
@@ -37,11 +63,13 @@ export function operatorHandlers(deps: AuthDeps): OperatorHandlers {
       if (req.role !== "admin" && req.role !== "operator") throw invalid("invalid_request", "role must be admin or operator", { field: "role" });
       const publicKey = normaliseKey(req.publicKey);
       publicKeyObject(publicKey);
-      const row = { id: ids.next(), name: req.name, public_key: publicKey, role: req.role, active: true, created_at: clock.now(), created_by: ctx.actor.id } as const;
+      // `?? ""`: in-process callers may build the request without the (newer) field.
+      const selector = agentSelector(req.agentSelector ?? "", req.role);
+      const row = { id: ids.next(), name: req.name, public_key: publicKey, role: req.role, active: true, created_at: clock.now(), created_by: ctx.actor.id, agent_selector: selector } as const;
       try {
         await events.tx(async (db, emit) => {
           await operatorsDb.insert(db, row);
-          await emit({ type: "operator.created", summary: `operator ${row.name} (${row.role}) added by ${ctx.actor.name}`, actor: ctx.actor, target: { id: row.id, name: row.name, type: "operator" }, metadata: { role: row.role, public_key: publicKey } });
+          await emit({ type: "operator.created", summary: `operator ${row.name} (${row.role}) added by ${ctx.actor.name}`, actor: ctx.actor, target: { id: row.id, name: row.name, type: "operator" }, metadata: { role: row.role, public_key: publicKey, agent_selector: selector } });
         });
       } catch (err) {
         const e = err as { code?: string; constraint?: string };
@@ -53,6 +81,38 @@ export function operatorHandlers(deps: AuthDeps): OperatorHandlers {
         throw err;
       }
       return toOperator(row);
+    },
+
+    async updateOperator(req, ctx) {
+      requireAdmin(ctx);
+      if (req.agentSelector === undefined) {
+        throw invalid("invalid_request", "nothing to change: give agent_selector", { field: "agent_selector" });
+      }
+      const text = req.agentSelector;
+      const updated = await events.tx(async (db, emit) => {
+        const cur = await operatorsDb.byIdOrName(db, req.id);
+        if (!cur) throw notFound("operator_not_found", `no operator '${req.id}'`);
+        const selector = agentSelector(text, cur.role);
+        if (selector === cur.agent_selector) return { row: cur, changed: false };
+        const row = await operatorsDb.setSelector(db, cur.id, selector);
+        await emit({
+          type: "operator.updated",
+          summary: selector
+            ? `scope of operator ${cur.name} set to '${selector}' by ${ctx.actor.name}`
+            : `scope of operator ${cur.name} cleared by ${ctx.actor.name}`,
+          actor: ctx.actor,
+          target: { id: cur.id, name: cur.name, type: "operator" },
+          metadata: { old_agent_selector: cur.agent_selector, agent_selector: selector },
+        });
+        return { row, changed: true };
+      });
+      if (!updated.changed) return toOperator(updated.row);
+      // Gateways cache the principal with its scope: drop it everywhere so the new scope holds on the
+      // next request, and open streams of the operator end as on a revocation (they were opened
+      // under the old scope). Its tokens stay valid.
+      const revocation = create(RevocationSchema, { operatorId: updated.row.id });
+      nc.publish(REVOCATION_SUBJECT, toBinary(RevocationSchema, revocation));
+      return toOperator(updated.row);
     },
 
     async removeOperator(req, ctx) {

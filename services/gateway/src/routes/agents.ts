@@ -210,10 +210,18 @@ export function agentRoutes(ctx: GatewayContext) {
       path: "/api/v1/discover",
       auth: "operator",
       summary: "Send a UDP discovery datagram (broadcast, or unicast to target)",
+      description:
+        "Unicast goes to agents.discovery_port only. Inside agents.discovery_networks any operator may send; " +
+        "outside them unicast is admin-only, and loopback, link-local, multicast or reserved addresses are refused " +
+        "unless a configured network covers them (decided by the agents service).",
       tags: ["agents"],
       body: z.object({ target: z.string().nullish().describe(`unicast address; ${TARGET_RULE}; absent or null = broadcast`) }).prefault({}),
       responses: { 202: z.object({ sent_to: z.array(z.string()), announced: z.string() }) },
-      errors: { 400: ["invalid_request", "invalid_target"], 503: ["discovery_failed"] },
+      errors: {
+        400: ["invalid_request", "invalid_target", "discovery_port_not_allowed"],
+        403: ["discovery_target_not_allowed", "discovery_target_refused"],
+        503: ["discovery_failed"],
+      },
       async handler({ body, call }) {
         if (body.target != null && !validTarget(body.target)) throw fieldError("body", "target", TARGET_RULE, "invalid_target");
         const r = await agents.discover({ target: body.target ?? "" }, call);

@@ -2,8 +2,10 @@ import type { ServerResponse } from "node:http";
 import { fromBinary, type JsonObject } from "@bufbuild/protobuf";
 import { z } from "zod";
 import { AuditFeedSchema, AuditService, type AuditEvent, type AuditFilter, type StoredEvent } from "@orch/contracts";
-import { invalid, rpcClient, type CallOptions, type Client } from "@orch/kit";
+import { invalid, rpcClient, unauthenticated, type CallOptions, type Client } from "@orch/kit";
 import type { GatewayContext } from "../app.js";
+import { bearerToken } from "../auth-cache.js";
+import { liveSessionsOf, type Credential, type EndReason, type LiveSessions } from "../live-sessions.js";
 import { route } from "../route.js";
 
 /** Published by the audit service after each commit (AuditFeed in proto/orch/v1/audit.proto). */
@@ -182,6 +184,9 @@ class AuditTail {
   private polling = false;
   private timers: NodeJS.Timeout[] = [];
   private readonly sub;
+  private release: (() => void) | undefined;
+  /** Set when the stream's credential ended (logout, the operator's removal, expiry). */
+  endedBy: EndReason | undefined;
 
   constructor(private readonly d: TailDeps) {
     d.registry.add(this);
@@ -222,6 +227,7 @@ class AuditTail {
     const held = this.held ?? [];
     this.held = undefined;
     for (const e of held) this.onLive(e);
+    if (this.closed) return;
     this.timers.push(setInterval(() => void this.poll(), POLL_MS), setInterval(() => this.write(": heartbeat\n\n"), HEARTBEAT_MS));
   }
 
@@ -266,9 +272,25 @@ class AuditTail {
     if (res.writableLength > MAX_BUFFERED_BYTES) res.destroy();
   }
 
+  /** Ends the stream with the credential that opened it; bound before anything is sent. */
+  bindTo(live: LiveSessions, cred: Credential) {
+    this.release = live.bind(cred, { kind: "audit_stream", end: (reason) => this.end(reason) });
+  }
+
+  /** An `error` event names why, then the stream ends; a reconnecting client gets 401. */
+  end(reason: EndReason) {
+    if (this.closed) return;
+    this.endedBy = reason;
+    const data = { code: reason, detail: "the credential this stream was opened with has ended; sign in again" };
+    // Before the stream starts the response belongs to Fastify (the handler answers 401).
+    if (this.d.res.headersSent) this.write(`event: error\ndata: ${JSON.stringify(data)}\n\n`);
+    this.close();
+  }
+
   close() {
     if (this.closed) return;
     this.closed = true;
+    this.release?.();
     this.d.registry.delete(this);
     for (const t of this.timers) clearInterval(t);
     this.sub.unsubscribe();
@@ -280,6 +302,7 @@ class AuditTail {
 export function auditRoutes(ctx: GatewayContext) {
   const audit = rpcClient(ctx.nc, "audit", AuditService, { timeoutMs: ctx.timeoutMs });
   const open = new Set<AuditTail>();
+  const live = liveSessionsOf(ctx);
   // Open streams would otherwise keep the server from closing.
   ctx.app.addHook("preClose", async () => {
     for (const t of open) t.close();
@@ -359,7 +382,7 @@ export function auditRoutes(ctx: GatewayContext) {
       query: StreamQuery,
       responses: { 200: z.string().meta({ description: "text/event-stream" }) },
       errors: { 400: queryErrors },
-      async handler({ raw, call }, reply) {
+      async handler({ raw, call, principal }, reply) {
         const q = parseAuditQuery(raw.query, streamParams);
         const header = raw.headers["last-event-id"];
         let after = q.cursor;
@@ -368,7 +391,10 @@ export function auditRoutes(ctx: GatewayContext) {
           after = header.toUpperCase();
         }
         const tail = new AuditTail({ ctx, registry: open, audit, call, filter: q.filter, res: reply.raw });
+        const token = bearerToken(raw.headers.authorization) ?? "";
+        tail.bindTo(live, { operatorId: principal!.id, token, expiresAt: principal!.expiresAt });
         const first = await tail.open(after);
+        if (tail.endedBy) throw unauthenticated("invalid_token", "the token is invalid, expired or revoked");
         reply.hijack();
         reply.raw.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" });
         await tail.run(first).catch((err) => {

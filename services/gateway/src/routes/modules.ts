@@ -41,7 +41,7 @@ export function moduleRoutes(ctx: GatewayContext) {
       body: z.object({ name: NAME, content: z.string().describe("raw YAML, at most 256 KiB") }),
       responses: { 201: ModuleOut },
       errors: {
-        400: ["invalid_yaml", "invalid_module", "name_mismatch", "unknown_resource_type", "duplicate_resource_id", "unknown_requirement", "cyclic_requires", "invalid_template", "module_too_large"],
+        400: ["invalid_yaml", "invalid_module", "name_mismatch", "unknown_resource_type", "duplicate_resource_id", "unknown_requirement", "cyclic_requires", "invalid_template", "module_too_large", "secret_in_argument"],
       },
       async handler({ body, call }) {
         return moduleJson(await state.uploadModule({ name: body.name, content: body.content }, call));

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { AuthService, type Operator } from "@orch/contracts";
+import { AuthService, SELECTOR_MAX_LENGTH, type Operator } from "@orch/contracts";
 import { rpcClient } from "@orch/kit";
 import type { GatewayContext } from "../app.js";
 import { route } from "../route.js";
@@ -14,8 +14,16 @@ export function operatorJson(o: Operator): z.infer<typeof OperatorOut> {
     active: o.active,
     created_at: iso(o.createdAt),
     created_by: o.createdBy,
+    agent_selector: o.agentSelector || null,
   };
 }
+
+// Shape only: the grammar is checked by the auth service with the shared parser (400 invalid_selector).
+const AgentSelector = z
+  .string()
+  .max(SELECTOR_MAX_LENGTH)
+  .describe("agent selector (assignment grammar, e.g. `role=web`) limiting the agents the operator reaches; operators only");
+const SCOPE_ERRORS = ["invalid_selector", "admin_cannot_be_scoped"];
 
 const OperatorId = z.object({ operator_id: z.string().min(1).max(128) });
 
@@ -45,11 +53,31 @@ export function operatorRoutes(ctx: GatewayContext) {
         name: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, "must be 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit"),
         public_key: z.string().max(200),
         role: z.enum(["admin", "operator"]).default("operator"),
+        agent_selector: AgentSelector.nullable().optional(),
       }),
       responses: { 201: OperatorOut },
-      errors: { 400: ["invalid_public_key"], 409: ["operator_exists", "public_key_in_use"] },
+      errors: { 400: ["invalid_public_key", ...SCOPE_ERRORS], 409: ["operator_exists", "public_key_in_use"] },
       async handler({ body, call }) {
-        return operatorJson(await auth.createOperator({ name: body.name, publicKey: body.public_key, role: body.role }, call));
+        const { name, public_key: publicKey, role } = body;
+        const req = { name, publicKey, role, agentSelector: body.agent_selector ?? "" };
+        return operatorJson(await auth.createOperator(req, call));
+      },
+    }),
+    route({
+      method: "PATCH",
+      path: "/api/v1/operators/{operator_id}",
+      auth: "admin",
+      summary: "Change an operator's agent selector (scope); null or \"\" clears it",
+      description:
+        "Open streams of the operator end (as on a revocation) so nothing outlives the old scope; its tokens stay valid.",
+      tags: ["operators"],
+      params: OperatorId,
+      body: z.object({ agent_selector: AgentSelector.nullable() }).strict(),
+      responses: { 200: OperatorOut },
+      errors: { 400: SCOPE_ERRORS, 404: ["operator_not_found"] },
+      async handler({ params, body, call }) {
+        const req = { id: params.operator_id, agentSelector: body.agent_selector ?? "" };
+        return operatorJson(await auth.updateOperator(req, call));
       },
     }),
     route({

@@ -149,12 +149,21 @@ export function secretRoutes(ctx: GatewayContext) {
       path: "/api/v1/secrets/{name}",
       auth: "operator",
       summary: "Update a secret: any of value, description, expires_at, restriction",
-      description: "Fields left out keep their value; null clears description, expires_at or restriction. A new value is encrypted with the active key.",
+      description:
+        "Fields left out keep their value; null clears description, expires_at or restriction. " +
+        "A new value is encrypted with the active key. Widening the restriction (or clearing it) and " +
+        "moving expires_at later (or clearing it) need the admin role; operators may only narrow.",
       tags: ["secrets"],
       params: NameParams,
       body: z.object({ value: Value.optional(), description: Description.optional(), expires_at: ExpiresAt.optional(), restriction: RestrictionField }).strict(),
       responses: { 200: SecretOut },
-      errors: { 400: [...ERR_400, "nothing_to_update"], 404: ["secret_not_found"] },
+      // Operators may call it; the secrets service refuses (403) an operator's change that widens who
+      // may receive the secret, which needs the stored restriction to decide.
+      errors: {
+        400: [...ERR_400, "nothing_to_update"],
+        403: ["restriction_widening_requires_admin", "expiry_extension_requires_admin"],
+        404: ["secret_not_found"],
+      },
       async handler({ params, body, call }) {
         const restriction = parseRestriction(body.restriction);
         const s = await secrets.updateSecret(

@@ -7,11 +7,21 @@ import { route } from "../route.js";
 export const PROTOCOL_VERSION = "1";
 
 const StatusOut = z.object({
-  status: z.enum(["ok", "degraded"]),
+  status: z.enum(["ok", "degraded", "unavailable"]),
   protocol_version: z.string(),
   api_version: z.string(),
   services: z.record(z.string(), z.enum(["ok", "unavailable"])),
 });
+
+/**
+ * ok: every service answers. degraded (still 200): some do — the API partly works, and a load
+ * balancer should keep sending traffic here. unavailable (503): none answers, i.e. this gateway
+ * cannot reach the bus (or the whole backend is down), so nothing but this route can work here.
+ */
+export function overallStatus(answered: readonly boolean[]): "ok" | "degraded" | "unavailable" {
+  if (answered.every(Boolean)) return "ok";
+  return answered.some(Boolean) ? "degraded" : "unavailable";
+}
 
 export function statusRoutes(ctx: GatewayContext) {
   return [
@@ -20,13 +30,23 @@ export function statusRoutes(ctx: GatewayContext) {
       path: "/api/v1/status",
       auth: "public",
       summary: "Protocol version and health of every service",
+      description:
+        "200 with `ok` when every service answers a ping, 200 with `degraded` when some do; 503 with `unavailable` " +
+        "(same body) when none does — the gateway cannot reach the bus.",
       tags: ["status"],
-      responses: { 200: StatusOut },
-      async handler() {
+      responses: { 200: StatusOut, 503: StatusOut },
+      async handler(_req, reply) {
         const names = ctx.config.gateway.services;
-        const results = await Promise.all(names.map((n) => pingService(ctx.nc, n, 1000)));
-        const services = Object.fromEntries(names.map((n, i) => [n, results[i] ? "ok" : "unavailable"])) as Record<string, "ok" | "unavailable">;
-        return { status: results.every(Boolean) ? "ok" : "degraded", protocol_version: PROTOCOL_VERSION, api_version: API_VERSION, services };
+        // A closed connection never comes back; a reconnecting one makes each ping time out (1 s).
+        const results = ctx.nc.isClosed()
+          ? names.map(() => false)
+          : await Promise.all(names.map((n) => pingService(ctx.nc, n, 1000)));
+        const services: Record<string, "ok" | "unavailable"> = {};
+        names.forEach((n, i) => (services[n] = results[i] ? "ok" : "unavailable"));
+        const status = overallStatus(results);
+        const body = { status, protocol_version: PROTOCOL_VERSION, api_version: API_VERSION, services };
+        if (status !== "unavailable") return body;
+        return reply.code(503).header("retry-after", "1").send(body);
       },
     }),
   ];

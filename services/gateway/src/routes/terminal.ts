@@ -4,7 +4,9 @@ import { AgentsService, TerminalService, type TerminalSession, type Ticket } fro
 import { OrchError, notFound, precondition, rpcClient } from "@orch/kit";
 import type { FastifyRequest } from "fastify";
 import type { GatewayContext } from "../app.js";
+import { bearerToken, tokenHash, type Principal } from "../auth-cache.js";
 import { problem, sendProblem } from "../problem.js";
+import { publicBaseUrl } from "../public-url.js";
 import { route } from "../route.js";
 import { Ulid, qInt } from "../schemas.js";
 import { installTerminalSockets } from "../ws/terminal-sockets.js";
@@ -54,10 +56,21 @@ export function sessionJson(s: TerminalSession): z.infer<typeof SessionOut> {
 
 const detailJson = (s: TerminalSession) => ({ ...sessionJson(s), transcript_path: s.transcriptPath || null, sha256: s.sha256 || null });
 
-/** http.public_url when configured, else the scheme and Host the client used. */
+/** From http.public_url or the listener address, never the Host header (public-url.ts). */
 function wsUrl(ctx: GatewayContext, req: FastifyRequest, t: Ticket): string {
-  const base = ctx.config.http.public_url ? ctx.config.http.public_url.replace(/\/+$/, "") : `${req.protocol}://${req.host}`;
+  const base = publicBaseUrl(ctx.config.http, req);
   return `${base.replace(/^http/, "ws")}/api/v1/terminal/session/${t.sessionId}/attach?ticket=${encodeURIComponent(t.ticket)}`;
+}
+
+/**
+ * The token this request was authenticated with, for the terminal service to store with the
+ * ticket: a WebSocket attached later with the ticket alone (as a browser does) then still ends on
+ * that token's logout and at its expiry (ws/terminal-sockets.ts).
+ */
+function ticketCredential(principal: Principal | undefined, req: FastifyRequest) {
+  const token = bearerToken(req.headers.authorization);
+  if (!principal || !token) return undefined;
+  return { tokenHash: tokenHash(token), tokenExpiresAt: principal.expiresAt };
 }
 
 /**
@@ -87,7 +100,7 @@ export function terminalRoutes(ctx: GatewayContext) {
       }),
       responses: { 201: OpenOut },
       errors: { 400: ["invalid_request", "shell_not_allowed"], 404: ["agent_not_found"], 409: ["agent_not_connected", "terminal_disabled", "agent_not_approved", "shell_not_found"], 504: ["agent_timeout"] },
-      async handler({ params, query, call, raw }) {
+      async handler({ params, query, principal, call, raw }) {
         let nodeId: string;
         let nodeName: string;
         try {
@@ -99,7 +112,10 @@ export function terminalRoutes(ctx: GatewayContext) {
           if (err instanceof OrchError && err.code === "NOT_FOUND") throw notFound("agent_not_found", `no agent '${params.node_id}'`);
           throw err;
         }
-        const r = await terminal.openSession({ nodeId, nodeName, cols: query.cols ?? 0, rows: query.rows ?? 0, shell: query.shell ?? "" }, { ...call, timeoutMs: slowMs });
+        const credential = ticketCredential(principal, raw);
+        const size = { cols: query.cols ?? 0, rows: query.rows ?? 0 };
+        const open = { nodeId, nodeName, ...size, shell: query.shell ?? "", credential };
+        const r = await terminal.openSession(open, { ...call, timeoutMs: slowMs });
         return { session_id: r.session!.sessionId, ws_url: wsUrl(ctx, raw, r.ticket!) };
       },
     }),
@@ -153,8 +169,9 @@ export function terminalRoutes(ctx: GatewayContext) {
       params: SessionParams,
       responses: { 201: OpenOut },
       errors: { 404: ["session_not_found"], 409: ["session_not_open"] },
-      async handler({ params, call, raw }) {
-        const t = await terminal.issueTicket({ sessionId: params.session_id }, call);
+      async handler({ params, principal, call, raw }) {
+        const credential = ticketCredential(principal, raw);
+        const t = await terminal.issueTicket({ sessionId: params.session_id, credential }, call);
         return { session_id: t.sessionId, ws_url: wsUrl(ctx, raw, t) };
       },
     }),
@@ -192,7 +209,7 @@ export function terminalRoutes(ctx: GatewayContext) {
       auth: "public",
       summary: "WebSocket attach (ws_url): upgrade with the single-use ticket",
       description:
-        "Authorised by the `ticket` query parameter (single use, 30 s, bound to the operator who got it; never the bearer token). The Origin must be the gateway's own host or in http.allowed_origins. Binary frames carry terminal bytes both ways; text frames carry `{\"type\":\"resize\",\"cols\":N,\"rows\":N}`. The server closes with reason `exit:<code>` when the shell exits. Refusals are HTTP problem+json on the upgrade: 401 invalid_ticket / ticket_expired / ticket_required, 403 origin_not_allowed / ticket_operator_mismatch, 409 session_not_open.",
+        "Authorised by the `ticket` query parameter (single use, 30 s, bound to the operator who got it; never the bearer token). The attach ends with the token that obtained the ticket (its logout, its expiry) or the operator's removal: close code 4401. The Origin must be the gateway's own host or in http.allowed_origins. Binary frames carry terminal bytes both ways; text frames carry `{\"type\":\"resize\",\"cols\":N,\"rows\":N}`. The server closes with reason `exit:<code>` when the shell exits. Refusals are HTTP problem+json on the upgrade: 401 invalid_ticket / ticket_expired / ticket_required, 403 origin_not_allowed / ticket_operator_mismatch, 409 session_not_open.",
       tags: ["terminal"],
       params: SessionParams,
       query: z.object({ ticket: z.string().max(200).optional() }),

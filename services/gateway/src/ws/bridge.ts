@@ -6,9 +6,16 @@ import { encodeControl, parseClientControl, parseEnd, termSubject } from "./cont
 /** A client that lets this much output pile up is cut off rather than growing the gateway's memory. */
 const MAX_BUFFERED = 16 * 1024 * 1024;
 const PING_MS = 30_000;
+/** How long a revoked client gets to answer the close frame before its socket is dropped. */
+const REVOKE_GRACE_MS = 1_000;
 
 export interface Bridge {
   close(code: number, reason: string): void;
+  /**
+   * Ends the attach because its credential ended: from now on no input reaches the shell and no
+   * output the client, whatever the client does with the closing handshake.
+   */
+  revoke(code: number, reason: string): void;
   /** Drops the connection without a closing handshake. */
   terminate(): void;
   readonly closed: Promise<void>;
@@ -33,6 +40,7 @@ export async function bridgeSocket(opts: { ws: WebSocket; nc: NatsConnection; se
   let resolveClosed!: () => void;
   const closed = new Promise<void>((r) => (resolveClosed = r));
   let alive = true;
+  let revoked = false;
 
   const close = (code: number, reason: string) => {
     if (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING) ws.close(code, reason);
@@ -40,7 +48,7 @@ export async function bridgeSocket(opts: { ws: WebSocket; nc: NatsConnection; se
   const subs: Subscription[] = [
     nc.subscribe(termSubject(sessionId, "out"), {
       callback: (err, msg) => {
-        if (err || ws.readyState !== WebSocket.OPEN) return;
+        if (err || revoked || ws.readyState !== WebSocket.OPEN) return;
         if (ws.bufferedAmount > MAX_BUFFERED) {
           log.warn({ session: sessionId }, "terminal client too slow; disconnecting it");
           ws.terminate();
@@ -59,6 +67,7 @@ export async function bridgeSocket(opts: { ws: WebSocket; nc: NatsConnection; se
   ];
 
   ws.on("message", (data: Buffer, isBinary: boolean) => {
+    if (revoked) return;
     if (isBinary) {
       nc.publish(input, data);
       return;
@@ -85,5 +94,11 @@ export async function bridgeSocket(opts: { ws: WebSocket; nc: NatsConnection; se
   // Output flows once the agent hears of an attached client, and our subscriptions must be live first.
   await nc.flush();
   nc.publish(ctl, encodeControl({ type: "attach" }));
-  return { close, terminate: () => ws.terminate(), closed };
+  const revoke = (code: number, reason: string) => {
+    revoked = true;
+    close(code, reason);
+    // A client that never answers the close frame is cut off rather than held for ws's 30 s.
+    setTimeout(() => ws.terminate(), REVOKE_GRACE_MS).unref();
+  };
+  return { close, revoke, terminate: () => ws.terminate(), closed };
 }

@@ -1,25 +1,41 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { WebSocketServer } from "ws";
+import { WebSocketServer, type WebSocket } from "ws";
 import type { TerminalService } from "@orch/contracts";
 import { OrchError, type Client } from "@orch/kit";
 import type { GatewayContext } from "../app.js";
 import { problem, problemFromError } from "../problem.js";
+import { bearerToken } from "../auth-cache.js";
+import { liveSessionsOf, type Credential, type EndReason } from "../live-sessions.js";
 import { bridgeSocket, type Bridge } from "./bridge.js";
 import { originAllowed } from "./origin.js";
 import { rejectUpgrade } from "./reject.js";
+
+/** Close code when the attach's credential ended (logout, removal, expiry); the reason says which. */
+export const REVOKED_CLOSE_CODE = 4401;
+
+/** How long a client whose credential ended before its bridge existed gets to answer the close frame. */
+const REVOKE_GRACE_MS = 1_000;
+
+/** Closes an attach never bridged (its credential ended first), cutting off a client that does not answer. */
+function closeUnbridged(ws: WebSocket, reason: EndReason) {
+  ws.close(REVOKED_CLOSE_CODE, reason);
+  setTimeout(() => ws.terminate(), REVOKE_GRACE_MS).unref();
+}
 
 export const ATTACH_PATH = /^\/api\/v1\/terminal\/session\/([0-9A-HJKMNP-TV-Z]{26})\/attach$/;
 
 /**
  * The terminal WebSocket endpoint (`ws_url`). Every check runs before the upgrade and a refusal
  * is a plain HTTP problem+json: the Origin, then the single-use ticket (redeemed by the terminal
- * service, which also binds it to the operator when the client authenticates the upgrade too).
+ * service, which also binds it to the operator when the client authenticates the upgrade too). The
+ * attach then lives as long as the token: the bearer's, or else the one the ticket was obtained with.
  */
 export function installTerminalSockets(ctx: GatewayContext, terminal: Client<typeof TerminalService>): void {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 512 * 1024, perMessageDeflate: false });
   const bridges = new Set<Bridge>();
   const log = ctx.log;
+  const live = liveSessionsOf(ctx);
 
   async function admit(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const url = new URL(req.url ?? "/", "http://gateway");
@@ -31,23 +47,47 @@ export function installTerminalSockets(ctx: GatewayContext, terminal: Client<typ
     }
     const ticket = url.searchParams.get("ticket");
     if (!ticket) return rejectUpgrade(socket, problem(401, "ticket_required", "the attach URL carries a ticket; use the ws_url returned when the session was opened"));
-    let operatorId = "";
-    const bearer = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? "")?.[1];
+    const bearer = bearerToken(req.headers.authorization);
     const requestId = ctx.ids.next();
+    let cred: Credential;
     try {
-      if (bearer) operatorId = (await ctx.tokens.resolve(bearer)).id;
-      await terminal.redeemTicket({ sessionId, ticket, operatorId }, { requestId });
+      const p = bearer ? await ctx.tokens.resolve(bearer) : undefined;
+      const r = await terminal.redeemTicket({ sessionId, ticket, operatorId: p?.id ?? "" }, { requestId });
+      // Without a bearer the ticket is the only credential: the attach is bound to the token that
+      // obtained it (its hash and expiry, stored with the ticket), or to its operator when unknown.
+      const { tokenHash = "", tokenExpiresAt = 0 } = r.credential ?? {};
+      cred = p
+        ? { operatorId: p.id, token: bearer!, expiresAt: p.expiresAt }
+        : { operatorId: r.operatorId, token: "", tokenHash, expiresAt: tokenExpiresAt || Infinity };
     } catch (err) {
       return rejectUpgrade(socket, problemFromError(OrchError.from(err), requestId));
     }
     if (socket.destroyed) return;
+    // Bound before the upgrade, so a revocation arriving while the bridge is set up is not missed.
+    let bridge: Bridge | undefined;
+    let ended: EndReason | undefined;
+    const release = live.bind(cred, {
+      kind: "terminal",
+      end(reason) {
+        ended = reason;
+        bridge?.revoke(REVOKED_CLOSE_CODE, reason);
+      },
+    });
+    socket.once("close", release);
     wss.handleUpgrade(req, socket, head, (ws) => {
+      if (ended) return closeUnbridged(ws, ended);
       void bridgeSocket({ ws, nc: ctx.nc, sessionId, log }).then(
         (b) => {
+          bridge = b;
           bridges.add(b);
-          void b.closed.then(() => bridges.delete(b));
+          void b.closed.then(() => {
+            bridges.delete(b);
+            release();
+          });
+          if (ended) b.revoke(REVOKED_CLOSE_CODE, ended);
         },
         (err) => {
+          release();
           log.warn({ err: (err as Error).message, session: sessionId }, "terminal bridge failed");
           ws.close(1011, "bridge_failed");
         },

@@ -1,45 +1,113 @@
-import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
+import { createDecipheriv } from "node:crypto";
+import { KeyringError, OrchError, parseKeyring, type Keyring } from "@orch/kit";
 
 /**
- * Channel credentials at rest. With `notify.credentials_key` set they are sealed with AES-256-GCM
- * (the channel id is the associated data, so a sealed blob cannot be moved to another channel);
- * without a key they are stored as plain JSON. The first byte says which, so setting a key later
- * works: plain rows are read as they are and sealed on their next update.
+ * Channel credentials at rest, always sealed with AES-256-GCM under the notify keyring
+ * (`notify.credentials_keys`, the secrets service's `id:base64key,...` format, active key first).
+ * The channel id is the associated data, so a sealed blob cannot be moved to another channel.
+ *
+ * The first byte says the format. Only KEYRING is written; the two older formats are read so the
+ * service can re-seal them at start: PLAIN (rows stored before encryption was mandatory) and
+ * SINGLE_KEY (sealed with the old single `notify.credentials_key`, which carries no key id).
  */
 const PLAIN = 0;
-const AES_GCM = 1;
+const SINGLE_KEY = 1;
+const KEYRING = 2;
+const NONCE = 12;
+const TAG = 16;
 
+/** Key id the old single `notify.credentials_key` gets in the keyring. */
+export const LEGACY_KEY_ID = "legacy";
+export const CREDENTIALS_KEYS_SETTING = "ORCH_NOTIFY_CREDENTIALS_KEYS";
+
+/** The old single key: 32 bytes as base64 or 64 hex characters. */
 export function parseCredentialsKey(k: string): Buffer | undefined {
   const raw = /^[0-9a-fA-F]{64}$/.test(k) ? Buffer.from(k, "hex") : Buffer.from(k, "base64");
   return raw.length === 32 ? raw : undefined;
 }
 
-export interface CredentialBox {
-  seal(channelId: string, creds: Record<string, unknown>): Buffer;
-  open(channelId: string, blob: Buffer): Record<string, unknown>;
+/**
+ * The keyring from the two settings: `keys` (active first), then the old single key as
+ * `legacy` so rows it sealed stay readable. Throws with a message naming the setting when neither
+ * is set: nothing is ever stored in clear.
+ */
+export function credentialsKeyring(keys: string, legacyKey = ""): Keyring {
+  const legacy = legacyKey ? parseCredentialsKey(legacyKey) : undefined;
+  if (legacyKey && !legacy) throw new Error("notify.credentials_key must be 32 bytes as base64 or 64 hex characters");
+  const entries = [keys.trim(), legacy ? `${LEGACY_KEY_ID}:${legacy.toString("base64")}` : ""];
+  const spec = entries.filter((s) => s !== "").join(",");
+  return parseKeyring(spec, CREDENTIALS_KEYS_SETTING);
 }
 
-export function credentialBox(keyText: string): CredentialBox {
-  const key = keyText ? parseCredentialsKey(keyText) : undefined;
-  if (keyText && !key) throw new Error("notify.credentials_key must be 32 bytes as base64 or 64 hex characters");
+/**
+ * Credentials no configured key opens (its key left the keyring, or the blob was altered). An
+ * OrchError so a test send answers 409 naming the key id, never 500; carries no key material.
+ */
+export class CredentialsUnavailable extends OrchError {
+  constructor(cause: KeyringError) {
+    const msg = `channel credentials cannot be opened: ${cause.message}`;
+    super("FAILED_PRECONDITION", "channel_credentials_unavailable", msg, { key_id: cause.keyId });
+    this.name = "CredentialsUnavailable";
+  }
+}
+
+export interface CredentialBox {
+  /** Id of the key new seals use. */
+  readonly activeKey: string;
+  seal(channelId: string, creds: Record<string, unknown>): Buffer;
+  /** Throws CredentialsUnavailable when the key is not in the keyring or the blob was tampered with. */
+  open(channelId: string, blob: Buffer): Record<string, unknown>;
+  /** True when `blob` is sealed with the active key (nothing to re-seal). */
+  current(blob: Buffer): boolean;
+}
+
+function keyIdOf(blob: Buffer): string | undefined {
+  if (blob[0] !== KEYRING || blob.length < 2) return undefined;
+  return blob.subarray(2, 2 + blob[1]!).toString("utf8");
+}
+
+export function credentialBox(ring: Keyring, legacyKey = ""): CredentialBox {
+  const legacy = legacyKey ? parseCredentialsKey(legacyKey) : undefined;
+  const json = (b: Buffer | string) => JSON.parse(b.toString()) as Record<string, unknown>;
   return {
+    activeKey: ring.active,
     seal(channelId, creds) {
-      const json = Buffer.from(JSON.stringify(creds), "utf8");
-      if (!key) return Buffer.concat([Buffer.from([PLAIN]), json]);
-      const iv = randomBytes(12);
-      const c = createCipheriv("aes-256-gcm", key, iv);
-      c.setAAD(Buffer.from(channelId, "utf8"));
-      const ct = Buffer.concat([c.update(json), c.final()]);
-      return Buffer.concat([Buffer.from([AES_GCM]), iv, c.getAuthTag(), ct]);
+      const s = ring.seal(channelId, JSON.stringify(creds));
+      const id = Buffer.from(s.keyId, "utf8");
+      return Buffer.concat([Buffer.from([KEYRING, id.length]), id, s.nonce, s.tag, s.ciphertext]);
     },
     open(channelId, blob) {
-      if (blob[0] === PLAIN) return JSON.parse(blob.subarray(1).toString("utf8")) as Record<string, unknown>;
-      if (blob[0] !== AES_GCM) throw new Error("unknown credential format");
-      if (!key) throw new Error("channel credentials are encrypted but notify.credentials_key is not set");
-      const d = createDecipheriv("aes-256-gcm", key, blob.subarray(1, 13));
-      d.setAAD(Buffer.from(channelId, "utf8"));
-      d.setAuthTag(blob.subarray(13, 29));
-      return JSON.parse(Buffer.concat([d.update(blob.subarray(29)), d.final()]).toString("utf8")) as Record<string, unknown>;
+      try {
+        return open(channelId, blob);
+      } catch (err) {
+        throw err instanceof KeyringError ? new CredentialsUnavailable(err) : err;
+      }
     },
+    current: (blob) => keyIdOf(blob) === ring.active,
   };
+
+  function open(channelId: string, blob: Buffer): Record<string, unknown> {
+    if (blob[0] === PLAIN) return json(blob.subarray(1));
+    if (blob[0] === SINGLE_KEY) {
+      if (!legacy) throw new KeyringError("unknown_key", LEGACY_KEY_ID);
+      try {
+        const d = createDecipheriv("aes-256-gcm", legacy, blob.subarray(1, 1 + NONCE));
+        d.setAAD(Buffer.from(channelId, "utf8"));
+        d.setAuthTag(blob.subarray(1 + NONCE, 1 + NONCE + TAG));
+        return json(Buffer.concat([d.update(blob.subarray(1 + NONCE + TAG)), d.final()]));
+      } catch {
+        throw new KeyringError("decrypt_failed", LEGACY_KEY_ID);
+      }
+    }
+    const keyId = keyIdOf(blob);
+    if (keyId === undefined) throw new KeyringError("decrypt_failed", "?");
+    const at = 2 + blob[1]!;
+    const sealed = {
+      keyId,
+      nonce: blob.subarray(at, at + NONCE),
+      tag: blob.subarray(at + NONCE, at + NONCE + TAG),
+      ciphertext: blob.subarray(at + NONCE + TAG),
+    };
+    return json(ring.open(channelId, sealed));
+  }
 }

@@ -1,5 +1,5 @@
 import type { NotifyService } from "@orch/contracts";
-import { keysetPage, conflict, invalid, notFound, pageLimit, type CallContext, type Handlers, type Queryable } from "@orch/kit";
+import { keysetPage, conflict, invalid, notFound, pageCursor, pageLimit, type CallContext, type Handlers, type Queryable } from "@orch/kit";
 import { isChannelType, prepareCreate, prepareUpdate, CHANNEL_TYPES } from "../channels/config.js";
 import { channelsDb, type ChannelRow } from "../db/channels.js";
 import { deliveriesDb, DELIVERY_STATUSES } from "../db/deliveries.js";
@@ -54,7 +54,7 @@ export function channelHandlers(rt: NotifyRuntime): ChannelHandlers {
 
     async listChannels(req) {
       const limit = pageLimit(req.limit);
-      const rows = await channelsDb.page(pool, limit + 1, req.cursor);
+      const rows = await channelsDb.page(pool, limit + 1, pageCursor(req.cursor, "ulid"));
       const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
       return { channels: page.map((r) => toChannel(r, box)), nextCursor };
     },
@@ -135,9 +135,10 @@ export function channelHandlers(rt: NotifyRuntime): ChannelHandlers {
 
     async listDeliveries(req) {
       const limit = pageLimit(req.limit);
+      const cursor = pageCursor(req.cursor, "ulid");
       if (req.status && !(DELIVERY_STATUSES as readonly string[]).includes(req.status)) throw invalid("invalid_status", `status must be one of ${DELIVERY_STATUSES.join(", ")}`, { parameter: "status" });
       const ch = await find(pool, req.channelId);
-      const rows = await deliveriesDb.page(pool, ch.id, { status: req.status, limit: limit + 1, before: req.cursor });
+      const rows = await deliveriesDb.page(pool, ch.id, { status: req.status, limit: limit + 1, before: cursor });
       const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
       return { deliveries: page.map(toDelivery), nextCursor };
     },

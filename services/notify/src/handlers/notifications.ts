@@ -1,5 +1,5 @@
 import type { NotifyService } from "@orch/contracts";
-import { keysetPage, invalid, notFound, pageLimit, type Handlers } from "@orch/kit";
+import { keysetPage, invalid, notFound, pageCursor, pageLimit, type Handlers } from "@orch/kit";
 import { notificationsDb } from "../db/notifications.js";
 import { requireOperator, toNotification } from "../convert.js";
 import type { NotifyRuntime } from "../service.js";
@@ -15,7 +15,7 @@ export function notificationHandlers(rt: NotifyRuntime): NotificationHandlers {
     async listNotifications(req, ctx) {
       const me = requireOperator(ctx);
       const limit = pageLimit(req.limit, 50, NOTIFICATIONS_MAX_LIMIT);
-      const rows = await notificationsDb.page(pool, me, { unreadOnly: req.unreadOnly, limit: limit + 1, before: req.cursor });
+      const rows = await notificationsDb.page(pool, me, { unreadOnly: req.unreadOnly, limit: limit + 1, before: pageCursor(req.cursor, "ulid") });
       const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
       return { notifications: page.map(toNotification), unreadCount: await notificationsDb.unreadCount(pool, me), nextCursor };
     },

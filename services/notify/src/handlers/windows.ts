@@ -1,5 +1,5 @@
 import type { NotifyService } from "@orch/contracts";
-import { keysetPage, invalid, notFound, pageLimit, type Handlers, type Queryable } from "@orch/kit";
+import { keysetPage, invalid, notFound, pageCursor, pageLimit, type Handlers, type Queryable } from "@orch/kit";
 import { windowsDb, type WindowRow } from "../db/windows.js";
 import { requireAdmin, toWindow } from "../convert.js";
 import type { NotifyRuntime } from "../service.js";
@@ -48,7 +48,7 @@ export function windowHandlers(rt: NotifyRuntime): WindowHandlers {
 
     async listWindows(req) {
       const limit = pageLimit(req.limit);
-      const rows = await windowsDb.page(pool, limit + 1, req.cursor);
+      const rows = await windowsDb.page(pool, limit + 1, pageCursor(req.cursor, "ulid"));
       const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
       return { windows: page.map(toWindow), nextCursor };
     },

@@ -1,7 +1,8 @@
 import type { SecretsService } from "@orch/contracts";
-import { keysetPage, conflict, invalid, notFound, pageLimit, type Handlers } from "@orch/kit";
+import { keysetPage, conflict, invalid, notFound, pageCursor, pageLimit, type Handlers } from "@orch/kit";
 import { secretsDb, type SecretMeta } from "../db.js";
 import { normaliseRestriction, type Restriction } from "../restriction.js";
+import { requireAdminToWiden } from "../widening.js";
 import { checkDescription, checkExpiry, checkName, checkValue } from "../validate.js";
 import { eventMetadata, secretRef, toSecret, type HandlerContext } from "./context.js";
 
@@ -41,7 +42,7 @@ export function secretHandlers({ deps, keyring }: HandlerContext): CrudHandlers 
 
     async listSecrets(req) {
       const limit = pageLimit(req.limit);
-      const rows = await secretsDb.page(pool, limit + 1, req.cursor);
+      const rows = await secretsDb.page(pool, limit + 1, pageCursor(req.cursor, "name"));
       const { page, nextCursor } = keysetPage(rows, limit, (r) => r.name);
       return { secrets: page.map(toSecret), nextCursor };
     },
@@ -66,6 +67,8 @@ export function secretHandlers({ deps, keyring }: HandlerContext): CrudHandlers 
       return events.tx(async (db, emit) => {
         const row = await secretsDb.forUpdate(db, req.name);
         if (!row) throw notFoundError(req.name);
+        // Before any write: a refused widening changes nothing (the transaction rolls back anyway).
+        requireAdminToWiden(ctx, row, { restriction, expiresAt });
         const changed: string[] = [];
         const next: SecretMeta = { ...row, updated_at: now, updated_by: ctx.actor.id };
         if (description !== undefined) {

@@ -74,6 +74,8 @@ const LIST_COLS = "id, node_id, node_name, kind, modules, status, actor_id, acto
 
 export interface OperationFilter {
   node_id?: string;
+  /** Only these nodes (a scoped operator's reachable agents). */
+  node_ids?: string[];
   kind?: string;
   status?: string;
 }
@@ -102,6 +104,7 @@ export const operationsDb = {
     };
     if (before) add("id < ?", before);
     if (f.node_id) add("node_id = ?", f.node_id);
+    if (f.node_ids) add("node_id = ANY(?)", f.node_ids);
     if (f.kind) add("kind = ?", f.kind);
     if (f.status) add("status = ?", f.status);
     args.push(limit);

@@ -21,6 +21,17 @@ export function secretNames(sources: readonly ModuleSource[]): string[] {
   return [...names].sort();
 }
 
+/** Keys `<module>/<id>` of resources rendered with a secret: their content hashes are withheld (finding 13). */
+export function secretBearing(sources: readonly ModuleSource[]): Set<string> {
+  const out = new Set<string>();
+  for (const s of sources) {
+    for (const r of s.parsed.resources) {
+      if (refsIn(r.spec).some((ref) => ref.ns === "secrets")) out.add(`${s.name}/${r.id}`);
+    }
+  }
+  return out;
+}
+
 /** The attributes and tags a module actually reads: what a snapshot must keep to re-render it. */
 export function usedInputs(source: ModuleSource, attributes: Record<string, string>, tags: Record<string, string>) {
   const a: Record<string, string> = {};

@@ -18,16 +18,40 @@ export interface StoredExecution {
 }
 
 /**
- * Turns the agent's answer into what is stored: every string masked (the agent masks too; this is
- * the second line), long texts capped, unknown statuses treated as failures.
+ * A plain sha256 of content rendered with a secret is an offline guessing oracle (hash candidate
+ * files until one matches), so it is never stored or shown: `sha256` keys are dropped from such a
+ * resource's observed state and `sha256:<hex>` in its diff or message is replaced. An HMAC would
+ * keep change detection, but nothing reads the hash: the agent compares content itself.
  */
-export function storeResults(results: readonly ResourceResult[], mask: (s: string) => string): StoredExecution {
+const WITHHELD = "sha256:(withheld: rendered with a secret)";
+const HASH_RE = /sha256:[0-9a-fA-F]{64}/g;
+function withoutHashes(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(withoutHashes);
+  if (v && typeof v === "object") {
+    return Object.fromEntries(Object.entries(v).flatMap(([k, x]) => (k === "sha256" ? [] : [[k, withoutHashes(x)]])));
+  }
+  return typeof v === "string" ? v.replace(HASH_RE, WITHHELD) : v;
+}
+
+/**
+ * Turns the agent's answer into what is stored: every string masked (the agent masks too; this is
+ * the second line), long texts capped, unknown statuses treated as failures, and no content hash
+ * of a resource in `secretBearing` (`<module>/<id>`).
+ */
+export function storeResults(
+  results: readonly ResourceResult[],
+  mask: (s: string) => string,
+  secretBearing: ReadonlySet<string> = new Set(),
+): StoredExecution {
   const summary = emptySummary();
   const stored: StoredResult[] = [];
   const output: StoredOutput[] = [];
   const observed = new Map<string, Record<string, unknown>>();
   for (const r of results) {
+    const hidden = secretBearing.has(`${r.module}/${r.id}`);
+    const clean = (x: string) => (hidden ? x.replace(HASH_RE, WITHHELD) : x);
     const status = STATUSES.has(r.status) ? r.status : "failed";
+    const message = STATUSES.has(r.status) ? r.message : `unknown result status '${r.status}': ${r.message}`;
     summary[status as keyof Summary]++;
     const hasOutput = r.stdout !== "" || r.stderr !== "";
     stored.push({
@@ -36,13 +60,14 @@ export function storeResults(results: readonly ResourceResult[], mask: (s: strin
       type: r.type,
       status,
       changed: r.changed,
-      diff: cap(mask(r.diff)),
-      message: cap(mask(STATUSES.has(r.status) ? r.message : `unknown result status '${r.status}': ${r.message}`)),
+      diff: cap(clean(mask(r.diff))),
+      message: cap(clean(mask(message))),
       duration_ms: r.durationMs,
       has_output: hasOutput,
     });
     if (hasOutput) output.push({ id: r.id, module: r.module, stdout: cap(mask(r.stdout)), stderr: cap(mask(r.stderr)) });
-    observed.set(`${r.module}/${r.id}`, (mapStrings(r.observed ?? {}, mask) ?? {}) as Record<string, unknown>);
+    const seen = mapStrings(r.observed ?? {}, mask) ?? {};
+    observed.set(`${r.module}/${r.id}`, (hidden ? withoutHashes(seen) : seen) as Record<string, unknown>);
   }
   return { summary, results: stored, output, observed };
 }

@@ -3,7 +3,7 @@ import { operationsDb, type NewOperation, type OperationKind, type OperationRow 
 import { masker, TemplateError } from "../module/template.js";
 import type { AgentInfo, Clients, StateDeps } from "./deps.js";
 import { finishOperation } from "./finish.js";
-import { renderResources, secretNames, type ModuleSource } from "./render.js";
+import { renderResources, secretBearing, secretNames, type ModuleSource } from "./render.js";
 import { storeResults } from "./results.js";
 
 /** Everything one operation needs to run. */
@@ -79,7 +79,7 @@ export function createRunner(deps: StateDeps, clients: Clients): Runner {
       if (e.code === "DEADLINE_EXCEEDED") return end("timed_out", "operation_timed_out", `the agent did not finish within ${config.state.operation_timeout_seconds} s`);
       return end("failed", e.reason, mask(e.message));
     }
-    const exec = storeResults(response.results, mask);
+    const exec = storeResults(response.results, mask, secretBearing(sources));
     const failed = exec.summary.failed > 0 || exec.summary.skipped > 0;
     return finishOperation(deps, op, { status: failed ? "failed" : "succeeded", finished_at: clock.now(), summary: exec.summary, results: exec.results, output: exec.output }, { agent, sources, exec });
   }

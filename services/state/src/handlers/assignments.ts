@@ -1,5 +1,5 @@
 import { parseSelector, SelectorError, type StateService } from "@orch/contracts";
-import { keysetPage, conflict, invalid, notFound, pageLimit, type Handlers } from "@orch/kit";
+import { keysetPage, conflict, invalid, notFound, pageCursor, pageLimit, type Handlers } from "@orch/kit";
 import { assignmentMsg, runMsg } from "../convert.js";
 import { assignmentsDb, modulesDb, type AssignmentRow } from "../db/catalog.js";
 import { operationsDb } from "../db/operations.js";
@@ -7,6 +7,7 @@ import { runsDb } from "../db/runs.js";
 import { approvedAgents, matchAgents } from "../engine/fanout.js";
 import type { Engine } from "../engine/index.js";
 import { loadSources } from "../engine/modules.js";
+import { reachableNodeIds } from "./agents.js";
 import { kindOf, validName, waitMs } from "./validate.js";
 
 type AssignmentHandlers = Pick<Handlers<typeof StateService>, "createAssignment" | "listAssignments" | "getAssignment" | "deleteAssignment" | "runAssignment" | "getAssignmentRun">;
@@ -34,10 +35,13 @@ export function assignmentHandlers(engine: Engine): AssignmentHandlers {
   const { deps, clients, fanout, cache } = engine;
   const { pool, events, clock } = deps;
 
-  async function runView(id: string) {
+  /** `reach`: only these targets (a scoped operator's reachable agents). */
+  async function runView(id: string, reach?: readonly string[]) {
     const run = await runsDb.get(pool, id);
     if (!run) throw notFound("run_not_found", `no run '${id}'`);
-    return runMsg(run, await operationsDb.ofRun(pool, id));
+    const keep = reach && new Set(reach);
+    const shown = keep ? { ...run, targets: run.targets.filter((t) => keep.has(t.node_id)) } : run;
+    return runMsg(shown, await operationsDb.ofRun(pool, id));
   }
 
   return {
@@ -64,7 +68,7 @@ export function assignmentHandlers(engine: Engine): AssignmentHandlers {
 
     async listAssignments(req) {
       const limit = pageLimit(req.limit);
-      const rows = await assignmentsDb.page(pool, limit + 1, req.cursor);
+      const rows = await assignmentsDb.page(pool, limit + 1, pageCursor(req.cursor, "name"));
       const { page, nextCursor } = keysetPage(rows, limit, (r) => r.name);
       return { assignments: page.map(assignmentMsg), nextCursor };
     },
@@ -97,8 +101,9 @@ export function assignmentHandlers(engine: Engine): AssignmentHandlers {
       return runView(run.id);
     },
 
-    async getAssignmentRun(req) {
-      const view = await runView(req.runId);
+    async getAssignmentRun(req, ctx) {
+      // Another operator's run may have reached agents outside this operator's scope: hide those targets.
+      const view = await runView(req.runId, await reachableNodeIds(clients, ctx.actor));
       if (view.assignment !== req.name) throw notFound("run_not_found", `no run '${req.runId}' of assignment '${req.name}'`);
       return view;
     },

@@ -1,10 +1,10 @@
 import type { StateService } from "@orch/contracts";
-import { keysetPage, notFound, pageLimit, type Handlers } from "@orch/kit";
+import { keysetPage, notFound, pageCursor, pageLimit, type Handlers } from "@orch/kit";
 import { believedMsg, driftMsg, operationMsg } from "../convert.js";
 import { believedDb, driftDb } from "../db/snapshots.js";
 import { requireSnapshot } from "../engine/drift.js";
 import type { Engine } from "../engine/index.js";
-import { approvedAgent, nodeIdForRead } from "./agents.js";
+import { approvedAgent, nodeIdForRead, requireReachable } from "./agents.js";
 import { waitMs } from "./validate.js";
 
 type DriftHandlers = Pick<Handlers<typeof StateService>, "checkDrift" | "listDrift" | "getLatestDrift" | "getDrift" | "getBelievedState">;
@@ -26,8 +26,9 @@ export function driftHandlers(engine: Engine): DriftHandlers {
 
     async listDrift(req, ctx) {
       const limit = pageLimit(req.limit);
+      const cursor = pageCursor(req.cursor, "ulid");
       const nodeId = await nodeIdForRead(clients, req.nodeId, ctx.actor);
-      const rows = await driftDb.page(pool, nodeId, limit + 1, req.cursor);
+      const rows = await driftDb.page(pool, nodeId, limit + 1, cursor);
       const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
       return { records: page.map(driftMsg), nextCursor };
     },
@@ -39,9 +40,11 @@ export function driftHandlers(engine: Engine): DriftHandlers {
       return driftMsg(row);
     },
 
-    async getDrift(req) {
+    async getDrift(req, ctx) {
+      const missing = () => notFound("drift_not_found", `no drift record '${req.id}'`);
       const row = await driftDb.get(pool, req.id);
-      if (!row) throw notFound("drift_not_found", `no drift record '${req.id}'`);
+      if (!row) throw missing();
+      await requireReachable(clients, row.node_id, ctx.actor, missing);
       return driftMsg(row);
     },
 

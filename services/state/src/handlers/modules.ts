@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import type { StateService } from "@orch/contracts";
-import { keysetPage, invalid, notFound, pageLimit, precondition, type Handlers } from "@orch/kit";
+import { keysetPage, invalid, notFound, pageCursor, pageLimit, precondition, type Handlers } from "@orch/kit";
 import { validName } from "./validate.js";
 import { assignmentsDb, modulesDb, type ModuleRow } from "../db/catalog.js";
 import { moduleMsg } from "../convert.js";
@@ -41,7 +41,7 @@ export function moduleHandlers({ deps }: Engine): ModuleHandlers {
 
     async listModules(req) {
       const limit = pageLimit(req.limit);
-      const rows = await modulesDb.page(pool, limit + 1, req.cursor);
+      const rows = await modulesDb.page(pool, limit + 1, pageCursor(req.cursor, "name"));
       const { page, nextCursor } = keysetPage(rows, limit, (r) => r.name);
       return { modules: page.map((m) => moduleMsg(m, false)), nextCursor };
     },

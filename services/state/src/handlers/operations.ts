@@ -1,10 +1,10 @@
 import type { StateService } from "@orch/contracts";
-import { keysetPage, invalid, notFound, pageLimit, type Handlers } from "@orch/kit";
+import { keysetPage, invalid, notFound, pageCursor, pageLimit, type Handlers } from "@orch/kit";
 import { operationMsg } from "../convert.js";
 import { operationsDb } from "../db/operations.js";
 import type { Engine } from "../engine/index.js";
 import { loadSources } from "../engine/modules.js";
-import { approvedAgent, nodeIdForRead } from "./agents.js";
+import { approvedAgent, nodeIdForRead, reachableNodeIds, requireReachable } from "./agents.js";
 import { checkModuleList } from "./assignments.js";
 import { kindOf, waitMs } from "./validate.js";
 
@@ -23,6 +23,7 @@ export function operationHandlers(engine: Engine): OperationHandlers {
     if (nodeRef && op.node_id !== nodeRef && op.node_id !== (await nodeIdForRead(clients, nodeRef, actor))) {
       throw notFound("operation_not_found", `no operation '${id}' on agent '${nodeRef}'`);
     }
+    await requireReachable(clients, op.node_id, actor, () => notFound("operation_not_found", `no operation '${id}'`));
     return op;
   }
 
@@ -39,10 +40,14 @@ export function operationHandlers(engine: Engine): OperationHandlers {
 
     async listOperations(req, ctx) {
       const limit = pageLimit(req.limit);
+      const cursor = pageCursor(req.cursor, "ulid");
       if (req.kind && !KINDS.has(req.kind)) throw invalid("invalid_request", "kind must be apply, plan or drift", { field: "kind" });
       if (req.status && !STATUSES.has(req.status)) throw invalid("invalid_request", `status must be one of ${[...STATUSES].join(", ")}`, { field: "status" });
       const nodeId = await nodeIdForRead(clients, req.nodeId, ctx.actor);
-      const rows = await operationsDb.page(pool, { node_id: nodeId, kind: req.kind, status: req.status }, limit + 1, req.cursor);
+      // Across agents, a scoped operator sees only operations on agents it can reach.
+      const nodeIds = nodeId ? undefined : await reachableNodeIds(clients, ctx.actor);
+      const filter = { node_id: nodeId, kind: req.kind, status: req.status, ...(nodeIds ? { node_ids: nodeIds } : {}) };
+      const rows = await operationsDb.page(pool, filter, limit + 1, cursor);
       const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
       return { operations: page.map((o) => operationMsg(o, false)), nextCursor };
     },

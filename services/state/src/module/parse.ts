@@ -1,8 +1,9 @@
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from "yaml";
 import type { z } from "zod";
 import { invalid, type OrchError } from "@orch/kit";
-import { scanTemplate } from "./template.js";
-import { RESOURCE_TYPES, isResourceType, moduleDoc, resourceBase, type ModuleResource, type ParsedModule } from "./types.js";
+import { refsIn, scanTemplate } from "./template.js";
+import { ARGUMENT_FIELDS, RESOURCE_TYPES, isResourceType, moduleDoc, resourceBase } from "./types.js";
+import type { ModuleResource, ParsedModule, ResourceType } from "./types.js";
 
 export const MODULE_MAX_BYTES = 256 * 1024;
 
@@ -107,6 +108,21 @@ function checkTemplates(loc: ModuleLocator, path: Path, v: unknown): void {
   else if (v && typeof v === "object") for (const [k, x] of Object.entries(v)) checkTemplates(loc, [...path, k], x);
 }
 
+/** Refuses a secret rendered into a field that becomes a process argument (see ARGUMENT_FIELDS). */
+function checkSecretArguments(loc: ModuleLocator, at: Path, type: ResourceType, spec: Record<string, unknown>): void {
+  for (const field of ARGUMENT_FIELDS[type]) {
+    const secret = refsIn(spec[field]).find((r) => r.ns === "secrets");
+    if (!secret) continue;
+    const expr = `{{ secrets.${secret.key} }}`;
+    const via =
+      type === "exec"
+        ? `pass it through env (env: { SECRET: "${expr}" }) and use $SECRET, or write it with a file resource`
+        : "write it with a file resource instead";
+    const why = "which becomes a process argument any local user can read in /proc";
+    throw loc.error("secret_in_argument", [...at, field], `${expr} must not be rendered into '${field}', ${why}; ${via}`);
+  }
+}
+
 /**
  * Parses and validates a module (schema v1). Every refusal is INVALID_ARGUMENT with a stable
  * reason and details `{field: "content", path, line, column}`.
@@ -154,6 +170,7 @@ export function parseModule(content: string, expectedName?: string): ParsedModul
     if (seen.has(id)) throw loc.error("duplicate_resource_id", [...at, "id"], `resource id '${id}' is already used by resources[${seen.get(id)}]`);
     seen.set(id, i);
     checkTemplates(loc, at, spec);
+    checkSecretArguments(loc, at, type, spec);
     resources.push({ id, type, requires: requires === undefined ? [] : typeof requires === "string" ? [requires] : [...new Set(requires)], spec });
   });
 

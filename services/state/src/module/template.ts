@@ -1,3 +1,5 @@
+import { SECRET_MASK, secretMasker } from "@orch/contracts";
+
 /**
  * Templates: `{{ attributes.X }}`, `{{ tags.X }}` and `{{ secrets.NAME }}` in any string of a
  * resource's spec, rendered per agent. Other `{{ ... }}` text is left alone (modules deploy Jinja
@@ -92,27 +94,12 @@ export function renderValue(v: unknown, inputs: RenderInputs, where: string): un
   });
 }
 
-/** Lines shorter than this of a multi-line secret are not masked alone ("", "}", "--"): diffs stay readable. */
-const MIN_LINE = 4;
-export const MASK = "***";
+export const MASK = SECRET_MASK;
 
 /**
- * Replaces every secret value with `***`. A multi-line value is also masked line by line, because
- * a unified diff prefixes each line with `+`/`-` and never contains the value whole. Longest
- * first, so a value containing another is replaced entirely.
+ * Replaces every secret value, its common encodings and its reversal with `***` (the rule lives in
+ * @orch/contracts: the agent masks with the same one before answering).
  */
 export function masker(values: Iterable<string>): (s: string) => string {
-  const needles = new Set<string>();
-  for (const v of values) {
-    if (!v) continue;
-    needles.add(v);
-    if (v.includes("\n")) for (const line of v.split(/\r?\n/)) if (line.trim().length >= MIN_LINE) needles.add(line);
-  }
-  const sorted = [...needles].sort((a, b) => b.length - a.length);
-  if (sorted.length === 0) return (s) => s;
-  return (s) => {
-    let out = s;
-    for (const n of sorted) if (out.includes(n)) out = out.split(n).join(MASK);
-    return out;
-  };
+  return secretMasker(values);
 }

@@ -11,7 +11,13 @@ import { TEMPLATE_MARK } from "./template.js";
 const templated = z.string().refine((s) => s.includes(TEMPLATE_MARK), "must be a literal value or a {{ template }}");
 const text = z.string();
 const nonEmpty = z.string().min(1, "must not be empty");
-const absPath = z.string().refine((s) => s.startsWith("/") || s.includes(TEMPLATE_MARK), "must be an absolute path");
+/** A literal `..` segment is refused here; the agent refuses one a template renders (finding 14). */
+const noDotDot = (s: string) => !s.split("/").includes("..");
+const DOT_DOT = "must not contain '..' segments";
+const absPath = z
+  .string()
+  .refine((s) => s.startsWith("/") || s.includes(TEMPLATE_MARK), "must be an absolute path")
+  .refine(noDotDot, DOT_DOT);
 const bool = z.union([z.boolean(), z.enum(["true", "false"]), templated]);
 const count = z.union([z.number().int().min(0), z.string().regex(/^\d+$/, "must be a non-negative integer"), templated]);
 const mode = z.union([
@@ -29,7 +35,11 @@ export const RESOURCE_TYPES = {
   file: z.strictObject({ path: absPath, content: text.optional(), state: oneOf(["present", "absent"]).optional(), ...owned }),
   directory: z.strictObject({ path: absPath, state: oneOf(["present", "absent"]).optional(), recurse: bool.optional(), force: bool.optional(), ...owned }),
   symlink: z
-    .strictObject({ path: absPath, target: nonEmpty.optional(), state: oneOf(["present", "absent"]).optional() })
+    .strictObject({
+      path: absPath,
+      target: nonEmpty.refine(noDotDot, DOT_DOT).optional(),
+      state: oneOf(["present", "absent"]).optional(),
+    })
     .refine((r) => r.target !== undefined || r.state === "absent" || Boolean(r.state?.includes(TEMPLATE_MARK)), { message: "target is required unless state is absent", path: ["target"] }),
   exec: z
     .strictObject({
@@ -63,6 +73,24 @@ export const RESOURCE_TYPES = {
 } as const;
 
 export type ResourceType = keyof typeof RESOURCE_TYPES;
+
+/**
+ * Fields the agent passes as process arguments (`/bin/sh -c <command>`, `useradd ... <comment>`,
+ * `getent passwd <owner>`): any local user of the agent can read a process's arguments in
+ * /proc/<pid>/cmdline, so a secret must never be rendered into one. Exec's `env` (readable only by
+ * the process's owner and root) and `script` (written to a private file) are the ways to pass one.
+ */
+export const ARGUMENT_FIELDS: Readonly<Record<ResourceType, readonly string[]>> = {
+  file: ["owner", "group"],
+  directory: ["owner", "group"],
+  symlink: [],
+  exec: ["command", "onlyif", "unless"],
+  package: ["name", "version"],
+  service: ["name"],
+  user: ["name", "uid", "group", "gid", "groups", "home", "shell", "comment"],
+  group: ["name", "gid"],
+};
+
 export const isResourceType = (t: unknown): t is ResourceType => typeof t === "string" && Object.prototype.hasOwnProperty.call(RESOURCE_TYPES, t);
 
 export const NAME_RE = /^[a-z0-9][a-z0-9._-]{0,62}$/;

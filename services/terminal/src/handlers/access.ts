@@ -1,10 +1,11 @@
 import type { TerminalService } from "@orch/contracts";
-import { OrchError, forbidden, precondition, unauthenticated, type Handlers } from "@orch/kit";
+import { OrchError, forbidden, notFound, precondition, unauthenticated, type Handlers } from "@orch/kit";
 import { isLive, sessionsDb, ticketsDb } from "../db.js";
 import type { Recordings, TerminalDeps } from "../recordings.js";
-import { issueTicket, ticketHash } from "../tickets.js";
+import { issueTicket, ticketHash, tokenBinding } from "../tickets.js";
 import { toSession, visible } from "../view.js";
 import { requireOperator } from "./open.js";
+import { scopeCheck } from "./scope.js";
 
 type AccessHandlers = Pick<Handlers<typeof TerminalService>, "issueTicket" | "redeemTicket">;
 
@@ -14,12 +15,19 @@ const badTicket = () => unauthenticated("invalid_ticket", "the ticket is unknown
 export function accessHandlers(deps: TerminalDeps, recordings: Recordings): AccessHandlers {
   const { pool, clock } = deps;
   const ttlMs = deps.config.terminal.ticket_ttl_seconds * 1000;
+  const scope = scopeCheck(deps.nc);
   return {
     async issueTicket(req, ctx) {
       requireOperator(ctx);
+      const token = tokenBinding(req.credential);
       const row = visible(await sessionsDb.get(pool, req.sessionId), ctx.actor, req.sessionId);
       if (!isLive(row.status)) throw precondition("session_not_open", `terminal session '${row.id}' is ${row.status}`);
-      return issueTicket(pool, { sessionId: row.id, operatorId: ctx.actor.id, operatorName: ctx.actor.name, expiresAt: clock.now() + ttlMs });
+      // Re-attaching to one's own session needs the agent still in scope (the scope may have narrowed).
+      const missing = () => notFound("session_not_found", `no terminal session '${row.id}'`);
+      await scope.reachable(ctx.actor, row.node_id, missing);
+      const expiresAt = clock.now() + ttlMs;
+      const operator = { operatorId: ctx.actor.id, operatorName: ctx.actor.name };
+      return issueTicket(pool, { sessionId: row.id, ...operator, expiresAt, token });
     },
 
     async redeemTicket(req) {
@@ -41,7 +49,9 @@ export function accessHandlers(deps: TerminalDeps, recordings: Recordings): Acce
           target: { id: row.id, name: row.node_name || row.node_id, type: "terminal_session" },
           metadata: { node_id: row.node_id, opened_by: row.operator_name, joining },
         });
-        return { session: toSession(row, recordings.transcriptPath(row.transcript_file)), operatorId: t.operator_id, operatorName: t.operator_name };
+        const session = toSession(row, recordings.transcriptPath(row.transcript_file));
+        const credential = { tokenHash: t.token_hash, tokenExpiresAt: t.token_expires_at };
+        return { session, operatorId: t.operator_id, operatorName: t.operator_name, credential };
       });
       if (out instanceof OrchError) throw out;
       return out;

@@ -1,10 +1,11 @@
 import type { TerminalService } from "@orch/contracts";
-import { forbidden, invalid, type CallContext, type Handlers } from "@orch/kit";
+import { forbidden, invalid, notFound, precondition, type CallContext, type Handlers } from "@orch/kit";
 import { agentError, agentTerminal } from "../agent.js";
 import { sessionsDb } from "../db.js";
 import type { Recordings, TerminalDeps } from "../recordings.js";
-import { issueTicket } from "../tickets.js";
+import { issueTicket, tokenBinding } from "../tickets.js";
 import { toSession } from "../view.js";
+import { scopeCheck } from "./scope.js";
 
 type OpenHandlers = Pick<Handlers<typeof TerminalService>, "openSession">;
 
@@ -24,6 +25,7 @@ export function requireOperator(ctx: CallContext) {
 export function openHandlers(deps: TerminalDeps, recordings: Recordings): OpenHandlers {
   const { pool, nc, clock, ids, events } = deps;
   const cfg = deps.config.terminal;
+  const scope = scopeCheck(nc);
   return {
     async openSession(req, ctx) {
       requireOperator(ctx);
@@ -31,13 +33,23 @@ export function openHandlers(deps: TerminalDeps, recordings: Recordings): OpenHa
       const cols = dimension(req.cols, "cols", 80);
       const rows = dimension(req.rows, "rows", 24);
       if (req.shell && !SHELL_RE.test(req.shell)) throw invalid("invalid_request", "shell must be an absolute path", { field: "shell" });
+      const token = tokenBinding(req.credential);
+      // A scoped operator reaches only agents its selector matches; the registry's answer wins over
+      // whatever id and name the caller sent.
+      const missing = () => notFound("agent_not_found", `no agent '${req.nodeId}'`, { field: "node_id" });
+      const agent = await scope.reachable(ctx.actor, req.nodeId, missing);
+      if (agent && agent.status !== "approved") {
+        throw precondition("agent_not_approved", `agent ${agent.name || agent.nodeId} is ${agent.status}, not approved`);
+      }
+      const nodeId = agent ? agent.nodeId : req.nodeId;
+      const nodeName = agent ? agent.name : req.nodeName;
 
       const id = ids.next();
       const now = clock.now();
       const row = {
         id,
-        node_id: req.nodeId,
-        node_name: req.nodeName,
+        node_id: nodeId,
+        node_name: nodeName,
         operator_id: ctx.actor.id,
         operator_name: ctx.actor.name,
         shell: req.shell,
@@ -54,7 +66,7 @@ export function openHandlers(deps: TerminalDeps, recordings: Recordings): OpenHa
 
       let shell: string;
       try {
-        const r = await agentTerminal(nc, req.nodeId, cfg.open_timeout_seconds * 1000).openTerminal({
+        const r = await agentTerminal(nc, nodeId, cfg.open_timeout_seconds * 1000).openTerminal({
           sessionId: id,
           shell: req.shell,
           cols,
@@ -74,12 +86,14 @@ export function openHandlers(deps: TerminalDeps, recordings: Recordings): OpenHa
         const opened = (await sessionsDb.markOpen(db, id, shell)) ?? (await sessionsDb.get(db, id))!;
         await emit({
           type: "terminal.session.opened",
-          summary: `${ctx.actor.name} opened a terminal on ${req.nodeName || req.nodeId}`,
+          summary: `${ctx.actor.name} opened a terminal on ${nodeName || nodeId}`,
           actor: ctx.actor,
-          target: { id, name: req.nodeName || req.nodeId, type: "terminal_session" },
-          metadata: { node_id: req.nodeId, node_name: req.nodeName, shell, cols, rows },
+          target: { id, name: nodeName || nodeId, type: "terminal_session" },
+          metadata: { node_id: nodeId, node_name: nodeName, shell, cols, rows },
         });
-        const ticket = await issueTicket(db, { sessionId: id, operatorId: ctx.actor.id, operatorName: ctx.actor.name, expiresAt: clock.now() + cfg.ticket_ttl_seconds * 1000 });
+        const expiresAt = clock.now() + cfg.ticket_ttl_seconds * 1000;
+        const operator = { operatorId: ctx.actor.id, operatorName: ctx.actor.name };
+        const ticket = await issueTicket(db, { sessionId: id, ...operator, expiresAt, token });
         return { opened, ticket };
       });
       return { session: toSession(out.opened, recordings.transcriptPath(out.opened.transcript_file)), ticket: out.ticket };

@@ -1,5 +1,5 @@
 import type { TerminalService } from "@orch/contracts";
-import { keysetPage, invalid, pageLimit, type Handlers } from "@orch/kit";
+import { keysetPage, invalid, pageCursor, pageLimit, type Handlers } from "@orch/kit";
 import { agentTerminal } from "../agent.js";
 import { encodeControl, termSubject } from "../control.js";
 import { STATUSES, isLive, sessionsDb, type SessionRow } from "../db.js";
@@ -18,7 +18,7 @@ export function sessionHandlers(deps: TerminalDeps, recordings: Recordings): Ses
     async listSessions(req, ctx) {
       if (req.status && !(STATUSES as readonly string[]).includes(req.status)) throw invalid("invalid_request", `status must be one of ${STATUSES.join(", ")}`, { field: "status" });
       const limit = pageLimit(req.limit);
-      const rows = await sessionsDb.page(pool, { status: req.status, operatorId: seesAll(ctx.actor) ? null : ctx.actor.id, before: req.cursor, limit: limit + 1 });
+      const rows = await sessionsDb.page(pool, { status: req.status, operatorId: seesAll(ctx.actor) ? null : ctx.actor.id, before: pageCursor(req.cursor, "ulid"), limit: limit + 1 });
       const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
       return { sessions: page.map(view), nextCursor };
     },

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file orch/v1/auth.proto.
  */
 export const file_orch_v1_auth: GenFile = /*@__PURE__*/
-  fileDesc("ChJvcmNoL3YxL2F1dGgucHJvdG8SB29yY2gudjEifgoIT3BlcmF0b3ISCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRISCgpwdWJsaWNfa2V5GAMgASgJEgwKBHJvbGUYBCABKAkSDgoGYWN0aXZlGAUgASgIEhIKCmNyZWF0ZWRfYXQYBiABKAESEgoKY3JlYXRlZF9ieRgHIAEoCSImChBDaGFsbGVuZ2VSZXF1ZXN0EhIKCnB1YmxpY19rZXkYASABKAkiNgoRQ2hhbGxlbmdlUmVzcG9uc2USDQoFbm9uY2UYASABKAkSEgoKZXhwaXJlc19hdBgCIAEoASJdCg1WZXJpZnlSZXF1ZXN0EhIKCnB1YmxpY19rZXkYASABKAkSDQoFbm9uY2UYAiABKAkSEQoJc2lnbmF0dXJlGAMgASgJEhYKDnJlbW90ZV9hZGRyZXNzGAQgASgJIlgKDlZlcmlmeVJlc3BvbnNlEg0KBXRva2VuGAEgASgJEhIKCmV4cGlyZXNfYXQYAiABKAESIwoIb3BlcmF0b3IYAyABKAsyES5vcmNoLnYxLk9wZXJhdG9yIiQKE0F1dGhlbnRpY2F0ZVJlcXVlc3QSDQoFdG9rZW4YASABKAkiRAoJUHJpbmNpcGFsEiMKCG9wZXJhdG9yGAEgASgLMhEub3JjaC52MS5PcGVyYXRvchISCgpleHBpcmVzX2F0GAIgASgBIhAKDkxvZ291dFJlc3BvbnNlIjUKFExpc3RPcGVyYXRvcnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSJSChVMaXN0T3BlcmF0b3JzUmVzcG9uc2USJAoJb3BlcmF0b3JzGAEgAygLMhEub3JjaC52MS5PcGVyYXRvchITCgtuZXh0X2N1cnNvchgCIAEoCSIgChJHZXRPcGVyYXRvclJlcXVlc3QSCgoCaWQYASABKAkiRwoVQ3JlYXRlT3BlcmF0b3JSZXF1ZXN0EgwKBG5hbWUYASABKAkSEgoKcHVibGljX2tleRgCIAEoCRIMCgRyb2xlGAMgASgJIhgKFlJlbW92ZU9wZXJhdG9yUmVzcG9uc2UiNQoKUmV2b2NhdGlvbhITCgtvcGVyYXRvcl9pZBgBIAEoCRISCgp0b2tlbl9oYXNoGAIgASgJMrMECgtBdXRoU2VydmljZRJCCglDaGFsbGVuZ2USGS5vcmNoLnYxLkNoYWxsZW5nZVJlcXVlc3QaGi5vcmNoLnYxLkNoYWxsZW5nZVJlc3BvbnNlEjkKBlZlcmlmeRIWLm9yY2gudjEuVmVyaWZ5UmVxdWVzdBoXLm9yY2gudjEuVmVyaWZ5UmVzcG9uc2USQAoMQXV0aGVudGljYXRlEhwub3JjaC52MS5BdXRoZW50aWNhdGVSZXF1ZXN0GhIub3JjaC52MS5QcmluY2lwYWwSPwoGTG9nb3V0Ehwub3JjaC52MS5BdXRoZW50aWNhdGVSZXF1ZXN0Ghcub3JjaC52MS5Mb2dvdXRSZXNwb25zZRJOCg1MaXN0T3BlcmF0b3JzEh0ub3JjaC52MS5MaXN0T3BlcmF0b3JzUmVxdWVzdBoeLm9yY2gudjEuTGlzdE9wZXJhdG9yc1Jlc3BvbnNlEj0KC0dldE9wZXJhdG9yEhsub3JjaC52MS5HZXRPcGVyYXRvclJlcXVlc3QaES5vcmNoLnYxLk9wZXJhdG9yEkMKDkNyZWF0ZU9wZXJhdG9yEh4ub3JjaC52MS5DcmVhdGVPcGVyYXRvclJlcXVlc3QaES5vcmNoLnYxLk9wZXJhdG9yEk4KDlJlbW92ZU9wZXJhdG9yEhsub3JjaC52MS5HZXRPcGVyYXRvclJlcXVlc3QaHy5vcmNoLnYxLlJlbW92ZU9wZXJhdG9yUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("ChJvcmNoL3YxL2F1dGgucHJvdG8SB29yY2gudjEilgEKCE9wZXJhdG9yEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKcHVibGljX2tleRgDIAEoCRIMCgRyb2xlGAQgASgJEg4KBmFjdGl2ZRgFIAEoCBISCgpjcmVhdGVkX2F0GAYgASgBEhIKCmNyZWF0ZWRfYnkYByABKAkSFgoOYWdlbnRfc2VsZWN0b3IYCCABKAkiJgoQQ2hhbGxlbmdlUmVxdWVzdBISCgpwdWJsaWNfa2V5GAEgASgJIjYKEUNoYWxsZW5nZVJlc3BvbnNlEg0KBW5vbmNlGAEgASgJEhIKCmV4cGlyZXNfYXQYAiABKAEiXQoNVmVyaWZ5UmVxdWVzdBISCgpwdWJsaWNfa2V5GAEgASgJEg0KBW5vbmNlGAIgASgJEhEKCXNpZ25hdHVyZRgDIAEoCRIWCg5yZW1vdGVfYWRkcmVzcxgEIAEoCSJYCg5WZXJpZnlSZXNwb25zZRINCgV0b2tlbhgBIAEoCRISCgpleHBpcmVzX2F0GAIgASgBEiMKCG9wZXJhdG9yGAMgASgLMhEub3JjaC52MS5PcGVyYXRvciIkChNBdXRoZW50aWNhdGVSZXF1ZXN0Eg0KBXRva2VuGAEgASgJIkQKCVByaW5jaXBhbBIjCghvcGVyYXRvchgBIAEoCzIRLm9yY2gudjEuT3BlcmF0b3ISEgoKZXhwaXJlc19hdBgCIAEoASIQCg5Mb2dvdXRSZXNwb25zZSI1ChRMaXN0T3BlcmF0b3JzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiUgoVTGlzdE9wZXJhdG9yc1Jlc3BvbnNlEiQKCW9wZXJhdG9ycxgBIAMoCzIRLm9yY2gudjEuT3BlcmF0b3ISEwoLbmV4dF9jdXJzb3IYAiABKAkiIAoSR2V0T3BlcmF0b3JSZXF1ZXN0EgoKAmlkGAEgASgJIl8KFUNyZWF0ZU9wZXJhdG9yUmVxdWVzdBIMCgRuYW1lGAEgASgJEhIKCnB1YmxpY19rZXkYAiABKAkSDAoEcm9sZRgDIAEoCRIWCg5hZ2VudF9zZWxlY3RvchgEIAEoCSJTChVVcGRhdGVPcGVyYXRvclJlcXVlc3QSCgoCaWQYASABKAkSGwoOYWdlbnRfc2VsZWN0b3IYAiABKAlIAIgBAUIRCg9fYWdlbnRfc2VsZWN0b3IiGAoWUmVtb3ZlT3BlcmF0b3JSZXNwb25zZSJQCgpSZXZvY2F0aW9uEhMKC29wZXJhdG9yX2lkGAEgASgJEhIKCnRva2VuX2hhc2gYAiABKAkSGQoRdG9rZW5fb3BlcmF0b3JfaWQYAyABKAky+AQKC0F1dGhTZXJ2aWNlEkIKCUNoYWxsZW5nZRIZLm9yY2gudjEuQ2hhbGxlbmdlUmVxdWVzdBoaLm9yY2gudjEuQ2hhbGxlbmdlUmVzcG9uc2USOQoGVmVyaWZ5EhYub3JjaC52MS5WZXJpZnlSZXF1ZXN0Ghcub3JjaC52MS5WZXJpZnlSZXNwb25zZRJACgxBdXRoZW50aWNhdGUSHC5vcmNoLnYxLkF1dGhlbnRpY2F0ZVJlcXVlc3QaEi5vcmNoLnYxLlByaW5jaXBhbBI/CgZMb2dvdXQSHC5vcmNoLnYxLkF1dGhlbnRpY2F0ZVJlcXVlc3QaFy5vcmNoLnYxLkxvZ291dFJlc3BvbnNlEk4KDUxpc3RPcGVyYXRvcnMSHS5vcmNoLnYxLkxpc3RPcGVyYXRvcnNSZXF1ZXN0Gh4ub3JjaC52MS5MaXN0T3BlcmF0b3JzUmVzcG9uc2USPQoLR2V0T3BlcmF0b3ISGy5vcmNoLnYxLkdldE9wZXJhdG9yUmVxdWVzdBoRLm9yY2gudjEuT3BlcmF0b3ISQwoOQ3JlYXRlT3BlcmF0b3ISHi5vcmNoLnYxLkNyZWF0ZU9wZXJhdG9yUmVxdWVzdBoRLm9yY2gudjEuT3BlcmF0b3ISTgoOUmVtb3ZlT3BlcmF0b3ISGy5vcmNoLnYxLkdldE9wZXJhdG9yUmVxdWVzdBofLm9yY2gudjEuUmVtb3ZlT3BlcmF0b3JSZXNwb25zZRJDCg5VcGRhdGVPcGVyYXRvchIeLm9yY2gudjEuVXBkYXRlT3BlcmF0b3JSZXF1ZXN0GhEub3JjaC52MS5PcGVyYXRvcmIGcHJvdG8z");
 
 /**
  * Operator is a person or system allowed to call the API.
@@ -66,6 +66,14 @@ export type Operator = Message<"orch.v1.Operator"> & {
    * @generated from field: string created_by = 7;
    */
   createdBy: string;
+
+  /**
+   * Agent selector (assignment grammar) limiting the agents this operator can reach; empty =
+   * unscoped. Always empty for admins.
+   *
+   * @generated from field: string agent_selector = 8;
+   */
+  agentSelector: string;
 };
 
 /**
@@ -368,6 +376,13 @@ export type CreateOperatorRequest = Message<"orch.v1.CreateOperatorRequest"> & {
    * @generated from field: string role = 3;
    */
   role: string;
+
+  /**
+   * Optional agent selector (operators only); empty = unscoped.
+   *
+   * @generated from field: string agent_selector = 4;
+   */
+  agentSelector: string;
 };
 
 /**
@@ -376,6 +391,34 @@ export type CreateOperatorRequest = Message<"orch.v1.CreateOperatorRequest"> & {
  */
 export const CreateOperatorRequestSchema: GenMessage<CreateOperatorRequest> = /*@__PURE__*/
   messageDesc(file_orch_v1_auth, 11);
+
+/**
+ * UpdateOperatorRequest changes the given fields of an operator.
+ *
+ * @generated from message orch.v1.UpdateOperatorRequest
+ */
+export type UpdateOperatorRequest = Message<"orch.v1.UpdateOperatorRequest"> & {
+  /**
+   * Operator id or name.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * New agent selector when present; the empty string clears it (unscoped).
+   *
+   * @generated from field: optional string agent_selector = 2;
+   */
+  agentSelector?: string;
+};
+
+/**
+ * Describes the message orch.v1.UpdateOperatorRequest.
+ * Use `create(UpdateOperatorRequestSchema)` to create a new message.
+ */
+export const UpdateOperatorRequestSchema: GenMessage<UpdateOperatorRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_auth, 12);
 
 /**
  * RemoveOperatorResponse confirms removal.
@@ -390,7 +433,7 @@ export type RemoveOperatorResponse = Message<"orch.v1.RemoveOperatorResponse"> &
  * Use `create(RemoveOperatorResponseSchema)` to create a new message.
  */
 export const RemoveOperatorResponseSchema: GenMessage<RemoveOperatorResponse> = /*@__PURE__*/
-  messageDesc(file_orch_v1_auth, 12);
+  messageDesc(file_orch_v1_auth, 13);
 
 /**
  * Revocation is broadcast on `orch.auth.revoked` so every gateway drops cached tokens at once.
@@ -411,6 +454,14 @@ export type Revocation = Message<"orch.v1.Revocation"> & {
    * @generated from field: string token_hash = 2;
    */
   tokenHash: string;
+
+  /**
+   * With token_hash: the operator that token belonged to (its other tokens stay valid). Lets a
+   * gateway end connections bound to the operator but not to a known token (ticket-only attaches).
+   *
+   * @generated from field: string token_operator_id = 3;
+   */
+  tokenOperatorId: string;
 };
 
 /**
@@ -418,7 +469,7 @@ export type Revocation = Message<"orch.v1.Revocation"> & {
  * Use `create(RevocationSchema)` to create a new message.
  */
 export const RevocationSchema: GenMessage<Revocation> = /*@__PURE__*/
-  messageDesc(file_orch_v1_auth, 13);
+  messageDesc(file_orch_v1_auth, 14);
 
 /**
  * AuthService owns operators, login challenges and session tokens (schema `auth`).
@@ -505,6 +556,16 @@ export const AuthService: GenService<{
     methodKind: "unary";
     input: typeof GetOperatorRequestSchema;
     output: typeof RemoveOperatorResponseSchema;
+  },
+  /**
+   * UpdateOperator changes an operator's agent selector (admin).
+   *
+   * @generated from rpc orch.v1.AuthService.UpdateOperator
+   */
+  updateOperator: {
+    methodKind: "unary";
+    input: typeof UpdateOperatorRequestSchema;
+    output: typeof OperatorSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_orch_v1_auth, 0);

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file orch/v1/terminal.proto.
  */
 export const file_orch_v1_terminal: GenFile = /*@__PURE__*/
-  fileDesc("ChZvcmNoL3YxL3Rlcm1pbmFsLnByb3RvEgdvcmNoLnYxImMKEk9wZW5TZXNzaW9uUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEhEKCW5vZGVfbmFtZRgCIAEoCRIMCgRjb2xzGAMgASgFEgwKBHJvd3MYBCABKAUSDQoFc2hlbGwYBSABKAkiYQoTT3BlblNlc3Npb25SZXNwb25zZRIpCgdzZXNzaW9uGAEgASgLMhgub3JjaC52MS5UZXJtaW5hbFNlc3Npb24SHwoGdGlja2V0GAIgASgLMg8ub3JjaC52MS5UaWNrZXQiQAoGVGlja2V0EhIKCnNlc3Npb25faWQYASABKAkSDgoGdGlja2V0GAIgASgJEhIKCmV4cGlyZXNfYXQYAyABKAEiuwIKD1Rlcm1pbmFsU2Vzc2lvbhISCgpzZXNzaW9uX2lkGAEgASgJEg8KB25vZGVfaWQYAiABKAkSEQoJbm9kZV9uYW1lGAMgASgJEhMKC29wZXJhdG9yX2lkGAQgASgJEhUKDW9wZXJhdG9yX25hbWUYBSABKAkSDgoGc3RhdHVzGAYgASgJEg0KBXNoZWxsGAcgASgJEgwKBGNvbHMYCCABKAUSDAoEcm93cxgJIAEoBRIRCglvcGVuZWRfYXQYCiABKAESEQoJY2xvc2VkX2F0GAsgASgBEhYKCWV4aXRfY29kZRgMIAEoBUgAiAEBEhQKDGNsb3NlX3JlYXNvbhgNIAEoCRIXCg90cmFuc2NyaXB0X3BhdGgYDiABKAkSDgoGc2hhMjU2GA8gASgJQgwKCl9leGl0X2NvZGUiRAoTTGlzdFNlc3Npb25zUmVxdWVzdBIOCgZzdGF0dXMYASABKAkSDQoFbGltaXQYAiABKAUSDgoGY3Vyc29yGAMgASgJIlcKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEioKCHNlc3Npb25zGAEgAygLMhgub3JjaC52MS5UZXJtaW5hbFNlc3Npb24SEwoLbmV4dF9jdXJzb3IYAiABKAkiIAoKU2Vzc2lvblJlZhISCgpzZXNzaW9uX2lkGAEgASgJIk4KE1JlZGVlbVRpY2tldFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZ0aWNrZXQYAiABKAkSEwoLb3BlcmF0b3JfaWQYAyABKAkibQoUUmVkZWVtVGlja2V0UmVzcG9uc2USKQoHc2Vzc2lvbhgBIAEoCzIYLm9yY2gudjEuVGVybWluYWxTZXNzaW9uEhMKC29wZXJhdG9yX2lkGAIgASgJEhUKDW9wZXJhdG9yX25hbWUYAyABKAkiSgoVUmVhZFRyYW5zY3JpcHRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDgoGb2Zmc2V0GAIgASgBEg0KBWxpbWl0GAMgASgFIkoKD1RyYW5zY3JpcHRDaHVuaxIMCgRkYXRhGAEgASgMEgwKBHNpemUYAiABKAESCwoDZW9mGAMgASgIEg4KBnNoYTI1NhgEIAEoCSLCAQoTT3BlblRlcm1pbmFsUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEg0KBXNoZWxsGAIgASgJEgwKBGNvbHMYAyABKAUSDAoEcm93cxgEIAEoBRIdChVoZWFydGJlYXRfaW50ZXJ2YWxfbXMYBSABKAESGQoRb3JwaGFuX3RpbWVvdXRfbXMYBiABKAESGQoRYXR0YWNoX3RpbWVvdXRfbXMYByABKAESFwoPZGV0YWNoX2dyYWNlX21zGAggASgBIjIKFE9wZW5UZXJtaW5hbFJlc3BvbnNlEgsKA3BpZBgBIAEoBRINCgVzaGVsbBgCIAEoCSI6ChRDbG9zZVRlcm1pbmFsUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSInChVDbG9zZVRlcm1pbmFsUmVzcG9uc2USDgoGY2xvc2VkGAEgASgIIhYKFExpc3RUZXJtaW5hbHNSZXF1ZXN0IiwKFUxpc3RUZXJtaW5hbHNSZXNwb25zZRITCgtzZXNzaW9uX2lkcxgBIAMoCTLyAwoPVGVybWluYWxTZXJ2aWNlEkgKC09wZW5TZXNzaW9uEhsub3JjaC52MS5PcGVuU2Vzc2lvblJlcXVlc3QaHC5vcmNoLnYxLk9wZW5TZXNzaW9uUmVzcG9uc2USSwoMTGlzdFNlc3Npb25zEhwub3JjaC52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0Gh0ub3JjaC52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZRI7CgpHZXRTZXNzaW9uEhMub3JjaC52MS5TZXNzaW9uUmVmGhgub3JjaC52MS5UZXJtaW5hbFNlc3Npb24SPQoMQ2xvc2VTZXNzaW9uEhMub3JjaC52MS5TZXNzaW9uUmVmGhgub3JjaC52MS5UZXJtaW5hbFNlc3Npb24SMwoLSXNzdWVUaWNrZXQSEy5vcmNoLnYxLlNlc3Npb25SZWYaDy5vcmNoLnYxLlRpY2tldBJLCgxSZWRlZW1UaWNrZXQSHC5vcmNoLnYxLlJlZGVlbVRpY2tldFJlcXVlc3QaHS5vcmNoLnYxLlJlZGVlbVRpY2tldFJlc3BvbnNlEkoKDlJlYWRUcmFuc2NyaXB0Eh4ub3JjaC52MS5SZWFkVHJhbnNjcmlwdFJlcXVlc3QaGC5vcmNoLnYxLlRyYW5zY3JpcHRDaHVuazKDAgoUQWdlbnRUZXJtaW5hbFNlcnZpY2USSwoMT3BlblRlcm1pbmFsEhwub3JjaC52MS5PcGVuVGVybWluYWxSZXF1ZXN0Gh0ub3JjaC52MS5PcGVuVGVybWluYWxSZXNwb25zZRJOCg1DbG9zZVRlcm1pbmFsEh0ub3JjaC52MS5DbG9zZVRlcm1pbmFsUmVxdWVzdBoeLm9yY2gudjEuQ2xvc2VUZXJtaW5hbFJlc3BvbnNlEk4KDUxpc3RUZXJtaW5hbHMSHS5vcmNoLnYxLkxpc3RUZXJtaW5hbHNSZXF1ZXN0Gh4ub3JjaC52MS5MaXN0VGVybWluYWxzUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("ChZvcmNoL3YxL3Rlcm1pbmFsLnByb3RvEgdvcmNoLnYxIpIBChJPcGVuU2Vzc2lvblJlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRIRCglub2RlX25hbWUYAiABKAkSDAoEY29scxgDIAEoBRIMCgRyb3dzGAQgASgFEg0KBXNoZWxsGAUgASgJEi0KCmNyZWRlbnRpYWwYBiABKAsyGS5vcmNoLnYxLlRpY2tldENyZWRlbnRpYWwiQAoQVGlja2V0Q3JlZGVudGlhbBISCgp0b2tlbl9oYXNoGAEgASgJEhgKEHRva2VuX2V4cGlyZXNfYXQYAiABKAEiVwoSSXNzdWVUaWNrZXRSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSLQoKY3JlZGVudGlhbBgCIAEoCzIZLm9yY2gudjEuVGlja2V0Q3JlZGVudGlhbCJhChNPcGVuU2Vzc2lvblJlc3BvbnNlEikKB3Nlc3Npb24YASABKAsyGC5vcmNoLnYxLlRlcm1pbmFsU2Vzc2lvbhIfCgZ0aWNrZXQYAiABKAsyDy5vcmNoLnYxLlRpY2tldCJACgZUaWNrZXQSEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZ0aWNrZXQYAiABKAkSEgoKZXhwaXJlc19hdBgDIAEoASK7AgoPVGVybWluYWxTZXNzaW9uEhIKCnNlc3Npb25faWQYASABKAkSDwoHbm9kZV9pZBgCIAEoCRIRCglub2RlX25hbWUYAyABKAkSEwoLb3BlcmF0b3JfaWQYBCABKAkSFQoNb3BlcmF0b3JfbmFtZRgFIAEoCRIOCgZzdGF0dXMYBiABKAkSDQoFc2hlbGwYByABKAkSDAoEY29scxgIIAEoBRIMCgRyb3dzGAkgASgFEhEKCW9wZW5lZF9hdBgKIAEoARIRCgljbG9zZWRfYXQYCyABKAESFgoJZXhpdF9jb2RlGAwgASgFSACIAQESFAoMY2xvc2VfcmVhc29uGA0gASgJEhcKD3RyYW5zY3JpcHRfcGF0aBgOIAEoCRIOCgZzaGEyNTYYDyABKAlCDAoKX2V4aXRfY29kZSJEChNMaXN0U2Vzc2lvbnNSZXF1ZXN0Eg4KBnN0YXR1cxgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZjdXJzb3IYAyABKAkiVwoUTGlzdFNlc3Npb25zUmVzcG9uc2USKgoIc2Vzc2lvbnMYASADKAsyGC5vcmNoLnYxLlRlcm1pbmFsU2Vzc2lvbhITCgtuZXh0X2N1cnNvchgCIAEoCSIgCgpTZXNzaW9uUmVmEhIKCnNlc3Npb25faWQYASABKAkiTgoTUmVkZWVtVGlja2V0UmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEg4KBnRpY2tldBgCIAEoCRITCgtvcGVyYXRvcl9pZBgDIAEoCSKcAQoUUmVkZWVtVGlja2V0UmVzcG9uc2USKQoHc2Vzc2lvbhgBIAEoCzIYLm9yY2gudjEuVGVybWluYWxTZXNzaW9uEhMKC29wZXJhdG9yX2lkGAIgASgJEhUKDW9wZXJhdG9yX25hbWUYAyABKAkSLQoKY3JlZGVudGlhbBgEIAEoCzIZLm9yY2gudjEuVGlja2V0Q3JlZGVudGlhbCJKChVSZWFkVHJhbnNjcmlwdFJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIOCgZvZmZzZXQYAiABKAESDQoFbGltaXQYAyABKAUiSgoPVHJhbnNjcmlwdENodW5rEgwKBGRhdGEYASABKAwSDAoEc2l6ZRgCIAEoARILCgNlb2YYAyABKAgSDgoGc2hhMjU2GAQgASgJIsIBChNPcGVuVGVybWluYWxSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDQoFc2hlbGwYAiABKAkSDAoEY29scxgDIAEoBRIMCgRyb3dzGAQgASgFEh0KFWhlYXJ0YmVhdF9pbnRlcnZhbF9tcxgFIAEoARIZChFvcnBoYW5fdGltZW91dF9tcxgGIAEoARIZChFhdHRhY2hfdGltZW91dF9tcxgHIAEoARIXCg9kZXRhY2hfZ3JhY2VfbXMYCCABKAEiMgoUT3BlblRlcm1pbmFsUmVzcG9uc2USCwoDcGlkGAEgASgFEg0KBXNoZWxsGAIgASgJIjoKFENsb3NlVGVybWluYWxSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDgoGcmVhc29uGAIgASgJIicKFUNsb3NlVGVybWluYWxSZXNwb25zZRIOCgZjbG9zZWQYASABKAgiFgoUTGlzdFRlcm1pbmFsc1JlcXVlc3QiLAoVTGlzdFRlcm1pbmFsc1Jlc3BvbnNlEhMKC3Nlc3Npb25faWRzGAEgAygJMvoDCg9UZXJtaW5hbFNlcnZpY2USSAoLT3BlblNlc3Npb24SGy5vcmNoLnYxLk9wZW5TZXNzaW9uUmVxdWVzdBocLm9yY2gudjEuT3BlblNlc3Npb25SZXNwb25zZRJLCgxMaXN0U2Vzc2lvbnMSHC5vcmNoLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaHS5vcmNoLnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlEjsKCkdldFNlc3Npb24SEy5vcmNoLnYxLlNlc3Npb25SZWYaGC5vcmNoLnYxLlRlcm1pbmFsU2Vzc2lvbhI9CgxDbG9zZVNlc3Npb24SEy5vcmNoLnYxLlNlc3Npb25SZWYaGC5vcmNoLnYxLlRlcm1pbmFsU2Vzc2lvbhI7CgtJc3N1ZVRpY2tldBIbLm9yY2gudjEuSXNzdWVUaWNrZXRSZXF1ZXN0Gg8ub3JjaC52MS5UaWNrZXQSSwoMUmVkZWVtVGlja2V0Ehwub3JjaC52MS5SZWRlZW1UaWNrZXRSZXF1ZXN0Gh0ub3JjaC52MS5SZWRlZW1UaWNrZXRSZXNwb25zZRJKCg5SZWFkVHJhbnNjcmlwdBIeLm9yY2gudjEuUmVhZFRyYW5zY3JpcHRSZXF1ZXN0Ghgub3JjaC52MS5UcmFuc2NyaXB0Q2h1bmsygwIKFEFnZW50VGVybWluYWxTZXJ2aWNlEksKDE9wZW5UZXJtaW5hbBIcLm9yY2gudjEuT3BlblRlcm1pbmFsUmVxdWVzdBodLm9yY2gudjEuT3BlblRlcm1pbmFsUmVzcG9uc2USTgoNQ2xvc2VUZXJtaW5hbBIdLm9yY2gudjEuQ2xvc2VUZXJtaW5hbFJlcXVlc3QaHi5vcmNoLnYxLkNsb3NlVGVybWluYWxSZXNwb25zZRJOCg1MaXN0VGVybWluYWxzEh0ub3JjaC52MS5MaXN0VGVybWluYWxzUmVxdWVzdBoeLm9yY2gudjEuTGlzdFRlcm1pbmFsc1Jlc3BvbnNlYgZwcm90bzM");
 
 /**
  * OpenSessionRequest names the agent and the terminal to spawn.
@@ -52,6 +52,13 @@ export type OpenSessionRequest = Message<"orch.v1.OpenSessionRequest"> & {
    * @generated from field: string shell = 5;
    */
   shell: string;
+
+  /**
+   * The caller's credential, stored with the first ticket (see TicketCredential).
+   *
+   * @generated from field: orch.v1.TicketCredential credential = 6;
+   */
+  credential?: TicketCredential;
 };
 
 /**
@@ -60,6 +67,63 @@ export type OpenSessionRequest = Message<"orch.v1.OpenSessionRequest"> & {
  */
 export const OpenSessionRequestSchema: GenMessage<OpenSessionRequest> = /*@__PURE__*/
   messageDesc(file_orch_v1_terminal, 0);
+
+/**
+ * TicketCredential is the bearer token a ticket was obtained with, so that a WebSocket attached with
+ * the ticket alone ends with that token (its logout, its expiry). The gateway fills it in.
+ *
+ * @generated from message orch.v1.TicketCredential
+ */
+export type TicketCredential = Message<"orch.v1.TicketCredential"> & {
+  /**
+   * Hex SHA-256 of the token (as in orch.v1.Revocation.token_hash); empty = not known.
+   *
+   * @generated from field: string token_hash = 1;
+   */
+  tokenHash: string;
+
+  /**
+   * The token's expiry, Unix ms (0 = not known).
+   *
+   * @generated from field: double token_expires_at = 2;
+   */
+  tokenExpiresAt: number;
+};
+
+/**
+ * Describes the message orch.v1.TicketCredential.
+ * Use `create(TicketCredentialSchema)` to create a new message.
+ */
+export const TicketCredentialSchema: GenMessage<TicketCredential> = /*@__PURE__*/
+  messageDesc(file_orch_v1_terminal, 1);
+
+/**
+ * IssueTicketRequest names a live session to re-attach to.
+ *
+ * @generated from message orch.v1.IssueTicketRequest
+ */
+export type IssueTicketRequest = Message<"orch.v1.IssueTicketRequest"> & {
+  /**
+   * ULID of the session.
+   *
+   * @generated from field: string session_id = 1;
+   */
+  sessionId: string;
+
+  /**
+   * The caller's credential, stored with the ticket.
+   *
+   * @generated from field: orch.v1.TicketCredential credential = 2;
+   */
+  credential?: TicketCredential;
+};
+
+/**
+ * Describes the message orch.v1.IssueTicketRequest.
+ * Use `create(IssueTicketRequestSchema)` to create a new message.
+ */
+export const IssueTicketRequestSchema: GenMessage<IssueTicketRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_terminal, 2);
 
 /**
  * OpenSessionResponse carries the new session and its first attach ticket.
@@ -87,7 +151,7 @@ export type OpenSessionResponse = Message<"orch.v1.OpenSessionResponse"> & {
  * Use `create(OpenSessionResponseSchema)` to create a new message.
  */
 export const OpenSessionResponseSchema: GenMessage<OpenSessionResponse> = /*@__PURE__*/
-  messageDesc(file_orch_v1_terminal, 1);
+  messageDesc(file_orch_v1_terminal, 3);
 
 /**
  * Ticket is a single-use, short-lived attach credential bound to one session and one operator.
@@ -122,7 +186,7 @@ export type Ticket = Message<"orch.v1.Ticket"> & {
  * Use `create(TicketSchema)` to create a new message.
  */
 export const TicketSchema: GenMessage<Ticket> = /*@__PURE__*/
-  messageDesc(file_orch_v1_terminal, 2);
+  messageDesc(file_orch_v1_terminal, 4);
 
 /**
  * TerminalSession is a session record.
@@ -241,7 +305,7 @@ export type TerminalSession = Message<"orch.v1.TerminalSession"> & {
  * Use `create(TerminalSessionSchema)` to create a new message.
  */
 export const TerminalSessionSchema: GenMessage<TerminalSession> = /*@__PURE__*/
-  messageDesc(file_orch_v1_terminal, 3);
+  messageDesc(file_orch_v1_terminal, 5);
 
 /**
  * ListSessionsRequest filters and pages.
@@ -276,7 +340,7 @@ export type ListSessionsRequest = Message<"orch.v1.ListSessionsRequest"> & {
  * Use `create(ListSessionsRequestSchema)` to create a new message.
  */
 export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_terminal, 4);
+  messageDesc(file_orch_v1_terminal, 6);
 
 /**
  * ListSessionsResponse is one page, newest first.
@@ -304,7 +368,7 @@ export type ListSessionsResponse = Message<"orch.v1.ListSessionsResponse"> & {
  * Use `create(ListSessionsResponseSchema)` to create a new message.
  */
 export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_orch_v1_terminal, 5);
+  messageDesc(file_orch_v1_terminal, 7);
 
 /**
  * SessionRef names a session.
@@ -325,7 +389,7 @@ export type SessionRef = Message<"orch.v1.SessionRef"> & {
  * Use `create(SessionRefSchema)` to create a new message.
  */
 export const SessionRefSchema: GenMessage<SessionRef> = /*@__PURE__*/
-  messageDesc(file_orch_v1_terminal, 6);
+  messageDesc(file_orch_v1_terminal, 8);
 
 /**
  * RedeemTicketRequest presents a ticket at WebSocket upgrade time.
@@ -360,7 +424,7 @@ export type RedeemTicketRequest = Message<"orch.v1.RedeemTicketRequest"> & {
  * Use `create(RedeemTicketRequestSchema)` to create a new message.
  */
 export const RedeemTicketRequestSchema: GenMessage<RedeemTicketRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_terminal, 7);
+  messageDesc(file_orch_v1_terminal, 9);
 
 /**
  * RedeemTicketResponse says whom the ticket admitted.
@@ -388,6 +452,13 @@ export type RedeemTicketResponse = Message<"orch.v1.RedeemTicketResponse"> & {
    * @generated from field: string operator_name = 3;
    */
   operatorName: string;
+
+  /**
+   * The credential the ticket was obtained with (empty fields when not known).
+   *
+   * @generated from field: orch.v1.TicketCredential credential = 4;
+   */
+  credential?: TicketCredential;
 };
 
 /**
@@ -395,7 +466,7 @@ export type RedeemTicketResponse = Message<"orch.v1.RedeemTicketResponse"> & {
  * Use `create(RedeemTicketResponseSchema)` to create a new message.
  */
 export const RedeemTicketResponseSchema: GenMessage<RedeemTicketResponse> = /*@__PURE__*/
-  messageDesc(file_orch_v1_terminal, 8);
+  messageDesc(file_orch_v1_terminal, 10);
 
 /**
  * ReadTranscriptRequest selects a byte range of the transcript file.
@@ -430,7 +501,7 @@ export type ReadTranscriptRequest = Message<"orch.v1.ReadTranscriptRequest"> & {
  * Use `create(ReadTranscriptRequestSchema)` to create a new message.
  */
 export const ReadTranscriptRequestSchema: GenMessage<ReadTranscriptRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_terminal, 9);
+  messageDesc(file_orch_v1_terminal, 11);
 
 /**
  * TranscriptChunk is one slice of the file.
@@ -472,7 +543,7 @@ export type TranscriptChunk = Message<"orch.v1.TranscriptChunk"> & {
  * Use `create(TranscriptChunkSchema)` to create a new message.
  */
 export const TranscriptChunkSchema: GenMessage<TranscriptChunk> = /*@__PURE__*/
-  messageDesc(file_orch_v1_terminal, 10);
+  messageDesc(file_orch_v1_terminal, 12);
 
 /**
  * OpenTerminalRequest describes the PTY and the session's liveness timers.
@@ -542,7 +613,7 @@ export type OpenTerminalRequest = Message<"orch.v1.OpenTerminalRequest"> & {
  * Use `create(OpenTerminalRequestSchema)` to create a new message.
  */
 export const OpenTerminalRequestSchema: GenMessage<OpenTerminalRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_terminal, 11);
+  messageDesc(file_orch_v1_terminal, 13);
 
 /**
  * OpenTerminalResponse describes the spawned PTY.
@@ -570,7 +641,7 @@ export type OpenTerminalResponse = Message<"orch.v1.OpenTerminalResponse"> & {
  * Use `create(OpenTerminalResponseSchema)` to create a new message.
  */
 export const OpenTerminalResponseSchema: GenMessage<OpenTerminalResponse> = /*@__PURE__*/
-  messageDesc(file_orch_v1_terminal, 12);
+  messageDesc(file_orch_v1_terminal, 14);
 
 /**
  * CloseTerminalRequest names the session to end.
@@ -598,7 +669,7 @@ export type CloseTerminalRequest = Message<"orch.v1.CloseTerminalRequest"> & {
  * Use `create(CloseTerminalRequestSchema)` to create a new message.
  */
 export const CloseTerminalRequestSchema: GenMessage<CloseTerminalRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_terminal, 13);
+  messageDesc(file_orch_v1_terminal, 15);
 
 /**
  * CloseTerminalResponse confirms.
@@ -619,7 +690,7 @@ export type CloseTerminalResponse = Message<"orch.v1.CloseTerminalResponse"> & {
  * Use `create(CloseTerminalResponseSchema)` to create a new message.
  */
 export const CloseTerminalResponseSchema: GenMessage<CloseTerminalResponse> = /*@__PURE__*/
-  messageDesc(file_orch_v1_terminal, 14);
+  messageDesc(file_orch_v1_terminal, 16);
 
 /**
  * ListTerminalsRequest has no fields.
@@ -634,7 +705,7 @@ export type ListTerminalsRequest = Message<"orch.v1.ListTerminalsRequest"> & {
  * Use `create(ListTerminalsRequestSchema)` to create a new message.
  */
 export const ListTerminalsRequestSchema: GenMessage<ListTerminalsRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_terminal, 15);
+  messageDesc(file_orch_v1_terminal, 17);
 
 /**
  * ListTerminalsResponse lists running sessions.
@@ -655,7 +726,7 @@ export type ListTerminalsResponse = Message<"orch.v1.ListTerminalsResponse"> & {
  * Use `create(ListTerminalsResponseSchema)` to create a new message.
  */
 export const ListTerminalsResponseSchema: GenMessage<ListTerminalsResponse> = /*@__PURE__*/
-  messageDesc(file_orch_v1_terminal, 16);
+  messageDesc(file_orch_v1_terminal, 18);
 
 /**
  * TerminalService owns terminal sessions (schema `terminal`), their tickets and asciicast transcripts.
@@ -710,7 +781,7 @@ export const TerminalService: GenService<{
    */
   issueTicket: {
     methodKind: "unary";
-    input: typeof SessionRefSchema;
+    input: typeof IssueTicketRequestSchema;
     output: typeof TicketSchema;
   },
   /**

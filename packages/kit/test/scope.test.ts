@@ -1,0 +1,34 @@
+import t from "tap";
+import { inScope, isScoped, SYSTEM_ACTOR, type Actor } from "../src/index.js";
+
+const op = (scope?: string): Actor => ({
+  id: "o1",
+  name: "wendy",
+  type: "operator",
+  role: "operator",
+  ...(scope === undefined ? {} : { scope }),
+});
+const web = { node_id: "a".repeat(32), name: "web-1", tags: { role: "web" }, attributes: { os: "linux" } };
+const pending = { node_id: "b".repeat(32), name: "", tags: {}, attributes: { os: "linux" } };
+
+t.test("unscoped actors reach every agent", async (t) => {
+  for (const a of [SYSTEM_ACTOR, op(), op("")]) {
+    t.notOk(isScoped(a));
+    t.ok(inScope(a, web));
+    t.ok(inScope(a, pending));
+  }
+});
+
+t.test("a selector limits the reach; pending agents have no tags", async (t) => {
+  t.ok(isScoped(op("role=web")));
+  t.ok(inScope(op("role=web"), web));
+  t.notOk(inScope(op("role=web"), pending));
+  t.notOk(inScope(op("role=db"), web));
+  t.ok(inScope(op("attr.os=linux"), pending), "attributes can match a pending agent");
+  t.ok(inScope(op("name=web-*"), web));
+});
+
+t.test("a scope that does not parse reaches nothing (default-deny)", async (t) => {
+  t.notOk(inScope(op("role=("), web));
+  t.notOk(inScope(op("role=("), pending));
+});

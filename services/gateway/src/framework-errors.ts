@@ -1,0 +1,68 @@
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { problem, sendProblem, type Problem } from "./problem.js";
+import type { RouteSpec } from "./route.js";
+import { applySecurityHeaders, securityHeaderLines } from "./security-headers.js";
+
+/**
+ * Errors fastify raises before a route is matched (fastify's `frameworkErrors` option): the
+ * request hooks have not run, so the security headers are set here.
+ */
+export function frameworkErrorHandler(err: Error & { code?: string }, _req: FastifyRequest, reply: FastifyReply): void {
+  applySecurityHeaders(reply.raw);
+  switch (err.code) {
+    case "FST_ERR_MAX_PARAM_LENGTH":
+      sendProblem(reply, problem(414, "uri_too_long", "a path segment of the URL is too long"));
+      return;
+    case "FST_ERR_BAD_URL":
+      sendProblem(reply, problem(400, "invalid_url", "the URL path is not validly percent-encoded"));
+      return;
+    default:
+      sendProblem(reply, problem(400, "invalid_request", "the request could not be routed"));
+  }
+}
+
+const CLIENT_ERRORS: Record<string, Problem> = {
+  ERR_HTTP_REQUEST_TIMEOUT: problem(408, "request_timeout", "the request was not received in time"),
+  HPE_HEADER_OVERFLOW: problem(431, "headers_too_large", "the request line or headers are too large"),
+};
+
+/**
+ * Requests the HTTP parser refuses never reach fastify; Node (and fastify's default) would answer
+ * with bare text or JSON. Same shape as every other error instead, then the socket is dropped
+ * (the parser's state is unknown).
+ */
+export function clientErrorHandler(err: Error & { code?: string }, socket: Socket): void {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  if (socket.writable) {
+    const p = CLIENT_ERRORS[err.code ?? ""] ?? problem(400, "malformed_request", "the request is not valid HTTP");
+    const body = JSON.stringify(p);
+    const head = [
+      `HTTP/1.1 ${p.status} ${STATUS_CODES[p.status] ?? "Error"}`,
+      "content-type: application/problem+json",
+      `content-length: ${Buffer.byteLength(body)}`,
+      "connection: close",
+      ...securityHeaderLines(),
+    ].join("\r\n");
+    socket.write(`${head}\r\n\r\n${body}`);
+  }
+  socket.destroy(err);
+}
+
+/**
+ * Which methods the route table serves on a concrete path, for 405 instead of 404 when the path
+ * exists. Path parameters match one segment, as in the router.
+ */
+export function allowedMethods(routes: readonly RouteSpec[]): (path: string) => string[] {
+  const table = routes.map((r) => ({
+    method: r.method,
+    re: new RegExp(`^${r.path.replace(/[.*+?^$()|[\]\\]/g, "\\$&").replace(/\{[a-zA-Z0-9_]+\}/g, "[^/]+")}/?$`),
+  }));
+  return (path) => {
+    const methods = new Set<string>();
+    for (const r of table) if (r.re.test(path)) methods.add(r.method);
+    if (methods.has("GET")) methods.add("HEAD");
+    return [...methods];
+  };
+}
