@@ -1,3 +1,6 @@
+import { create, fromBinary, toBinary, type JsonObject } from "@bufbuild/protobuf";
+import { ErrorSchema } from "@orch/contracts";
+
 /**
  * The closed status code set shared by the bus, the HTTP mapping and the agent link
  * (gRPC's names, as connect-es does). Every failure is an OrchError carrying one of these
@@ -111,3 +114,13 @@ export const forbidden = (reason = "admin_required", message = "this operation r
   new OrchError("PERMISSION_DENIED", reason, message);
 export const unavailable = (reason: string, message: string, details: ErrorDetails = {}) =>
   new OrchError("UNAVAILABLE", reason, message, details);
+
+/** An OrchError as the bus carries it (and the idempotency store keeps it): orch.v1.Error bytes. */
+export const errorToBinary = (err: OrchError): Uint8Array =>
+  toBinary(ErrorSchema, create(ErrorSchema, { code: err.code, reason: err.reason, message: err.message, details: err.details as JsonObject }));
+
+/** The inverse of errorToBinary; throws on bytes that are not an orch.v1.Error. */
+export function errorFromBinary(data: Uint8Array): OrchError {
+  const e = fromBinary(ErrorSchema, data);
+  return new OrchError(isCode(e.code) ? e.code : "INTERNAL", e.reason || undefined, e.message, e.details ?? {});
+}

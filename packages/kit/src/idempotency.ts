@@ -1,9 +1,8 @@
 import { createHash } from "node:crypto";
-import { create, fromBinary, toBinary, type JsonObject } from "@bufbuild/protobuf";
-import type { MsgHdrs, NatsConnection } from "@nats-io/transport-node";
-import { ErrorSchema, IDEMPOTENCY_KEY_RE, IDEMPOTENCY_TTL_MS } from "@orch/contracts";
+import type { MsgHdrs } from "@nats-io/transport-node";
+import { IDEMPOTENCY_KEY_RE, IDEMPOTENCY_TTL_MS } from "@orch/contracts";
 import type { Pool } from "./db.js";
-import { OrchError, isCode, type Code } from "./errors.js";
+import { OrchError, errorFromBinary, errorToBinary, type Code } from "./errors.js";
 import type { Clock } from "./ids.js";
 import type { Logger } from "./logger.js";
 import { schedulePeriodic, type Periodic } from "./periodic.js";
@@ -117,7 +116,7 @@ export function createIdempotencyStore(deps: { pool: Pool; log: Logger; clock: C
         if (row.request_hash !== s.hash) throw reused();
         if (row.state !== "done") throw inFlight();
         const data = new Uint8Array(row.reply ?? Buffer.alloc(0));
-        return { kind: "replay", data, error: row.error_code ? decodeStoredError(row.error_code, data) : undefined };
+        return { kind: "replay", data, error: row.error_code ? errorFromBinary(data) : undefined };
       } catch (err) {
         throw err instanceof OrchError ? err : unavailable(err);
       }
@@ -125,7 +124,7 @@ export function createIdempotencyStore(deps: { pool: Pool; log: Logger; clock: C
 
     async finish(s, data, error) {
       if (error && TRANSIENT.has(error.code)) return this.abandon(s);
-      const stored = error ? encodeStoredError(error) : data;
+      const stored = error ? errorToBinary(error) : data;
       await pool
         .query(
           `UPDATE idempotency SET state = 'done', reply = $4, error_code = $5 WHERE ${WHERE_PK} AND state = 'running'`,
@@ -153,22 +152,6 @@ interface StoredRow {
   reply: Buffer | null;
 }
 
-function encodeStoredError(e: OrchError): Uint8Array {
-  const details = e.details as JsonObject;
-  return toBinary(ErrorSchema, create(ErrorSchema, { code: e.code, reason: e.reason, message: e.message, details }));
-}
-
-function decodeStoredError(code: string, data: Uint8Array): OrchError {
-  const e = fromBinary(ErrorSchema, data);
-  return new OrchError(isCode(code) ? code : "INTERNAL", e.reason || undefined, e.message, e.details ?? {});
-}
-
-// The store belongs to the service's connection, so every serveRpc on it is covered without each
-// service passing it along (services without a database simply have none).
-const stores = new WeakMap<NatsConnection, IdempotencyStore>();
-export const attachIdempotency = (nc: NatsConnection, store: IdempotencyStore): void =>
-  void stores.set(nc, store);
-export const idempotencyFor = (nc: NatsConnection): IdempotencyStore | undefined => stores.get(nc);
 
 /** The scope of an incoming request, or undefined when it carries no key. Throws on a malformed key. */
 export function readIdempotency(

@@ -1,10 +1,9 @@
-import { create, fromBinary, toBinary, type DescMessage, type DescMethod, type MessageInitShape, type MessageShape, type JsonObject } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethod, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
 import { headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
-import { ErrorSchema } from "@orch/contracts";
 import { createMessageCodec } from "./codec/index.js";
-import { OrchError, isCode } from "./errors.js";
-import { IDEMPOTENCY_HDR, idempotencyFor, readIdempotency, withIdempotency } from "./idempotency.js";
+import { OrchError, errorFromBinary, errorToBinary, isCode } from "./errors.js";
+import { IDEMPOTENCY_HDR, readIdempotency, withIdempotency, type IdempotencyStore } from "./idempotency.js";
 import { rejectInvalidStrings } from "./input.js";
 import { busError, sendSoon } from "./nats.js";
 import type { Logger } from "./logger.js";
@@ -85,16 +84,14 @@ function readActor(h: MsgHdrs | undefined): Actor {
 export function encodeError(err: OrchError): { data: Uint8Array; hdrs: MsgHdrs } {
   const hdrs = natsHeaders();
   hdrs.set(H.error, err.code);
-  const data = toBinary(ErrorSchema, create(ErrorSchema, { code: err.code, reason: err.reason, message: err.message, details: err.details as JsonObject }));
-  return { data, hdrs };
+  return { data: errorToBinary(err), hdrs };
 }
 
 export function decodeError(msg: Msg): OrchError | undefined {
   const code = msg.headers?.get(H.error);
   if (!code) return undefined;
   try {
-    const e = fromBinary(ErrorSchema, msg.data);
-    return new OrchError(isCode(e.code) ? e.code : "INTERNAL", e.reason || undefined, e.message, e.details ?? {});
+    return errorFromBinary(msg.data);
   } catch {
     return new OrchError(isCode(code) ? code : "INTERNAL", undefined, "malformed error reply");
   }
@@ -111,6 +108,8 @@ export interface RpcServerOptions<S extends GenService<GenServiceMethods>> {
   subjectBase?: string;
   /** Queue group; null for no group (every subscriber gets every request). */
   queue?: string | null;
+  /** Where replies to requests with an Idempotency-Key are kept (ServiceDeps.idempotency); none = keys ignored. */
+  idempotency?: IdempotencyStore | undefined;
 }
 
 export interface RpcServer {
@@ -156,7 +155,7 @@ export function serveRpc<S extends GenService<GenServiceMethods>>(opts: RpcServe
         rejectInvalidStrings(req);
         // A request with an Idempotency-Key runs at most once; a retry gets the stored reply.
         const idem = readIdempotency(msg.headers, ctx.actor.id, method.name, msg.data);
-        const { data, replayed } = await withIdempotency(idempotencyFor(nc), idem, deadline, async () =>
+        const { data, replayed } = await withIdempotency(opts.idempotency, idem, deadline, async () =>
           codec.encode(method.output, await handler(req, ctx)),
         );
         if (msg.reply) {

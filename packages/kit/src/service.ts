@@ -2,7 +2,7 @@ import type { z } from "zod";
 import { baseConfigSchema, loadConfig } from "./config.js";
 import { createPool, ensureDatabase, migrate, type Pool } from "./db.js";
 import { createMetricsRegistry, startHealthServer } from "./health.js";
-import { attachIdempotency, createIdempotencyStore, type IdempotencyStore } from "./idempotency.js";
+import { createIdempotencyStore, type IdempotencyStore } from "./idempotency.js";
 import { systemClock, ulidGenerator, type Clock, type IdGenerator } from "./ids.js";
 import { createLogger, type Logger } from "./logger.js";
 import { connectNats, type NatsConnection } from "./nats.js";
@@ -19,6 +19,8 @@ export interface ServiceDeps<C> {
   ids: IdGenerator;
   clock: Clock;
   metrics: Registry;
+  /** Replies of idempotent requests (pass to serveRpc); absent for a service without a database. */
+  idempotency?: IdempotencyStore | undefined;
 }
 
 export interface Service {
@@ -66,12 +68,10 @@ export async function runMain<S extends z.ZodObject>(opts: MainOptions<S>): Prom
     await retry(() => migrate(pool!, opts.schema!, opts.migrations ?? null, log), log, "migrations");
     relay = createRelay({ pool, nc, log, stream: { replicas: base.nats.audit_stream_replicas, maxAgeDays: base.nats.audit_stream_max_age_days } });
     relay.start();
-    // Every RPC server on this connection stores idempotent replies in the service's schema.
     idempotency = createIdempotencyStore({ pool, log, clock });
-    attachIdempotency(nc, idempotency);
   }
   const events = createEvents({ pool: pool as Pool, ids, clock, ...(relay ? { relay } : {}) });
-  const service = await opts.start({ config, log, nc, pool: pool as Pool, events, ids, clock, metrics });
+  const service = await opts.start({ config, log, nc, pool: pool as Pool, events, ids, clock, metrics, idempotency });
   const health = await startHealthServer({
     port: base.health.port,
     host: base.health.host,

@@ -3,7 +3,6 @@ import { create } from "@bufbuild/protobuf";
 import { AuthService, IDEMPOTENCY_TTL_MS, OperatorSchema } from "@orch/contracts";
 import {
   OrchError,
-  attachIdempotency,
   createIdempotencyStore,
   createPool,
   migrate,
@@ -15,8 +14,8 @@ import {
 } from "@orch/kit";
 import { createTestDatabase, silentLogger, startNats } from "@orch/kit/testing";
 
-// The kit's idempotent RPCs on a real NATS and Postgres: the store attached to a connection covers
-// every serveRpc on it; without one (a service with no database) the key is simply ignored.
+// The kit's idempotent RPCs on a real NATS and Postgres: a serveRpc given the store replays; without
+// one (a service with no database) the key is simply ignored.
 const nats = await startNats();
 const db = await createTestDatabase();
 const pool = createPool({ url: db.url, schema: "kit_idem", max: 4 });
@@ -26,7 +25,6 @@ const clock = { now: () => now };
 const log = silentLogger();
 const store = createIdempotencyStore({ pool, log, clock });
 const withStore = await nats.connect("with-store");
-attachIdempotency(withStore, store);
 const withoutStore = await nats.connect("without-store");
 
 let runs = 0;
@@ -43,7 +41,7 @@ const handlers = {
 for (const m of AuthService.methods) (handlers as Record<string, unknown>)[m.localName] ??= async () => ({});
 
 const servers = [
-  serveRpc({ nc: withStore, name: "idem", service: AuthService, handlers, log }),
+  serveRpc({ nc: withStore, name: "idem", service: AuthService, handlers, log, idempotency: store }),
   serveRpc({ nc: withoutStore, name: "plain", service: AuthService, handlers, log }),
 ];
 const caller = await nats.connect("caller");

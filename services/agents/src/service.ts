@@ -87,6 +87,7 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
 
   const rpc = serveRpc({
     nc: deps.nc,
+    idempotency: deps.idempotency,
     name: "agents",
     service: AgentsService,
     log,

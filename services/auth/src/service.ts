@@ -33,7 +33,7 @@ export async function bootstrapAdmin(deps: AuthDeps): Promise<void> {
 
 export async function createAuthService(deps: AuthDeps): Promise<Service> {
   await bootstrapAdmin(deps);
-  const rpc = serveRpc({ nc: deps.nc, name: "auth", service: AuthService, log: deps.log, handlers: { ...loginHandlers(deps), ...operatorHandlers(deps) } });
+  const rpc = serveRpc({ nc: deps.nc, idempotency: deps.idempotency, name: "auth", service: AuthService, log: deps.log, handlers: { ...loginHandlers(deps), ...operatorHandlers(deps) } });
   const purge = schedulePeriodic(deps, "auth.purge", 600_000, (c) => sessionsDb.purgeExpired(c, deps.clock.now()));
   return {
     async stop() {

@@ -10,6 +10,7 @@ import { buildOpenApi } from "./openapi.js";
 import { problem, problemFromError, sendProblem } from "./problem.js";
 import { createRateLimiter } from "./rate-limit.js";
 import { idempotencyOf } from "./idempotency.js";
+import { startLiveSessions, type GatewayLiveSessions } from "./live-sessions.js";
 import { fastifyPath, successStatus, type RouteSpec } from "./route.js";
 import { allRoutes } from "./routes/index.js";
 import { applySecurityHeaders } from "./security-headers.js";
@@ -25,6 +26,8 @@ export interface GatewayDeps {
 /** What route modules receive. */
 export interface GatewayContext extends GatewayDeps {
   tokens: TokenCache;
+  /** Long-lived connections (audit stream, terminals) bound to the credential that opened them. */
+  live: GatewayLiveSessions;
   /** Default RPC timeout for route handlers. */
   timeoutMs: number;
   app: FastifyInstance;
@@ -71,8 +74,10 @@ export async function buildGateway(deps: GatewayDeps): Promise<{ app: FastifyIns
   });
 
   const auth = rpcClient(deps.nc, "auth", AuthService, { timeoutMs: config.nats.request_timeout_ms });
-  const tokens = createTokenCache({ nc: deps.nc, auth, clock: deps.clock, log, ttlMs: config.gateway.token_cache_ttl_ms, maxSize: config.gateway.token_cache_size });
-  const ctx: GatewayContext = { ...deps, tokens, timeoutMs: config.nats.request_timeout_ms, app };
+  const live = startLiveSessions({ nc: deps.nc, clock: deps.clock, log, timeoutMs: config.nats.request_timeout_ms, revalidateMs: config.gateway.token_cache_ttl_ms });
+  app.addHook("onClose", async () => live.stop());
+  const tokens = createTokenCache({ nc: deps.nc, auth, clock: deps.clock, log, ttlMs: config.gateway.token_cache_ttl_ms, maxSize: config.gateway.token_cache_size, onRevocation: live.onRevocation });
+  const ctx: GatewayContext = { ...deps, tokens, live, timeoutMs: config.nats.request_timeout_ms, app };
   const routes = allRoutes(ctx);
   const openapi = buildOpenApi(routes);
   const limiter = createRateLimiter({ perMinute: config.gateway.auth_rate_limit_per_minute, clock: deps.clock });

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { fromBinary } from "@bufbuild/protobuf";
-import { AuthService, RevocationSchema } from "@orch/contracts";
+import { AuthService, RevocationSchema, type Revocation } from "@orch/contracts";
 import { unauthenticated, type Client, type Clock, type Logger, type NatsConnection } from "@orch/kit";
 
 export interface Principal {
@@ -28,9 +28,18 @@ export const bearerToken = (header: string | undefined) => /^Bearer\s+(\S+)$/i.e
  * Bearer tokens are resolved through the auth service once, then served from memory: steady-state
  * requests cost no bus round trip. Revocations arrive as a broadcast on `orch.auth.revoked`; after
  * a reconnect (when a broadcast may have been missed) the whole cache is dropped, and a TTL bounds
- * staleness in any case.
+ * staleness in any case. The one subscription also feeds `onRevocation` (the live-session registry):
+ * a revocation, or undefined when one may have been missed (after a reconnect, or an unreadable one).
  */
-export function createTokenCache(deps: { nc: NatsConnection; auth: Client<typeof AuthService>; clock: Clock; log: Logger; ttlMs: number; maxSize: number }) {
+export function createTokenCache(deps: {
+  nc: NatsConnection;
+  auth: Client<typeof AuthService>;
+  clock: Clock;
+  log: Logger;
+  ttlMs: number;
+  maxSize: number;
+  onRevocation?: (r: Revocation | undefined) => void;
+}) {
   const entries = new Map<string, Entry>();
   const inflight = new Map<string, Promise<Principal>>();
   let stopped = false;
@@ -42,9 +51,11 @@ export function createTokenCache(deps: { nc: NatsConnection; auth: Client<typeof
         for (const [token, e] of entries) {
           if ((r.operatorId && e.principal.id === r.operatorId) || (r.tokenHash && e.tokenHash === r.tokenHash)) entries.delete(token);
         }
+        deps.onRevocation?.(r);
       } catch (err) {
         deps.log.warn({ err }, "bad revocation message; dropping token cache");
         entries.clear();
+        deps.onRevocation?.(undefined);
       }
     },
   });
@@ -52,6 +63,7 @@ export function createTokenCache(deps: { nc: NatsConnection; auth: Client<typeof
     for await (const s of deps.nc.status()) {
       if (stopped) break;
       if (s.type === "reconnect" || s.type === "disconnect") entries.clear();
+      if (s.type === "reconnect") deps.onRevocation?.(undefined);
     }
   })();
 

@@ -1,8 +1,6 @@
-import { fromBinary } from "@bufbuild/protobuf";
-import { AuthService, RevocationSchema } from "@orch/contracts";
+import { AuthService } from "@orch/contracts";
 import { OrchError, rpcClient, type Clock, type Logger, type NatsConnection } from "@orch/kit";
-import type { GatewayContext } from "./app.js";
-import { REVOCATION_SUBJECT, tokenHash } from "./auth-cache.js";
+import { tokenHash } from "./auth-cache.js";
 
 /**
  * Long-lived connections (the audit SSE stream, terminal WebSockets, and later console sessions)
@@ -224,10 +222,10 @@ export function createLiveSessions(deps: LiveSessionsDeps) {
 export type LiveSessions = ReturnType<typeof createLiveSessions>;
 
 /**
- * The gateway's registry, fed by the auth service's revocation broadcast (which reaches every
- * replica). Core NATS delivers at most once, so after a reconnect every binding is re-validated,
- * and every `revalidateMs` too, bounding how long a lost broadcast can go unnoticed (the same
- * bound as the token cache's TTL for HTTP calls).
+ * The gateway's registry. The auth service's revocation broadcast reaches every replica and comes in
+ * through the token cache's subscription (`onRevocation`); core NATS delivers at most once, so after
+ * a reconnect (`onRevocation(undefined)`) every binding is re-validated, and every `revalidateMs`
+ * too, bounding how long a lost broadcast can go unnoticed (the token cache's TTL for HTTP calls).
  */
 export function startLiveSessions(deps: {
   nc: NatsConnection;
@@ -253,57 +251,20 @@ export function startLiveSessions(deps: {
     }
   };
   const live = createLiveSessions({ clock: deps.clock, log: deps.log, verify });
-  let stopped = false;
-
-  const sub = deps.nc.subscribe(REVOCATION_SUBJECT, {
-    callback: (_err, msg) => {
-      try {
-        live.revoke(fromBinary(RevocationSchema, msg.data));
-      } catch (err) {
-        deps.log.warn({ err }, "bad revocation message; re-validating live connections");
-        void live.revalidateAll();
-      }
-    },
-  });
-  void (async () => {
-    for await (const s of deps.nc.status()) {
-      if (stopped) break;
-      if (s.type === "reconnect") void live.revalidateAll();
-    }
-  })();
   const periodic = setInterval(() => void live.revalidateAll(), deps.revalidateMs);
   periodic.unref();
 
   return {
     ...live,
+    /** For the token cache's revocation subscription: a revocation, or undefined when one may have been missed. */
+    onRevocation(r: Revocation | undefined): void {
+      if (r) live.revoke(r);
+      else void live.revalidateAll();
+    },
     stop() {
-      stopped = true;
       clearInterval(periodic);
-      sub.unsubscribe();
       live.stop();
     },
   };
 }
-
-const registries = new WeakMap<object, ReturnType<typeof startLiveSessions>>();
-
-/**
- * The registry of one gateway instance, shared by every route module of that instance (keyed by
- * its Fastify app) and stopped when the app closes.
- */
-export function liveSessionsOf(ctx: Pick<GatewayContext, "app" | "nc" | "clock" | "log" | "timeoutMs" | "config">) {
-  let r = registries.get(ctx.app);
-  if (!r) {
-    const created = startLiveSessions({
-      nc: ctx.nc,
-      clock: ctx.clock,
-      log: ctx.log,
-      timeoutMs: ctx.timeoutMs,
-      revalidateMs: ctx.config.gateway.token_cache_ttl_ms,
-    });
-    registries.set(ctx.app, created);
-    ctx.app.addHook("onClose", async () => created.stop());
-    r = created;
-  }
-  return r;
-}
+export type GatewayLiveSessions = ReturnType<typeof startLiveSessions>;

@@ -42,7 +42,7 @@ export async function createNotifyService(deps: NotifyDeps, opts: NotifyOptions 
   const worker = startDeliveryWorker(deps, box, resolver);
   const operators = activeOperators({ nc: deps.nc, clock: deps.clock, timeoutMs: deps.config.nats.request_timeout_ms, ttlMs: cfg.operators_cache_ms });
   const consumer = await startAuditConsumer(deps, operators, () => worker.kick());
-  const rpc = serveRpc({ nc: deps.nc, name: "notify", service: NotifyService, log: deps.log, handlers: { ...channelHandlers(rt), ...notificationHandlers(rt), ...windowHandlers(rt) } });
+  const rpc = serveRpc({ nc: deps.nc, idempotency: deps.idempotency, name: "notify", service: NotifyService, log: deps.log, handlers: { ...channelHandlers(rt), ...notificationHandlers(rt), ...windowHandlers(rt) } });
 
   const prune = schedulePeriodic(deps, "notify.prune", 3_600_000, async (c) => {
     const cutoff = deps.clock.now() - cfg.retention_days * DAY;

@@ -32,7 +32,7 @@ export async function createSecretsService(deps: SecretsDeps): Promise<Service> 
     });
   }
   await checkKeyUsage(deps, keyring);
-  const rpc = serveRpc({ nc: deps.nc, name: "secrets", service: SecretsService, log: deps.log, handlers: { ...secretHandlers(hc), ...resolveHandlers(hc), ...reencryptHandlers(hc) } });
+  const rpc = serveRpc({ nc: deps.nc, idempotency: deps.idempotency, name: "secrets", service: SecretsService, log: deps.log, handlers: { ...secretHandlers(hc), ...resolveHandlers(hc), ...reencryptHandlers(hc) } });
   return {
     async stop() {
       await rpc.stop();

@@ -42,6 +42,7 @@ export async function createStateService(deps: StateDeps): Promise<Service & { e
 
   const rpc = serveRpc({
     nc: deps.nc,
+    idempotency: deps.idempotency,
     name: "state",
     service: StateService,
     log,

@@ -15,6 +15,7 @@ export async function createTerminalService(deps: TerminalDeps): Promise<Termina
   await recordings.sweep().catch((err) => deps.log.warn({ err: (err as Error).message }, "initial terminal sweep failed"));
   const rpc = serveRpc({
     nc: deps.nc,
+    idempotency: deps.idempotency,
     name: "terminal",
     service: TerminalService,
     log: deps.log,

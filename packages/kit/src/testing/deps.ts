@@ -4,7 +4,7 @@ import { ulidGenerator, systemClock, type Clock, type IdGenerator } from "../ids
 import { createEvents, createRelay, type Relay } from "../outbox.js";
 import type { ServiceDeps } from "../service.js";
 import { createMetricsRegistry } from "../health.js";
-import { attachIdempotency, createIdempotencyStore, type IdempotencyStore } from "../idempotency.js";
+import { createIdempotencyStore, type IdempotencyStore } from "../idempotency.js";
 import { silentLogger, type DbHandle, type NatsHandle } from "./index.js";
 
 /**
@@ -34,7 +34,6 @@ export async function serviceDeps<C>(opts: {
     relay = createRelay({ pool, nc, log, stream: { replicas: 1, maxAgeDays: 1 }, pollMs: 100 });
     relay.start();
     idempotency = createIdempotencyStore({ pool, log, clock });
-    attachIdempotency(nc, idempotency);
   }
   const events = createEvents({ pool, ids, clock, ...(relay ? { relay } : {}) });
   return {
@@ -46,6 +45,7 @@ export async function serviceDeps<C>(opts: {
     ids,
     clock,
     metrics: createMetricsRegistry(opts.name),
+    idempotency,
     relay,
     async close() {
       idempotency?.stop();

@@ -5,7 +5,7 @@ import { AuditFeedSchema, AuditService, type AuditEvent, type AuditFilter, type 
 import { invalid, rpcClient, unauthenticated, type CallOptions, type Client } from "@orch/kit";
 import type { GatewayContext } from "../app.js";
 import { bearerToken } from "../auth-cache.js";
-import { liveSessionsOf, type Credential, type EndReason, type LiveSessions } from "../live-sessions.js";
+import type { Credential, EndReason, LiveSessions } from "../live-sessions.js";
 import { route } from "../route.js";
 
 /** Published by the audit service after each commit (AuditFeed in proto/orch/v1/audit.proto). */
@@ -302,7 +302,7 @@ class AuditTail {
 export function auditRoutes(ctx: GatewayContext) {
   const audit = rpcClient(ctx.nc, "audit", AuditService, { timeoutMs: ctx.timeoutMs });
   const open = new Set<AuditTail>();
-  const live = liveSessionsOf(ctx);
+  const live = ctx.live;
   // Open streams would otherwise keep the server from closing.
   ctx.app.addHook("preClose", async () => {
     for (const t of open) t.close();

@@ -6,7 +6,7 @@ import { OrchError, type Client } from "@orch/kit";
 import type { GatewayContext } from "../app.js";
 import { problem, problemFromError } from "../problem.js";
 import { bearerToken } from "../auth-cache.js";
-import { liveSessionsOf, type Credential, type EndReason } from "../live-sessions.js";
+import type { Credential, EndReason } from "../live-sessions.js";
 import { bridgeSocket, type Bridge } from "./bridge.js";
 import { originAllowed } from "./origin.js";
 import { rejectUpgrade } from "./reject.js";
@@ -35,7 +35,7 @@ export function installTerminalSockets(ctx: GatewayContext, terminal: Client<typ
   const wss = new WebSocketServer({ noServer: true, maxPayload: 512 * 1024, perMessageDeflate: false });
   const bridges = new Set<Bridge>();
   const log = ctx.log;
-  const live = liveSessionsOf(ctx);
+  const live = ctx.live;
 
   async function admit(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const url = new URL(req.url ?? "/", "http://gateway");
