@@ -16,7 +16,14 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { AgentControlService, AgentsService } from "@orch/contracts";
 import { SYSTEM_ACTOR, pingService, rpcClient, type NatsConnection } from "@orch/kit";
-import { createTestDatabase, freePort, startNats, waitForPort, type DbHandle, type NatsHandle } from "@orch/kit/testing";
+import {
+  createTestDatabase,
+  freePort,
+  startNats,
+  waitForPort,
+  type DbHandle,
+  type NatsHandle,
+} from "@orch/kit/testing";
 import type { FleetCommand, FleetReport } from "./lib/sim-agent.js";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
@@ -35,7 +42,8 @@ const { values } = parseArgs({
   },
 });
 const counts = values.counts.split(",").map((s) => Number(s.trim()));
-if (counts.some((n) => !Number.isInteger(n) || n < 1 || n > 50_000)) fail("--counts must be a comma-separated list of integers 1..50000");
+if (counts.some((n) => !Number.isInteger(n) || n < 1 || n > 50_000))
+  fail("--counts must be a comma-separated list of integers 1..50000");
 const steadyS = num("steady", 0, 600);
 const windowS = num("window", 1, 120);
 const pingCount = num("pings", 1, 100_000);
@@ -76,7 +84,13 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Resolves with `p`, or rejects after `ms` naming what was awaited. */
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
-  return Promise.race([p, new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error(`${what}: no result within ${Math.round(ms / 1000)} s`)), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    p,
+    new Promise<never>(
+      (_, rej) =>
+        (timer = setTimeout(() => rej(new Error(`${what}: no result within ${Math.round(ms / 1000)} s`)), ms)),
+    ),
+  ]).finally(() => clearTimeout(timer));
 }
 
 function openFileLimit(): number {
@@ -96,7 +110,8 @@ function rssMb(pid: number): number {
   return m ? Number(m[1]) / 1024 : NaN;
 }
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
+const pct = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
 
 async function stopChild(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
@@ -134,7 +149,17 @@ async function startService(nats: NatsHandle, db: DbHandle, linkPort: number) {
   const child = spawn(process.execPath, [SERVICE_MAIN], {
     // Plaintext on purpose (ORCH_AGENTS_INSECURE): the simulated links (bench/lib/sim-agent.ts) measure
     // the link protocol and the service, comparable with earlier runs; TLS is measured by bench/terminal.ts.
-    env: { ...process.env, ORCH_AGENTS_INSECURE: "true", NATS_URL: nats.url, DATABASE_URL: db.url, ORCH_AGENTS_LINK_HOST: "127.0.0.1", ORCH_AGENTS_LINK_PORT: String(linkPort), ORCH_HEALTH_PORT: "0", ORCH_HEALTH_HOST: "127.0.0.1", ORCH_LOG_LEVEL: "warn" },
+    env: {
+      ...process.env,
+      ORCH_AGENTS_INSECURE: "true",
+      NATS_URL: nats.url,
+      DATABASE_URL: db.url,
+      ORCH_AGENTS_LINK_HOST: "127.0.0.1",
+      ORCH_AGENTS_LINK_PORT: String(linkPort),
+      ORCH_HEALTH_PORT: "0",
+      ORCH_HEALTH_HOST: "127.0.0.1",
+      ORCH_LOG_LEVEL: "warn",
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   children.add(child);
@@ -144,17 +169,32 @@ async function startService(nats: NatsHandle, db: DbHandle, linkPort: number) {
   };
   child.stdout!.on("data", keep);
   child.stderr!.on("data", keep);
-  const exited = new Promise<never>((_, rej) => child.once("exit", (code) => rej(new Error(`agents service exited (${code}):\n${output.join("").slice(-2000)}`))));
+  const exited = new Promise<never>((_, rej) =>
+    child.once("exit", (code) => rej(new Error(`agents service exited (${code}):\n${output.join("").slice(-2000)}`))),
+  );
   exited.catch(() => {});
   await within(Promise.race([waitForPort(linkPort, 60_000), exited]), 65_000, "agents service link port");
   return { child, output, exited };
 }
 
 function startFleet(linkPort: number, n: number) {
-  const child = fork(SIM, ["--target", `127.0.0.1:${linkPort}`, "--count", String(n), "--per-channel", String(perChannel), "--metrics-interval", String(metricsInterval)], {
-    execArgv: ["--conditions=orch-source", "--import", "tsx"],
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
+  const child = fork(
+    SIM,
+    [
+      "--target",
+      `127.0.0.1:${linkPort}`,
+      "--count",
+      String(n),
+      "--per-channel",
+      String(perChannel),
+      "--metrics-interval",
+      String(metricsInterval),
+    ],
+    {
+      execArgv: ["--conditions=orch-source", "--import", "tsx"],
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    },
+  );
   children.add(child);
   const waiters = new Map<string, (m: FleetReport) => void>();
   child.on("message", (m: FleetReport) => {
@@ -162,7 +202,11 @@ function startFleet(linkPort: number, n: number) {
     waiters.delete(m.type);
   });
   const next = <T extends FleetReport["type"]>(type: T, ms: number) =>
-    within(new Promise<Extract<FleetReport, { type: T }>>((r) => waiters.set(type, r as (m: FleetReport) => void)), ms, `sim ${type}`);
+    within(
+      new Promise<Extract<FleetReport, { type: T }>>((r) => waiters.set(type, r as (m: FleetReport) => void)),
+      ms,
+      `sim ${type}`,
+    );
   const command = (c: FleetCommand) => child.connected && child.send(c);
   return { child, next, command };
 }
@@ -181,7 +225,11 @@ async function approveAll(nc: NatsConnection, nodeIds: string[]): Promise<number
   return (performance.now() - started) / 1000;
 }
 
-async function pingLatencies(nc: NatsConnection, nodeIds: string[], count: number): Promise<{ sorted: number[]; errors: number; firstError: string | null }> {
+async function pingLatencies(
+  nc: NatsConnection,
+  nodeIds: string[],
+  count: number,
+): Promise<{ sorted: number[]; errors: number; firstError: string | null }> {
   const lat: number[] = [];
   let errors = 0;
   let firstError: string | null = null;
@@ -218,7 +266,24 @@ async function firstPing(nc: NatsConnection, nodeId: string): Promise<string | n
 }
 
 async function runOne(nats: NatsHandle, nc: NatsConnection, n: number): Promise<Row> {
-  const row: Row = { n, connectS: NaN, simCpuPct: NaN, failed: 0, retries: 0, load1: NaN, approveS: NaN, cpuPct: NaN, rssMb: NaN, p50: NaN, p99: NaN, max: NaN, pingErrors: 0, dropped: 0, metricsSent: 0, note: "" };
+  const row: Row = {
+    n,
+    connectS: NaN,
+    simCpuPct: NaN,
+    failed: 0,
+    retries: 0,
+    load1: NaN,
+    approveS: NaN,
+    cpuPct: NaN,
+    rssMb: NaN,
+    p50: NaN,
+    p99: NaN,
+    max: NaN,
+    pingErrors: 0,
+    dropped: 0,
+    metricsSent: 0,
+    note: "",
+  };
   const db = await createTestDatabase("orch_bench");
   teardown.push(() => db.drop());
   const linkPort = await freePort();
@@ -231,13 +296,19 @@ async function runOne(nats: NatsHandle, nc: NatsConnection, n: number): Promise<
 
     fleet = startFleet(linkPort, n);
     const keys = await fleet.next("keys", 120_000);
-    const welcomed = await within(Promise.race([fleet.next("welcomed", 60_000 + n * 30), svc.exited]), 65_000 + n * 30, "all links welcomed");
+    const welcomed = await within(
+      Promise.race([fleet.next("welcomed", 60_000 + n * 30), svc.exited]),
+      65_000 + n * 30,
+      "all links welcomed",
+    );
     row.connectS = welcomed.ms / 1000;
     row.simCpuPct = (welcomed.cpuMs / welcomed.ms) * 100;
     row.failed = welcomed.failedIds.length;
     row.retries = welcomed.retries;
     if (welcomed.firstError) row.note = `handshake (retried): ${welcomed.firstError}`;
-    console.error(`  N=${n}: ${welcomed.count} welcomed in ${row.connectS.toFixed(2)} s (${welcomed.retries} retries)${row.failed ? `, ${row.failed} gave up (${welcomed.firstError})` : ""}`);
+    console.error(
+      `  N=${n}: ${welcomed.count} welcomed in ${row.connectS.toFixed(2)} s (${welcomed.retries} retries)${row.failed ? `, ${row.failed} gave up (${welcomed.firstError})` : ""}`,
+    );
     const failed = new Set(welcomed.failedIds);
     const up = keys.nodeIds.filter((id) => !failed.has(id));
     if (!up.length) throw new Error(`no link came up: ${welcomed.firstError}`);
@@ -271,7 +342,10 @@ async function runOne(nats: NatsHandle, nc: NatsConnection, n: number): Promise<
   } catch (err) {
     row.note = (err as Error).message.split("\n")[0]!;
   } finally {
-    if (row.note && svc) console.error(`  N=${n}: agents-service output (tail):\n${svc.output.join("").split("\n").slice(-15).join("\n")}`);
+    if (row.note && svc)
+      console.error(
+        `  N=${n}: agents-service output (tail):\n${svc.output.join("").split("\n").slice(-15).join("\n")}`,
+      );
     if (fleet) {
       fleet.command({ type: "stop" });
       await stopChild(fleet.child);
@@ -283,9 +357,43 @@ async function runOne(nats: NatsHandle, nc: NatsConnection, n: number): Promise<
 }
 
 function table(rows: Row[]): string {
-  const head = ["N", "connect all (s)", "links/s", "retries", "gave up", "generator CPU %", "approve (s)", "CPU % of 1 core", "RSS (MB)", "ping p50 (ms)", "ping p99 (ms)", "ping max (ms)", "ping errors", "dropped", "metrics sent", "load avg"];
+  const head = [
+    "N",
+    "connect all (s)",
+    "links/s",
+    "retries",
+    "gave up",
+    "generator CPU %",
+    "approve (s)",
+    "CPU % of 1 core",
+    "RSS (MB)",
+    "ping p50 (ms)",
+    "ping p99 (ms)",
+    "ping max (ms)",
+    "ping errors",
+    "dropped",
+    "metrics sent",
+    "load avg",
+  ];
   const f = (v: number, d = 1) => (Number.isFinite(v) ? v.toFixed(d) : "-");
-  const body = rows.map((r) => [String(r.n), f(r.connectS, 2), f((r.n - r.failed) / r.connectS, 0), String(r.retries), String(r.failed), f(r.simCpuPct, 0), f(r.approveS, 2), f(r.cpuPct), f(r.rssMb, 0), f(r.p50, 2), f(r.p99, 2), f(r.max, 2), String(r.pingErrors), String(r.dropped), String(r.metricsSent), f(r.load1)]);
+  const body = rows.map((r) => [
+    String(r.n),
+    f(r.connectS, 2),
+    f((r.n - r.failed) / r.connectS, 0),
+    String(r.retries),
+    String(r.failed),
+    f(r.simCpuPct, 0),
+    f(r.approveS, 2),
+    f(r.cpuPct),
+    f(r.rssMb, 0),
+    f(r.p50, 2),
+    f(r.p99, 2),
+    f(r.max, 2),
+    String(r.pingErrors),
+    String(r.dropped),
+    String(r.metricsSent),
+    f(r.load1),
+  ]);
   const w = head.map((h, i) => Math.max(h.length, ...body.map((b) => b[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padStart(w[i]!)).join("  ");
   const notes = rows.filter((r) => r.note).map((r) => `  N=${r.n}: ${r.note}`);
@@ -293,12 +401,20 @@ function table(rows: Row[]): string {
 }
 
 async function main() {
-  if (!existsSync(SERVICE_MAIN)) fail(`${SERVICE_MAIN} is missing: build it first (npx tsc -p packages/contracts && npx tsc -p packages/kit && npx tsc -p services/agents)`);
+  if (!existsSync(SERVICE_MAIN))
+    fail(
+      `${SERVICE_MAIN} is missing: build it first (npx tsc -p packages/contracts && npx tsc -p packages/kit && npx tsc -p services/agents)`,
+    );
   const neededFds = Math.ceil(Math.max(...counts) / perChannel) + 256;
   const limit = openFileLimit();
-  if (limit < neededFds) fail(`the open-file limit is ${limit}, but ${neededFds} descriptors are needed (one TCP connection per ${perChannel} links); raise it with \`ulimit -n ${neededFds * 2}\` or pass a larger --per-channel`);
+  if (limit < neededFds)
+    fail(
+      `the open-file limit is ${limit}, but ${neededFds} descriptors are needed (one TCP connection per ${perChannel} links); raise it with \`ulimit -n ${neededFds * 2}\` or pass a larger --per-channel`,
+    );
 
-  console.log(`agents bench (${cpus().length} cores, load average ${loadavg()[0]!.toFixed(1)} at the start): counts ${counts.join(", ")}; ${perChannel} links per gRPC connection; metrics every ${metricsInterval} s; steady ${steadyS} s + CPU window ${windowS} s; ${pingCount} pings (sequential, random agent)`);
+  console.log(
+    `agents bench (${cpus().length} cores, load average ${loadavg()[0]!.toFixed(1)} at the start): counts ${counts.join(", ")}; ${perChannel} links per gRPC connection; metrics every ${metricsInterval} s; steady ${steadyS} s + CPU window ${windowS} s; ${pingCount} pings (sequential, random agent)`,
+  );
   const nats = await startNats();
   teardown.push(() => nats.stop());
   const nc = await nats.connect("bench");
@@ -313,9 +429,14 @@ async function main() {
   } finally {
     await nats.stop();
   }
-  console.log(`\nsummary (one agents-service process; ${cpus().length} cores, load average ${loadavg()[0]!.toFixed(1)} at the end):\n${table(rows)}`);
+  console.log(
+    `\nsummary (one agents-service process; ${cpus().length} cores, load average ${loadavg()[0]!.toFixed(1)} at the end):\n${table(rows)}`,
+  );
   const goal = rows.find((r) => r.n === 5000);
-  if (goal) console.log(`goal at N=5000 (CPU < 100 % of one core, ping p99 < 50 ms): ${goal.cpuPct < 100 && goal.p99 < 50 ? "met" : "NOT met"} (CPU ${goal.cpuPct.toFixed(1)} %, p99 ${goal.p99.toFixed(2)} ms)`);
+  if (goal)
+    console.log(
+      `goal at N=5000 (CPU < 100 % of one core, ping p99 < 50 ms): ${goal.cpuPct < 100 && goal.p99 < 50 ? "met" : "NOT met"} (CPU ${goal.cpuPct.toFixed(1)} %, p99 ${goal.p99.toFixed(2)} ms)`,
+    );
 }
 
 const hardStop = setTimeout(() => {

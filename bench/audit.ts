@@ -14,26 +14,72 @@ import { ensureAuditStream } from "@orch/kit";
 import { createTestDatabase, startNats, startSystem } from "@orch/kit/testing";
 import { monotonicFactory } from "ulid";
 
-const { values } = parseArgs({ options: { events: { type: "string", default: "1000000" }, samples: { type: "string", default: "200" }, "ingest-seconds": { type: "string", default: "60" } } });
+const { values } = parseArgs({
+  options: {
+    events: { type: "string", default: "1000000" },
+    samples: { type: "string", default: "200" },
+    "ingest-seconds": { type: "string", default: "60" },
+  },
+});
 const TOTAL = Number(values.events);
 const SAMPLES = Number(values.samples);
 const INGEST_SECONDS = Number(values["ingest-seconds"]);
 const DAY = 86_400_000;
 
 // A fleet: 2,000 agents, 25 operators, and a catalogue-like mix of event types.
-const agents = Array.from({ length: 2000 }, (_, i) => ({ id: `node-${i.toString(16).padStart(6, "0")}`, name: `${["web", "db", "cache", "worker"][i % 4]}-${i}`, type: "agent" }));
-const operators = Array.from({ length: 25 }, (_, i) => ({ id: `01OPERATOR${String(i).padStart(16, "0")}`, name: `op-${i}`, type: "operator" }));
+const agents = Array.from({ length: 2000 }, (_, i) => ({
+  id: `node-${i.toString(16).padStart(6, "0")}`,
+  name: `${["web", "db", "cache", "worker"][i % 4]}-${i}`,
+  type: "agent",
+}));
+const operators = Array.from({ length: 25 }, (_, i) => ({
+  id: `01OPERATOR${String(i).padStart(16, "0")}`,
+  name: `op-${i}`,
+  type: "operator",
+}));
 const system = { id: "system", name: "system", type: "system" };
 type Ref = { id: string; name: string; type: string };
 const pick = <T>(a: readonly T[]): T => a[Math.floor(Math.random() * a.length)]!;
 const mix: Array<[weight: number, type: string, who: () => [Ref, Ref]]> = [
-  [30, "agent.connected", () => { const a = pick(agents); return [a, a]; }],
-  [20, "agent.disconnected", () => { const a = pick(agents); return [a, a]; }],
-  [12, "state.apply.succeeded", () => [pick(agents), { id: `m${Math.floor(Math.random() * 50)}`, name: `module-${Math.floor(Math.random() * 50)}`, type: "module" }]],
+  [
+    30,
+    "agent.connected",
+    () => {
+      const a = pick(agents);
+      return [a, a];
+    },
+  ],
+  [
+    20,
+    "agent.disconnected",
+    () => {
+      const a = pick(agents);
+      return [a, a];
+    },
+  ],
+  [
+    12,
+    "state.apply.succeeded",
+    () => [
+      pick(agents),
+      { id: `m${Math.floor(Math.random() * 50)}`, name: `module-${Math.floor(Math.random() * 50)}`, type: "module" },
+    ],
+  ],
   [3, "state.apply.failed", () => [pick(agents), { id: "m1", name: "module-1", type: "module" }]],
   [6, "state.plan.completed", () => [pick(agents), { id: "m2", name: "module-2", type: "module" }]],
-  [6, "secret.used", () => [pick(agents), { id: "s1", name: `secret-${Math.floor(Math.random() * 100)}`, type: "secret" }]],
-  [5, "auth.login.succeeded", () => { const o = pick(operators); return [o, o]; }],
+  [
+    6,
+    "secret.used",
+    () => [pick(agents), { id: "s1", name: `secret-${Math.floor(Math.random() * 100)}`, type: "secret" }],
+  ],
+  [
+    5,
+    "auth.login.succeeded",
+    () => {
+      const o = pick(operators);
+      return [o, o];
+    },
+  ],
   [2, "auth.login.failed", () => [system, { id: "k", name: "unknown-key", type: "public_key" }]],
   [4, "agent.tags.updated", () => [pick(operators), pick(agents)]],
   [2, "agent.approved", () => [pick(operators), pick(agents)]],
@@ -76,7 +122,20 @@ try {
     for (let i = 0; i < n; i++) {
       const at = Math.floor(start + ((done + i) / TOTAL) * (end - start));
       const [type, actor, target] = randomEvent();
-      const row = [next(at), at, type, type.endsWith("failed") ? "warning" : "info", `${actor.name} ${type} ${target.name}`, actor.id, actor.name, actor.type, target.id, target.name, target.type, JSON.stringify({ seq: done + i, bench: true })];
+      const row = [
+        next(at),
+        at,
+        type,
+        type.endsWith("failed") ? "warning" : "info",
+        `${actor.name} ${type} ${target.name}`,
+        actor.id,
+        actor.name,
+        actor.type,
+        target.id,
+        target.name,
+        target.type,
+        JSON.stringify({ seq: done + i, bench: true }),
+      ];
       row.forEach((v, k) => cols[k]!.push(v));
     }
     await pool.query(
@@ -88,7 +147,9 @@ try {
   }
   await pool.query("ANALYZE events");
   const stored = Number((await pool.query("SELECT count(*) FROM events")).rows[0].count);
-  console.log(`\rloaded ${stored.toLocaleString("en")} events over 30 days in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  console.log(
+    `\rloaded ${stored.toLocaleString("en")} events over 30 days in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+  );
 
   // --- query latency through the gateway, one request at a time ---
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
@@ -132,11 +193,17 @@ try {
     ["rare: event_type module.uploaded", () => "event_type=module.uploaded"],
   ];
   for (let i = 0; i < 50; i++) await get(`/api/v1/audit?${shapes[i % shapes.length]![1]()}`); // warm-up
-  console.log(`\nGET /api/v1/audit through the gateway, ${SAMPLES} sequential samples per shape (limit 50 unless stated); load average ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+  console.log(
+    `\nGET /api/v1/audit through the gateway, ${SAMPLES} sequential samples per shape (limit 50 unless stated); load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")}`,
+  );
   const report: Array<[string, number, number, number]> = [];
   const line = (name: string, xs: number[], rows: number) => {
     report.push([name, pct(xs, 50), pct(xs, 99), rows]);
-    console.log(`${name.padEnd(44)} p50 ${pct(xs, 50).toFixed(1).padStart(6)} ms   p99 ${pct(xs, 99).toFixed(1).padStart(6)} ms   avg rows ${rows.toFixed(0).padStart(4)}${pct(xs, 99) < 50 ? "" : "   ABOVE GOAL"}`);
+    console.log(
+      `${name.padEnd(44)} p50 ${pct(xs, 50).toFixed(1).padStart(6)} ms   p99 ${pct(xs, 99).toFixed(1).padStart(6)} ms   avg rows ${rows.toFixed(0).padStart(4)}${pct(xs, 99) < 50 ? "" : "   ABOVE GOAL"}`,
+    );
   };
   for (const [name, qs] of shapes) {
     const xs: number[] = [];
@@ -149,7 +216,10 @@ try {
     line(name, xs, rows / SAMPLES);
   }
   // Paging: walks of 20 pages (cursor = last id), every page request timed; the 20th page separately.
-  for (const [name, qs] of [["paging 20 deep, no filter", () => ""], ["paging 20 deep, category=agent", () => "category=agent"]] as const) {
+  for (const [name, qs] of [
+    ["paging 20 deep, no filter", () => ""],
+    ["paging 20 deep, category=agent", () => "category=agent"],
+  ] as const) {
     const all: number[] = [];
     const deepest: number[] = [];
     let rows = 0;
@@ -165,7 +235,9 @@ try {
       }
     }
     line(`${name} (every page)`, all, rows / all.length);
-    console.log(`${"  20th page only".padEnd(44)} p50 ${pct(deepest, 50).toFixed(1).padStart(6)} ms   p99 ${pct(deepest, 99).toFixed(1).padStart(6)} ms   (${deepest.length} walks)`);
+    console.log(
+      `${"  20th page only".padEnd(44)} p50 ${pct(deepest, 50).toFixed(1).padStart(6)} ms   p99 ${pct(deepest, 99).toFixed(1).padStart(6)} ms   (${deepest.length} walks)`,
+    );
   }
 
   // --- ingest: publish on JetStream at full speed, measure until every event is visible ---
@@ -200,7 +272,16 @@ try {
       while (inflight < WINDOW && Date.now() < until) {
         const [, actor, target] = randomEvent();
         const at = Date.now();
-        const ev = create(AuditEventSchema, { id: mint(at), timestamp: new Date(at).toISOString(), eventType: "bench.ingest", severity: "info", summary: "ingest", actor, target, metadata: { n: published.length } });
+        const ev = create(AuditEventSchema, {
+          id: mint(at),
+          timestamp: new Date(at).toISOString(),
+          eventType: "bench.ingest",
+          severity: "info",
+          summary: "ingest",
+          actor,
+          target,
+          metadata: { n: published.length },
+        });
         published.push(ev.id);
         if (published.length % 1000 === 0) samplesAt.set(ev.id, at);
         inflight++;
@@ -216,7 +297,8 @@ try {
     pump();
   });
   const pubEnd = Date.now();
-  const count = async () => Number((await pool.query("SELECT count(*) FROM events WHERE event_type = 'bench.ingest'")).rows[0].count);
+  const count = async () =>
+    Number((await pool.query("SELECT count(*) FROM events WHERE event_type = 'bench.ingest'")).rows[0].count);
   let visible = await count();
   while (visible < published.length - failures) {
     await new Promise((r) => setTimeout(r, 100));
@@ -232,12 +314,25 @@ try {
     if (seen) lat.push(seen[1] - at);
   }
   const seconds = (allVisible - pubStart) / 1000;
-  console.log(`\ningest: ${published.length.toLocaleString("en")} events published in ${((pubEnd - pubStart) / 1000).toFixed(1)} s (${(published.length / ((pubEnd - pubStart) / 1000)).toFixed(0)}/s, ${failures} failed publishes)`);
-  console.log(`        all ${visible.toLocaleString("en")} visible in GET /audit ${((allVisible - pubEnd) / 1000).toFixed(1)} s after the last publish`);
-  console.log(`        end to end: ${(visible / seconds).toFixed(0)} events/s sustained over ${seconds.toFixed(1)} s${visible / seconds >= 5000 ? "" : "   BELOW GOAL"} (goal ≥ 5,000/s)`);
-  if (lat.length) console.log(`        publish → visible latency (every 1000th event, 50 ms polling): p50 ${pct(lat, 50)} ms   p99 ${pct(lat, 99)} ms`);
+  console.log(
+    `\ningest: ${published.length.toLocaleString("en")} events published in ${((pubEnd - pubStart) / 1000).toFixed(1)} s (${(published.length / ((pubEnd - pubStart) / 1000)).toFixed(0)}/s, ${failures} failed publishes)`,
+  );
+  console.log(
+    `        all ${visible.toLocaleString("en")} visible in GET /audit ${((allVisible - pubEnd) / 1000).toFixed(1)} s after the last publish`,
+  );
+  console.log(
+    `        end to end: ${(visible / seconds).toFixed(0)} events/s sustained over ${seconds.toFixed(1)} s${visible / seconds >= 5000 ? "" : "   BELOW GOAL"} (goal ≥ 5,000/s)`,
+  );
+  if (lat.length)
+    console.log(
+      `        publish → visible latency (every 1000th event, 50 ms polling): p50 ${pct(lat, 50)} ms   p99 ${pct(lat, 99)} ms`,
+    );
   const worst = Math.max(...report.filter((r) => !r[0].includes("extra")).map((r) => r[2]));
-  console.log(`\nworst p99 of the goal shapes (limit 50): ${worst.toFixed(1)} ms (goal < 50 ms)   load average at end: ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+  console.log(
+    `\nworst p99 of the goal shapes (limit 50): ${worst.toFixed(1)} ms (goal < 50 ms)   load average at end: ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")}`,
+  );
 } finally {
   await pool.end();
   await sys.stop();

@@ -14,7 +14,14 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { AgentControlService, AgentsService, StateService, type AssignmentRun } from "@orch/contracts";
 import { rpcClient, type Actor, type NatsConnection } from "@orch/kit";
-import { createTestDatabase, freePort, startNats, waitForPort, type DbHandle, type NatsHandle } from "@orch/kit/testing";
+import {
+  createTestDatabase,
+  freePort,
+  startNats,
+  waitForPort,
+  type DbHandle,
+  type NatsHandle,
+} from "@orch/kit/testing";
 import type { StateFleetCommand, StateFleetReport } from "./lib/sim-state-agent.js";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
@@ -51,14 +58,33 @@ process.on("exit", () => {
 
 function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
-  return Promise.race([p, new Promise<never>((_, rej) => (timer = setTimeout(() => rej(new Error(`${what}: nothing within ${Math.round(ms / 1000)} s`)), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    p,
+    new Promise<never>(
+      (_, rej) => (timer = setTimeout(() => rej(new Error(`${what}: nothing within ${Math.round(ms / 1000)} s`)), ms)),
+    ),
+  ]).finally(() => clearTimeout(timer));
 }
 
 /** A service from its dist/main.js; resolves once it answers its ping subject. */
-async function startService(name: string, nats: NatsHandle, db: DbHandle, nc: NatsConnection, env: Record<string, string>) {
+async function startService(
+  name: string,
+  nats: NatsHandle,
+  db: DbHandle,
+  nc: NatsConnection,
+  env: Record<string, string>,
+) {
   const output: string[] = [];
   const child = spawn(process.execPath, [`${ROOT}services/${name}/dist/main.js`], {
-    env: { ...process.env, NATS_URL: nats.url, DATABASE_URL: db.url, ORCH_HEALTH_PORT: "0", ORCH_HEALTH_HOST: "127.0.0.1", ORCH_LOG_LEVEL: "warn", ...env },
+    env: {
+      ...process.env,
+      NATS_URL: nats.url,
+      DATABASE_URL: db.url,
+      ORCH_HEALTH_PORT: "0",
+      ORCH_HEALTH_HOST: "127.0.0.1",
+      ORCH_LOG_LEVEL: "warn",
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   children.add(child);
@@ -73,7 +99,8 @@ async function startService(name: string, nats: NatsHandle, db: DbHandle, nc: Na
       await nc.request(`orch.${name}._ping`, new Uint8Array(), { timeout: 500 });
       return { child, output };
     } catch {
-      if (child.exitCode !== null || i > 120) throw new Error(`${name} did not start:\n${output.join("").slice(-2000)}`);
+      if (child.exitCode !== null || i > 120)
+        throw new Error(`${name} did not start:\n${output.join("").slice(-2000)}`);
       await sleep(250);
     }
   }
@@ -90,26 +117,39 @@ function startFleet(linkPort: number) {
     waiters.get(m.type)?.(m);
     waiters.delete(m.type);
   });
-  const next = <T extends StateFleetReport["type"]>(type: T, ms: number) => within(new Promise<Extract<StateFleetReport, { type: T }>>((r) => waiters.set(type, r as (m: StateFleetReport) => void)), ms, `sim ${type}`);
+  const next = <T extends StateFleetReport["type"]>(type: T, ms: number) =>
+    within(
+      new Promise<Extract<StateFleetReport, { type: T }>>((r) => waiters.set(type, r as (m: StateFleetReport) => void)),
+      ms,
+      `sim ${type}`,
+    );
   return { child, next, command: (c: StateFleetCommand) => child.connected && child.send(c) };
 }
 
 async function pool<T>(items: T[], width: number, fn: (x: T, i: number) => Promise<void>): Promise<void> {
   let i = 0;
-  await Promise.all(Array.from({ length: Math.min(width, items.length) }, async () => {
-    while (i < items.length) {
-      const k = i++;
-      await fn(items[k]!, k);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(width, items.length) }, async () => {
+      while (i < items.length) {
+        const k = i++;
+        await fn(items[k]!, k);
+      }
+    }),
+  );
 }
 
 function moduleYaml(): string {
   const lines = ["name: bench-web", "description: a 20-resource module for the fan-out bench", "resources:"];
   for (let i = 0; i < R; i++) {
     if (i % 5 === 0) lines.push(`  - { id: dir-${i}, type: directory, path: /srv/bench/d${i} }`);
-    else if (i % 5 === 4) lines.push(`  - { id: run-${i}, type: exec, command: 'true', creates: /srv/bench/done-${i}, requires: [file-${i - 1}] }`);
-    else lines.push(`  - { id: file-${i}, type: file, path: /srv/bench/d${i - (i % 5)}/f${i}.conf, content: "host={{ attributes.hostname }} i=${i}\\n", requires: [dir-${i - (i % 5)}] }`);
+    else if (i % 5 === 4)
+      lines.push(
+        `  - { id: run-${i}, type: exec, command: 'true', creates: /srv/bench/done-${i}, requires: [file-${i - 1}] }`,
+      );
+    else
+      lines.push(
+        `  - { id: file-${i}, type: file, path: /srv/bench/d${i - (i % 5)}/f${i}.conf, content: "host={{ attributes.hostname }} i=${i}\\n", requires: [dir-${i - (i % 5)}] }`,
+      );
   }
   return `${lines.join("\n")}\n`;
 }
@@ -127,7 +167,10 @@ interface Row {
 async function measure(nc: NatsConnection, db: DbHandle, kind: "apply" | "plan", label: string): Promise<Row> {
   const state = rpcClient(nc, "state", StateService, { timeoutMs: 310_000 });
   const t0 = performance.now();
-  const run: AssignmentRun = await state.runAssignment({ name: "bench", kind, batch: "", waitSeconds: 300 }, { actor: ACTOR });
+  const run: AssignmentRun = await state.runAssignment(
+    { name: "bench", kind, batch: "", waitSeconds: 300 },
+    { actor: ACTOR },
+  );
   const seconds = (performance.now() - t0) / 1000;
   if (run.status === "running") throw new Error(`${label}: still running after 300 s`);
   const byStatus = new Map<string, number>();
@@ -135,7 +178,12 @@ async function measure(nc: NatsConnection, db: DbHandle, kind: "apply" | "plan",
   const pg = (await import("pg")).default;
   const c = new pg.Client({ connectionString: db.url });
   await c.connect();
-  const span = (await c.query("SELECT max(finished_at) - $2::bigint AS ms, sum((summary->>'changed')::int) AS changed FROM state.operations WHERE run_id = $1", [run.id, run.createdAt])).rows[0];
+  const span = (
+    await c.query(
+      "SELECT max(finished_at) - $2::bigint AS ms, sum((summary->>'changed')::int) AS changed FROM state.operations WHERE run_id = $1",
+      [run.id, run.createdAt],
+    )
+  ).rows[0];
   await c.end();
   const succeeded = byStatus.get("succeeded") ?? 0;
   byStatus.delete("succeeded");
@@ -151,7 +199,9 @@ async function measure(nc: NatsConnection, db: DbHandle, kind: "apply" | "plan",
 }
 
 async function main() {
-  console.error(`bench fanout: ${N} simulated agents, ${R}-resource module, ${execMs} ms per Execute, state.fanout_concurrency=${concurrency}`);
+  console.error(
+    `bench fanout: ${N} simulated agents, ${R}-resource module, ${execMs} ms per Execute, state.fanout_concurrency=${concurrency}`,
+  );
   const nats = await startNats();
   const db = await createTestDatabase("orch_bench");
   const nc = await nats.connect("bench");
@@ -159,9 +209,16 @@ async function main() {
   try {
     const linkPort = await freePort();
     // Plaintext on purpose: the simulated links (bench/lib/sim-state-agent.ts) speak it, as in earlier runs.
-    await startService("agents", nats, db, nc, { ORCH_AGENTS_INSECURE: "true", ORCH_AGENTS_LINK_HOST: "127.0.0.1", ORCH_AGENTS_LINK_PORT: String(linkPort) });
+    await startService("agents", nats, db, nc, {
+      ORCH_AGENTS_INSECURE: "true",
+      ORCH_AGENTS_LINK_HOST: "127.0.0.1",
+      ORCH_AGENTS_LINK_PORT: String(linkPort),
+    });
     await waitForPort(linkPort, 30_000);
-    await startService("state", nats, db, nc, { ORCH_STATE_FANOUT_CONCURRENCY: String(concurrency), ORCH_STATE_DRIFT_INTERVAL_SECONDS: "0" });
+    await startService("state", nats, db, nc, {
+      ORCH_STATE_FANOUT_CONCURRENCY: String(concurrency),
+      ORCH_STATE_DRIFT_INTERVAL_SECONDS: "0",
+    });
 
     fleet = startFleet(linkPort);
     const keys = await fleet.next("keys", 120_000);
@@ -171,11 +228,17 @@ async function main() {
 
     const agents = rpcClient(nc, "agents", AgentsService, { timeoutMs: 10_000 });
     await pool(keys.nodeIds, 32, async (id, i) => {
-      await agents.setApproval({ nodeId: id, status: "approved", name: `sim-${String(i).padStart(5, "0")}` }, { actor: ACTOR });
+      await agents.setApproval(
+        { nodeId: id, status: "approved", name: `sim-${String(i).padStart(5, "0")}` },
+        { actor: ACTOR },
+      );
       await agents.replaceTags({ nodeId: id, tags: { env: "bench", role: i % 2 ? "web" : "db" } }, { actor: ACTOR });
     });
     // Approval reaches the replica holding the link asynchronously: wait until the last agent answers.
-    const last = rpcClient(nc, "", AgentControlService, { timeoutMs: 2000, subjectBase: `orch.agent.${keys.nodeIds.at(-1)}` });
+    const last = rpcClient(nc, "", AgentControlService, {
+      timeoutMs: 2000,
+      subjectBase: `orch.agent.${keys.nodeIds.at(-1)}`,
+    });
     for (let i = 0; ; i++) {
       try {
         await last.ping({ payload: "ready" });
@@ -189,20 +252,51 @@ async function main() {
 
     const state = rpcClient(nc, "state", StateService, { timeoutMs: 30_000 });
     await state.uploadModule({ name: "bench-web", content: moduleYaml() }, { actor: ACTOR });
-    await state.createAssignment({ name: "bench", selector: "env=bench,role in (web,db)", modules: ["bench-web"] }, { actor: ACTOR });
+    await state.createAssignment(
+      { name: "bench", selector: "env=bench,role in (web,db)", modules: ["bench-web"] },
+      { actor: ACTOR },
+    );
 
-    const rows = [await measure(nc, db, "apply", "apply"), await measure(nc, db, "plan", "plan (after apply)"), await measure(nc, db, "apply", "apply again (no change)")];
+    const rows = [
+      await measure(nc, db, "apply", "apply"),
+      await measure(nc, db, "plan", "plan (after apply)"),
+      await measure(nc, db, "apply", "apply again (no change)"),
+    ];
     fleet.command({ type: "stats" });
     const stats = await fleet.next("stats", 10_000);
 
-    console.log(`\nfan-out of a ${R}-resource module to ${N} simulated agents (concurrency ${concurrency}, ${execMs} ms simulated work per Execute)\n`);
-    console.log(["run".padEnd(24), "all finished (s)".padStart(17), "server span (s)".padStart(16), "ops/s".padStart(8), "succeeded".padStart(10), "resources changed".padStart(18), "  other"].join(""));
+    console.log(
+      `\nfan-out of a ${R}-resource module to ${N} simulated agents (concurrency ${concurrency}, ${execMs} ms simulated work per Execute)\n`,
+    );
+    console.log(
+      [
+        "run".padEnd(24),
+        "all finished (s)".padStart(17),
+        "server span (s)".padStart(16),
+        "ops/s".padStart(8),
+        "succeeded".padStart(10),
+        "resources changed".padStart(18),
+        "  other",
+      ].join(""),
+    );
     for (const r of rows) {
-      console.log([r.kind.padEnd(24), r.seconds.toFixed(2).padStart(17), r.serverSeconds.toFixed(2).padStart(16), r.opsPerSecond.toFixed(0).padStart(8), String(r.succeeded).padStart(10), String(r.changed).padStart(18), `  ${r.other}`].join(""));
+      console.log(
+        [
+          r.kind.padEnd(24),
+          r.seconds.toFixed(2).padStart(17),
+          r.serverSeconds.toFixed(2).padStart(16),
+          r.opsPerSecond.toFixed(0).padStart(8),
+          String(r.succeeded).padStart(10),
+          String(r.changed).padStart(18),
+          `  ${r.other}`,
+        ].join(""),
+      );
     }
     console.log(`\nExecute calls answered by the simulated agents: ${stats.executes} (${stats.resources} resources)`);
     const apply = rows[0]!;
-    console.log(`goal: ${N} agents applied in < 10 s → ${apply.seconds.toFixed(2)} s: ${apply.seconds < 10 && apply.succeeded === N ? "met" : "NOT met"}`);
+    console.log(
+      `goal: ${N} agents applied in < 10 s → ${apply.seconds.toFixed(2)} s: ${apply.seconds < 10 && apply.succeeded === N ? "met" : "NOT met"}`,
+    );
   } finally {
     fleet?.command({ type: "stop" });
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGTERM");

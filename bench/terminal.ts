@@ -19,7 +19,9 @@ import { createTestDatabase, eventually, freePort, startNats, startSystem } from
 import { agentPool } from "../services/agents/test/harness.js";
 import { attach } from "../services/terminal/test/harness.js";
 
-const { values } = parseArgs({ options: { samples: { type: "string", default: "1000" }, mib: { type: "string", default: "50" } } });
+const { values } = parseArgs({
+  options: { samples: { type: "string", default: "1000" }, mib: { type: "string", default: "50" } },
+});
 const SAMPLES = Number(values.samples);
 const MIB = Number(values.mib);
 if (!Number.isInteger(SAMPLES) || SAMPLES < 500) throw new Error("--samples must be an integer ≥ 500");
@@ -38,14 +40,17 @@ const progress = (msg: string) => process.stderr.write(`bench terminal: ${msg}\n
 function cpuSeconds(pid: number | undefined): number {
   if (!pid) return 0;
   try {
-    const f = readFileSync(`/proc/${pid}/stat`, "utf8").slice(readFileSync(`/proc/${pid}/stat`, "utf8").lastIndexOf(")") + 2).split(" ");
+    const f = readFileSync(`/proc/${pid}/stat`, "utf8")
+      .slice(readFileSync(`/proc/${pid}/stat`, "utf8").lastIndexOf(")") + 2)
+      .split(" ");
     return (Number(f[11]) + Number(f[12])) / 100;
   } catch {
     return 0;
   }
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+const pct = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
 /** Waits until `marker` (built so the echoed command line cannot contain it) has been received. */
 function waitFor(ep: Endpoint, marker: string): Promise<void> {
@@ -108,7 +113,14 @@ async function throughput(ep: Endpoint, file: string): Promise<{ mibps: number; 
 }
 
 function localPty(): Endpoint {
-  const p = pty.spawn("/bin/bash", [], { name: "xterm-256color", cols: 120, rows: 40, cwd: tmpdir(), env: { ...process.env, TERM: "xterm-256color" } as Record<string, string>, encoding: null });
+  const p = pty.spawn("/bin/bash", [], {
+    name: "xterm-256color",
+    cols: 120,
+    rows: 40,
+    cwd: tmpdir(),
+    env: { ...process.env, TERM: "xterm-256color" } as Record<string, string>,
+    encoding: null,
+  });
   const exited = new Promise<void>((r) => p.onExit(() => r()));
   return {
     write: (s) => p.write(s),
@@ -140,7 +152,12 @@ async function main() {
     nats,
     db,
     services: ["auth", "agents", "terminal", "gateway"],
-    env: { ORCH_LOG_LEVEL: "warn", ORCH_AGENTS_LINK_HOST: "127.0.0.1", ORCH_AGENTS_LINK_PORT: String(linkPort), ORCH_TERMINAL_TRANSCRIPT_DIR: join(dir, "transcripts") },
+    env: {
+      ORCH_LOG_LEVEL: "warn",
+      ORCH_AGENTS_LINK_HOST: "127.0.0.1",
+      ORCH_AGENTS_LINK_PORT: String(linkPort),
+      ORCH_TERMINAL_TRANSCRIPT_DIR: join(dir, "transcripts"),
+    },
   });
   const agents = agentPool();
   let cleaned = false;
@@ -153,12 +170,16 @@ async function main() {
     await nats.stop();
     rmSync(dir, { recursive: true, force: true });
   };
-  for (const sig of ["SIGINT", "SIGTERM"] as const) process.once(sig, () => void cleanup().finally(() => process.exit(130)));
+  for (const sig of ["SIGINT", "SIGTERM"] as const)
+    process.once(sig, () => void cleanup().finally(() => process.exit(130)));
   try {
     const token = await system.login(system.admin);
     const agent = agents.spawn(["--server", `127.0.0.1:${linkPort}`, "--shell", "/bin/bash"]);
     const nodeId = await agent.nodeId();
-    await eventually(async () => (await system.api("GET", `/api/v1/agents/${nodeId}`, { token })).body?.connected === true, 30_000);
+    await eventually(
+      async () => (await system.api("GET", `/api/v1/agents/${nodeId}`, { token })).body?.connected === true,
+      30_000,
+    );
     await system.api("POST", `/api/v1/agents/${nodeId}`, { token, body: { status: "approved", name: "bench-1" } });
 
     const remote = async (): Promise<Endpoint> => {
@@ -183,7 +204,10 @@ async function main() {
       };
     };
 
-    const measure = async <T>(make: () => Endpoint | Promise<Endpoint>, fn: (ep: Endpoint) => Promise<T>): Promise<T> => {
+    const measure = async <T>(
+      make: () => Endpoint | Promise<Endpoint>,
+      fn: (ep: Endpoint) => Promise<T>,
+    ): Promise<T> => {
       const ep = await make();
       try {
         return await fn(ep);
@@ -207,18 +231,27 @@ async function main() {
     for (const [name, p] of system.procs) pids[name] = p.child.pid;
     const cpuBefore = Object.fromEntries(Object.entries(pids).map(([n, p]) => [n, cpuSeconds(p)]));
     const tpRemote = await measure(remote, (ep) => throughput(ep, file));
-    const cpu = Object.entries(pids).map(([n, p]) => `${n} ${(cpuSeconds(p) - cpuBefore[n]!).toFixed(1)}s`).join(", ");
+    const cpu = Object.entries(pids)
+      .map(([n, p]) => `${n} ${(cpuSeconds(p) - cpuBefore[n]!).toFixed(1)}s`)
+      .join(", ");
     progress("throughput on a local PTY");
     const tpLocal = await measure(localPty, (ep) => throughput(ep, file));
 
-    const row = (name: string, o: number, l: number, unit: string) => `${name.padEnd(26)} ${o.toFixed(2).padStart(10)} ${unit.padEnd(6)} ${l.toFixed(2).padStart(10)} ${unit.padEnd(6)} ${(o / l).toFixed(2).padStart(8)}x`;
-    console.log(`terminal bench: ${SAMPLES} echo samples, cat of ${MIB} MiB (${tpRemote.bytes} bytes through the terminal)`);
-    console.log(`${"".padEnd(26)} ${"orchestrator".padStart(17)} ${"local node-pty".padStart(17)} ${"ratio".padStart(9)}`);
+    const row = (name: string, o: number, l: number, unit: string) =>
+      `${name.padEnd(26)} ${o.toFixed(2).padStart(10)} ${unit.padEnd(6)} ${l.toFixed(2).padStart(10)} ${unit.padEnd(6)} ${(o / l).toFixed(2).padStart(8)}x`;
+    console.log(
+      `terminal bench: ${SAMPLES} echo samples, cat of ${MIB} MiB (${tpRemote.bytes} bytes through the terminal)`,
+    );
+    console.log(
+      `${"".padEnd(26)} ${"orchestrator".padStart(17)} ${"local node-pty".padStart(17)} ${"ratio".padStart(9)}`,
+    );
     console.log(row("echo p50", pct(echoRemote, 50), pct(echoLocal, 50), "ms"));
     console.log(row("echo p99", pct(echoRemote, 99), pct(echoLocal, 99), "ms"));
     console.log(row("echo max", echoRemote.at(-1)!, echoLocal.at(-1)!, "ms"));
     console.log(row("cat throughput", tpRemote.mibps, tpLocal.mibps, "MiB/s"));
-    console.log(`CPU during the orchestrated cat: ${cpu}; ${tpRemote.messages} WebSocket messages (local PTY: ${tpLocal.messages} reads)`);
+    console.log(
+      `CPU during the orchestrated cat: ${cpu}; ${tpRemote.messages} WebSocket messages (local PTY: ${tpLocal.messages} reads)`,
+    );
     const p99 = pct(echoRemote, 99);
     const share = tpRemote.mibps / tpLocal.mibps;
     console.log(`goal echo p99 < 20 ms: ${p99 < 20 ? "met" : "NOT met"} (${p99.toFixed(2)} ms)`);

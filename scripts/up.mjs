@@ -155,7 +155,10 @@ if (!(await portOpen(du.hostname, pgPort))) {
     spawnSync("pg_ctlcluster", ["--skip-systemctl-redirect", clusters[0], "main", "start"], { stdio: "inherit" });
   }
   if (!(await waitPort("127.0.0.1", pgPort, 10_000))) {
-    const bin = [which("postgres"), ...readdirSync("/usr/lib/postgresql").map((v) => `/usr/lib/postgresql/${v}/bin/postgres`)].find((p) => p && existsSync(p));
+    const bin = [
+      which("postgres"),
+      ...readdirSync("/usr/lib/postgresql").map((v) => `/usr/lib/postgresql/${v}/bin/postgres`),
+    ].find((p) => p && existsSync(p));
     if (!bin) fail("no Postgres answers and none is installed (apt-get install postgresql)");
     const dir = join(STATE, "pg");
     if (!existsSync(join(dir, "PG_VERSION"))) {
@@ -199,7 +202,9 @@ if (!secretsKeys) {
   const p = join(STATE, "secrets.keys");
   if (!existsSync(p)) writeFileSync(p, `dev1:${randomBytes(32).toString("base64")}\n`, { mode: 0o600 });
   secretsKeys = readFileSync(p, "utf8").trim();
-  say("ORCH_SECRETS_KEYS is not set: using the generated DEVELOPMENT key in .orch/secrets.keys (set ORCH_SECRETS_KEYS in production)");
+  say(
+    "ORCH_SECRETS_KEYS is not set: using the generated DEVELOPMENT key in .orch/secrets.keys (set ORCH_SECRETS_KEYS in production)",
+  );
 }
 // Channel credentials are always encrypted: notify does not start without a key.
 let notifyKeys = process.env.ORCH_NOTIFY_CREDENTIALS_KEYS;
@@ -207,7 +212,9 @@ if (!notifyKeys) {
   const p = join(STATE, "notify-credentials.keys");
   if (!existsSync(p)) writeFileSync(p, `dev1:${randomBytes(32).toString("base64")}\n`, { mode: 0o600 });
   notifyKeys = readFileSync(p, "utf8").trim();
-  say("ORCH_NOTIFY_CREDENTIALS_KEYS is not set: using the generated DEVELOPMENT key in .orch/notify-credentials.keys (set ORCH_NOTIFY_CREDENTIALS_KEYS in production)");
+  say(
+    "ORCH_NOTIFY_CREDENTIALS_KEYS is not set: using the generated DEVELOPMENT key in .orch/notify-credentials.keys (set ORCH_NOTIFY_CREDENTIALS_KEYS in production)",
+  );
 }
 
 // The agent link's TLS identity: a development CA (first run) and a server certificate it issues,
@@ -236,13 +243,16 @@ if (process.env.ORCH_AGENTS_TLS_CERT || /^(1|true)$/i.test(process.env.ORCH_AGEN
   }
   linkEnv = { ORCH_AGENTS_TLS_CERT: ca.serverCert, ORCH_AGENTS_TLS_KEY: ca.serverKey };
   agentTrust = ["--ca", ca.caCert];
-  linkSummary = "TLS, development CA .orch/tls/ca.crt " +
+  linkSummary =
+    "TLS, development CA .orch/tls/ca.crt " +
     `(agents elsewhere: --ca ca.crt or --server-fingerprint ${ca.caFingerprint})`;
 }
 
 // 5. Services, then agents.
 const httpPort = Number(process.env.ORCH_HTTP_PORT ?? 8080);
-const services = readdirSync(join(ROOT, "services")).filter((s) => existsSync(join(ROOT, "services", s, "dist/main.js")));
+const services = readdirSync(join(ROOT, "services")).filter((s) =>
+  existsSync(join(ROOT, "services", s, "dist/main.js")),
+);
 const env = {
   NATS_URL: natsUrl,
   DATABASE_URL: dbUrl,
@@ -290,7 +300,9 @@ process.stdout.write(`
 \x1b[1mOrchestrator is up\x1b[0m
   API:        ${base}/api/v1   (OpenAPI: ${base}/api/v1/openapi.json)
   Agent link: ${linkSummary}
-  Services:   ${Object.entries(status?.services ?? {}).map(([k, v]) => `${k}=${v}`).join(" ")}
+  Services:   ${Object.entries(status?.services ?? {})
+    .map(([k, v]) => `${k}=${v}`)
+    .join(" ")}
   Log in:     npx orchctl login --server ${base} --key ${rel}
   Then:       npx orchctl status · npx orchctl operators list · npx orchctl agents list
   Stop:       Ctrl-C

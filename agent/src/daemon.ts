@@ -29,7 +29,12 @@ const sameMap = (a: Record<string, string>, b: Record<string, string>) => {
  * The daemon: owns the link (reconnecting with jittered backoff), the metrics and attribute
  * loops, and the AgentRuntime that features register on.
  */
-export function createAgent(opts: { options: DaemonOptions; identity: Identity; log: AgentLogger; features: Feature[] }): Agent {
+export function createAgent(opts: {
+  options: DaemonOptions;
+  identity: Identity;
+  log: AgentLogger;
+  features: Feature[];
+}): Agent {
   const { options, identity, log } = opts;
   const dispatcher = createDispatcher(log);
   const subscriptions = new Map<string, Set<(data: Uint8Array) => void>>();
@@ -50,7 +55,10 @@ export function createAgent(opts: { options: DaemonOptions; identity: Identity; 
   let attrTimer: NodeJS.Timeout | undefined;
   let attrPending = false;
 
-  const attributes = () => ({ ...collectAttributes({ terminalEnabled: options.terminalEnabled }), ...featureAttributes });
+  const attributes = () => ({
+    ...collectAttributes({ terminalEnabled: options.terminalEnabled }),
+    ...featureAttributes,
+  });
 
   const sendAttributesIfChanged = () => {
     if (!send) return;
@@ -146,16 +154,24 @@ export function createAgent(opts: { options: DaemonOptions; identity: Identity; 
             if (first) {
               send = linkSend;
               lastSentAttributes = hello.attributes;
-              for (const subject of subscriptions.keys()) linkSend({ frame: { case: "subscribe", value: { subject } } });
+              for (const subject of subscriptions.keys())
+                linkSend({ frame: { case: "subscribe", value: { subject } } });
               sendMetrics();
             }
-            if (w.status !== status || first) log.info({ status: w.status, name: w.name || undefined, node_id: w.nodeId }, first ? "link up" : "approval status changed");
+            if (w.status !== status || first)
+              log.info(
+                { status: w.status, name: w.name || undefined, node_id: w.nodeId },
+                first ? "link up" : "approval status changed",
+              );
             status = w.status;
-            const wanted = (w.metricsIntervalSeconds > 0 ? w.metricsIntervalSeconds : options.metricsIntervalSeconds) * 1000;
+            const wanted =
+              (w.metricsIntervalSeconds > 0 ? w.metricsIntervalSeconds : options.metricsIntervalSeconds) * 1000;
             if (first || wanted !== metricsEveryMs) scheduleMetrics(wanted);
           },
           onRequest(r, linkSend) {
-            void dispatcher.handle(r, { approved: status === "approved" }).then((res) => linkSend({ frame: { case: "response", value: res } }));
+            void dispatcher
+              .handle(r, { approved: status === "approved" })
+              .then((res) => linkSend({ frame: { case: "response", value: res } }));
           },
           onMessage(m) {
             for (const fn of subscriptions.get(m.subject) ?? []) {
@@ -176,13 +192,19 @@ export function createAgent(opts: { options: DaemonOptions; identity: Identity; 
       if (stopped) break;
       if (outcome.wasUp) failures = 0;
       if (outcome.kind === "refused" && outcome.reason === "agent_rejected") {
-        log.error({ server: target, retry_in_s: REJECTED_RETRY_MS / 1000 }, "this agent was REJECTED by an operator; it will not be able to connect unless an operator approves it");
+        log.error(
+          { server: target, retry_in_s: REJECTED_RETRY_MS / 1000 },
+          "this agent was REJECTED by an operator; it will not be able to connect unless an operator approves it",
+        );
         await sleep(REJECTED_RETRY_MS);
         continue;
       }
       const delay = backoffDelay(failures++);
       const detail = outcome.kind === "refused" ? `refused: ${outcome.reason}` : outcome.detail;
-      log.warn({ server: target, detail, retry_in_ms: delay }, outcome.wasUp ? "link lost; reconnecting" : "could not connect; retrying");
+      log.warn(
+        { server: target, detail, retry_in_ms: delay },
+        outcome.wasUp ? "link lost; reconnecting" : "could not connect; retrying",
+      );
       await sleep(delay);
     }
   }
@@ -191,7 +213,10 @@ export function createAgent(opts: { options: DaemonOptions; identity: Identity; 
     ...runtime,
     async start() {
       for (const f of opts.features) await f(runtime);
-      log.info({ node_id: identity.nodeId, version: AGENT_VERSION, methods: dispatcher.methods() }, "orch-agent starting");
+      log.info(
+        { node_id: identity.nodeId, version: AGENT_VERSION, methods: dispatcher.methods() },
+        "orch-agent starting",
+      );
       attrTimer = setInterval(sendAttributesIfChanged, ATTRIBUTE_RECHECK_MS);
       if (server) {
         loop = connectLoop();

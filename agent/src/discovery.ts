@@ -47,7 +47,11 @@ export function saveServer(dataDir: string, server: string): void {
  * Listens on UDP for discovery datagrams until one names a link address. Only an agent without a
  * server listens at all: once it has one, a stray or hostile datagram cannot move it elsewhere.
  */
-export function listenForDiscovery(opts: { port: number; log: AgentLogger; onServer(server: string): void }): Promise<{ close(): void }> {
+export function listenForDiscovery(opts: {
+  port: number;
+  log: AgentLogger;
+  onServer(server: string): void;
+}): Promise<{ close(): void }> {
   const sock: Socket = createSocket({ type: "udp4", reuseAddr: true });
   let closed = false;
   const close = () => {

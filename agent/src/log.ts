@@ -8,12 +8,22 @@ export const isLogLevel = (s: string): s is LogLevel => Object.prototype.hasOwnP
  * JSON lines on stdout (journald and `kubectl logs` friendly), pino's field names so the same
  * tooling reads agent and service logs. No dependency: the agent ships alone onto machines.
  */
-export function createAgentLogger(level: LogLevel = "info", write: (line: string) => void = (l) => process.stdout.write(l), base: Record<string, unknown> = {}): AgentLogger & { child(fields: Record<string, unknown>): AgentLogger } {
+export function createAgentLogger(
+  level: LogLevel = "info",
+  write: (line: string) => void = (l) => process.stdout.write(l),
+  base: Record<string, unknown> = {},
+): AgentLogger & { child(fields: Record<string, unknown>): AgentLogger } {
   const min = LEVELS[level];
   const emit = (lvl: Exclude<LogLevel, "silent">, obj: object | string, msg?: string) => {
     if (LEVELS[lvl] < min) return;
     const fields = typeof obj === "string" ? { msg: obj } : { ...obj, ...(msg !== undefined ? { msg } : {}) };
-    const rec: Record<string, unknown> = { level: lvl, time: new Date().toISOString(), name: "orch-agent", ...base, ...fields };
+    const rec: Record<string, unknown> = {
+      level: lvl,
+      time: new Date().toISOString(),
+      name: "orch-agent",
+      ...base,
+      ...fields,
+    };
     if (rec.err instanceof Error) rec.err = { message: rec.err.message, name: rec.err.name };
     write(`${JSON.stringify(rec)}\n`);
   };

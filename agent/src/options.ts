@@ -50,7 +50,10 @@ export function validHostPort(s: string): boolean {
 
 function num(name: string, raw: string, min: number, max: number, integer: boolean): number {
   const n = Number(raw);
-  if (!Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) throw new UsageError(`${name} must be ${integer ? "an integer" : "a number"} between ${min} and ${max}, got ${JSON.stringify(raw)}`);
+  if (!Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n)))
+    throw new UsageError(
+      `${name} must be ${integer ? "an integer" : "a number"} between ${min} and ${max}, got ${JSON.stringify(raw)}`,
+    );
   return n;
 }
 
@@ -87,16 +90,35 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): DaemonOpti
   if (values.version) return "version";
 
   const server = values.server ?? env.ORCH_AGENT_SERVER ?? undefined;
-  if (server !== undefined && !validHostPort(server)) throw new UsageError(`--server must be host:port, got ${JSON.stringify(server)}`);
+  if (server !== undefined && !validHostPort(server))
+    throw new UsageError(`--server must be host:port, got ${JSON.stringify(server)}`);
   const discover = values.discover ?? truthy(env.ORCH_AGENT_DISCOVER);
-  const discoveryPort = num("--discovery-port", values["discovery-port"] ?? env.ORCH_AGENT_DISCOVERY_PORT ?? String(DEFAULT_DISCOVERY_PORT), 1, 65535, true);
-  const metricsIntervalSeconds = num("--metrics-interval", values["metrics-interval"] ?? env.ORCH_AGENT_METRICS_INTERVAL ?? String(DEFAULT_METRICS_INTERVAL), 0.2, 86_400, false);
+  const discoveryPort = num(
+    "--discovery-port",
+    values["discovery-port"] ?? env.ORCH_AGENT_DISCOVERY_PORT ?? String(DEFAULT_DISCOVERY_PORT),
+    1,
+    65535,
+    true,
+  );
+  const metricsIntervalSeconds = num(
+    "--metrics-interval",
+    values["metrics-interval"] ?? env.ORCH_AGENT_METRICS_INTERVAL ?? String(DEFAULT_METRICS_INTERVAL),
+    0.2,
+    86_400,
+    false,
+  );
   const terminalEnabled = !(values["no-terminal"] ?? truthy(env.ORCH_AGENT_NO_TERMINAL));
   const trust = parseTrust(values, env);
-  const shells = values.shell?.length ? values.shell : env.ORCH_AGENT_SHELLS ? env.ORCH_AGENT_SHELLS.split(":").filter(Boolean) : [existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh"];
-  for (const s of shells) if (!s.startsWith("/")) throw new UsageError(`--shell must be an absolute path, got ${JSON.stringify(s)}`);
+  const shells = values.shell?.length
+    ? values.shell
+    : env.ORCH_AGENT_SHELLS
+      ? env.ORCH_AGENT_SHELLS.split(":").filter(Boolean)
+      : [existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh"];
+  for (const s of shells)
+    if (!s.startsWith("/")) throw new UsageError(`--shell must be an absolute path, got ${JSON.stringify(s)}`);
   const logLevel = values["log-level"] ?? env.ORCH_AGENT_LOG_LEVEL ?? "info";
-  if (!isLogLevel(logLevel)) throw new UsageError(`--log-level must be debug, info, warn or error, got ${JSON.stringify(logLevel)}`);
+  if (!isLogLevel(logLevel))
+    throw new UsageError(`--log-level must be debug, info, warn or error, got ${JSON.stringify(logLevel)}`);
   return {
     server,
     dataDir: values["data-dir"] ?? env.ORCH_AGENT_DATA_DIR ?? DEFAULT_DATA_DIR,

@@ -55,13 +55,25 @@ type Out<M> = M extends { output: infer O extends DescMessage } ? O : never;
 
 /** Same shape as the kit's NATS handlers; throw an AgentError to answer with a code. */
 export type AgentHandlers<S extends GenService<GenServiceMethods>> = {
-  [K in keyof Methods<S>]: (req: MessageShape<In<Methods<S>[K]>>, ctx: AgentCallContext) => Promise<MessageInitShape<Out<Methods<S>[K]>>>;
+  [K in keyof Methods<S>]: (
+    req: MessageShape<In<Methods<S>[K]>>,
+    ctx: AgentCallContext,
+  ) => Promise<MessageInitShape<Out<Methods<S>[K]>>>;
 };
 
 /** An error an agent-side handler returns to the caller with a status code and stable reason. */
 export class AgentError extends Error {
   constructor(
-    readonly code: "INVALID_ARGUMENT" | "NOT_FOUND" | "FAILED_PRECONDITION" | "UNAVAILABLE" | "DEADLINE_EXCEEDED" | "INTERNAL" | "PERMISSION_DENIED" | "ALREADY_EXISTS" | "RESOURCE_EXHAUSTED",
+    readonly code:
+      | "INVALID_ARGUMENT"
+      | "NOT_FOUND"
+      | "FAILED_PRECONDITION"
+      | "UNAVAILABLE"
+      | "DEADLINE_EXCEEDED"
+      | "INTERNAL"
+      | "PERMISSION_DENIED"
+      | "ALREADY_EXISTS"
+      | "RESOURCE_EXHAUSTED",
     readonly reason: string,
     message: string,
   ) {

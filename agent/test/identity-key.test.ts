@@ -40,13 +40,20 @@ t.test("a key readable by others is tightened, a foreign key type is refused", a
   const b = loadOrCreateIdentity(dir, log);
   t.equal(b.nodeId, a.nodeId);
   t.equal(statSync(join(dir, KEY_FILE)).mode & 0o777, 0o600);
-  t.ok(lines.some((l) => l.includes("readable by others")), "and says so");
+  t.ok(
+    lines.some((l) => l.includes("readable by others")),
+    "and says so",
+  );
 
   const other = mkdtempSync(join(tmpdir(), "orch-agent-id-"));
   t.teardown(() => rmSync(other, { recursive: true, force: true }));
   const { generateKeyPairSync } = await import("node:crypto");
   const { writeFileSync } = await import("node:fs");
-  writeFileSync(join(other, KEY_FILE), generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600 });
+  writeFileSync(
+    join(other, KEY_FILE),
+    generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({ format: "pem", type: "pkcs8" }),
+    { mode: 0o600 },
+  );
   t.throws(() => loadOrCreateIdentity(other, log), /not an Ed25519 private key/);
 });
 

@@ -10,9 +10,15 @@ t.test("unit: full-jitter backoff doubles its ceiling from 0.5 s up to the 30 s 
 
 t.test("unit: delays are spread over the whole window (no herd)", async (t) => {
   const xs = Array.from({ length: 2000 }, () => backoffDelay(6));
-  t.ok(xs.every((x) => x >= 0 && x < 30_000), "all inside [0, cap)");
+  t.ok(
+    xs.every((x) => x >= 0 && x < 30_000),
+    "all inside [0, cap)",
+  );
   const buckets = [0, 0, 0, 0];
   for (const x of xs) buckets[Math.floor(x / 7500)]!++;
-  t.ok(buckets.every((b) => b > 300), `each quarter of the window is used: ${buckets.join(",")}`);
+  t.ok(
+    buckets.every((b) => b > 300),
+    `each quarter of the window is used: ${buckets.join(",")}`,
+  );
   t.ok(new Set(xs).size > 1500, "agents pick different delays");
 });

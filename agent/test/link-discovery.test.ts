@@ -6,15 +6,39 @@ import { createTestDatabase, eventually, freePort, startNats } from "@orch/kit/t
 import { agentPool, agentsClient, collectEvents, startAgentsService } from "../../services/agents/test/harness.js";
 import { SERVER_FILE, parseDiscovery } from "../src/discovery.js";
 
-const from = (address: string, family: "IPv4" | "IPv6" = "IPv4"): RemoteInfo => ({ address, family, port: 7444, size: 0 });
+const from = (address: string, family: "IPv4" | "IPv6" = "IPv4"): RemoteInfo => ({
+  address,
+  family,
+  port: 7444,
+  size: 0,
+});
 const dgram = (o: unknown) => Buffer.from(typeof o === "string" ? o : JSON.stringify(o));
 
 t.test("unit: discovery datagrams", async (t) => {
   t.equal(parseDiscovery(dgram({ type: "orch.discover", link: "orch.lan:7443" }), from("10.0.0.5")), "orch.lan:7443");
-  t.equal(parseDiscovery(dgram({ type: "orch.discover", link: "0.0.0.0:7443" }), from("10.0.0.5")), "10.0.0.5:7443", "unspecified host = the sender");
-  t.equal(parseDiscovery(dgram({ type: "orch.discover", link: "[::]:7443" }), from("fe80::1", "IPv6")), "[fe80::1]:7443");
-  t.equal(parseDiscovery(dgram({ type: "orch.discover", link: "[2001:db8::1]:7443" }), from("10.0.0.5")), "[2001:db8::1]:7443");
-  for (const bad of ["not json", "null", "[]", { type: "other", link: "a:1" }, { type: "orch.discover" }, { type: "orch.discover", link: "no-port" }, { type: "orch.discover", link: "h:99999" }, { type: "orch.discover", link: 5 }]) {
+  t.equal(
+    parseDiscovery(dgram({ type: "orch.discover", link: "0.0.0.0:7443" }), from("10.0.0.5")),
+    "10.0.0.5:7443",
+    "unspecified host = the sender",
+  );
+  t.equal(
+    parseDiscovery(dgram({ type: "orch.discover", link: "[::]:7443" }), from("fe80::1", "IPv6")),
+    "[fe80::1]:7443",
+  );
+  t.equal(
+    parseDiscovery(dgram({ type: "orch.discover", link: "[2001:db8::1]:7443" }), from("10.0.0.5")),
+    "[2001:db8::1]:7443",
+  );
+  for (const bad of [
+    "not json",
+    "null",
+    "[]",
+    { type: "other", link: "a:1" },
+    { type: "orch.discover" },
+    { type: "orch.discover", link: "no-port" },
+    { type: "orch.discover", link: "h:99999" },
+    { type: "orch.discover", link: 5 },
+  ]) {
     t.equal(parseDiscovery(dgram(bad), from("10.0.0.5")), undefined, `ignored: ${JSON.stringify(bad)}`);
   }
   t.equal(parseDiscovery(Buffer.alloc(2000, 32), from("10.0.0.5")), undefined, "oversized datagrams are ignored");
@@ -59,7 +83,10 @@ t.test("an agent started with --discover connects after Discover and remembers t
   await eventually(async () => (await c.getAgent({ id }, as)).connected === false);
   const again = agents.spawn([], { dataDir: a.dataDir });
   await eventually(async () => (await c.getAgent({ id }, as)).connected);
-  t.notOk(again.records().some((r) => r.msg === "waiting for a discovery datagram"), "a restart goes straight to the saved server");
+  t.notOk(
+    again.records().some((r) => r.msg === "waiting for a discovery datagram"),
+    "a restart goes straight to the saved server",
+  );
 });
 
 t.test("Discover refuses a malformed target and reports send failures", async (t) => {
@@ -74,9 +101,19 @@ t.test("Discover refuses a malformed target and reports send failures", async (t
   const nc = await nats.connect("observer");
   const { c, as } = agentsClient(nc);
   for (const target of ["nope", "host:0", "host:70000", "a b:1", "[zz]:1"]) {
-    const err = await c.discover({ target }, as).then(() => undefined, (e: { code: string; reason: string; details: { field?: string } }) => e);
-    t.match(err, { code: "INVALID_ARGUMENT", reason: "invalid_target", details: { field: "target" } }, `target ${target}`);
+    const err = await c.discover({ target }, as).then(
+      () => undefined,
+      (e: { code: string; reason: string; details: { field?: string } }) => e,
+    );
+    t.match(
+      err,
+      { code: "INVALID_ARGUMENT", reason: "invalid_target", details: { field: "target" } },
+      `target ${target}`,
+    );
   }
-  const unresolvable = await c.discover({ target: "no-such-host.invalid:7444" }, as).then(() => undefined, (e: { code: string; reason: string }) => e);
+  const unresolvable = await c.discover({ target: "no-such-host.invalid:7444" }, as).then(
+    () => undefined,
+    (e: { code: string; reason: string }) => e,
+  );
   t.match(unresolvable, { code: "INVALID_ARGUMENT", reason: "invalid_target", details: { field: "target" } });
 });

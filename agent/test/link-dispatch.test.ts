@@ -19,7 +19,8 @@ d.serve(AgentControlService, {
   },
 });
 
-const req = (method: string, payload: Uint8Array, deadline = Date.now() + 5000) => create(RequestSchema, { id: 7n, method, payload, deadline });
+const req = (method: string, payload: Uint8Array, deadline = Date.now() + 5000) =>
+  create(RequestSchema, { id: 7n, method, payload, deadline });
 const ping = (p: string) => toBinary(PingRequestSchema, create(PingRequestSchema, { payload: p }));
 
 t.test("unit: a request is decoded, handled and encoded with the method's schemas", async (t) => {
@@ -33,13 +34,28 @@ t.test("unit: a request is decoded, handled and encoded with the method's schema
 
 t.test("unit: refusals carry a code and a stable reason", async (t) => {
   behaviour = "echo";
-  t.match((await d.handle(req("Nope", ping("x")), { approved: true })).error, { code: "INTERNAL", reason: "unknown_method" });
-  t.match((await d.handle(req("Ping", ping("x")), { approved: false })).error, { code: "FAILED_PRECONDITION", reason: "agent_not_approved" });
-  t.match((await d.handle(req("Ping", new Uint8Array([0xff, 0xff, 0xff, 0xff])), { approved: true })).error, { code: "INVALID_ARGUMENT", reason: "invalid_payload" });
-  t.match((await d.handle(req("Ping", ping("x"), Date.now() - 1), { approved: true })).error, { code: "DEADLINE_EXCEEDED" });
+  t.match((await d.handle(req("Nope", ping("x")), { approved: true })).error, {
+    code: "INTERNAL",
+    reason: "unknown_method",
+  });
+  t.match((await d.handle(req("Ping", ping("x")), { approved: false })).error, {
+    code: "FAILED_PRECONDITION",
+    reason: "agent_not_approved",
+  });
+  t.match((await d.handle(req("Ping", new Uint8Array([0xff, 0xff, 0xff, 0xff])), { approved: true })).error, {
+    code: "INVALID_ARGUMENT",
+    reason: "invalid_payload",
+  });
+  t.match((await d.handle(req("Ping", ping("x"), Date.now() - 1), { approved: true })).error, {
+    code: "DEADLINE_EXCEEDED",
+  });
 
   behaviour = "agent-error";
-  t.match((await d.handle(req("Ping", ping("x")), { approved: true })).error, { code: "NOT_FOUND", reason: "nothing_here", message: "nothing here" });
+  t.match((await d.handle(req("Ping", ping("x")), { approved: true })).error, {
+    code: "NOT_FOUND",
+    reason: "nothing_here",
+    message: "nothing here",
+  });
 
   behaviour = "crash";
   const crash = (await d.handle(req("Ping", ping("x")), { approved: true })).error!;

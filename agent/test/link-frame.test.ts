@@ -22,7 +22,9 @@ t.test("other frames and unusual publish values go through protobuf-es", async (
     { frame: { case: "subscribe", value: { subject: "orch.term.A.in" } } },
     { frame: { case: "response", value: { id: 7n, payload: new Uint8Array([1, 2]) } } },
     { frame: { case: "publish", value: { subject: "orch.term.A.out" } } },
-    create(AgentFrameSchema, { frame: { case: "publish", value: { subject: "orch.term.A.out", data: new Uint8Array([9]) } } }),
+    create(AgentFrameSchema, {
+      frame: { case: "publish", value: { subject: "orch.term.A.out", data: new Uint8Array([9]) } },
+    }),
   ];
   for (const f of frames) t.ok(encodeFrame(f).equals(reference(f)), String(f.frame?.case));
 });

@@ -1,6 +1,12 @@
 import t from "tap";
 import { createTestDatabase, eventually, freePort, startNats } from "@orch/kit/testing";
-import { agentPool, agentsClient, collectEvents, startAgentsService, type AgentsUnderTest } from "../../services/agents/test/harness.js";
+import {
+  agentPool,
+  agentsClient,
+  collectEvents,
+  startAgentsService,
+  type AgentsUnderTest,
+} from "../../services/agents/test/harness.js";
 
 // A real orch-agent process against the agents service: reconnects, restarts, kills, rejection.
 const nats = await startNats();
@@ -27,7 +33,8 @@ t.test("attributes and metrics flow while pending", async (t) => {
   const agent = await eventually(async () => ((await get(id))?.connected ? get(id) : undefined));
   t.equal(agent!.status, "pending");
   t.match(agent!.attributes, { os: "linux", terminal_enabled: "false", agent_version: "0.1.0" });
-  for (const k of ["hostname", "kernel", "arch", "cpus", "memory_bytes", "addresses", "distro"]) t.ok(k in agent!.attributes, `attribute ${k}`);
+  for (const k of ["hostname", "kernel", "arch", "cpus", "memory_bytes", "addresses", "distro"])
+    t.ok(k in agent!.attributes, `attribute ${k}`);
   t.equal(agent!.version, "0.1.0");
   const samples = await eventually(async () => {
     const s = (await c.getMetrics({ nodeId: id }, as)).samples;
@@ -76,13 +83,25 @@ t.test("the agent reconnects with backoff when the service goes away and comes b
   svc = await startAgentsService(nats, db, { link_port: port });
   await eventually(async () => {
     const r = await get(id);
-    return r?.connected && (await svc.deps.pool.query("SELECT replica FROM agents WHERE node_id = $1", [id])).rows[0]?.replica === svc.svc.replica;
+    return (
+      r?.connected &&
+      (await svc.deps.pool.query("SELECT replica FROM agents WHERE node_id = $1", [id])).rows[0]?.replica ===
+        svc.svc.replica
+    );
   }, 30_000);
   t.not(svc.svc.replica, oldReplica);
-  const waits = a.records().filter((r) => typeof r.retry_in_ms === "number").map((r) => r.retry_in_ms as number);
+  const waits = a
+    .records()
+    .filter((r) => typeof r.retry_in_ms === "number")
+    .map((r) => r.retry_in_ms as number);
   t.ok(waits.length >= 3, `retried ${waits.length} times`);
-  waits.forEach((w, i) => t.ok(w >= 0 && w < Math.min(30_000, 500 * 2 ** i), `retry ${i + 1} waited ${w} ms, inside its jitter window`));
-  t.ok(a.records().some((r) => r.msg === "link lost; reconnecting"), "the drop is logged");
+  waits.forEach((w, i) =>
+    t.ok(w >= 0 && w < Math.min(30_000, 500 * 2 ** i), `retry ${i + 1} waited ${w} ms, inside its jitter window`),
+  );
+  t.ok(
+    a.records().some((r) => r.msg === "link lost; reconnecting"),
+    "the drop is logged",
+  );
 });
 
 t.test("a rejected agent is refused, says so, and backs off for minutes", async (t) => {

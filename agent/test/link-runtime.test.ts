@@ -30,7 +30,10 @@ const echo: Feature = (r) => {
   rt = r;
   r.subscribe("orch.term.rt1.in", (data) => r.publish("orch.term.rt1.out", new Uint8Array([...data].reverse())));
 };
-const options = parseOptions(["--server", `127.0.0.1:${port}`, "--data-dir", dir, "--metrics-interval", "3600", "--ca", testLinkTls().caCert], {}) as DaemonOptions;
+const options = parseOptions(
+  ["--server", `127.0.0.1:${port}`, "--data-dir", dir, "--metrics-interval", "3600", "--ca", testLinkTls().caCert],
+  {},
+) as DaemonOptions;
 const identity = loadOrCreateIdentity(dir, log);
 // As if session rt1 had been opened on this agent: the link bridges only granted sessions.
 await grantsDb.put(svc.deps.pool, identity.nodeId, { kind: "terminal", ref: "rt1" }, Date.now() + 3_600_000);
@@ -45,7 +48,8 @@ t.teardown(async () => {
 });
 
 const nodeId = identity.nodeId;
-const connected = () => eventually(async () => (await c.getAgent({ id: nodeId }, as).catch(() => undefined))?.connected);
+const connected = () =>
+  eventually(async () => (await c.getAgent({ id: nodeId }, as).catch(() => undefined))?.connected);
 
 async function roundTrip(): Promise<number[]> {
   const got: number[][] = [];

@@ -5,7 +5,11 @@ import { createSampler, parseNetDev } from "../src/metrics.js";
 import { AGENT_VERSION } from "../src/version.js";
 
 t.test("unit: /etc/os-release parsing", async (t) => {
-  t.same(parseOsRelease('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nVERSION_ID="12"\n# comment\n'), { PRETTY_NAME: "Debian GNU/Linux 12 (bookworm)", ID: "debian", VERSION_ID: "12" });
+  t.same(parseOsRelease('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nVERSION_ID="12"\n# comment\n'), {
+    PRETTY_NAME: "Debian GNU/Linux 12 (bookworm)",
+    ID: "debian",
+    VERSION_ID: "12",
+  });
 });
 
 t.test("unit: /proc/net/dev sums every interface but loopback", async (t) => {
@@ -19,9 +23,21 @@ t.test("unit: /proc/net/dev sums every interface but loopback", async (t) => {
 
 t.test("attributes describe this machine", async (t) => {
   const a = collectAttributes({ terminalEnabled: false });
-  t.match(a, { hostname: os.hostname(), os: os.platform(), kernel: os.release(), arch: os.machine(), cpus: String(os.availableParallelism()), memory_bytes: String(os.totalmem()), agent_version: AGENT_VERSION, terminal_enabled: "false" });
+  t.match(a, {
+    hostname: os.hostname(),
+    os: os.platform(),
+    kernel: os.release(),
+    arch: os.machine(),
+    cpus: String(os.availableParallelism()),
+    memory_bytes: String(os.totalmem()),
+    agent_version: AGENT_VERSION,
+    terminal_enabled: "false",
+  });
   t.match(AGENT_VERSION, /^\d+\.\d+\.\d+/);
-  t.ok(Object.values(a).every((v) => typeof v === "string"), "flat strings");
+  t.ok(
+    Object.values(a).every((v) => typeof v === "string"),
+    "flat strings",
+  );
 });
 
 t.test("metrics samples are plausible", async (t) => {

@@ -51,7 +51,10 @@ t.test("a wrong --server-fingerprint: the agent refuses to connect, says why, ke
 });
 
 t.test("the right fingerprint connects: the server certificate's, or its CA's", async (t) => {
-  const opensslForm = ca.caFingerprint.replace("sha256:", "").toUpperCase().replace(/(..)(?!$)/g, "$1:");
+  const opensslForm = ca.caFingerprint
+    .replace("sha256:", "")
+    .toUpperCase()
+    .replace(/(..)(?!$)/g, "$1:");
   for (const pin of [ca.fingerprint, ca.caFingerprint, opensslForm]) {
     const a = agents.spawn(["--server", tlsSvc.server, "--server-fingerprint", pin]);
     const id = await a.nodeId();

@@ -1,5 +1,16 @@
 import t from "tap";
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { byId, scratch, stateHarness, type Res } from "./state-harness.js";
@@ -8,66 +19,124 @@ const h = await stateHarness();
 
 /** A module like the ones the state service renders: a dir, a file in it, a symlink to the file. */
 const moduleUnder = (dir: string, content = "managed line 1\nmanaged line 2\n"): Res[] => [
-  { id: "conf", type: "file", spec: { path: join(dir, "app", "app.conf"), content, mode: "0640", owner: "root", group: "root" }, requires: ["m/appdir"] },
+  {
+    id: "conf",
+    type: "file",
+    spec: { path: join(dir, "app", "app.conf"), content, mode: "0640", owner: "root", group: "root" },
+    requires: ["m/appdir"],
+  },
   { id: "appdir", type: "directory", spec: { path: join(dir, "app"), mode: "0750" } },
-  { id: "current", type: "symlink", spec: { path: join(dir, "current"), target: join(dir, "app", "app.conf") }, requires: ["m/conf"] },
+  {
+    id: "current",
+    type: "symlink",
+    spec: { path: join(dir, "current"), target: join(dir, "app", "app.conf") },
+    requires: ["m/conf"],
+  },
 ];
 
-t.test("plan shows a unified diff and changes nothing; apply creates; second apply and plan: nothing to change", async (t) => {
-  const dir = scratch(t);
-  const mod = moduleUnder(dir);
+t.test(
+  "plan shows a unified diff and changes nothing; apply creates; second apply and plan: nothing to change",
+  async (t) => {
+    const dir = scratch(t);
+    const mod = moduleUnder(dir);
 
-  const plan = await h.execute("plan", mod);
-  t.same(plan.map((r) => r.id), ["appdir", "conf", "current"], "ordered by requires");
-  t.ok(plan.every((r) => r.status === "changed" && r.changed), "everything would change");
-  const conf = byId(plan).conf!;
-  t.match(conf.diff, /^--- \/dev\/null/m);
-  t.match(conf.diff, new RegExp(`^\\+\\+\\+ ${join(dir, "app", "app.conf")}`, "m"));
-  t.match(conf.diff, /^\+managed line 1$/m);
-  t.match(conf.diff, /mode 0640/);
-  t.match(byId(plan).appdir!.diff, /create directory \(mode 0750\)/);
-  t.same(readdirSync(dir), [], "plan changed nothing on disk");
+    const plan = await h.execute("plan", mod);
+    t.same(
+      plan.map((r) => r.id),
+      ["appdir", "conf", "current"],
+      "ordered by requires",
+    );
+    t.ok(
+      plan.every((r) => r.status === "changed" && r.changed),
+      "everything would change",
+    );
+    const conf = byId(plan).conf!;
+    t.match(conf.diff, /^--- \/dev\/null/m);
+    t.match(conf.diff, new RegExp(`^\\+\\+\\+ ${join(dir, "app", "app.conf")}`, "m"));
+    t.match(conf.diff, /^\+managed line 1$/m);
+    t.match(conf.diff, /mode 0640/);
+    t.match(byId(plan).appdir!.diff, /create directory \(mode 0750\)/);
+    t.same(readdirSync(dir), [], "plan changed nothing on disk");
 
-  const apply = await h.execute("apply", mod);
-  t.same(apply.map((r) => [r.id, r.status]), [["appdir", "changed"], ["conf", "changed"], ["current", "changed"]]);
-  t.equal(readFileSync(join(dir, "app", "app.conf"), "utf8"), "managed line 1\nmanaged line 2\n");
-  t.equal(statSync(join(dir, "app", "app.conf")).mode & 0o7777, 0o640);
-  t.equal(statSync(join(dir, "app")).mode & 0o7777, 0o750);
-  t.equal(readlinkSync(join(dir, "current")), join(dir, "app", "app.conf"));
-  t.same(readdirSync(join(dir, "app")), ["app.conf"], "no temp file left behind by the atomic write");
-  const obs = byId(apply).conf!.observed!;
-  t.same(obs, { exists: true, sha256: createHash("sha256").update("managed line 1\nmanaged line 2\n").digest("hex"), size: 30, mode: "0640", owner: "root", group: "root" });
-  t.ok(apply.every((r) => typeof r.durationMs === "number" && r.durationMs >= 0));
+    const apply = await h.execute("apply", mod);
+    t.same(
+      apply.map((r) => [r.id, r.status]),
+      [
+        ["appdir", "changed"],
+        ["conf", "changed"],
+        ["current", "changed"],
+      ],
+    );
+    t.equal(readFileSync(join(dir, "app", "app.conf"), "utf8"), "managed line 1\nmanaged line 2\n");
+    t.equal(statSync(join(dir, "app", "app.conf")).mode & 0o7777, 0o640);
+    t.equal(statSync(join(dir, "app")).mode & 0o7777, 0o750);
+    t.equal(readlinkSync(join(dir, "current")), join(dir, "app", "app.conf"));
+    t.same(readdirSync(join(dir, "app")), ["app.conf"], "no temp file left behind by the atomic write");
+    const obs = byId(apply).conf!.observed!;
+    t.same(obs, {
+      exists: true,
+      sha256: createHash("sha256").update("managed line 1\nmanaged line 2\n").digest("hex"),
+      size: 30,
+      mode: "0640",
+      owner: "root",
+      group: "root",
+    });
+    t.ok(apply.every((r) => typeof r.durationMs === "number" && r.durationMs >= 0));
 
-  const again = await h.execute("apply", mod);
-  t.same(again.map((r) => [r.status, r.changed, r.diff]), [["ok", false, ""], ["ok", false, ""], ["ok", false, ""]], "second apply: zero changes");
-  const replan = await h.execute("plan", mod);
-  t.ok(replan.every((r) => r.status === "ok" && !r.changed), "second plan: nothing to change");
-});
+    const again = await h.execute("apply", mod);
+    t.same(
+      again.map((r) => [r.status, r.changed, r.diff]),
+      [
+        ["ok", false, ""],
+        ["ok", false, ""],
+        ["ok", false, ""],
+      ],
+      "second apply: zero changes",
+    );
+    const replan = await h.execute("plan", mod);
+    t.ok(
+      replan.every((r) => r.status === "ok" && !r.changed),
+      "second plan: nothing to change",
+    );
+  },
+);
 
-t.test("a hand-edited managed file: plan reports exactly that resource, with the diff; apply restores it", async (t) => {
-  const dir = scratch(t);
-  const mod = moduleUnder(dir);
-  await h.execute("apply", mod);
-  writeFileSync(join(dir, "app", "app.conf"), "managed line 1\nedited by hand\n");
+t.test(
+  "a hand-edited managed file: plan reports exactly that resource, with the diff; apply restores it",
+  async (t) => {
+    const dir = scratch(t);
+    const mod = moduleUnder(dir);
+    await h.execute("apply", mod);
+    writeFileSync(join(dir, "app", "app.conf"), "managed line 1\nedited by hand\n");
 
-  const plan = await h.execute("plan", mod);
-  t.same(plan.filter((r) => r.changed).map((r) => r.id), ["conf"]);
-  const diff = byId(plan).conf!.diff;
-  t.match(diff, /^-edited by hand$/m);
-  t.match(diff, /^\+managed line 2$/m);
-  t.notMatch(diff, /^[-+]managed line 1$/m, "unchanged lines are context only");
-  t.equal(readFileSync(join(dir, "app", "app.conf"), "utf8"), "managed line 1\nedited by hand\n", "plan did not repair it");
+    const plan = await h.execute("plan", mod);
+    t.same(
+      plan.filter((r) => r.changed).map((r) => r.id),
+      ["conf"],
+    );
+    const diff = byId(plan).conf!.diff;
+    t.match(diff, /^-edited by hand$/m);
+    t.match(diff, /^\+managed line 2$/m);
+    t.notMatch(diff, /^[-+]managed line 1$/m, "unchanged lines are context only");
+    t.equal(
+      readFileSync(join(dir, "app", "app.conf"), "utf8"),
+      "managed line 1\nedited by hand\n",
+      "plan did not repair it",
+    );
 
-  chmodSync(join(dir, "app", "app.conf"), 0o666);
-  const attrs = byId(await h.execute("plan", mod)).conf!.diff;
-  t.match(attrs, /mode 0666 -> 0640/);
+    chmodSync(join(dir, "app", "app.conf"), 0o666);
+    const attrs = byId(await h.execute("plan", mod)).conf!.diff;
+    t.match(attrs, /mode 0666 -> 0640/);
 
-  const fix = await h.execute("apply", mod);
-  t.same(fix.filter((r) => r.changed).map((r) => r.id), ["conf"]);
-  t.equal(readFileSync(join(dir, "app", "app.conf"), "utf8"), "managed line 1\nmanaged line 2\n");
-  t.equal(statSync(join(dir, "app", "app.conf")).mode & 0o7777, 0o640);
-});
+    const fix = await h.execute("apply", mod);
+    t.same(
+      fix.filter((r) => r.changed).map((r) => r.id),
+      ["conf"],
+    );
+    t.equal(readFileSync(join(dir, "app", "app.conf"), "utf8"), "managed line 1\nmanaged line 2\n");
+    t.equal(statSync(join(dir, "app", "app.conf")).mode & 0o7777, 0o640);
+  },
+);
 
 t.test("mode-only drift is repaired in place without rewriting the content", async (t) => {
   const dir = scratch(t);
@@ -103,20 +172,33 @@ t.test("state absent removes files, symlinks and directories; plan shows the rem
   t.match(plan.full!.message, /force: true/);
   t.ok(existsSync(join(dir, "old")) && existsSync(join(dir, "d")), "plan removed nothing");
 
-  const apply = byId(await h.execute("apply", [...mod.slice(0, 3), { id: "full", type: "directory", spec: { path: join(dir, "full"), state: "absent", force: true } }]));
-  t.same([apply.old!.status, apply.lnk!.status, apply.d!.status, apply.full!.status], ["changed", "changed", "changed", "changed"]);
+  const apply = byId(
+    await h.execute("apply", [
+      ...mod.slice(0, 3),
+      { id: "full", type: "directory", spec: { path: join(dir, "full"), state: "absent", force: true } },
+    ]),
+  );
+  t.same(
+    [apply.old!.status, apply.lnk!.status, apply.d!.status, apply.full!.status],
+    ["changed", "changed", "changed", "changed"],
+  );
   t.same(readdirSync(dir), []);
-  t.ok((await h.execute("apply", mod)).every((r) => r.status === "ok"), "absent twice: no change");
+  t.ok(
+    (await h.execute("apply", mod)).every((r) => r.status === "ok"),
+    "absent twice: no change",
+  );
 });
 
 t.test("symlink retarget; a path that is not a symlink is never replaced", async (t) => {
   const dir = scratch(t);
   symlinkSync("/one", join(dir, "l"));
   writeFileSync(join(dir, "plain"), "keep");
-  const r = byId(await h.execute("apply", [
-    { id: "l", type: "symlink", spec: { path: join(dir, "l"), target: "/two" } },
-    { id: "plain", type: "symlink", spec: { path: join(dir, "plain"), target: "/two" } },
-  ]));
+  const r = byId(
+    await h.execute("apply", [
+      { id: "l", type: "symlink", spec: { path: join(dir, "l"), target: "/two" } },
+      { id: "plain", type: "symlink", spec: { path: join(dir, "plain"), target: "/two" } },
+    ]),
+  );
   t.equal(r.l!.status, "changed");
   t.match(r.l!.diff, /\/one -> \/two/);
   t.equal(readlinkSync(join(dir, "l")), "/two");
@@ -131,7 +213,11 @@ t.test("directory recurse fixes ownership below the path", async (t) => {
   writeFileSync(join(dir, "tree", "sub", "f"), "");
   const { chownSync } = await import("node:fs");
   chownSync(join(dir, "tree", "sub", "f"), 65534, 65534);
-  const res: Res = { id: "tree", type: "directory", spec: { path: join(dir, "tree"), owner: "root", group: "root", recurse: true } };
+  const res: Res = {
+    id: "tree",
+    type: "directory",
+    spec: { path: join(dir, "tree"), owner: "root", group: "root", recurse: true },
+  };
   const plan = byId(await h.execute("plan", [res])).tree!;
   t.match(plan.diff, /owner\/group of 1 entries below -> root:root/);
   t.equal(lstatSync(join(dir, "tree", "sub", "f")).uid, 65534, "plan changed nothing");
@@ -143,7 +229,11 @@ t.test("directory recurse fixes ownership below the path", async (t) => {
 t.test("secrets in content are masked in plan and apply diffs, but written to disk", async (t) => {
   const dir = scratch(t);
   const secret = "s3cr3t-Value-42";
-  const res: Res = { id: "cred", type: "file", spec: { path: join(dir, "cred"), content: `user=app\npassword=${secret}\n`, mode: "0600" } };
+  const res: Res = {
+    id: "cred",
+    type: "file",
+    spec: { path: join(dir, "cred"), content: `user=app\npassword=${secret}\n`, mode: "0600" },
+  };
   const plan = byId(await h.execute("plan", [res], { mask: [secret] })).cred!;
   t.notMatch(JSON.stringify(plan), secret);
   t.match(plan.diff, /^\+password=\*\*\*$/m);
@@ -154,15 +244,17 @@ t.test("secrets in content are masked in plan and apply diffs, but written to di
 
 t.test("malformed specs fail that resource with a clear message and skip its dependents only", async (t) => {
   const dir = scratch(t);
-  const r = byId(await h.execute("apply", [
-    { id: "rel", type: "file", spec: { path: "relative/path", content: "x" } },
-    { id: "nopath", type: "file", spec: { content: "x" } },
-    { id: "typo", type: "file", spec: { path: join(dir, "t"), conent: "x" } },
-    { id: "dep", type: "file", spec: { path: join(dir, "dep"), content: "x" }, requires: ["m/rel"] },
-    { id: "noparent", type: "file", spec: { path: join(dir, "missing", "f"), content: "x" } },
-    { id: "fine", type: "file", spec: { path: join(dir, "fine"), content: "x" } },
-    { id: "weird", type: "teleport", spec: {} },
-  ]));
+  const r = byId(
+    await h.execute("apply", [
+      { id: "rel", type: "file", spec: { path: "relative/path", content: "x" } },
+      { id: "nopath", type: "file", spec: { content: "x" } },
+      { id: "typo", type: "file", spec: { path: join(dir, "t"), conent: "x" } },
+      { id: "dep", type: "file", spec: { path: join(dir, "dep"), content: "x" }, requires: ["m/rel"] },
+      { id: "noparent", type: "file", spec: { path: join(dir, "missing", "f"), content: "x" } },
+      { id: "fine", type: "file", spec: { path: join(dir, "fine"), content: "x" } },
+      { id: "weird", type: "teleport", spec: {} },
+    ]),
+  );
   t.equal(r.rel!.status, "failed");
   t.match(r.rel!.message, /"path" must be an absolute path/);
   t.match(r.nopath!.message, /"path" is required/);

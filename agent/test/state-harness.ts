@@ -17,7 +17,15 @@ export function stubRuntime(dataDir = "/nonexistent") {
   const rt: AgentRuntime = {
     nodeId: "node-test",
     dataDir,
-    options: { server: undefined, discover: false, discoveryPort: 0, terminalEnabled: false, shells: [], metricsIntervalSeconds: 60, trust: { kind: "insecure" } },
+    options: {
+      server: undefined,
+      discover: false,
+      discoveryPort: 0,
+      terminalEnabled: false,
+      shells: [],
+      metricsIntervalSeconds: 60,
+      trust: { kind: "insecure" },
+    },
     log: silent,
     serve(service, handlers) {
       served.set(service.typeName, handlers);
@@ -45,12 +53,22 @@ export async function stateHarness() {
   await stateFeature(rt);
   const handlers = served.get(AgentStateService.typeName) as AgentHandlers<typeof AgentStateService> | undefined;
   if (!handlers) throw new Error("stateFeature did not serve AgentStateService");
-  const execute = async (mode: string, resources: Res[], opts: { mask?: string[]; operationId?: string; timeoutMs?: number } = {}) => {
+  const execute = async (
+    mode: string,
+    resources: Res[],
+    opts: { mask?: string[]; operationId?: string; timeoutMs?: number } = {},
+  ) => {
     const req = create(ExecuteRequestSchema, {
       operationId: opts.operationId ?? "",
       mode,
       mask: opts.mask ?? [],
-      resources: resources.map((r) => ({ id: r.id, module: r.module ?? "m", type: r.type, spec: r.spec, requires: r.requires ?? [] })),
+      resources: resources.map((r) => ({
+        id: r.id,
+        module: r.module ?? "m",
+        type: r.type,
+        spec: r.spec,
+        requires: r.requires ?? [],
+      })),
     });
     const ctx: AgentCallContext = { deadline: Date.now() + (opts.timeoutMs ?? 60_000) };
     const res = await handlers.execute(req, ctx);

@@ -9,7 +9,10 @@ const n = (key: string, ...requires: string[]) => ({ key, requires });
 t.test("unit: topoOrder puts requirements first and otherwise keeps request order", async (t) => {
   const order = topoOrder([n("m/c", "m/b"), n("m/a"), n("m/b", "m/a"), n("m/d")]).map((x) => x.key);
   t.same(order, ["m/a", "m/b", "m/c", "m/d"]);
-  t.same(topoOrder([n("x/1"), n("x/2"), n("x/3")]).map((x) => x.key), ["x/1", "x/2", "x/3"]);
+  t.same(
+    topoOrder([n("x/1"), n("x/2"), n("x/3")]).map((x) => x.key),
+    ["x/1", "x/2", "x/3"],
+  );
 });
 
 t.test("unit: topoOrder rejects cycles, self-requires, unknown requires and duplicates", async (t) => {
@@ -23,10 +26,22 @@ t.test("unit: topoOrder rejects cycles, self-requires, unknown requires and dupl
       return (e as AgentError).reason;
     }
   };
-  t.equal(reason(() => topoOrder([n("m/a", "m/b"), n("m/b", "m/c"), n("m/c", "m/a"), n("m/d")])), "cyclic_requires");
-  t.equal(reason(() => topoOrder([n("m/a", "m/a")])), "cyclic_requires");
-  t.equal(reason(() => topoOrder([n("m/a", "m/zz")])), "unknown_requires");
-  t.equal(reason(() => topoOrder([n("m/a"), n("m/a")])), "duplicate_resource");
+  t.equal(
+    reason(() => topoOrder([n("m/a", "m/b"), n("m/b", "m/c"), n("m/c", "m/a"), n("m/d")])),
+    "cyclic_requires",
+  );
+  t.equal(
+    reason(() => topoOrder([n("m/a", "m/a")])),
+    "cyclic_requires",
+  );
+  t.equal(
+    reason(() => topoOrder([n("m/a", "m/zz")])),
+    "unknown_requires",
+  );
+  t.equal(
+    reason(() => topoOrder([n("m/a"), n("m/a")])),
+    "duplicate_resource",
+  );
 });
 
 t.test("unit: masker replaces every occurrence, longest first, and multi-line secrets line by line", async (t) => {

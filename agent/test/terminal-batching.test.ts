@@ -10,8 +10,17 @@ import { startBridgedAgent } from "../../services/terminal/test/agent-bridge.js"
 // interactive output does not wait for it, and that sustained output is cut at flushBytes.
 const nats = await startNats();
 const WINDOW_MS = 60_000;
-const feature = createTerminalFeature({ flushBytes: 64 * 1024, flushDelayMs: WINDOW_MS, holdLimitBytes: 1024 * 1024, killGraceMs: 300 });
-const agent = await startBridgedAgent(nats, { nodeId: "e".repeat(32), features: [feature], options: { shells: ["/bin/sh"] } });
+const feature = createTerminalFeature({
+  flushBytes: 64 * 1024,
+  flushDelayMs: WINDOW_MS,
+  holdLimitBytes: 1024 * 1024,
+  killGraceMs: 300,
+});
+const agent = await startBridgedAgent(nats, {
+  nodeId: "e".repeat(32),
+  features: [feature],
+  options: { shells: ["/bin/sh"] },
+});
 const nc = await nats.connect("observer");
 t.teardown(async () => {
   await agent.stop();
@@ -23,8 +32,15 @@ const timers = { heartbeatIntervalMs: 100, orphanTimeoutMs: 0, attachTimeoutMs: 
 async function session() {
   const id = randomBytes(13).toString("hex").toUpperCase();
   const w = { out: "", messages: [] as number[], exited: false };
-  nc.subscribe(`orch.term.${id}.out`, { callback: (_e, m) => { w.out += Buffer.from(m.data).toString("latin1"); w.messages.push(m.data.length); } });
-  nc.subscribe(`orch.term.${id}.ctl`, { callback: (_e, m) => void (JSON.parse(Buffer.from(m.data).toString()).type === "exit" && (w.exited = true)) });
+  nc.subscribe(`orch.term.${id}.out`, {
+    callback: (_e, m) => {
+      w.out += Buffer.from(m.data).toString("latin1");
+      w.messages.push(m.data.length);
+    },
+  });
+  nc.subscribe(`orch.term.${id}.ctl`, {
+    callback: (_e, m) => void (JSON.parse(Buffer.from(m.data).toString()).type === "exit" && (w.exited = true)),
+  });
   await nc.flush();
   await client.openTerminal({ sessionId: id, shell: "/bin/sh", cols: 80, rows: 24, ...timers });
   const send = (kind: "in" | "ctl", s: string) => nc.publish(`orch.term.${id}.${kind}`, Buffer.from(s));

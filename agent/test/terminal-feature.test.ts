@@ -10,9 +10,22 @@ import { startBridgedAgent } from "../../services/terminal/test/agent-bridge.js"
 // The agent's terminal feature over real NATS with real PTYs (the link is replaced by a bridge
 // that enforces the same subject allow-lists).
 const nats = await startNats();
-const feature = createTerminalFeature({ flushBytes: 16 * 1024, flushDelayMs: 2, holdLimitBytes: 1024 * 1024, killGraceMs: 300 });
-const agent = await startBridgedAgent(nats, { nodeId: "a".repeat(32), features: [feature], options: { shells: ["/bin/bash", "/bin/sh"] } });
-const off = await startBridgedAgent(nats, { nodeId: "b".repeat(32), features: [feature], options: { terminalEnabled: false } });
+const feature = createTerminalFeature({
+  flushBytes: 16 * 1024,
+  flushDelayMs: 2,
+  holdLimitBytes: 1024 * 1024,
+  killGraceMs: 300,
+});
+const agent = await startBridgedAgent(nats, {
+  nodeId: "a".repeat(32),
+  features: [feature],
+  options: { shells: ["/bin/bash", "/bin/sh"] },
+});
+const off = await startBridgedAgent(nats, {
+  nodeId: "b".repeat(32),
+  features: [feature],
+  options: { terminalEnabled: false },
+});
 const nc = await nats.connect("observer");
 t.teardown(async () => {
   await agent.stop();
@@ -20,7 +33,8 @@ t.teardown(async () => {
   await nats.stop();
 });
 
-const client = (nodeId: string) => rpcClient(nc, "", AgentTerminalService, { timeoutMs: 5000, subjectBase: `orch.agent.${nodeId}` });
+const client = (nodeId: string) =>
+  rpcClient(nc, "", AgentTerminalService, { timeoutMs: 5000, subjectBase: `orch.agent.${nodeId}` });
 const sid = () => randomBytes(13).toString("hex").toUpperCase();
 const timers = { heartbeatIntervalMs: 100, orphanTimeoutMs: 0, attachTimeoutMs: 30_000, detachGraceMs: 0 };
 
@@ -33,10 +47,18 @@ interface Ctl {
 /** Watches a session's subjects like the recorder and a client would. */
 async function watch(c: NatsConnection, id: string) {
   const w = { out: Buffer.alloc(0), ctl: [] as Ctl[], outMessages: 0 };
-  c.subscribe(`orch.term.${id}.out`, { callback: (_e, m) => { w.out = Buffer.concat([w.out, Buffer.from(m.data)]); w.outMessages++; } });
-  c.subscribe(`orch.term.${id}.ctl`, { callback: (_e, m) => void w.ctl.push(JSON.parse(Buffer.from(m.data).toString()) as Ctl) });
+  c.subscribe(`orch.term.${id}.out`, {
+    callback: (_e, m) => {
+      w.out = Buffer.concat([w.out, Buffer.from(m.data)]);
+      w.outMessages++;
+    },
+  });
+  c.subscribe(`orch.term.${id}.ctl`, {
+    callback: (_e, m) => void w.ctl.push(JSON.parse(Buffer.from(m.data).toString()) as Ctl),
+  });
   await c.flush();
-  const send = (kind: "in" | "ctl", data: string | object) => c.publish(`orch.term.${id}.${kind}`, Buffer.from(typeof data === "string" ? data : JSON.stringify(data)));
+  const send = (kind: "in" | "ctl", data: string | object) =>
+    c.publish(`orch.term.${id}.${kind}`, Buffer.from(typeof data === "string" ? data : JSON.stringify(data)));
   return {
     w,
     input: (s: string) => send("in", s),
@@ -55,7 +77,13 @@ t.test("advertises terminal_enabled and uses only allowed subjects", async (t) =
 t.test("spawns the shell at the requested size, streams bytes both ways, reports the exit code", async (t) => {
   const id = sid();
   const s = await watch(nc, id);
-  const r = await client(agent.nodeId).openTerminal({ sessionId: id, shell: "/bin/bash", cols: 100, rows: 30, ...timers });
+  const r = await client(agent.nodeId).openTerminal({
+    sessionId: id,
+    shell: "/bin/bash",
+    cols: 100,
+    rows: 30,
+    ...timers,
+  });
   t.equal(r.shell, "/bin/bash");
   t.ok(r.pid > 0);
   s.control({ type: "attach" });
@@ -117,7 +145,10 @@ t.test("closing kills the whole session, including jobs that ignore SIGHUP", asy
   t.ok(pid > 0);
   t.doesNotThrow(() => process.kill(pid, 0), "background job runs");
   t.same((await client(agent.nodeId).listTerminals({})).sessionIds.includes(id), true);
-  t.same(await client(agent.nodeId).closeTerminal({ sessionId: id, reason: "closed_by_operator" }), { $typeName: "orch.v1.CloseTerminalResponse", closed: true });
+  t.same(await client(agent.nodeId).closeTerminal({ sessionId: id, reason: "closed_by_operator" }), {
+    $typeName: "orch.v1.CloseTerminalResponse",
+    closed: true,
+  });
   const exit = await s.exit();
   t.equal(exit.reason, "closed_by_operator");
   await eventually(() => {
@@ -147,7 +178,14 @@ t.test("close and ended control messages end the session", async (t) => {
 t.test("a session whose recorder stops sending keepalives is ended as orphaned", async (t) => {
   const id = sid();
   const s = await watch(nc, id);
-  await client(agent.nodeId).openTerminal({ sessionId: id, shell: "/bin/sh", cols: 80, rows: 24, ...timers, orphanTimeoutMs: 1000 });
+  await client(agent.nodeId).openTerminal({
+    sessionId: id,
+    shell: "/bin/sh",
+    cols: 80,
+    rows: 24,
+    ...timers,
+    orphanTimeoutMs: 1000,
+  });
   const exit = await s.exit();
   t.equal(exit.reason, "orphaned");
 });
@@ -155,12 +193,22 @@ t.test("a session whose recorder stops sending keepalives is ended as orphaned",
 t.test("the session ends after the detach grace once the last client left", async (t) => {
   const id = sid();
   const s = await watch(nc, id);
-  await client(agent.nodeId).openTerminal({ sessionId: id, shell: "/bin/sh", cols: 80, rows: 24, ...timers, detachGraceMs: 200 });
+  await client(agent.nodeId).openTerminal({
+    sessionId: id,
+    shell: "/bin/sh",
+    cols: 80,
+    rows: 24,
+    ...timers,
+    detachGraceMs: 200,
+  });
   s.control({ type: "attach" });
   s.control({ type: "attach" });
   s.control({ type: "detach" });
   await eventually(() => s.w.ctl.filter((m) => m.type === "heartbeat").length >= 5);
-  t.notOk(s.w.ctl.find((m) => m.type === "exit"), "one client still attached: running");
+  t.notOk(
+    s.w.ctl.find((m) => m.type === "exit"),
+    "one client still attached: running",
+  );
   s.control({ type: "detach" });
   const exit = await s.exit();
   t.equal(exit.reason, "detached");
@@ -169,7 +217,15 @@ t.test("the session ends after the detach grace once the last client left", asyn
 t.test("a session nobody attaches to ends after the attach timeout and the detach grace", async (t) => {
   const id = sid();
   const s = await watch(nc, id);
-  await client(agent.nodeId).openTerminal({ sessionId: id, shell: "/bin/sh", cols: 80, rows: 24, ...timers, attachTimeoutMs: 300, detachGraceMs: 300 });
+  await client(agent.nodeId).openTerminal({
+    sessionId: id,
+    shell: "/bin/sh",
+    cols: 80,
+    rows: 24,
+    ...timers,
+    attachTimeoutMs: 300,
+    detachGraceMs: 300,
+  });
   const exit = await s.exit();
   t.equal(exit.reason, "detached");
   t.ok(s.w.outMessages > 0, "the held output was released (and recorded) before the end");
@@ -177,17 +233,40 @@ t.test("a session nobody attaches to ends after the attach timeout and the detac
 
 t.test("refusals: disabled terminal, shell outside the allow-list, missing shell, bad session id", async (t) => {
   const refusal = async (p: Promise<unknown>, code: string, reason: string) => {
-    const err = await p.then(() => undefined, (e: unknown) => e);
+    const err = await p.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     t.ok(err instanceof OrchError, "an OrchError");
     t.equal((err as OrchError).code, code);
     t.equal((err as OrchError).reason, reason);
   };
-  await refusal(client(off.nodeId).openTerminal({ sessionId: sid(), shell: "", cols: 80, rows: 24, ...timers }), "FAILED_PRECONDITION", "terminal_disabled");
-  await refusal(client(agent.nodeId).openTerminal({ sessionId: sid(), shell: "/usr/bin/python3", cols: 80, rows: 24, ...timers }), "INVALID_ARGUMENT", "shell_not_allowed");
-  await refusal(client(agent.nodeId).openTerminal({ sessionId: "bad.id", shell: "", cols: 80, rows: 24, ...timers }), "INVALID_ARGUMENT", "invalid_session_id");
-  const missing = await startBridgedAgent(nats, { nodeId: "c".repeat(32), features: [feature], options: { shells: ["/nonexistent/shell"] } });
+  await refusal(
+    client(off.nodeId).openTerminal({ sessionId: sid(), shell: "", cols: 80, rows: 24, ...timers }),
+    "FAILED_PRECONDITION",
+    "terminal_disabled",
+  );
+  await refusal(
+    client(agent.nodeId).openTerminal({ sessionId: sid(), shell: "/usr/bin/python3", cols: 80, rows: 24, ...timers }),
+    "INVALID_ARGUMENT",
+    "shell_not_allowed",
+  );
+  await refusal(
+    client(agent.nodeId).openTerminal({ sessionId: "bad.id", shell: "", cols: 80, rows: 24, ...timers }),
+    "INVALID_ARGUMENT",
+    "invalid_session_id",
+  );
+  const missing = await startBridgedAgent(nats, {
+    nodeId: "c".repeat(32),
+    features: [feature],
+    options: { shells: ["/nonexistent/shell"] },
+  });
   t.teardown(() => missing.stop());
-  await refusal(client(missing.nodeId).openTerminal({ sessionId: sid(), shell: "", cols: 80, rows: 24, ...timers }), "FAILED_PRECONDITION", "shell_not_found");
+  await refusal(
+    client(missing.nodeId).openTerminal({ sessionId: sid(), shell: "", cols: 80, rows: 24, ...timers }),
+    "FAILED_PRECONDITION",
+    "shell_not_found",
+  );
 });
 
 t.test("the default shell is the first of the allow-list", async (t) => {

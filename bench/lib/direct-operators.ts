@@ -7,7 +7,10 @@ const [url, portArg] = process.argv.slice(2);
 const pool = new pg.Pool({ connectionString: url, max: 10, options: "-c search_path=auth" });
 const app = Fastify();
 app.get("/api/v1/operators", async () => {
-  const r = await pool.query("SELECT id, name, public_key, role, active, created_at, created_by FROM operators WHERE id > $1 ORDER BY id LIMIT $2", ["", 51]);
+  const r = await pool.query(
+    "SELECT id, name, public_key, role, active, created_at, created_by FROM operators WHERE id > $1 ORDER BY id LIMIT $2",
+    ["", 51],
+  );
   const rows = r.rows.slice(0, 50);
   return { operators: rows, has_more: r.rows.length > 50, next_cursor: r.rows.length > 50 ? rows.at(-1).id : null };
 });

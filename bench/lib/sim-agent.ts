@@ -70,7 +70,17 @@ export interface SimAgent {
 }
 
 export function defaultAttributes(i: number, nodeId: string): Record<string, string> {
-  return { hostname: `sim-${i}`, os: "linux", kernel: "6.1.0-sim", arch: "x64", cpus: "2", memory_bytes: String(4 * 2 ** 30), agent_version: "0.0.0-sim", terminal_enabled: "false", node: nodeId.slice(0, 12) };
+  return {
+    hostname: `sim-${i}`,
+    os: "linux",
+    kernel: "6.1.0-sim",
+    arch: "x64",
+    cpus: "2",
+    memory_bytes: String(4 * 2 ** 30),
+    agent_version: "0.0.0-sim",
+    terminal_enabled: "false",
+    node: nodeId.slice(0, 12),
+  };
 }
 
 function sample(now: number) {
@@ -162,10 +172,23 @@ export function connectSimAgent(client: grpc.Client, key: SimKey, opts: SimAgent
         if (req.method === "Ping") {
           counters.pings++;
           const ping = fromBinary(PingRequestSchema, req.payload);
-          const payload = toBinary(PingResponseSchema, create(PingResponseSchema, { payload: ping.payload, nodeId: key.nodeId, agentTime: Date.now() }));
+          const payload = toBinary(
+            PingResponseSchema,
+            create(PingResponseSchema, { payload: ping.payload, nodeId: key.nodeId, agentTime: Date.now() }),
+          );
           send({ case: "response", value: { id: req.id, payload } });
         } else {
-          send({ case: "response", value: { id: req.id, error: { code: "INVALID_ARGUMENT", reason: "unknown_method", message: `the simulated agent does not serve ${req.method}` } } });
+          send({
+            case: "response",
+            value: {
+              id: req.id,
+              error: {
+                code: "INVALID_ARGUMENT",
+                reason: "unknown_method",
+                message: `the simulated agent does not serve ${req.method}`,
+              },
+            },
+          });
         }
         break;
       }
@@ -173,11 +196,16 @@ export function connectSimAgent(client: grpc.Client, key: SimKey, opts: SimAgent
         break;
     }
   });
-  stream.on("error", (err: grpc.ServiceError) => finish(closed ? endCause : `stream_error: ${err.details || err.message}`));
+  stream.on("error", (err: grpc.ServiceError) =>
+    finish(closed ? endCause : `stream_error: ${err.details || err.message}`),
+  );
   stream.on("end", () => finish("stream_ended"));
   stream.on("close", () => finish("stream_closed"));
 
-  send({ case: "hello", value: { publicKey: key.publicKeyHex, version: opts.version ?? "0.0.0-sim", attributes: opts.attributes ?? {} } });
+  send({
+    case: "hello",
+    value: { publicKey: key.publicKeyHex, version: opts.version ?? "0.0.0-sim", attributes: opts.attributes ?? {} },
+  });
 
   return {
     nodeId: key.nodeId,
@@ -200,8 +228,24 @@ export function connectSimAgent(client: grpc.Client, key: SimKey, opts: SimAgent
 /** Messages the fleet sends to its parent over IPC. */
 export type FleetReport =
   | { type: "keys"; nodeIds: string[] }
-  | { type: "welcomed"; count: number; failedIds: string[]; retries: number; ms: number; firstError: string | null; cpuMs: number }
-  | { type: "stats"; pings: number; metrics: number; requests: number; connected: number; dropped: number; firstDrop: string | null };
+  | {
+      type: "welcomed";
+      count: number;
+      failedIds: string[];
+      retries: number;
+      ms: number;
+      firstError: string | null;
+      cpuMs: number;
+    }
+  | {
+      type: "stats";
+      pings: number;
+      metrics: number;
+      requests: number;
+      connected: number;
+      dropped: number;
+      firstDrop: string | null;
+    };
 
 /** Commands the parent sends. */
 export type FleetCommand = { type: "stats" } | { type: "stop" };
@@ -300,7 +344,15 @@ async function runFleet(): Promise<void> {
   };
   await Promise.all(Array.from({ length: Math.min(maxHandshakes, count) }, worker));
   const cpu = process.cpuUsage(cpu0);
-  send({ type: "welcomed", count: count - failedIds.length, failedIds, retries, ms: performance.now() - started, firstError, cpuMs: (cpu.user + cpu.system) / 1000 });
+  send({
+    type: "welcomed",
+    count: count - failedIds.length,
+    failedIds,
+    retries,
+    ms: performance.now() - started,
+    firstError,
+    cpuMs: (cpu.user + cpu.system) / 1000,
+  });
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -41,7 +41,11 @@ export function simulateExecute(req: ExecuteRequest, applied: Set<string>): Resu
     const spec = (r.spec ?? {}) as Record<string, unknown>;
     const path = typeof spec.path === "string" ? spec.path : "";
     const content = typeof spec.content === "string" ? spec.content : "";
-    const diff = done ? "" : r.type === "file" ? `--- ${path}\tcurrent\n+++ ${path}\tdesired\n@@ -0,0 +1,1 @@\n+${content.replace(/\n$/, "")}\n` : `${r.type} ${path || spec.name || spec.command || r.id}: would be created\n`;
+    const diff = done
+      ? ""
+      : r.type === "file"
+        ? `--- ${path}\tcurrent\n+++ ${path}\tdesired\n@@ -0,0 +1,1 @@\n+${content.replace(/\n$/, "")}\n`
+        : `${r.type} ${path || spec.name || spec.command || r.id}: would be created\n`;
     return {
       id: r.id,
       module: r.module,
@@ -53,7 +57,9 @@ export function simulateExecute(req: ExecuteRequest, applied: Set<string>): Resu
       stdout: r.type === "exec" && !done && req.mode === "apply" ? "ok\n" : "",
       stderr: "",
       durationMs: 0.2,
-      observed: (r.type === "file" ? { sha256: createHash("sha256").update(content).digest("hex"), mode: "0644" } : {}) as JsonObject,
+      observed: (r.type === "file"
+        ? { sha256: createHash("sha256").update(content).digest("hex"), mode: "0644" }
+        : {}) as JsonObject,
     };
   });
 }
@@ -63,8 +69,18 @@ interface StateSim {
   close(): void;
 }
 
-function connect(client: grpc.Client, key: SimKey, i: number, execMs: number, counters: { executes: number; resources: number }): StateSim {
-  const stream = client.makeBidiStreamRequest(agentLinkGrpcDefinition.connect.path, agentLinkGrpcDefinition.connect.requestSerialize, agentLinkGrpcDefinition.connect.responseDeserialize) as grpc.ClientDuplexStream<AgentFrame, ServerFrame>;
+function connect(
+  client: grpc.Client,
+  key: SimKey,
+  i: number,
+  execMs: number,
+  counters: { executes: number; resources: number },
+): StateSim {
+  const stream = client.makeBidiStreamRequest(
+    agentLinkGrpcDefinition.connect.path,
+    agentLinkGrpcDefinition.connect.requestSerialize,
+    agentLinkGrpcDefinition.connect.responseDeserialize,
+  ) as grpc.ClientDuplexStream<AgentFrame, ServerFrame>;
   let closed = false;
   const send = (frame: MessageInitShape<typeof AgentFrameSchema>["frame"]) => {
     if (!closed) stream.write(create(AgentFrameSchema, { frame }));
@@ -77,31 +93,53 @@ function connect(client: grpc.Client, key: SimKey, i: number, execMs: number, co
   const welcome = new Promise<void>((a, b) => ((ok = a), (fail = b)));
   welcome.catch(() => {});
   stream.on("data", (f: ServerFrame) => {
-    if (f.frame.case === "challenge") send({ case: "signature", value: { signature: sign(null, f.frame.value.nonce, key.privateKey) } });
+    if (f.frame.case === "challenge")
+      send({ case: "signature", value: { signature: sign(null, f.frame.value.nonce, key.privateKey) } });
     else if (f.frame.case === "welcome") ok();
     else if (f.frame.case === "refusal") fail(new Error(f.frame.value.reason));
     else if (f.frame.case === "request") {
       const req = f.frame.value;
       if (req.method === "Ping") {
         const ping = fromBinary(PingRequestSchema, req.payload);
-        send({ case: "response", value: { id: req.id, payload: toBinary(PingResponseSchema, create(PingResponseSchema, { payload: ping.payload, nodeId: key.nodeId, agentTime: Date.now() })) } });
+        send({
+          case: "response",
+          value: {
+            id: req.id,
+            payload: toBinary(
+              PingResponseSchema,
+              create(PingResponseSchema, { payload: ping.payload, nodeId: key.nodeId, agentTime: Date.now() }),
+            ),
+          },
+        });
       } else if (req.method === "Execute") {
         queue = queue.then(async () => {
           const exec = fromBinary(ExecuteRequestSchema, req.payload);
           if (execMs > 0) await new Promise((r) => setTimeout(r, execMs));
           counters.executes++;
           counters.resources += exec.resources.length;
-          const payload = toBinary(ExecuteResponseSchema, create(ExecuteResponseSchema, { results: simulateExecute(exec, applied) }));
+          const payload = toBinary(
+            ExecuteResponseSchema,
+            create(ExecuteResponseSchema, { results: simulateExecute(exec, applied) }),
+          );
           send({ case: "response", value: { id: req.id, payload } });
         });
       } else {
-        send({ case: "response", value: { id: req.id, error: { code: "INVALID_ARGUMENT", reason: "unknown_method", message: `not served: ${req.method}` } } });
+        send({
+          case: "response",
+          value: {
+            id: req.id,
+            error: { code: "INVALID_ARGUMENT", reason: "unknown_method", message: `not served: ${req.method}` },
+          },
+        });
       }
     }
   });
   stream.on("error", (e: Error) => fail(e));
   stream.on("end", () => fail(new Error("stream ended")));
-  send({ case: "hello", value: { publicKey: key.publicKeyHex, version: "0.0.0-sim", attributes: defaultAttributes(i, key.nodeId) } });
+  send({
+    case: "hello",
+    value: { publicKey: key.publicKeyHex, version: "0.0.0-sim", attributes: defaultAttributes(i, key.nodeId) },
+  });
   return {
     welcome,
     close() {
@@ -112,7 +150,14 @@ function connect(client: grpc.Client, key: SimKey, i: number, execMs: number, co
 }
 
 async function runFleet(): Promise<void> {
-  const { values } = parseArgs({ options: { target: { type: "string" }, count: { type: "string", default: "500" }, "exec-ms": { type: "string", default: "20" }, "per-channel": { type: "string", default: "100" } } });
+  const { values } = parseArgs({
+    options: {
+      target: { type: "string" },
+      count: { type: "string", default: "500" },
+      "exec-ms": { type: "string", default: "20" },
+      "per-channel": { type: "string", default: "100" },
+    },
+  });
   const target = values.target ?? "";
   if (!/^127\.0\.0\.1:\d+$/.test(target)) throw new Error("--target must be a loopback 127.0.0.1:<port> address");
   const count = Number(values.count);

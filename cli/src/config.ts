@@ -68,14 +68,20 @@ export async function readSession(home: string): Promise<Session | null> {
     text = await readFile(sessionPath(home), "utf8");
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw new CliError(`cannot read ${sessionPath(home)}: ${(err as Error).message}`, "session_unreadable", { cause: err });
+    throw new CliError(`cannot read ${sessionPath(home)}: ${(err as Error).message}`, "session_unreadable", {
+      cause: err,
+    });
   }
   try {
     const s = JSON.parse(text) as Partial<Session>;
     if (typeof s.server !== "string" || typeof s.token !== "string") throw new Error("missing server or token");
     return s as Session;
   } catch (err) {
-    throw new CliError(`${sessionPath(home)} is corrupt (${(err as Error).message}); run orchctl login`, "session_corrupt", { cause: err });
+    throw new CliError(
+      `${sessionPath(home)} is corrupt (${(err as Error).message}); run orchctl login`,
+      "session_corrupt",
+      { cause: err },
+    );
   }
 }
 

@@ -38,7 +38,11 @@ export function parseTimeout(value: string | undefined, env: Record<string, stri
   const raw = value ?? env.ORCH_TIMEOUT;
   if (raw === undefined || raw === "") return DEFAULT_TIMEOUT_MS;
   const s = Number(raw);
-  if (!Number.isFinite(s) || s <= 0) throw new CliError(`invalid timeout ${JSON.stringify(raw)}: expected a positive number of seconds`, "invalid_argument");
+  if (!Number.isFinite(s) || s <= 0)
+    throw new CliError(
+      `invalid timeout ${JSON.stringify(raw)}: expected a positive number of seconds`,
+      "invalid_argument",
+    );
   return Math.round(s * 1000);
 }
 

@@ -45,10 +45,16 @@ export function normalizeServer(server: string): string {
   try {
     url = new URL(server);
   } catch {
-    throw new CliError(`invalid server URL ${JSON.stringify(server)} (expected e.g. ${DEFAULT_SERVER})`, "invalid_server");
+    throw new CliError(
+      `invalid server URL ${JSON.stringify(server)} (expected e.g. ${DEFAULT_SERVER})`,
+      "invalid_server",
+    );
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new CliError(`invalid server URL ${JSON.stringify(server)}: only http and https are supported`, "invalid_server");
+    throw new CliError(
+      `invalid server URL ${JSON.stringify(server)}: only http and https are supported`,
+      "invalid_server",
+    );
   }
   return url.href.replace(/\/+$/, "");
 }
@@ -163,7 +169,13 @@ const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
  * node:http(s) rather than fetch: fetch refuses some ports outright ("bad port") and hides the
  * socket error codes we turn into messages. The timeout covers the whole exchange.
  */
-function send(url: URL, method: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number): Promise<RawResponse> {
+function send(
+  url: URL,
+  method: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+  timeoutMs: number,
+): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     let settled = false;
     const settle = (err: Error | null, value?: RawResponse) => {
@@ -182,7 +194,13 @@ function send(url: URL, method: string, headers: Record<string, string>, body: s
         if (size > MAX_RESPONSE_BYTES) req.destroy(new Error(`response larger than ${MAX_RESPONSE_BYTES} bytes`));
         else chunks.push(c);
       });
-      res.on("end", () => settle(null, { status: res.statusCode ?? 0, statusText: res.statusMessage ?? "", text: Buffer.concat(chunks).toString("utf8") }));
+      res.on("end", () =>
+        settle(null, {
+          status: res.statusCode ?? 0,
+          statusText: res.statusMessage ?? "",
+          text: Buffer.concat(chunks).toString("utf8"),
+        }),
+      );
       res.on("error", (err) => settle(err));
       res.on("close", () => settle(new Error("connection closed before the response was complete")));
     });
@@ -201,7 +219,10 @@ function send(url: URL, method: string, headers: Record<string, string>, body: s
 export async function rawRequest<T = unknown>(req: RawRequest): Promise<T> {
   const server = normalizeServer(req.server);
   const timeoutMs = req.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const headers: Record<string, string> = { accept: "application/json, application/problem+json", "user-agent": "orchctl" };
+  const headers: Record<string, string> = {
+    accept: "application/json, application/problem+json",
+    "user-agent": "orchctl",
+  };
   if (req.token) headers.authorization = `Bearer ${req.token}`;
   let body: string | undefined;
   if (req.body !== undefined) {
@@ -232,7 +253,9 @@ export async function rawRequest<T = unknown>(req: RawRequest): Promise<T> {
   try {
     return JSON.parse(text) as T;
   } catch (err) {
-    throw new CliError(`${server} sent an invalid JSON response to ${req.method} ${req.path}`, "bad_response", { cause: err });
+    throw new CliError(`${server} sent an invalid JSON response to ${req.method} ${req.path}`, "bad_response", {
+      cause: err,
+    });
   }
 }
 
@@ -277,13 +300,21 @@ export class OrchApi {
     const s = await this.session();
     if (!s) throw new CliError("not logged in; run orchctl login", "not_logged_in");
     if (normalizeServer(s.server) !== server) {
-      throw new CliError(`logged in to ${s.server}, not ${server}; run orchctl login --server ${server}`, "not_logged_in");
+      throw new CliError(
+        `logged in to ${s.server}, not ${server}; run orchctl login --server ${server}`,
+        "not_logged_in",
+      );
     }
     if (sessionExpired(s)) throw new CliError(SESSION_EXPIRED, "session_expired");
     return s.token;
   }
 
-  api: ApiFn = async <T = unknown>(method: HttpMethod, path: string, body?: unknown, opts: ApiOptions = {}): Promise<T> => {
+  api: ApiFn = async <T = unknown>(
+    method: HttpMethod,
+    path: string,
+    body?: unknown,
+    opts: ApiOptions = {},
+  ): Promise<T> => {
     const server = await this.server();
     let token: string | undefined;
     if (opts.auth === true) token = await this.token(server);
@@ -299,7 +330,8 @@ export class OrchApi {
         timeoutMs: opts.timeoutMs ?? this.settings.timeoutMs,
       });
     } catch (err) {
-      if (token && err instanceof ProblemError && err.status === 401) throw new ProblemError(err.problem, SESSION_EXPIRED);
+      if (token && err instanceof ProblemError && err.status === 401)
+        throw new ProblemError(err.problem, SESSION_EXPIRED);
       throw err;
     }
   };

@@ -32,7 +32,23 @@ import { register as registerTerminal } from "./commands/terminal.js";
 export type RegisterFn = (program: Command, io: CliIO) => void;
 
 /** Command groups in help order. */
-export const commandGroups: RegisterFn[] = [registerKeygen, registerAuth, registerStatus, registerOperators, registerAgents, registerTags, registerDiscover, registerSecrets, registerChannels, registerNotifications, registerMaintenance, registerSsh, registerTerminal, registerState, registerAudit];
+export const commandGroups: RegisterFn[] = [
+  registerKeygen,
+  registerAuth,
+  registerStatus,
+  registerOperators,
+  registerAgents,
+  registerTags,
+  registerDiscover,
+  registerSecrets,
+  registerChannels,
+  registerNotifications,
+  registerMaintenance,
+  registerSsh,
+  registerTerminal,
+  registerState,
+  registerAudit,
+];
 
 function version(): string {
   try {
@@ -55,7 +71,12 @@ export function buildProgram(io: CliIO, extraGroups: RegisterFn[] = []): Command
       writeErr: (s) => void io.stderr.write(s),
     })
     .showHelpAfterError("(run orchctl --help for usage)")
-    .addOption(new Option("--server <url>", `orchestrator URL (env ORCH_URL; default: the logged-in server, else ${DEFAULT_SERVER})`))
+    .addOption(
+      new Option(
+        "--server <url>",
+        `orchestrator URL (env ORCH_URL; default: the logged-in server, else ${DEFAULT_SERVER})`,
+      ),
+    )
     .addOption(new Option("--json", "machine-readable output: exactly one JSON document on stdout"))
     .addOption(new Option("--home <dir>", "orchctl state directory (env ORCHCTL_HOME; default ~/.config/orchctl)"))
     .addOption(new Option("--timeout <seconds>", "HTTP request timeout (env ORCH_TIMEOUT; default 10)"));
@@ -69,7 +90,10 @@ export function reportError(err: unknown, io: CliIO, json: boolean): void {
   if (err instanceof CliError) e = err;
   else {
     const errno = (err as NodeJS.ErrnoException | undefined)?.code;
-    e = new CliError(err instanceof Error ? err.message : String(err), typeof errno === "string" ? errno.toLowerCase() : "internal");
+    e = new CliError(
+      err instanceof Error ? err.message : String(err),
+      typeof errno === "string" ? errno.toLowerCase() : "internal",
+    );
   }
   const [first, ...rest] = e.message.split("\n");
   io.stderr.write(`error: ${first} (${e.code})\n${rest.map((l) => `${l}\n`).join("")}`);
@@ -88,7 +112,9 @@ export async function run(argv: readonly string[], io: CliIO): Promise<number> {
       // commander already printed the message to stderr; keep the one-JSON-document promise.
       if (json && err.exitCode !== 0) {
         const detail = err.message.replace(/^error: /, "");
-        io.stdout.write(`${JSON.stringify({ type: "about:blank", title: "usage error", detail, code: "usage_error" }, null, 2)}\n`);
+        io.stdout.write(
+          `${JSON.stringify({ type: "about:blank", title: "usage error", detail, code: "usage_error" }, null, 2)}\n`,
+        );
       }
       return err.exitCode;
     }

@@ -1,5 +1,16 @@
 import t from "tap";
-import { AGENT_COLUMNS, ago, agentRows, bytes, duration, metricRows, parseTagArg, parseTime, tagList, type AgentJson } from "../src/commands/agents.js";
+import {
+  AGENT_COLUMNS,
+  ago,
+  agentRows,
+  bytes,
+  duration,
+  metricRows,
+  parseTagArg,
+  parseTime,
+  tagList,
+  type AgentJson,
+} from "../src/commands/agents.js";
 import { formatTable } from "../src/output.js";
 
 const NOW = Date.parse("2025-06-01T12:00:00Z");
@@ -21,7 +32,13 @@ const agent = (o: Partial<AgentJson>): AgentJson => ({
 t.test("unit: list rows show name, short id, status, online, sorted tags, relative last seen", async (t) => {
   const rows = agentRows(
     [
-      agent({ name: "web-1", status: "approved", connected: true, tags: { role: "web", env: "prod" }, last_seen: "2025-06-01T11:59:59.500Z" }),
+      agent({
+        name: "web-1",
+        status: "approved",
+        connected: true,
+        tags: { role: "web", env: "prod" },
+        last_seen: "2025-06-01T11:59:59.500Z",
+      }),
       agent({ node_id: "fedcba9876543210fedcba9876543210", last_seen: "2025-05-29T12:00:00Z" }),
     ],
     NOW,
@@ -55,9 +72,33 @@ t.test("unit: relative times, sizes and durations", async (t) => {
 
 t.test("unit: metric rows", async (t) => {
   const [row] = metricRows([
-    { taken_at: "2025-06-01T12:00:00.000Z", cpu_percent: 12.345, load1: 0.5, load5: 0.25, load15: 0.125, memory_total: 2 ** 32, memory_used: 2 ** 30, disk_total: 2 ** 36, disk_used: 2 ** 34, net_rx_bytes: 2048, net_tx_bytes: 100, uptime_seconds: 3700 },
+    {
+      taken_at: "2025-06-01T12:00:00.000Z",
+      cpu_percent: 12.345,
+      load1: 0.5,
+      load5: 0.25,
+      load15: 0.125,
+      memory_total: 2 ** 32,
+      memory_used: 2 ** 30,
+      disk_total: 2 ** 36,
+      disk_used: 2 ** 34,
+      net_rx_bytes: 2048,
+      net_tx_bytes: 100,
+      uptime_seconds: 3700,
+    },
   ]);
-  t.same(row, ["2025-06-01T12:00:00.000Z", "12.3", "0.50", "0.25", "0.13", "1.0 GiB/4.0 GiB", "16.0 GiB/64.0 GiB", "2.0 KiB", "100 B", "1h1m"]);
+  t.same(row, [
+    "2025-06-01T12:00:00.000Z",
+    "12.3",
+    "0.50",
+    "0.25",
+    "0.13",
+    "1.0 GiB/4.0 GiB",
+    "16.0 GiB/64.0 GiB",
+    "2.0 KiB",
+    "100 B",
+    "1h1m",
+  ]);
 });
 
 t.test("unit: tag arguments and time flags", async (t) => {

@@ -25,7 +25,15 @@ const agentsDeps = await serviceDeps({
   db,
   schema: "agents",
   migrations: fileURLToPath(new URL("../../services/agents/migrations", import.meta.url)),
-  config: agentsConfigSchema.parse({ agents: { link_host: "127.0.0.1", link_port: 0, insecure: true, discovery_port: discoverySock.address().port, discovery_networks: ["127.0.0.0/8"] } }),
+  config: agentsConfigSchema.parse({
+    agents: {
+      link_host: "127.0.0.1",
+      link_port: 0,
+      insecure: true,
+      discovery_port: discoverySock.address().port,
+      discovery_networks: ["127.0.0.0/8"],
+    },
+  }),
 });
 const agentsSvc = await createAgentsService(agentsDeps);
 const gw = await startGateway(nats);
@@ -48,7 +56,15 @@ const env = { HOME: root, ORCHCTL_HOME: join(root, "orchctl") };
 if ((await cli(["keygen"], env)).code !== 0) throw new Error("keygen failed");
 const adminToken = await login(gw.url, admin);
 const pub = (await readFile(join(env.ORCHCTL_HOME, "id_ed25519.pub"), "utf8")).trim();
-if ((await call(gw.url, "POST", "/api/v1/operators", { token: adminToken, body: { name: "ops", public_key: pub, role: "operator" } })).status !== 201) throw new Error("operator not created");
+if (
+  (
+    await call(gw.url, "POST", "/api/v1/operators", {
+      token: adminToken,
+      body: { name: "ops", public_key: pub, role: "operator" },
+    })
+  ).status !== 201
+)
+  throw new Error("operator not created");
 const loggedIn = await cli(["login", "--server", gw.url], env);
 if (loggedIn.code !== 0) throw new Error(loggedIn.stderr);
 
@@ -60,31 +76,45 @@ const json = async (...args: string[]) => {
 };
 
 const keys = [simKey(), simKey(), simKey()].sort((a, b) => a.nodeId.localeCompare(b.nodeId));
-for (const [i, k] of keys.entries()) sims.push(connectSimAgent(grpc, k, { attributes: defaultAttributes(i, k.nodeId), version: "1.2.3" }));
+for (const [i, k] of keys.entries())
+  sims.push(connectSimAgent(grpc, k, { attributes: defaultAttributes(i, k.nodeId), version: "1.2.3" }));
 await Promise.all(sims.map((s) => s.welcome));
 const [first, second, third] = keys.map((k) => k.nodeId) as [string, string, string];
 
-t.test("agents list: a table of name, short id, status, online, tags, last seen; --status, --all, --json", async (t) => {
-  const r = await run("agents", "list");
-  t.equal(r.code, 0, r.stderr);
-  const lines = r.stdout.trimEnd().split("\n");
-  t.match(lines[0], /^NAME\s+ID\s+STATUS\s+ONLINE\s+TAGS\s+LAST SEEN$/);
-  t.equal(lines.length, 4);
-  t.match(lines[1], new RegExp(`^-\\s+${first.slice(0, 12)}\\s+pending\\s+yes\\s+-\\s+(just now|\\d+s ago)$`));
+t.test(
+  "agents list: a table of name, short id, status, online, tags, last seen; --status, --all, --json",
+  async (t) => {
+    const r = await run("agents", "list");
+    t.equal(r.code, 0, r.stderr);
+    const lines = r.stdout.trimEnd().split("\n");
+    t.match(lines[0], /^NAME\s+ID\s+STATUS\s+ONLINE\s+TAGS\s+LAST SEEN$/);
+    t.equal(lines.length, 4);
+    t.match(lines[1], new RegExp(`^-\\s+${first.slice(0, 12)}\\s+pending\\s+yes\\s+-\\s+(just now|\\d+s ago)$`));
 
-  const doc = await json("agents", "list", "--all", "--limit", "1");
-  t.same(doc.agents.map((a: { node_id: string }) => a.node_id), [first, second, third], "--all followed the cursor page by page");
-  t.equal(doc.has_more, false);
-  const api = await call(gw.url, "GET", "/api/v1/agents", { token: adminToken });
-  t.same((await json("agents", "list")).agents.map((a: { node_id: string }) => a.node_id), api.body.agents.map((a: { node_id: string }) => a.node_id));
+    const doc = await json("agents", "list", "--all", "--limit", "1");
+    t.same(
+      doc.agents.map((a: { node_id: string }) => a.node_id),
+      [first, second, third],
+      "--all followed the cursor page by page",
+    );
+    t.equal(doc.has_more, false);
+    const api = await call(gw.url, "GET", "/api/v1/agents", { token: adminToken });
+    t.same(
+      (await json("agents", "list")).agents.map((a: { node_id: string }) => a.node_id),
+      api.body.agents.map((a: { node_id: string }) => a.node_id),
+    );
 
-  const page = await run("agents", "list", "--limit", "2");
-  t.match(page.stderr, `--cursor ${second}`);
-  t.equal((await run("agents", "list", "--status", "approved")).stdout, "NAME  ID  STATUS  ONLINE  TAGS  LAST SEEN\n");
-  const bad = await run("agents", "list", "--status", "lost");
-  t.equal(bad.code, 1);
-  t.match(bad.stderr, /--status must be one of pending, approved, rejected/);
-});
+    const page = await run("agents", "list", "--limit", "2");
+    t.match(page.stderr, `--cursor ${second}`);
+    t.equal(
+      (await run("agents", "list", "--status", "approved")).stdout,
+      "NAME  ID  STATUS  ONLINE  TAGS  LAST SEEN\n",
+    );
+    const bad = await run("agents", "list", "--status", "lost");
+    t.equal(bad.code, 1);
+    t.match(bad.stderr, /--status must be one of pending, approved, rejected/);
+  },
+);
 
 t.test("agents approve by short id; invalid or duplicate names are the server's errors", async (t) => {
   const r = await run("agents", "approve", first.slice(0, 12), "--name", "web-1");
@@ -147,10 +177,14 @@ t.test("agents metrics: history and --latest", async (t) => {
   sims[0]!.sendMetrics();
   await new Promise((r) => setTimeout(r, 5));
   sims[0]!.sendMetrics();
-  const hist = await eventually(async () => {
-    const d = await json("agents", "metrics", "web-1", "--since", "1h");
-    return d.samples.length === 2 ? d : undefined;
-  }, 10_000, 100);
+  const hist = await eventually(
+    async () => {
+      const d = await json("agents", "metrics", "web-1", "--since", "1h");
+      return d.samples.length === 2 ? d : undefined;
+    },
+    10_000,
+    100,
+  );
   t.equal(hist.node_id, first);
   const latest = await json("agents", "metrics", "web-1", "--latest");
   t.same(latest, { node_id: first, ...hist.samples[0] });

@@ -30,12 +30,23 @@ function stale(): boolean {
 
 t.before(async () => {
   // `npm test` builds first; when run alone after editing src/, build the CLI here.
-  if (stale()) await execFileP(process.execPath, [join(cliDir, "..", "node_modules", "typescript", "bin", "tsc"), "-p", join(cliDir, "tsconfig.json")]);
+  if (stale())
+    await execFileP(process.execPath, [
+      join(cliDir, "..", "node_modules", "typescript", "bin", "tsc"),
+      "-p",
+      join(cliDir, "tsconfig.json"),
+    ]);
 });
 
-function orchctl(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function orchctl(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [mainJs, ...args], { env: { PATH: process.env.PATH ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    const p = spawn(process.execPath, [mainJs, ...args], {
+      env: { PATH: process.env.PATH ?? "", ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stdout = "";
     let stderr = "";
     p.stdout.on("data", (d) => (stdout += d));

@@ -53,7 +53,13 @@ t.test("requests time out (--timeout, default 10 s)", async (t) => {
   t.equal(DEFAULT_TIMEOUT_MS, 10_000);
   // the default applies when none is given
   const slow = rawRequest({ server: url, method: "GET", path: "/status" });
-  const race = await Promise.race([slow.then(() => "done", () => "failed"), new Promise((r) => setTimeout(() => r("pending"), 1000))]);
+  const race = await Promise.race([
+    slow.then(
+      () => "done",
+      () => "failed",
+    ),
+    new Promise((r) => setTimeout(() => r("pending"), 1000)),
+  ]);
   t.equal(race, "pending", "no premature timeout with the 10 s default");
   slow.catch(() => {});
 });

@@ -22,19 +22,33 @@ t.test("signing through a real ssh-agent", async (t) => {
   const pubB = rawFromOpenSshPubLine(await readFile(`${keyB}.pub`, "utf8"));
   const env = { SSH_AUTH_SOCK: agent.sock };
 
-  await t.rejects(loadSigner({ sshAgent: true, env }), { code: "agent_key_missing", message: /holds no Ed25519 keys/ }, "empty agent");
+  await t.rejects(
+    loadSigner({ sshAgent: true, env }),
+    { code: "agent_key_missing", message: /holds no Ed25519 keys/ },
+    "empty agent",
+  );
 
   await agent.add(rsa);
   await agent.add(keyA);
   const ids = await listAgentIdentities(agent.sock);
-  t.same(ids.map((i) => [i.type, i.comment]).sort(), [["ssh-ed25519", "key-a"], ["ssh-rsa", "key-rsa"]].sort());
+  t.same(
+    ids.map((i) => [i.type, i.comment]).sort(),
+    [
+      ["ssh-ed25519", "key-a"],
+      ["ssh-rsa", "key-rsa"],
+    ].sort(),
+  );
 
   await t.test("protocol level: sign request returns a plain Ed25519 signature of the data", async (t) => {
     const data = randomBytes(32);
     const sig = await agentSign(agent.sock, ed25519Blob(pubA), data);
     t.equal(sig.length, 64);
     t.ok(nodeVerify(pubA, data, sig));
-    await t.rejects(agentSign(agent.sock, ed25519Blob(randomBytes(32)), data), { code: "agent_refused" }, "unknown key → agent failure");
+    await t.rejects(
+      agentSign(agent.sock, ed25519Blob(randomBytes(32)), data),
+      { code: "agent_refused" },
+      "unknown key → agent failure",
+    );
   });
 
   await t.test("loadSigner --ssh-agent with one ed25519 identity", async (t) => {
@@ -54,13 +68,19 @@ t.test("signing through a real ssh-agent", async (t) => {
   await agent.add(keyBPlain);
 
   await t.test("several ed25519 identities: loadSigner lists them, loadSigners returns all", async (t) => {
-    await t.rejects(loadSigner({ sshAgent: true, env }), { code: "ambiguous_key", message: new RegExp(`${pubA.toString("hex")}[\\s\\S]*${pubB.toString("hex")}`) });
+    await t.rejects(loadSigner({ sshAgent: true, env }), {
+      code: "ambiguous_key",
+      message: new RegExp(`${pubA.toString("hex")}[\\s\\S]*${pubB.toString("hex")}`),
+    });
     const all = await loadSigners({ sshAgent: true, env });
     t.same(all.map((s) => s.publicKeyHex).sort(), [pubA.toString("hex"), pubB.toString("hex")].sort());
   });
 
   await t.test("--key <file.pub> picks the identity", async (t) => {
-    for (const [pubFile, raw] of [[`${keyB}.pub`, pubB], [`${keyA}.pub`, pubA]] as const) {
+    for (const [pubFile, raw] of [
+      [`${keyB}.pub`, pubB],
+      [`${keyA}.pub`, pubA],
+    ] as const) {
       const s = await loadSigner({ key: pubFile, env });
       t.equal(s.publicKeyHex, raw.toString("hex"), `${pubFile} without --ssh-agent`);
       const s2 = await loadSigner({ key: pubFile, sshAgent: true, env });
@@ -93,7 +113,12 @@ t.test("signing through a real ssh-agent", async (t) => {
   });
 
   await t.test("no agent: public key without SSH_AUTH_SOCK, dead socket", async (t) => {
-    await t.rejects(loadSigner({ key: `${keyA}.pub`, env: {} }), { code: "agent_unavailable", message: /SSH_AUTH_SOCK is not set/ });
-    await t.rejects(loadSigner({ sshAgent: true, env: { SSH_AUTH_SOCK: join(dir, "nope.sock") } }), { code: "agent_unavailable" });
+    await t.rejects(loadSigner({ key: `${keyA}.pub`, env: {} }), {
+      code: "agent_unavailable",
+      message: /SSH_AUTH_SOCK is not set/,
+    });
+    await t.rejects(loadSigner({ sshAgent: true, env: { SSH_AUTH_SOCK: join(dir, "nope.sock") } }), {
+      code: "agent_unavailable",
+    });
   });
 });

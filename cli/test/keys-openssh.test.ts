@@ -39,7 +39,10 @@ t.test("encrypted OpenSSH key: clear error pointing at ssh-agent", async (t) => 
   const parsed = parseOpenSshPrivateKey(await readFile(key, "utf8"));
   t.equal(parsed.encrypted, true);
   t.equal(parsed.seed, undefined);
-  await t.rejects(loadSigner({ key, env: {} }), { code: "key_encrypted", message: /passphrase.*ssh-add.*--ssh-agent/s });
+  await t.rejects(loadSigner({ key, env: {} }), {
+    code: "key_encrypted",
+    message: /passphrase.*ssh-add.*--ssh-agent/s,
+  });
 });
 
 t.test("non-Ed25519 OpenSSH key is refused", async (t) => {
@@ -57,5 +60,8 @@ t.test("corrupted OpenSSH key is detected", async (t) => {
   body[body.length - 40]! ^= 0xff; // inside the private section
   const broken = `${lines[0]}\n${body.toString("base64")}\n${lines.at(-1)}\n`;
   t.throws(() => parseOpenSshPrivateKey(broken), { code: "bad_key" });
-  t.throws(() => parseOpenSshPrivateKey("-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n"), { code: "bad_key" });
+  t.throws(
+    () => parseOpenSshPrivateKey("-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n-----END OPENSSH PRIVATE KEY-----\n"),
+    { code: "bad_key" },
+  );
 });

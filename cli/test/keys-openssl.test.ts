@@ -8,7 +8,9 @@ import { execFileP } from "./helpers/cli.js";
 
 /** Raw public key via openssl alone: the last 32 bytes of the SPKI DER. */
 async function opensslRawPub(keyPem: string): Promise<Buffer> {
-  const { stdout } = await execFileP("openssl", ["pkey", "-in", keyPem, "-pubout", "-outform", "DER"], { encoding: "buffer" });
+  const { stdout } = await execFileP("openssl", ["pkey", "-in", keyPem, "-pubout", "-outform", "DER"], {
+    encoding: "buffer",
+  });
   return Buffer.from(stdout).subarray(-32);
 }
 
@@ -28,7 +30,9 @@ t.test("openssl genpkey key: openssl signatures verify with our code, ours with 
   t.equal(signer.publicKeyHex, raw.toString("hex"), "our public key hex equals openssl's");
 
   // openssl signs, we verify
-  const { stdout: osig } = await execFileP("openssl", ["pkeyutl", "-sign", "-rawin", "-inkey", key, "-in", nonce], { encoding: "buffer" });
+  const { stdout: osig } = await execFileP("openssl", ["pkeyutl", "-sign", "-rawin", "-inkey", key, "-in", nonce], {
+    encoding: "buffer",
+  });
   t.equal(osig.length, 64);
   t.ok(verifyEd25519(signer.publicKeyHex, data, osig), "openssl's signature verifies with verifyEd25519");
   t.notOk(verifyEd25519(signer.publicKeyHex, randomBytes(32), osig), "but not over other data");
@@ -37,14 +41,38 @@ t.test("openssl genpkey key: openssl signatures verify with our code, ours with 
   const ours = await signer.sign(data);
   t.same(Buffer.from(ours), Buffer.from(osig), "Ed25519 is deterministic: same signature as openssl");
   await writeFile(sigFile, ours);
-  const { stdout } = await execFileP("openssl", ["pkeyutl", "-verify", "-rawin", "-pubin", "-inkey", pubPem, "-in", nonce, "-sigfile", sigFile]);
+  const { stdout } = await execFileP("openssl", [
+    "pkeyutl",
+    "-verify",
+    "-rawin",
+    "-pubin",
+    "-inkey",
+    pubPem,
+    "-in",
+    nonce,
+    "-sigfile",
+    sigFile,
+  ]);
   t.match(stdout, /Signature Verified Successfully/);
 
   // and openssl rejects a wrong signature (so the check above can fail)
   const bad = Buffer.from(ours);
   bad[10]! ^= 1;
   await writeFile(sigFile, bad);
-  await t.rejects(execFileP("openssl", ["pkeyutl", "-verify", "-rawin", "-pubin", "-inkey", pubPem, "-in", nonce, "-sigfile", sigFile]));
+  await t.rejects(
+    execFileP("openssl", [
+      "pkeyutl",
+      "-verify",
+      "-rawin",
+      "-pubin",
+      "-inkey",
+      pubPem,
+      "-in",
+      nonce,
+      "-sigfile",
+      sigFile,
+    ]),
+  );
 });
 
 t.test("orchctl keygen output is a PKCS#8 key openssl reads and signs with", async (t) => {
@@ -52,13 +80,21 @@ t.test("orchctl keygen output is a PKCS#8 key openssl reads and signs with", asy
   const k = await generateKeyFiles(join(dir, "id_ed25519"));
   const pem = await readFile(k.privateKeyPath, "utf8");
   t.match(pem, /^-----BEGIN PRIVATE KEY-----\n[A-Za-z0-9+/=\n]+-----END PRIVATE KEY-----\n$/);
-  t.equal((await opensslRawPub(k.privateKeyPath)).toString("hex"), k.publicKeyHex, "openssl derives the same public key");
+  t.equal(
+    (await opensslRawPub(k.privateKeyPath)).toString("hex"),
+    k.publicKeyHex,
+    "openssl derives the same public key",
+  );
   t.equal(await readFile(k.publicKeyPath, "utf8"), `${k.publicKeyHex}\n`);
 
   const data = randomBytes(32);
   const nonce = join(dir, "nonce.bin");
   await writeFile(nonce, data);
-  const { stdout: osig } = await execFileP("openssl", ["pkeyutl", "-sign", "-rawin", "-inkey", k.privateKeyPath, "-in", nonce], { encoding: "buffer" });
+  const { stdout: osig } = await execFileP(
+    "openssl",
+    ["pkeyutl", "-sign", "-rawin", "-inkey", k.privateKeyPath, "-in", nonce],
+    { encoding: "buffer" },
+  );
   t.ok(verifyEd25519(k.publicKeyHex, data, osig));
 });
 

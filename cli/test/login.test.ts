@@ -16,7 +16,10 @@ t.test("login with an orchctl keygen key stores a 0600 session; whoami uses it",
 
   const r = await cli(["login", "--server", w.server.url], w.env);
   t.equal(r.code, 0, r.stderr);
-  t.match(r.stdout, new RegExp(`^Logged in to ${w.server.url} as alice \\(admin\\), token expires \\d{4}-\\d\\d-\\d\\dT`));
+  t.match(
+    r.stdout,
+    new RegExp(`^Logged in to ${w.server.url} as alice \\(admin\\), token expires \\d{4}-\\d\\d-\\d\\dT`),
+  );
 
   // the server really verified an Ed25519 signature over the raw nonce bytes
   const verifyReq = w.server.requests.find((q) => q.path === "/api/v1/auth/verify");
@@ -58,7 +61,9 @@ t.test("login with an ssh-keygen OpenSSH key and with an openssl PEM key", async
 
   const pem = join(w.env.HOME, "k.pem");
   await execFileP("openssl", ["genpkey", "-algorithm", "ed25519", "-out", pem]);
-  const { stdout: der } = await execFileP("openssl", ["pkey", "-in", pem, "-pubout", "-outform", "DER"], { encoding: "buffer" });
+  const { stdout: der } = await execFileP("openssl", ["pkey", "-in", pem, "-pubout", "-outform", "DER"], {
+    encoding: "buffer",
+  });
   w.server.addOperator("carol", Buffer.from(der).subarray(-32).toString("hex"));
   const r2 = await cli(["login", "--key", pem], w.env);
   t.equal(r2.code, 0, r2.stderr);
@@ -125,7 +130,11 @@ t.test("login --ssh-agent tries each Ed25519 identity until the server accepts o
   t.equal(r.code, 0, r.stderr);
   t.match(r.stdout, /as erin/);
   const verifies = w.server.requests.slice(before).filter((q) => q.path === "/api/v1/auth/verify");
-  t.same(verifies.map((q) => (q.body as { public_key: string }).public_key), [hex1, hex2], "tried first, then second");
+  t.same(
+    verifies.map((q) => (q.body as { public_key: string }).public_key),
+    [hex1, hex2],
+    "tried first, then second",
+  );
 
   // --key <.pub> selects the identity directly
   const before2 = w.server.requests.length;

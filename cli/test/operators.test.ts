@@ -9,7 +9,8 @@ const hex = () => randomBytes(32).toString("hex");
 
 t.test("operators list: table, one page with --limit/--cursor, every page with --all", async (t) => {
   const w = await loggedIn(t);
-  for (const n of ["bob", "carol", "dave", "erin"]) w.server.addOperator(n, hex(), n === "carol" ? "admin" : "operator", n !== "erin");
+  for (const n of ["bob", "carol", "dave", "erin"])
+    w.server.addOperator(n, hex(), n === "carol" ? "admin" : "operator", n !== "erin");
 
   const r = await cli(["operators", "list"], w.env);
   t.equal(r.code, 0, r.stderr);
@@ -28,7 +29,10 @@ t.test("operators list: table, one page with --limit/--cursor, every page with -
 
   const p2 = await cli(["operators", "list", "--limit", "2", "--cursor", "2", "--json"], w.env);
   const page = JSON.parse(p2.stdout);
-  t.same(page.operators.map((o: { name: string }) => o.name), ["carol", "dave"]);
+  t.same(
+    page.operators.map((o: { name: string }) => o.name),
+    ["carol", "dave"],
+  );
   t.equal(page.has_more, true);
   t.equal(page.next_cursor, "4");
 
@@ -36,7 +40,10 @@ t.test("operators list: table, one page with --limit/--cursor, every page with -
   const all = await cli(["operators", "list", "--all", "--limit", "2", "--json"], w.env);
   t.equal(all.code, 0, all.stderr);
   const doc = JSON.parse(all.stdout);
-  t.same(doc.operators.map((o: { name: string }) => o.name), ["alice", "bob", "carol", "dave", "erin"]);
+  t.same(
+    doc.operators.map((o: { name: string }) => o.name),
+    ["alice", "bob", "carol", "dave", "erin"],
+  );
   t.equal(doc.has_more, false);
   t.same(
     w.server.requests.slice(before).map((q) => q.query.get("cursor")),
@@ -62,7 +69,10 @@ t.test("operators add accepts hex, keygen .pub, OpenSSH lines and files", async 
   const kg = await cli(["keygen", "--out", join(dir, "carol")], w.env);
   t.equal(kg.code, 0);
   const carolHex = (await readFile(join(dir, "carol.pub"), "utf8")).trim();
-  const r2 = await cli(["operators", "add", "carol", "--public-key", join(dir, "carol.pub"), "--role", "admin", "--json"], w.env);
+  const r2 = await cli(
+    ["operators", "add", "carol", "--public-key", join(dir, "carol.pub"), "--role", "admin", "--json"],
+    w.env,
+  );
   t.equal(r2.code, 0, r2.stderr);
   t.match(JSON.parse(r2.stdout), { name: "carol", role: "admin", public_key: carolHex, created_by: w.op.id });
 

@@ -14,7 +14,13 @@ import { fileURLToPath } from "node:url";
 
 /** Names left out of every workspace: sources, tests, build configuration, caches. */
 export const EXCLUDED_NAMES = new Set(["src", "test", "tests", "coverage", ".turbo", ".tap", "node_modules/.cache"]);
-const EXCLUDED_PATTERNS = [/^tsconfig(\..+)?\.json$/, /\.tsbuildinfo$/, /\.d\.ts$/, /\.d\.ts\.map$/, /\.test\.[cm]?js(\.map)?$/];
+const EXCLUDED_PATTERNS = [
+  /^tsconfig(\..+)?\.json$/,
+  /\.tsbuildinfo$/,
+  /\.d\.ts$/,
+  /\.d\.ts\.map$/,
+  /\.test\.[cm]?js(\.map)?$/,
+];
 
 /** Expands the root package.json `workspaces` (plain paths and `dir/*`) to workspace folders. */
 export function workspaceDirs(root) {

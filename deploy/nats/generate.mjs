@@ -30,8 +30,10 @@ export function checkSubject(pattern) {
   const tokens = pattern.split(".");
   tokens.forEach((t, i) => {
     if (t === "") throw new Error(`subject ${JSON.stringify(pattern)}: empty token`);
-    if (t === ">" && i !== tokens.length - 1) throw new Error(`subject ${JSON.stringify(pattern)}: '>' must be the last token`);
-    if (t.length > 1 && /[*>\s]/.test(t)) throw new Error(`subject ${JSON.stringify(pattern)}: wildcard or space inside token ${JSON.stringify(t)}`);
+    if (t === ">" && i !== tokens.length - 1)
+      throw new Error(`subject ${JSON.stringify(pattern)}: '>' must be the last token`);
+    if (t.length > 1 && /[*>\s]/.test(t))
+      throw new Error(`subject ${JSON.stringify(pattern)}: wildcard or space inside token ${JSON.stringify(t)}`);
   });
   return pattern;
 }
@@ -72,7 +74,12 @@ export function permissionsFor(name) {
   });
   const needsInbox = u.requests.length > 0 || roles.length > 0;
   const publish = uniq([...u.requests, ...u.publish, ...roles.flatMap((r) => r.publish)]);
-  const subscribe = uniq([...u.serves, ...u.subscribe, ...roles.flatMap((r) => r.subscribe), ...(needsInbox ? [INBOX(name)] : [])]);
+  const subscribe = uniq([
+    ...u.serves,
+    ...u.subscribe,
+    ...roles.flatMap((r) => r.subscribe),
+    ...(needsInbox ? [INBOX(name)] : []),
+  ]);
   for (const s of [...publish, ...subscribe, ...u.deny.publish, ...u.deny.subscribe]) checkSubject(s);
   return {
     publish: { allow: publish, deny: uniq(u.deny.publish) },
@@ -113,7 +120,8 @@ export function lint() {
 }
 
 const q = (s) => JSON.stringify(s);
-const list = (xs, indent) => (xs.length === 0 ? "[]" : `[\n${xs.map((x) => `${indent}  ${q(x)}`).join("\n")}\n${indent}]`);
+const list = (xs, indent) =>
+  xs.length === 0 ? "[]" : `[\n${xs.map((x) => `${indent}  ${q(x)}`).join("\n")}\n${indent}]`;
 
 /** The `authorization { users: [...] }` block with the given password expression per service. */
 export function renderAuthorization(password) {

@@ -28,7 +28,8 @@ t.test("the permission matrix says what the design says", async (t) => {
   const can = (u: string, s: string) => allowed(u, "publish", s);
   const sub = (u: string, s: string) => allowed(u, "subscribe", s);
   // gateway: every service's RPCs, except resolving secrets; never audit events.
-  for (const s of SERVICES.filter((x) => x !== "gateway")) t.ok(can("gateway", `orch.${s}.SomeMethod`), `gateway → orch.${s}.*`);
+  for (const s of SERVICES.filter((x) => x !== "gateway"))
+    t.ok(can("gateway", `orch.${s}.SomeMethod`), `gateway → orch.${s}.*`);
   t.notOk(can("gateway", "orch.secrets.Resolve"), "gateway ↛ orch.secrets.Resolve");
   t.ok(can("gateway", "orch.secrets.List"), "gateway → orch.secrets.List");
   t.notOk(can("gateway", "audit.agent.approved"), "gateway ↛ audit.>");
@@ -48,13 +49,35 @@ t.test("the permission matrix says what the design says", async (t) => {
   t.ok(can("terminal", "orch.agent.node1.OpenTerminal"), "terminal → orch.agent.*.>");
   t.ok(can("terminal", "orch.term.s1.out") && sub("terminal", "orch.term.s1.in"), "terminal pub/sub orch.term.>");
   // agents
-  t.ok(sub("agents", "orch.agent.node1.Apply") && sub("agents", "orch.agents.Approve"), "agents serves orch.agent.*.> and orch.agents.>");
+  t.ok(
+    sub("agents", "orch.agent.node1.Apply") && sub("agents", "orch.agents.Approve"),
+    "agents serves orch.agent.*.> and orch.agents.>",
+  );
   // only secrets serves Resolve
-  for (const u of SERVICES) t.equal(sub(u, "orch.secrets.Resolve"), u === "secrets", `${u} ${u === "secrets" ? "serves" : "cannot serve"} orch.secrets.Resolve`);
+  for (const u of SERVICES)
+    t.equal(
+      sub(u, "orch.secrets.Resolve"),
+      u === "secrets",
+      `${u} ${u === "secrets" ? "serves" : "cannot serve"} orch.secrets.Resolve`,
+    );
   // audit events: written by every service that owns data, consumed by audit and notify.
-  for (const u of SERVICES) t.equal(can(u, "audit.x.y"), u !== "gateway", `${u} ${u === "gateway" ? "cannot publish" : "publishes"} audit events`);
-  for (const u of SERVICES) t.equal(can(u, "$JS.ACK.AUDIT.audit.1.1.1.1.1"), u === "audit" || u === "notify", `${u} acks AUDIT messages: ${u === "audit" || u === "notify"}`);
-  for (const u of SERVICES) t.notOk(can(u, "$JS.API.STREAM.DELETE.AUDIT") || can(u, "$JS.API.STREAM.PURGE.AUDIT"), `${u} cannot delete or purge AUDIT`);
+  for (const u of SERVICES)
+    t.equal(
+      can(u, "audit.x.y"),
+      u !== "gateway",
+      `${u} ${u === "gateway" ? "cannot publish" : "publishes"} audit events`,
+    );
+  for (const u of SERVICES)
+    t.equal(
+      can(u, "$JS.ACK.AUDIT.audit.1.1.1.1.1"),
+      u === "audit" || u === "notify",
+      `${u} acks AUDIT messages: ${u === "audit" || u === "notify"}`,
+    );
+  for (const u of SERVICES)
+    t.notOk(
+      can(u, "$JS.API.STREAM.DELETE.AUDIT") || can(u, "$JS.API.STREAM.PURGE.AUDIT"),
+      `${u} cannot delete or purge AUDIT`,
+    );
 });
 
 async function freePort(): Promise<number> {
@@ -84,9 +107,13 @@ async function eventually<T>(fn: () => Promise<T>, ms = 10_000): Promise<T> {
 t.test("nats-server with deploy/nats/local.conf enforces the permissions", async (t) => {
   const port = await freePort();
   const store = mkdtempSync(join(tmpdir(), "orch-nats-"));
-  const server: ChildProcess = spawn(NATS_SERVER, ["-c", repoPath("deploy", "nats", "local.conf"), "-a", "127.0.0.1", "-p", String(port), "-js", "-sd", store], {
-    stdio: ["ignore", "ignore", "pipe"],
-  });
+  const server: ChildProcess = spawn(
+    NATS_SERVER,
+    ["-c", repoPath("deploy", "nats", "local.conf"), "-a", "127.0.0.1", "-p", String(port), "-js", "-sd", store],
+    {
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
   let serverLog = "";
   server.stderr!.on("data", (d: Buffer) => (serverLog += d.toString()));
   const exited = new Promise<number | null>((resolve) => server.once("exit", (code) => resolve(code)));
@@ -102,7 +129,14 @@ t.test("nats-server with deploy/nats/local.conf enforces the permissions", async
   });
 
   const as = async (user: string, pass = devPassword(user)) => {
-    const nc = await connect({ servers: `127.0.0.1:${port}`, user, pass, noAsyncTraces: true, reconnect: false, inboxPrefix: `_INBOX_${user}` });
+    const nc = await connect({
+      servers: `127.0.0.1:${port}`,
+      user,
+      pass,
+      noAsyncTraces: true,
+      reconnect: false,
+      inboxPrefix: `_INBOX_${user}`,
+    });
     conns.push(nc);
     return nc;
   };
@@ -110,7 +144,8 @@ t.test("nats-server with deploy/nats/local.conf enforces the permissions", async
   const violations = (nc: NatsConnection) => {
     const seen: string[] = [];
     void (async () => {
-      for await (const s of nc.status()) if (s.type === "error") seen.push(String((s as { error?: Error }).error?.message ?? ""));
+      for await (const s of nc.status())
+        if (s.type === "error") seen.push(String((s as { error?: Error }).error?.message ?? ""));
     })();
     return seen;
   };
@@ -125,7 +160,10 @@ t.test("nats-server with deploy/nats/local.conf enforces the permissions", async
   await t.rejects(as("gateway", "wrong"), /Authorization Violation/i, "a wrong password is refused");
 
   // Responders: auth answers challenges, secrets answers Resolve (both in their queue groups).
-  auth.subscribe("orch.auth.>", { queue: "auth", callback: (_e, m) => void m.respond(new TextEncoder().encode("nonce")) });
+  auth.subscribe("orch.auth.>", {
+    queue: "auth",
+    callback: (_e, m) => void m.respond(new TextEncoder().encode("nonce")),
+  });
   let resolveCalls = 0;
   secrets.subscribe("orch.secrets.>", {
     queue: "secrets",
@@ -167,19 +205,30 @@ t.test("nats-server with deploy/nats/local.conf enforces the permissions", async
   gateway.publish("orch.auth.revoked", new Uint8Array([3]));
   await gateway.flush();
   await eventually(async () => {
-    if (!gatewayErrors.some((m) => /Permissions Violation for Publish to "audit\.x"/.test(m))) throw new Error("not yet");
+    if (!gatewayErrors.some((m) => /Permissions Violation for Publish to "audit\.x"/.test(m)))
+      throw new Error("not yet");
   }, 3000).catch(() => {});
-  t.ok(gatewayErrors.some((m) => /Permissions Violation for Publish to "audit\.x"/.test(m)), "publishing audit.x is refused by the server");
-  t.ok(gatewayErrors.some((m) => /Permissions Violation for Publish to "orch\.auth\.revoked"/.test(m)), "forging a revocation is refused");
+  t.ok(
+    gatewayErrors.some((m) => /Permissions Violation for Publish to "audit\.x"/.test(m)),
+    "publishing audit.x is refused by the server",
+  );
+  t.ok(
+    gatewayErrors.some((m) => /Permissions Violation for Publish to "orch\.auth\.revoked"/.test(m)),
+    "forging a revocation is refused",
+  );
   t.equal((await jsm.streams.info("AUDIT")).state.messages, 1, "the AUDIT stream holds only auth's event");
 
   // The gateway cannot read audit events either.
   gateway.subscribe("audit.>", { callback: () => {} });
   await gateway.flush();
   await eventually(async () => {
-    if (!gatewayErrors.some((m) => /Permissions Violation for Subscription to "audit\.>"/.test(m))) throw new Error("not yet");
+    if (!gatewayErrors.some((m) => /Permissions Violation for Subscription to "audit\.>"/.test(m)))
+      throw new Error("not yet");
   }, 3000).catch(() => {});
-  t.ok(gatewayErrors.some((m) => /Permissions Violation for Subscription to "audit\.>"/.test(m)), "subscribing to audit.> is refused");
+  t.ok(
+    gatewayErrors.some((m) => /Permissions Violation for Subscription to "audit\.>"/.test(m)),
+    "subscribing to audit.> is refused",
+  );
 
   // The audit service consumes AUDIT through a durable consumer, and cannot delete the stream.
   const audit = await as("audit");

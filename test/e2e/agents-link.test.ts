@@ -39,11 +39,18 @@ t.teardown(async () => {
   await nats.stop();
 });
 const token = await system.login(system.admin);
-const api = (method: string, path: string, body?: unknown) => system.api(method, path, { token, ...(body !== undefined ? { body } : {}) });
+const api = (method: string, path: string, body?: unknown) =>
+  system.api(method, path, { token, ...(body !== undefined ? { body } : {}) });
 const agent = async (id: string) => (await api("GET", `/api/v1/agents/${id}`)).body;
 const online = (id: string) => eventually(async () => (await agent(id))?.connected === true, 20_000);
-const replicaOf = async (id: string) => (await sql.query("SELECT replica FROM agents.agents WHERE node_id = $1", [id])).rows[0]?.replica as string | undefined;
-const ping = (id: string) => rpcClient(nc, "", AgentControlService, { timeoutMs: 5000, subjectBase: `orch.agent.${id}` }).ping({ payload: `hi ${id}` });
+const replicaOf = async (id: string) =>
+  (await sql.query("SELECT replica FROM agents.agents WHERE node_id = $1", [id])).rows[0]?.replica as
+    | string
+    | undefined;
+const ping = (id: string) =>
+  rpcClient(nc, "", AgentControlService, { timeoutMs: 5000, subjectBase: `orch.agent.${id}` }).ping({
+    payload: `hi ${id}`,
+  });
 const server = `127.0.0.1:${linkPort}`;
 
 let web = agents.spawn(["--server", server, "--metrics-interval", "1"]);
@@ -60,7 +67,8 @@ t.test("agents appear pending with their attributes", async (t) => {
   t.ok(ids.includes(webId) && ids.includes(badId), "both listed as pending");
   const a = await agent(webId);
   t.match(a, { status: "pending", name: null, connected: true, version: "0.1.0" });
-  for (const k of ["hostname", "os", "arch", "cpus", "memory_bytes", "agent_version"]) t.ok(a.attributes[k], `attribute ${k} = ${a.attributes[k]}`);
+  for (const k of ["hostname", "os", "arch", "cpus", "memory_bytes", "agent_version"])
+    t.ok(a.attributes[k], `attribute ${k} = ${a.attributes[k]}`);
   t.equal((await agent(badId)).attributes.terminal_enabled, "false");
   const attrs = await api("GET", `/api/v1/agents/${webId}/attributes`);
   t.equal(attrs.body.attributes.agent_version, "0.1.0");
@@ -70,8 +78,14 @@ t.test("approve one with a name; reject another, which then cannot connect; dele
   const ok = await api("POST", `/api/v1/agents/${webId}`, { status: "approved", name: "web-1" });
   t.equal(ok.status, 200);
   t.match(ok.body, { status: "approved", name: "web-1" });
-  t.equal((await api("POST", `/api/v1/agents/${webId}`, { status: "approved", name: "web-2" })).body.code, "name_immutable");
-  t.equal((await api("POST", `/api/v1/agents/${badId}`, { status: "approved", name: "web-1" })).body.code, "name_taken");
+  t.equal(
+    (await api("POST", `/api/v1/agents/${webId}`, { status: "approved", name: "web-2" })).body.code,
+    "name_immutable",
+  );
+  t.equal(
+    (await api("POST", `/api/v1/agents/${badId}`, { status: "approved", name: "web-1" })).body.code,
+    "name_taken",
+  );
   t.equal((await api("POST", `/api/v1/agents/${badId}`, { status: "approved" })).status, 400, "approve needs a name");
 
   t.equal((await api("POST", `/api/v1/agents/${badId}`, { status: "rejected", name: "whatever" })).status, 200);
@@ -93,7 +107,10 @@ t.test("approve one with a name; reject another, which then cannot connect; dele
 
 t.test("tags: set, replace, delete, and GET /tags", async (t) => {
   t.same((await api("PUT", `/api/v1/agents/${webId}/tags/env`, { value: "prod" })).body.tags, { env: "prod" });
-  t.same((await api("PUT", `/api/v1/agents/${webId}/tags`, { tags: { env: "staging", role: "web" } })).body.tags, { env: "staging", role: "web" });
+  t.same((await api("PUT", `/api/v1/agents/${webId}/tags`, { tags: { env: "staging", role: "web" } })).body.tags, {
+    env: "staging",
+    role: "web",
+  });
   t.same((await api("DELETE", `/api/v1/agents/web-1/tags/env`)).body.tags, { role: "web" }, "by name too");
   t.equal((await api("PUT", `/api/v1/agents/${webId}/tags/Bad`, { value: "x" })).status, 400);
   t.same((await api("GET", "/api/v1/tags")).body.tags, { role: ["web"] });
@@ -149,16 +166,29 @@ t.test("restart the agents service: every agent reconnects, with jitter", async 
   const oldReplica = await replicaOf(webId);
   await system.kill("agents", "SIGKILL");
   await system.start("agents");
-  await eventually(() => ev.of("agent.connected", webId).length > counts.web && ev.of("agent.connected", discoveredId).length > counts.disc, 30_000);
+  await eventually(
+    () =>
+      ev.of("agent.connected", webId).length > counts.web &&
+      ev.of("agent.connected", discoveredId).length > counts.disc,
+    30_000,
+  );
   t.not(await replicaOf(webId), oldReplica, "held by the new process");
   t.equal(await replicaOf(discoveredId), await replicaOf(webId));
   await online(webId);
   await online(discoveredId);
   t.match(await ping(webId), { nodeId: webId });
   for (const p of [web, discovered!]) {
-    const waits = p.records().filter((r) => r.msg === "link lost; reconnecting" || r.msg === "could not connect; retrying").map((r) => r.retry_in_ms as number);
+    const waits = p
+      .records()
+      .filter((r) => r.msg === "link lost; reconnecting" || r.msg === "could not connect; retrying")
+      .map((r) => r.retry_in_ms as number);
     t.ok(waits.length >= 1, "the agent logged its reconnect attempts");
-    waits.forEach((w, i) => t.ok(w >= 0 && w < Math.min(30_000, 500 * 2 ** i), `attempt ${i + 1} waited a random ${w} ms inside its backoff window`));
+    waits.forEach((w, i) =>
+      t.ok(
+        w >= 0 && w < Math.min(30_000, 500 * 2 ** i),
+        `attempt ${i + 1} waited a random ${w} ms inside its backoff window`,
+      ),
+    );
   }
 });
 
@@ -168,7 +198,11 @@ t.test("two agents-service processes: agents spread over both, Ping reaches each
   const other = agents.spawn(["--server", `127.0.0.1:${port2}`]);
   const otherId = await other.nodeId();
   await online(otherId);
-  t.equal((await api("POST", `/api/v1/agents/${otherId}`, { status: "approved", name: "db-1" })).status, 200, "approval works whichever replica holds the link");
+  t.equal(
+    (await api("POST", `/api/v1/agents/${otherId}`, { status: "approved", name: "db-1" })).status,
+    200,
+    "approval works whichever replica holds the link",
+  );
   const r1 = await replicaOf(webId);
   const r2 = await replicaOf(otherId);
   t.ok(r1 && r2 && r1 !== r2, `held by different replicas (${r1} / ${r2})`);

@@ -39,7 +39,11 @@ const seeded = [
   event({ type: "cli.five", summary: "fifth" }),
 ];
 await publish(seeded);
-await eventually(async () => JSON.parse((await orchctl("--json", "audit", "--category", "cli", "--limit", "500")).stdout).events.length === 5, 20_000);
+await eventually(
+  async () =>
+    JSON.parse((await orchctl("--json", "audit", "--category", "cli", "--limit", "500")).stdout).events.length === 5,
+  20_000,
+);
 
 t.test("audit: a table by default, one JSON page with --json, every page with --all", async (t) => {
   const table = await orchctl("audit", "--category", "cli", "--limit", "2");
@@ -54,21 +58,36 @@ t.test("audit: a table by default, one JSON page with --json, every page with --
   t.equal(page.events.length, 2);
   t.equal(page.has_more, true);
   t.equal(page.next_cursor, seeded[3]!.id);
-  const next = JSON.parse((await orchctl("--json", "audit", "--category", "cli", "--limit", "2", "--cursor", page.next_cursor)).stdout);
-  t.same(next.events.map((e: { summary: string }) => e.summary), ["third", "second"]);
+  const next = JSON.parse(
+    (await orchctl("--json", "audit", "--category", "cli", "--limit", "2", "--cursor", page.next_cursor)).stdout,
+  );
+  t.same(
+    next.events.map((e: { summary: string }) => e.summary),
+    ["third", "second"],
+  );
 
   const all = JSON.parse((await orchctl("--json", "audit", "--category", "cli", "--limit", "2", "--all")).stdout);
-  t.same(all.events.map((e: { summary: string }) => e.summary), ["fifth", "fourth", "third", "second", "first"]);
+  t.same(
+    all.events.map((e: { summary: string }) => e.summary),
+    ["fifth", "fourth", "third", "second", "first"],
+  );
   t.equal(all.has_more, false);
 });
 
 t.test("audit: every filter flag, relative times, and the API's 400s", async (t) => {
-  const q = async (...args: string[]) => JSON.parse((await orchctl("--json", "audit", ...args)).stdout).events.map((e: { summary: string }) => e.summary);
+  const q = async (...args: string[]) =>
+    JSON.parse((await orchctl("--json", "audit", ...args)).stdout).events.map((e: { summary: string }) => e.summary);
   t.same(await q("--agent", "web-1"), ["third", "first"]);
   t.same(await q("--agent", "node-1111", "--after", "150m"), ["third"]);
   t.same(await q("--event-type", "cli.two"), ["second"]);
-  t.same(await q("--category", "cli", "--before", "90m", "--after", new Date(Date.now() - 150 * 60_000).toISOString()), ["second"]);
-  t.same(await q("--operator", "admin", "--event-type", "auth.login.succeeded").then((s: string[]) => s.length > 0), true);
+  t.same(
+    await q("--category", "cli", "--before", "90m", "--after", new Date(Date.now() - 150 * 60_000).toISOString()),
+    ["second"],
+  );
+  t.same(
+    await q("--operator", "admin", "--event-type", "auth.login.succeeded").then((s: string[]) => s.length > 0),
+    true,
+  );
 
   const bad = await orchctl("--json", "audit", "--category", "cli.");
   t.equal(bad.code, 1);
@@ -95,7 +114,10 @@ t.test("audit retention: show, set, back to the default; prune", async (t) => {
   t.equal(pruned.code, 0, pruned.stderr);
   t.match(pruned.stdout, /^Deleted 2 audit events before /);
   const after = JSON.parse((await orchctl("--json", "audit", "--category", "cli")).stdout);
-  t.same(after.events.map((e: { summary: string }) => e.summary), ["fifth", "fourth", "third"]);
+  t.same(
+    after.events.map((e: { summary: string }) => e.summary),
+    ["fifth", "fourth", "third"],
+  );
   const record = JSON.parse((await orchctl("--json", "audit", "--event-type", "audit.pruned")).stdout).events[0];
   t.match(record, { actor: { name: "admin" }, metadata: { deleted: 2, trigger: "manual" } });
 });
@@ -103,16 +125,27 @@ t.test("audit retention: show, set, back to the default; prune", async (t) => {
 t.test("audit --follow streams NDJSON and resumes after the gateway restarts", async (t) => {
   const anchor = event({ type: "live.anchor" });
   await publish([anchor]);
-  await eventually(async () => JSON.parse((await orchctl("--json", "audit", "--event-type", "live.anchor")).stdout).events.length === 1);
+  await eventually(
+    async () =>
+      JSON.parse((await orchctl("--json", "audit", "--event-type", "live.anchor")).stdout).events.length === 1,
+  );
   const main = fileURLToPath(new URL("../../cli/dist/main.js", import.meta.url));
-  const child = spawn(process.execPath, [main, "--json", "audit", "--follow", "--category", "live", "--cursor", anchor.id], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(
+    process.execPath,
+    [main, "--json", "audit", "--follow", "--category", "live", "--cursor", anchor.id],
+    { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] },
+  );
   let out = "";
   let err = "";
   child.stdout.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr.on("data", (d: Buffer) => (err += d.toString()));
   const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
   t.teardown(() => void child.kill("SIGKILL"));
-  const lines = () => out.split("\n").filter(Boolean).map((l) => JSON.parse(l) as { id: string; event_type: string });
+  const lines = () =>
+    out
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { id: string; event_type: string });
 
   const first = [event({ type: "live.one" }), event({ type: "other.x" }), event({ type: "live.two" })];
   await publish(first);
@@ -126,7 +159,11 @@ t.test("audit --follow streams NDJSON and resumes after the gateway restarts", a
   await eventually(async () => (await system.api("GET", "/api/v1/status")).status === 200, 20_000);
   await publish(later);
   await eventually(() => lines().length >= 4, 30_000);
-  t.same(lines().map((l) => l.event_type), ["live.one", "live.two", "live.three", "live.four"], "nothing missed or repeated across the reconnect");
+  t.same(
+    lines().map((l) => l.event_type),
+    ["live.one", "live.two", "live.three", "live.four"],
+    "nothing missed or repeated across the reconnect",
+  );
   t.match(err, /reconnecting/);
 
   child.kill("SIGINT");

@@ -8,7 +8,12 @@ import { eventFactory, publisher } from "../../services/audit/test/harness.js";
 // restarted; every event is stored exactly once and readable through GET /audit.
 const nats = await startNats();
 const db = await createTestDatabase();
-const system = await startSystem({ nats, db, services: ["auth", "audit", "gateway"], env: { ORCH_AUDIT_ACK_WAIT_MS: "2000", ORCH_AUDIT_BATCH_SIZE: "200" } });
+const system = await startSystem({
+  nats,
+  db,
+  services: ["auth", "audit", "gateway"],
+  env: { ORCH_AUDIT_ACK_WAIT_MS: "2000", ORCH_AUDIT_BATCH_SIZE: "200" },
+});
 const reader = new pg.Pool({ connectionString: db.url, max: 2, options: "-c search_path=audit" });
 reader.on("connect", (c) => c.on("error", () => {}));
 t.teardown(async () => {
@@ -21,7 +26,8 @@ const token = await system.login(system.admin);
 const nc = await nats.connect("e2e-publisher");
 const publish = await publisher(nc);
 const event = eventFactory();
-const loaded = async () => Number((await reader.query("SELECT count(*) FROM events WHERE event_type = 'e2e.load'")).rows[0].count);
+const loaded = async () =>
+  Number((await reader.query("SELECT count(*) FROM events WHERE event_type = 'e2e.load'")).rows[0].count);
 
 t.test("10,000 events across a SIGKILL and a restart of the audit process: all stored, none twice", async (t) => {
   const all = Array.from({ length: 10_000 }, (_, i) => event({ type: "e2e.load", metadata: { i } }));
@@ -36,7 +42,10 @@ t.test("10,000 events across a SIGKILL and a restart of the audit process: all s
   await system.start("audit");
   await eventually(async () => (await loaded()) === 10_000, 60_000, 250);
 
-  const distinct = await reader.query<{ n: number }>("SELECT count(DISTINCT id)::int AS n FROM events WHERE id = ANY($1)", [all.map((e) => e.id)]);
+  const distinct = await reader.query<{ n: number }>(
+    "SELECT count(DISTINCT id)::int AS n FROM events WHERE id = ANY($1)",
+    [all.map((e) => e.id)],
+  );
   t.equal(distinct.rows[0]!.n, 10_000, "every published event is stored");
   t.equal(await loaded(), 10_000, "none twice");
 
@@ -44,7 +53,9 @@ t.test("10,000 events across a SIGKILL and a restart of the audit process: all s
   const seen: string[] = [];
   let cursor: string | null = null;
   do {
-    const r = await system.api("GET", `/api/v1/audit?category=e2e&limit=500${cursor ? `&cursor=${cursor}` : ""}`, { token });
+    const r = await system.api("GET", `/api/v1/audit?category=e2e&limit=500${cursor ? `&cursor=${cursor}` : ""}`, {
+      token,
+    });
     t.equal(r.status, 200);
     seen.push(...r.body.events.map((e: { id: string }) => e.id));
     cursor = r.body.next_cursor;

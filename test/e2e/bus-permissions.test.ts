@@ -63,7 +63,8 @@ t.teardown(async () => {
 });
 
 const token = await system.login(system.admin);
-const api = (method: string, path: string, body?: unknown, as = token) => system.api(method, `/api/v1${path}`, { token: as, ...(body !== undefined ? { body } : {}) });
+const api = (method: string, path: string, body?: unknown, as = token) =>
+  system.api(method, `/api/v1${path}`, { token: as, ...(body !== undefined ? { body } : {}) });
 const must = async (p: ReturnType<typeof api>, status: number) => {
   const r = await p;
   if (r.status !== status) throw new Error(`expected ${status}, got ${r.status}: ${r.text}`);
@@ -72,9 +73,7 @@ const must = async (p: ReturnType<typeof api>, status: number) => {
 
 /** "Publish Violation" / "Subscription Violation" lines of the server log, with the client they came from. */
 const violations = () =>
-  (existsSync(serverLog) ? readFileSync(serverLog, "utf8") : "")
-    .split("\n")
-    .filter((l) => /Violation/i.test(l));
+  (existsSync(serverLog) ? readFileSync(serverLog, "utf8") : "").split("\n").filter((l) => /Violation/i.test(l));
 
 const SECRET = `bus-${randomBytes(12).toString("hex")}`;
 const files = join(work, "files");
@@ -84,14 +83,25 @@ t.test("every service runs under its own bus user; anonymous clients are refused
   t.ok(services.length >= 7, `services started: ${services.join(", ")}`);
   const st = await must(api("GET", "/status"), 200);
   t.equal(st.status, "ok", "gateway /status: every service answers its ping under the permissions");
-  await t.rejects(connect({ servers: nats.url, noAsyncTraces: true, reconnect: false }), /Authorization Violation/i, "no anonymous access");
-  await t.rejects(connect({ servers: nats.url, user: "state", pass: devPassword("gateway"), noAsyncTraces: true, reconnect: false }), /Authorization Violation/i, "a service's password is its own");
+  await t.rejects(
+    connect({ servers: nats.url, noAsyncTraces: true, reconnect: false }),
+    /Authorization Violation/i,
+    "no anonymous access",
+  );
+  await t.rejects(
+    connect({ servers: nats.url, user: "state", pass: devPassword("gateway"), noAsyncTraces: true, reconnect: false }),
+    /Authorization Violation/i,
+    "a service's password is its own",
+  );
 });
 
 t.test("a cross-service flow through the HTTP API works under the permissions", async (t) => {
   // Operators (auth).
   const carolKey = ed25519();
-  const carol = await must(api("POST", "/operators", { name: "carol", public_key: carolKey.publicKeyHex, role: "operator" }), 201);
+  const carol = await must(
+    api("POST", "/operators", { name: "carol", public_key: carolKey.publicKeyHex, role: "operator" }),
+    201,
+  );
   t.equal(carol.name, "carol");
   const carolToken = await system.login(carolKey);
 
@@ -105,11 +115,17 @@ t.test("a cross-service flow through the HTTP API works under the permissions", 
     return r.status === 200 && r.body.connected ? r.body : undefined;
   }, 20_000);
   t.equal(pending.status, "pending", "the new agent appears pending");
-  t.equal((await must(api("POST", `/agents/${nodeId}`, { status: "approved", name: "bus-1" }), 200)).status, "approved");
+  t.equal(
+    (await must(api("POST", `/agents/${nodeId}`, { status: "approved", name: "bus-1" }), 200)).status,
+    "approved",
+  );
   await must(api("PUT", `/agents/${nodeId}/tags`, { tags: { env: "e2e", slot: "s1" } }), 200);
 
   // A secret only this agent may receive (secrets), used by a module (state → secrets.Resolve).
-  const secret = await must(api("POST", "/secrets", { name: "bus_token", value: SECRET, restriction: { node_ids: [nodeId] } }), 201);
+  const secret = await must(
+    api("POST", "/secrets", { name: "bus_token", value: SECRET, restriction: { node_ids: [nodeId] } }),
+    201,
+  );
   t.same(secret.restriction.node_ids, [nodeId]);
   await must(
     api("POST", "/modules", {
@@ -129,7 +145,11 @@ t.test("a cross-service flow through the HTTP API works under the permissions", 
   const op = await must(api("POST", "/agents/bus-1/apply?wait=30", { modules: ["bus-flow"] }), 200);
   t.equal(op.status, "succeeded", `the apply succeeded (${op.error_code || "no error"})`);
   t.same(op.summary, { ok: 0, changed: 1, failed: 0, skipped: 0, unsupported: 0 });
-  t.equal(readFileSync(join(files, "s1.conf"), "utf8"), `token=${SECRET} env=e2e\n`, "the file has the rendered secret and tag");
+  t.equal(
+    readFileSync(join(files, "s1.conf"), "utf8"),
+    `token=${SECRET} env=e2e\n`,
+    "the file has the rendered secret and tag",
+  );
   t.notOk(JSON.stringify(op).includes(SECRET), "the operation does not carry the value");
   // The scheduled drift check (state asks notify for maintenance status, then the agent).
   const drift = await eventually(async () => {
@@ -141,10 +161,20 @@ t.test("a cross-service flow through the HTTP API works under the permissions", 
   // Maintenance windows (notify), followed live on the audit stream (audit → feed → gateway).
   const tail = await openTail("event_type=maintenance.window.created");
   const now = Math.floor(Date.now() / 1000);
-  const win = await must(api("POST", "/maintenance-windows", { starts_at: now + 3600, ends_at: now + 7200, reason: "bus e2e" }), 201);
+  const win = await must(
+    api("POST", "/maintenance-windows", { starts_at: now + 3600, ends_at: now + 7200, reason: "bus e2e" }),
+    201,
+  );
   const windows = await must(api("GET", "/maintenance-windows?limit=100"), 200);
-  t.ok(windows.windows.some((w: { id: string }) => w.id === win.id), "the window is listed");
-  t.match(await tail.until((s) => s.includes(win.id)), /event: audit/, "the live audit stream delivers the window's event");
+  t.ok(
+    windows.windows.some((w: { id: string }) => w.id === win.id),
+    "the window is listed",
+  );
+  t.match(
+    await tail.until((s) => s.includes(win.id)),
+    /event: audit/,
+    "the live audit stream delivers the window's event",
+  );
   tail.close();
 
   // A warning event becomes a notification for the operators (notify consumes AUDIT, asks auth).
@@ -156,7 +186,10 @@ t.test("a cross-service flow through the HTTP API works under the permissions", 
   t.equal((await system.api("POST", "/api/v1/auth/verify", { body: badSig })).status, 401);
   const n = await eventually(async () => {
     const r = await api("GET", "/notifications?limit=100", undefined, carolToken);
-    return r.status === 200 && r.body.notifications.some((x: { event_type: string }) => x.event_type === "auth.login.failed") ? r.body : undefined;
+    return r.status === 200 &&
+      r.body.notifications.some((x: { event_type: string }) => x.event_type === "auth.login.failed")
+      ? r.body
+      : undefined;
   }, 20_000);
   t.ok(n.notifications.length >= 1, "GET /notifications shows the failed login to carol");
 
@@ -191,28 +224,52 @@ t.test("a cross-service flow through the HTTP API works under the permissions", 
     const r = await api("GET", "/audit?limit=500");
     const types = new Set<string>(r.body?.events?.map((e: { event_type: string }) => e.event_type) ?? []);
     return expected.every((x) => types.has(x)) ? types : undefined;
-  }, 20_000).catch(async () => new Set<string>((await api("GET", "/audit?limit=500")).body.events.map((e: { event_type: string }) => e.event_type)));
-  t.same(expected.filter((x) => !seen.has(x)), [], "GET /audit shows every event of the flow");
+  }, 20_000).catch(
+    async () =>
+      new Set<string>(
+        (await api("GET", "/audit?limit=500")).body.events.map((e: { event_type: string }) => e.event_type),
+      ),
+  );
+  t.same(
+    expected.filter((x) => !seen.has(x)),
+    [],
+    "GET /audit shows every event of the flow",
+  );
 });
 
 t.test("the gateway's identity is refused by the server; the services keep working", async (t) => {
-  const gw = await connect({ servers: nats.url, user: "gateway", pass: devPassword("gateway"), name: PROBE, inboxPrefix: "_INBOX_gateway", noAsyncTraces: true, reconnect: false });
+  const gw = await connect({
+    servers: nats.url,
+    user: "gateway",
+    pass: devPassword("gateway"),
+    name: PROBE,
+    inboxPrefix: "_INBOX_gateway",
+    noAsyncTraces: true,
+    reconnect: false,
+  });
   probes.push(gw);
   const asyncErrors: string[] = [];
   void (async () => {
-    for await (const s of gw.status()) if (s.type === "error") asyncErrors.push(String((s as { error?: Error }).error?.message ?? ""));
+    for await (const s of gw.status())
+      if (s.type === "error") asyncErrors.push(String((s as { error?: Error }).error?.message ?? ""));
   })();
   const before = (await must(api("GET", "/audit?event_type=secret.used&limit=500"), 200)).events.length;
 
   // A well-formed Resolve for the agent that may receive the secret: refused before it leaves the server.
-  const req = toBinary(ResolveRequestSchema, create(ResolveRequestSchema, { name: "bus_token", nodeId: flow.nodeId, operationId: "probe" }));
+  const req = toBinary(
+    ResolveRequestSchema,
+    create(ResolveRequestSchema, { name: "bus_token", nodeId: flow.nodeId, operationId: "probe" }),
+  );
   const refused = await gw.request("orch.secrets.Resolve", req, { timeout: 3000 }).then(
     (m) => m,
     (err: unknown) => err,
   );
   const chain: unknown[] = [];
   for (let e: unknown = refused, i = 0; e && i < 4; e = (e as { cause?: unknown }).cause, i++) chain.push(e);
-  t.ok(chain.some((e) => e instanceof errors.PermissionViolationError), `raw request: permissions violation (${(refused as Error)?.message})`);
+  t.ok(
+    chain.some((e) => e instanceof errors.PermissionViolationError),
+    `raw request: permissions violation (${(refused as Error)?.message})`,
+  );
 
   // The same through the kit's typed client, as gateway code would call it; a sibling RPC still works.
   const secrets = rpcClient(gw, "secrets", SecretsService, { timeoutMs: 3000 });
@@ -221,37 +278,73 @@ t.test("the gateway's identity is refused by the server; the services keep worki
     (r) => r,
     (err: unknown) => err,
   );
-  t.ok(typed instanceof OrchError && typed.reason === "bus_permission_denied", `typed client: ${(typed as OrchError).reason}`);
+  t.ok(
+    typed instanceof OrchError && typed.reason === "bus_permission_denied",
+    `typed client: ${(typed as OrchError).reason}`,
+  );
   t.notOk(JSON.stringify(typed ?? "").includes(SECRET), "no value came back");
   const listed = await secrets.listSecrets({ limit: 10, cursor: "" }, call);
-  t.ok(listed.secrets.some((s) => s.name === "bus_token"), "the gateway identity may still list secrets (metadata)");
+  t.ok(
+    listed.secrets.some((s) => s.name === "bus_token"),
+    "the gateway identity may still list secrets (metadata)",
+  );
 
   gw.publish("audit.x", new TextEncoder().encode("forged"));
   // A refused subscription is reported to the subscription itself, not on the connection status.
   gw.subscribe("_INBOX_state.>", { callback: (err) => void (err && asyncErrors.push(err.message)) });
   await gw.flush();
   await eventually(() => asyncErrors.length >= 2, 5000).catch(() => {});
-  t.ok(asyncErrors.some((m) => /Permissions Violation for Publish to "audit\.x"/.test(m)), "publishing audit.x is refused");
-  t.ok(asyncErrors.some((m) => /Permissions Violation for Subscription to "_INBOX_state\.>"/.test(m)), "reading the state service's replies is refused");
+  t.ok(
+    asyncErrors.some((m) => /Permissions Violation for Publish to "audit\.x"/.test(m)),
+    "publishing audit.x is refused",
+  );
+  t.ok(
+    asyncErrors.some((m) => /Permissions Violation for Subscription to "_INBOX_state\.>"/.test(m)),
+    "reading the state service's replies is refused",
+  );
 
   // The server's own log: all of it is the probe's, and includes the Resolve.
   const probeLines = violations().filter((l) => l.includes(PROBE));
-  t.ok(probeLines.some((l) => /Publish Violation/.test(l) && l.includes('"orch.secrets.Resolve"')), "the server logged the refused Resolve");
-  t.ok(probeLines.some((l) => /Publish Violation/.test(l) && l.includes('"audit.x"')), "the server logged the refused audit.x");
-  t.ok(probeLines.some((l) => /Subscription Violation/.test(l) && l.includes('"_INBOX_state.>"')), "the server logged the refused inbox subscription");
-  t.equal((await must(api("GET", "/audit?event_type=secret.used&limit=500"), 200)).events.length, before, "secrets never saw the probe's Resolve (no secret.used)");
+  t.ok(
+    probeLines.some((l) => /Publish Violation/.test(l) && l.includes('"orch.secrets.Resolve"')),
+    "the server logged the refused Resolve",
+  );
+  t.ok(
+    probeLines.some((l) => /Publish Violation/.test(l) && l.includes('"audit.x"')),
+    "the server logged the refused audit.x",
+  );
+  t.ok(
+    probeLines.some((l) => /Subscription Violation/.test(l) && l.includes('"_INBOX_state.>"')),
+    "the server logged the refused inbox subscription",
+  );
+  t.equal(
+    (await must(api("GET", "/audit?event_type=secret.used&limit=500"), 200)).events.length,
+    before,
+    "secrets never saw the probe's Resolve (no secret.used)",
+  );
 
   // Meanwhile the services keep working: a re-apply resolves the secret again through state.
   const again = await must(api("POST", "/agents/bus-1/apply?wait=30", { modules: ["bus-flow"] }), 200);
   t.equal(again.status, "succeeded");
-  t.same(again.summary, { ok: 1, changed: 0, failed: 0, skipped: 0, unsupported: 0 }, "a final apply succeeds with nothing to change");
-  await eventually(async () => (await api("GET", "/audit?event_type=secret.used&limit=500")).body.events.length > before, 15_000);
+  t.same(
+    again.summary,
+    { ok: 1, changed: 0, failed: 0, skipped: 0, unsupported: 0 },
+    "a final apply succeeds with nothing to change",
+  );
+  await eventually(
+    async () => (await api("GET", "/audit?event_type=secret.used&limit=500")).body.events.length > before,
+    15_000,
+  );
   t.equal((await must(api("GET", "/status"), 200)).status, "ok");
 });
 
 t.test("nothing the services did was a permission violation", async (t) => {
   const others = violations().filter((l) => !l.includes(PROBE));
-  t.same(others, [], "the server refused nothing to any service (a hit names a subject missing from deploy/nats/permissions.mjs)");
+  t.same(
+    others,
+    [],
+    "the server refused nothing to any service (a hit names a subject missing from deploy/nats/permissions.mjs)",
+  );
   const out = system.output();
   const bad = out.split("\n").filter((l) => /Permissions? Violation|bus_permission_denied|"nats":"error"/i.test(l));
   t.same(bad, [], "no service logged a bus permission error");
@@ -261,7 +354,10 @@ t.test("nothing the services did was a permission violation", async (t) => {
 /** GET /audit/stream (Server-Sent Events) read as text until `pred` holds. */
 async function openTail(query: string) {
   const ac = new AbortController();
-  const res = await fetch(`${system.url}/api/v1/audit/stream?${query}`, { headers: { authorization: `Bearer ${token}` }, signal: ac.signal });
+  const res = await fetch(`${system.url}/api/v1/audit/stream?${query}`, {
+    headers: { authorization: `Bearer ${token}` },
+    signal: ac.signal,
+  });
   if (res.status !== 200) throw new Error(`audit stream: ${res.status} ${await res.text()}`);
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();

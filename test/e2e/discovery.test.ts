@@ -43,33 +43,47 @@ const problem = (t: Tap.Test, r: { status: number; headers: Headers; body: any }
 };
 
 t.test("an operator logs in", async (t) => {
-  const added = await system.api("POST", "/api/v1/operators", { token: adminToken, body: { name: "olivia", public_key: opKey.publicKeyHex, role: "operator" } });
+  const added = await system.api("POST", "/api/v1/operators", {
+    token: adminToken,
+    body: { name: "olivia", public_key: opKey.publicKeyHex, role: "operator" },
+  });
   t.equal(added.status, 201, added.text);
   opToken = await system.login(opKey);
 });
 
-t.test("an operator's unicast outside the configured networks is 403; special space and other ports are refused", async (t) => {
-  problem(t, await discover(opToken, `10.255.255.1:${discoveryPort}`), 403, "discovery_target_not_allowed");
-  problem(t, await discover(opToken, `93.184.216.34:${discoveryPort}`), 403, "discovery_target_not_allowed");
-  problem(t, await discover(adminToken, `[::1]:${discoveryPort}`), 403, "discovery_target_refused");
-  problem(t, await discover(adminToken, `[::ffff:0:7f00:1]:${discoveryPort}`), 403, "discovery_target_refused");
-  problem(t, await discover(opToken, `127.0.0.1:22`), 400, "discovery_port_not_allowed");
-  problem(t, await discover(adminToken, `127.0.0.1:${discoveryPort === 65535 ? 1 : discoveryPort + 1}`), 400, "discovery_port_not_allowed");
-  t.equal(ev.of("discovery.sent").length, 0, "nothing was sent");
-});
+t.test(
+  "an operator's unicast outside the configured networks is 403; special space and other ports are refused",
+  async (t) => {
+    problem(t, await discover(opToken, `10.255.255.1:${discoveryPort}`), 403, "discovery_target_not_allowed");
+    problem(t, await discover(opToken, `93.184.216.34:${discoveryPort}`), 403, "discovery_target_not_allowed");
+    problem(t, await discover(adminToken, `[::1]:${discoveryPort}`), 403, "discovery_target_refused");
+    problem(t, await discover(adminToken, `[::ffff:0:7f00:1]:${discoveryPort}`), 403, "discovery_target_refused");
+    problem(t, await discover(opToken, `127.0.0.1:22`), 400, "discovery_port_not_allowed");
+    problem(
+      t,
+      await discover(adminToken, `127.0.0.1:${discoveryPort === 65535 ? 1 : discoveryPort + 1}`),
+      400,
+      "discovery_port_not_allowed",
+    );
+    t.equal(ev.of("discovery.sent").length, 0, "nothing was sent");
+  },
+);
 
-t.test("an operator's discovery inside the configured network reaches a real agent, which shows up pending", async (t) => {
-  const d = agents.spawn(["--discover", "--discovery-port", String(discoveryPort)]);
-  const id = await d.nodeId();
-  await d.waitFor((r) => r.msg === "waiting for a discovery datagram");
-  const r = await discover(opToken, `127.0.0.1:${discoveryPort}`);
-  t.equal(r.status, 202, r.text);
-  t.match(r.body, { sent_to: [`127.0.0.1:${discoveryPort}`], announced: `127.0.0.1:${linkPort}` });
-  const agent = await eventually(async () => {
-    const a = await system.api("GET", `/api/v1/agents/${id}`, { token: opToken });
-    return a.body?.connected === true ? a.body : undefined;
-  }, 20_000);
-  t.equal(agent.status, "pending");
-  const sent = await ev.wait("discovery.sent");
-  t.equal(sent.actor?.name, "olivia");
-});
+t.test(
+  "an operator's discovery inside the configured network reaches a real agent, which shows up pending",
+  async (t) => {
+    const d = agents.spawn(["--discover", "--discovery-port", String(discoveryPort)]);
+    const id = await d.nodeId();
+    await d.waitFor((r) => r.msg === "waiting for a discovery datagram");
+    const r = await discover(opToken, `127.0.0.1:${discoveryPort}`);
+    t.equal(r.status, 202, r.text);
+    t.match(r.body, { sent_to: [`127.0.0.1:${discoveryPort}`], announced: `127.0.0.1:${linkPort}` });
+    const agent = await eventually(async () => {
+      const a = await system.api("GET", `/api/v1/agents/${id}`, { token: opToken });
+      return a.body?.connected === true ? a.body : undefined;
+    }, 20_000);
+    t.equal(agent.status, "pending");
+    const sent = await ev.wait("discovery.sent");
+    t.equal(sent.actor?.name, "olivia");
+  },
+);

@@ -90,7 +90,10 @@ t.test("unknown keys: audited at info, no inbox, no channel; a known operator's 
     const evs = (await failures()).filter((e) => e.metadata.public_key === stranger);
     return evs.length === 5 ? evs : undefined;
   }, 20_000);
-  t.ok(quiet.every((e) => e.severity === "info"), "recorded at info");
+  t.ok(
+    quiet.every((e) => e.severity === "info"),
+    "recorded at info",
+  );
   t.ok(quiet.every((e) => e.metadata.reason === "unknown_operator" && e.metadata.known_operator === false));
 
   // A burst against a real operator (a fresh one: its window has not opened yet).

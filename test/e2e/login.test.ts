@@ -20,7 +20,8 @@ const dir = mkdtempSync(join(tmpdir(), "orch-login-"));
 const adminPem = join(dir, "admin.pem");
 writeFileSync(adminPem, system.admin.privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600 });
 const adminHome = join(dir, "admin-home");
-const as = (home: string, args: string[], env: Record<string, string> = {}) => cli(["--server", system.url, ...args], { ORCHCTL_HOME: home, HOME: dir, ...env });
+const as = (home: string, args: string[], env: Record<string, string> = {}) =>
+  cli(["--server", system.url, ...args], { ORCHCTL_HOME: home, HOME: dir, ...env });
 
 t.test("the bootstrap admin logs in with a PKCS#8 key file", async (t) => {
   const r = await as(adminHome, ["login", "--key", adminPem]);
@@ -81,7 +82,9 @@ t.test("a key pair from openssl genpkey, and a signature from openssl pkeyutl -r
   const nonceFile = join(dir, "nonce.bin");
   writeFileSync(nonceFile, Buffer.from(ch.body.nonce, "hex"));
   const sig = execFileSync("openssl", ["pkeyutl", "-sign", "-rawin", "-inkey", pem, "-in", nonceFile]);
-  const v = await system.api("POST", "/api/v1/auth/verify", { body: { public_key: pubHex, nonce: ch.body.nonce, signature: sig.toString("hex") } });
+  const v = await system.api("POST", "/api/v1/auth/verify", {
+    body: { public_key: pubHex, nonce: ch.body.nonce, signature: sig.toString("hex") },
+  });
   t.equal(v.status, 200, v.text);
   t.equal(v.body.operator.name, "carol");
   t.match(v.body.token, /^[A-Za-z0-9_-]{40,}$/);

@@ -37,7 +37,8 @@ t.teardown(async () => {
 });
 
 const token = await system.login(system.admin);
-const api = (method: string, path: string, body?: unknown) => system.api(method, path, { token, ...(body !== undefined ? { body } : {}) });
+const api = (method: string, path: string, body?: unknown) =>
+  system.api(method, path, { token, ...(body !== undefined ? { body } : {}) });
 /**
  * A real warning event from the real auth service: the first failed login of an operator in its
  * window (unknown keys and repeats notify nobody), so each call uses a fresh operator.
@@ -47,12 +48,21 @@ const failLogin = async () => {
   const key = ed25519();
   await api("POST", "/api/v1/operators", { name: `failing-${++failures}`, public_key: key.publicKeyHex });
   const ch = await system.api("POST", "/api/v1/auth/challenge", { body: { public_key: key.publicKeyHex } });
-  return system.api("POST", "/api/v1/auth/verify", { body: { public_key: key.publicKeyHex, nonce: ch.body.nonce, signature: "00".repeat(64) } });
+  return system.api("POST", "/api/v1/auth/verify", {
+    body: { public_key: key.publicKeyHex, nonce: ch.body.nonce, signature: "00".repeat(64) },
+  });
 };
 
 t.test("a delivery interrupted by SIGKILL between tries is delivered exactly once after the restart", async (t) => {
-  rx.respond = (_n, req) => (req.url === "/kill" && rx.got.filter((r) => r.url === "/kill").length < 2 ? { status: 500, body: "not yet" } : { status: 200, body: "ok" });
-  const ch = await api("POST", "/api/v1/channels", { name: "kill", channel_type: "webhook", config: { url: `${rx.url}/kill`, event_types: ["auth.login.failed"] } });
+  rx.respond = (_n, req) =>
+    req.url === "/kill" && rx.got.filter((r) => r.url === "/kill").length < 2
+      ? { status: 500, body: "not yet" }
+      : { status: 200, body: "ok" };
+  const ch = await api("POST", "/api/v1/channels", {
+    name: "kill",
+    channel_type: "webhook",
+    config: { url: `${rx.url}/kill`, event_types: ["auth.login.failed"] },
+  });
   t.equal(ch.status, 201);
   t.equal((await failLogin()).status, 401);
 
@@ -73,21 +83,34 @@ t.test("a delivery interrupted by SIGKILL between tries is delivered exactly onc
   // A few more worker rounds: nothing is sent again.
   await new Promise((r) => setTimeout(r, 1000));
   const got = rx.got.filter((r) => r.url === "/kill");
-  t.same(got.map((r) => r.status), [500, 500, 200], "failed twice, delivered once on the third try");
+  t.same(
+    got.map((r) => r.status),
+    [500, 500, 200],
+    "failed twice, delivered once on the third try",
+  );
   t.equal(new Set(got.map((r) => r.headers["webhook-id"])).size, 1, "one delivery id throughout");
   t.equal(JSON.parse(got[2]!.body).event_type, "auth.login.failed");
 
   const n = await api("GET", "/api/v1/notifications?unread=true");
-  t.ok(n.body.notifications.some((x: { event_type: string }) => x.event_type === "auth.login.failed"), "the admin got a notification for it");
+  t.ok(
+    n.body.notifications.some((x: { event_type: string }) => x.event_type === "auth.login.failed"),
+    "the admin got a notification for it",
+  );
 });
 
 t.test("credentials are encrypted at rest and appear in no process output", async (t) => {
-  const ch = await api("POST", "/api/v1/channels", { name: "phone", channel_type: "ntfy", config: { server_url: rx.url, topic: "enc", token: "tk_AT_REST_123" } });
+  const ch = await api("POST", "/api/v1/channels", {
+    name: "phone",
+    channel_type: "ntfy",
+    config: { server_url: rx.url, topic: "enc", token: "tk_AT_REST_123" },
+  });
   t.equal(ch.status, 201);
   const c = new pg.Client({ connectionString: db.url });
   await c.connect();
   t.teardown(() => c.end());
-  const row = (await c.query("SELECT config::text AS config, credentials FROM notify.channels WHERE id = $1", [ch.body.id])).rows[0];
+  const row = (
+    await c.query("SELECT config::text AS config, credentials FROM notify.channels WHERE id = $1", [ch.body.id])
+  ).rows[0];
   t.notOk(row.config.includes("tk_AT_REST_123"));
   t.notOk(Buffer.from(row.credentials).includes("tk_AT_REST_123"), "sealed under notify.credentials_keys");
   t.equal(row.credentials[0], 2, "keyring (AES-GCM with key id) format marker");
@@ -100,18 +123,60 @@ t.test("credentials are encrypted at rest and appear in no process output", asyn
 async function orchctl(...args: string[]) {
   let stdout = "";
   let stderr = "";
-  const code = await run(args, { stdout: { write: (s: string) => (stdout += s) }, stderr: { write: (s: string) => (stderr += s) }, env: { ORCHCTL_HOME: home, HOME: home } });
+  const code = await run(args, {
+    stdout: { write: (s: string) => (stdout += s) },
+    stderr: { write: (s: string) => (stderr += s) },
+    env: { ORCHCTL_HOME: home, HOME: home },
+  });
   return { code, stdout, stderr, json: () => JSON.parse(stdout) };
 }
 
 t.test("orchctl channels, notifications and maintenance", async (t) => {
   const me = (await api("GET", "/api/v1/auth/whoami")).body;
-  writeFileSync(join(home, "session.json"), JSON.stringify({ server: system.url, token, expires_at: new Date(Date.now() + 3_600_000).toISOString(), operator: me }), { mode: 0o600 });
+  writeFileSync(
+    join(home, "session.json"),
+    JSON.stringify({
+      server: system.url,
+      token,
+      expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+      operator: me,
+    }),
+    { mode: 0o600 },
+  );
 
-  const add = await orchctl("channels", "add", "cli-ntfy", "--type", "ntfy", "--server-url", rx.url, "--topic", "cli", "--token", "tk_cli", "--min-severity", "error", "--json");
+  const add = await orchctl(
+    "channels",
+    "add",
+    "cli-ntfy",
+    "--type",
+    "ntfy",
+    "--server-url",
+    rx.url,
+    "--topic",
+    "cli",
+    "--token",
+    "tk_cli",
+    "--min-severity",
+    "error",
+    "--json",
+  );
   t.equal(add.code, 0, add.stderr);
-  t.match(add.json(), { name: "cli-ntfy", channel_type: "ntfy", config: { topic: "cli", token: "********", min_severity: "error" } });
-  const hook = await orchctl("channels", "add", "cli-hook", "--type", "webhook", "--url", `${rx.url}/cli-hook`, "--header", "X-Team=ops");
+  t.match(add.json(), {
+    name: "cli-ntfy",
+    channel_type: "ntfy",
+    config: { topic: "cli", token: "********", min_severity: "error" },
+  });
+  const hook = await orchctl(
+    "channels",
+    "add",
+    "cli-hook",
+    "--type",
+    "webhook",
+    "--url",
+    `${rx.url}/cli-hook`,
+    "--header",
+    "X-Team=ops",
+  );
   t.equal(hook.code, 0, hook.stderr);
   t.match(hook.stdout, /webhook secret \(shown once, store it now\): whsec_/);
 
@@ -132,14 +197,37 @@ t.test("orchctl channels, notifications and maintenance", async (t) => {
   t.equal(rx.got.at(-1)?.url, "/cli2");
   t.equal(rx.got.at(-1)?.headers.authorization, "Bearer tk_cli", "update from flags kept the masked token");
 
-  const win = await orchctl("maintenance", "add", "--reason", "patching", "--start", String(Math.floor(Date.now() / 1000) - 60), "--duration", "1h", "--json");
+  const win = await orchctl(
+    "maintenance",
+    "add",
+    "--reason",
+    "patching",
+    "--start",
+    String(Math.floor(Date.now() / 1000) - 60),
+    "--duration",
+    "1h",
+    "--json",
+  );
   t.equal(win.code, 0, win.stderr);
   t.match(win.json(), { reason: "patching", active: true });
   t.equal(win.json().ends_at - win.json().starts_at, 3600);
-  t.match((await orchctl("maintenance", "list")).stdout, new RegExp(`${win.json().id}\\s+\\S+\\s+\\S+\\s+yes\\s+patching`));
+  t.match(
+    (await orchctl("maintenance", "list")).stdout,
+    new RegExp(`${win.json().id}\\s+\\S+\\s+\\S+\\s+yes\\s+patching`),
+  );
   const ended = await orchctl("maintenance", "end", win.json().id, "--json");
   t.equal(ended.json().active, false);
-  const bad = await orchctl("maintenance", "add", "--reason", "x", "--start", "2030-01-02T00:00:00Z", "--end", "2030-01-01T00:00:00Z", "--json");
+  const bad = await orchctl(
+    "maintenance",
+    "add",
+    "--reason",
+    "x",
+    "--start",
+    "2030-01-02T00:00:00Z",
+    "--end",
+    "2030-01-01T00:00:00Z",
+    "--json",
+  );
   t.equal(bad.code, 1);
   t.equal(bad.json().code, "invalid_window");
   t.equal((await orchctl("maintenance", "rm", win.json().id)).code, 0);
@@ -148,8 +236,14 @@ t.test("orchctl channels, notifications and maintenance", async (t) => {
   await api("POST", "/api/v1/notifications/read-all");
   await failLogin();
   await failLogin();
-  const unread = await eventually(async () => { const r = await orchctl("notifications", "--unread", "--json"); return r.json().unread_count === 2 ? r.json() : undefined; });
-  t.same(unread.notifications.map((n: { event_type: string }) => n.event_type), ["auth.login.failed", "auth.login.failed"]);
+  const unread = await eventually(async () => {
+    const r = await orchctl("notifications", "--unread", "--json");
+    return r.json().unread_count === 2 ? r.json() : undefined;
+  });
+  t.same(
+    unread.notifications.map((n: { event_type: string }) => n.event_type),
+    ["auth.login.failed", "auth.login.failed"],
+  );
   const one = await orchctl("notifications", "read", unread.notifications[0].id, "--json");
   t.equal(one.json().notification.read, true);
   t.equal(one.json().unread_count, 1);

@@ -152,9 +152,15 @@ t.test("lists show only in-scope agents; unscoped operators and admins see all",
   t.same((await pat("GET", "/tags")).body.tags, { role: ["db", "web"] });
   const ops = (await wendy("GET", "/state/operations")).body.operations as Array<{ node_id: string }>;
   t.ok(ops.length > 0, "the admin's run left operations on web");
-  t.notOk(ops.some((o) => o.node_id !== ids.web), "operations across agents: only in-scope ones");
+  t.notOk(
+    ops.some((o) => o.node_id !== ids.web),
+    "operations across agents: only in-scope ones",
+  );
   const all = (await pat("GET", "/state/operations")).body.operations as Array<{ node_id: string }>;
-  t.ok(all.some((o) => o.node_id === ids.db), "an unscoped operator sees those on db");
+  t.ok(
+    all.some((o) => o.node_id === ids.db),
+    "an unscoped operator sees those on db",
+  );
   t.equal((await wendy("GET", `/state/operations/${dbOp.id}`)).status, 404, "an out-of-scope operation by id");
   const adminTargets = dbRun.operations.map((x: { node_id: string }) => x.node_id).sort();
   t.same(adminTargets, [ids.web, ids.db].sort(), "the admin's run");
@@ -194,7 +200,11 @@ t.test("every {node_id} route of the gateway answers 404 for an out-of-scope age
     .flatMap(([p, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${p}`));
   t.ok(routes.length >= Object.keys(req).length, `${routes.length} agent routes in the table`);
   const fill = (v: unknown, role: "web" | "db"): unknown =>
-    JSON.parse(JSON.stringify(v ?? null).replaceAll("@name", `${role}-1`).replaceAll("@role", role)) ?? undefined;
+    JSON.parse(
+      JSON.stringify(v ?? null)
+        .replaceAll("@name", `${role}-1`)
+        .replaceAll("@role", role),
+    ) ?? undefined;
   const call = (token: typeof wendy, route: string, role: "web" | "db", ref: string) => {
     const [method, path] = route.split(" ") as [string, string];
     const r = req[route]!;
@@ -242,7 +252,10 @@ t.test("every {node_id} route of the gateway answers 404 for an out-of-scope age
 
 t.test("an assignment run by a scoped operator fans out only to in-scope agents", async (t) => {
   const run = await must(wendy("POST", "/assignments/everyone/plan?wait=20", {}), 200);
-  t.same(run.operations.map((x: { node_id: string }) => x.node_id), [ids.web]);
+  t.same(
+    run.operations.map((x: { node_id: string }) => x.node_id),
+    [ids.web],
+  );
 });
 
 t.test("enforced in the services: a scoped actor on the bus is refused without the gateway", async (t) => {
@@ -260,7 +273,11 @@ t.test("enforced in the services: a scoped actor on the bus is refused without t
   t.equal(await code(agentsRpc.getAgent({ id: ids.db }, opts)), NF, "agents.GetAgent");
   t.equal(await code(agentsRpc.setTag({ nodeId: ids.db, key: "role", value: "web" }, opts)), NF, "agents.SetTag");
   const listed = await agentsRpc.listAgents({ limit: 50, cursor: "", status: "" }, opts);
-  t.same(listed.agents.map((a) => a.nodeId), [ids.web], "agents.ListAgents");
+  t.same(
+    listed.agents.map((a) => a.nodeId),
+    [ids.web],
+    "agents.ListAgents",
+  );
   const run = stateRpc.runAgent({ nodeId: ids.db, kind: "apply", modules: ["marker"], waitSeconds: 0 }, opts);
   t.equal(await code(run), NF, "state.RunAgent");
   const op = stateRpc.getOperation({ id: dbOp.id, nodeId: "" }, opts);

@@ -6,7 +6,15 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { AgentControlService } from "@orch/contracts";
 import { rpcClient } from "@orch/kit";
-import { createTestDatabase, eventually, freePort, startNats, startSystem, waitForPort, type SystemHandle } from "@orch/kit/testing";
+import {
+  createTestDatabase,
+  eventually,
+  freePort,
+  startNats,
+  startSystem,
+  waitForPort,
+  type SystemHandle,
+} from "@orch/kit/testing";
 import { agentPool } from "../../services/agents/test/harness.js";
 import { login, request, retryingClient, type CallRecord } from "./lib/gateway-client.js";
 import { records, started } from "./lib/process-logs.js";
@@ -24,7 +32,9 @@ const DRIFT_INTERVAL_S = 3;
 const PERIODS = 5;
 const OPERATION_TIMEOUT_S = 20;
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const optional = ["secrets", "audit", "notify", "terminal"].filter((s) => existsSync(`${ROOT}services/${s}/dist/main.js`));
+const optional = ["secrets", "audit", "notify", "terminal"].filter((s) =>
+  existsSync(`${ROOT}services/${s}/dist/main.js`),
+);
 const has = (s: string) => optional.includes(s);
 
 const nats = await startNats();
@@ -72,29 +82,52 @@ const gw2 = `http://127.0.0.1:${gw2Port}`;
 await sys.start("gateway", { ORCH_HTTP_PORT: String(gw2Port) }, "gateway-2");
 await sys.start("agents", { ORCH_AGENTS_LINK_PORT: String(link2) }, "agents-2");
 await sys.start("state", {}, "state-2");
-await Promise.all([started(proc("gateway-2"), "gateway"), started(proc("agents-2"), "agents"), started(proc("state-2"), "state")]);
+await Promise.all([
+  started(proc("gateway-2"), "gateway"),
+  started(proc("agents-2"), "agents"),
+  started(proc("state-2"), "state"),
+]);
 await waitForPort(gw2Port, 10_000);
 
-const replicaId = async (name: string) => (await eventually(() => records(proc(name)).find((r) => r.msg === "agent link listening"), 10_000)).replica as string;
+const replicaId = async (name: string) =>
+  (await eventually(() => records(proc(name)).find((r) => r.msg === "agent link listening"), 10_000)).replica as string;
 const rep1 = await replicaId("agents");
 const rep2 = await replicaId("agents-2");
-lb = await startTcpLoadBalancer({ backends: [{ host: "127.0.0.1", port: link1 }, { host: "127.0.0.1", port: link2 }] });
+lb = await startTcpLoadBalancer({
+  backends: [
+    { host: "127.0.0.1", port: link1 },
+    { host: "127.0.0.1", port: link2 },
+  ],
+});
 
 const admin = await login(gw1, sys.admin);
-const api = (url: string, method: string, path: string, body?: unknown, token = admin) => request(url, method, `/api/v1${path}`, { token, body, timeoutMs: 60_000 });
+const api = (url: string, method: string, path: string, body?: unknown, token = admin) =>
+  request(url, method, `/api/v1${path}`, { token, body, timeoutMs: 60_000 });
 const must = async (p: ReturnType<typeof api>, status: number) => {
   const r = await p;
   if (r.status !== status) throw new Error(`${r.url}: expected ${status}, got ${r.status}: ${r.text}`);
   return r.body;
 };
 const holders = async () =>
-  new Map((await sql.query<{ node_id: string; replica: string }>("SELECT node_id, replica FROM agents.agents WHERE connected")).rows.map((r) => [r.node_id, r.replica]));
-const ping = (id: string) => rpcClient(nc, "", AgentControlService, { timeoutMs: 5000, subjectBase: `orch.agent.${id}` }).ping({ payload: `scale ${id}` });
+  new Map(
+    (
+      await sql.query<{ node_id: string; replica: string }>(
+        "SELECT node_id, replica FROM agents.agents WHERE connected",
+      )
+    ).rows.map((r) => [r.node_id, r.replica]),
+  );
+const ping = (id: string) =>
+  rpcClient(nc, "", AgentControlService, { timeoutMs: 5000, subjectBase: `orch.agent.${id}` }).ping({
+    payload: `scale ${id}`,
+  });
 
-const procs = Array.from({ length: 4 }, () => agents.spawn(["--server", `127.0.0.1:${lb!.port}`, "--metrics-interval", "2"]));
+const procs = Array.from({ length: 4 }, () =>
+  agents.spawn(["--server", `127.0.0.1:${lb!.port}`, "--metrics-interval", "2"]),
+);
 const ids = await Promise.all(procs.map((p) => p.nodeId()));
 await eventually(async () => (await holders()).size === ids.length, 30_000);
-for (const [i, id] of ids.entries()) await must(api(gw1, "POST", `/agents/${id}`, { status: "approved", name: `scale-${i + 1}` }), 200);
+for (const [i, id] of ids.entries())
+  await must(api(gw1, "POST", `/agents/${id}`, { status: "approved", name: `scale-${i + 1}` }), 200);
 const initial = await holders();
 const on = (rep: string) => ids.filter((id) => initial.get(id) === rep);
 const [a1, b1] = [on(rep1), on(rep2)];
@@ -102,7 +135,10 @@ const [a1, b1] = [on(rep1), on(rep2)];
 t.test("four real agents spread over both agents replicas through the load balancer", async (t) => {
   t.ok(a1.length >= 1 && b1.length >= 1, `agents-1 holds ${a1.length}, agents-2 holds ${b1.length}`);
   t.equal(a1.length + b1.length, 4, "every agent is held by one of the two replicas");
-  t.ok(Object.values(lb!.relayed()).every((n) => n >= 1), `the load balancer relayed links to both replicas (${JSON.stringify(lb!.relayed())})`);
+  t.ok(
+    Object.values(lb!.relayed()).every((n) => n >= 1),
+    `the load balancer relayed links to both replicas (${JSON.stringify(lb!.relayed())})`,
+  );
   for (const id of ids) t.match(await ping(id), { nodeId: id }, `Ping reaches ${id} whichever replica holds it`);
 });
 
@@ -111,20 +147,40 @@ async function workflow(t: Test, url: string, label: string, nodeId: string) {
   const token = await login(url, sys.admin);
   const call = (method: string, path: string, body?: unknown) => api(url, method, path, body, token);
   const ops = await must(call("GET", "/operators"), 200);
-  t.ok(ops.operators.some((o: any) => o.public_key === sys.admin.publicKeyHex && o.role === "admin"), "the bootstrap admin is listed");
+  t.ok(
+    ops.operators.some((o: any) => o.public_key === sys.admin.publicKeyHex && o.role === "admin"),
+    "the bootstrap admin is listed",
+  );
   const list = await must(call("GET", "/agents?limit=100"), 200);
-  t.same(list.agents.map((a: any) => `${a.status}/${a.connected}`).sort(), Array(4).fill("approved/true"), "four approved, connected agents");
+  t.same(
+    list.agents.map((a: any) => `${a.status}/${a.connected}`).sort(),
+    Array(4).fill("approved/true"),
+    "four approved, connected agents",
+  );
 
   const file = join(work, `${label}.txt`);
   const module = `scale-${label}`;
-  const content = ["name: " + module, "description: written by the scale test", "resources:", "  - id: marker", "    type: file", `    path: ${file}`, `    content: "through ${label}\\n"`, '    mode: "0644"', ""].join("\n");
+  const content = [
+    "name: " + module,
+    "description: written by the scale test",
+    "resources:",
+    "  - id: marker",
+    "    type: file",
+    `    path: ${file}`,
+    `    content: "through ${label}\\n"`,
+    '    mode: "0644"',
+    "",
+  ].join("\n");
   t.equal((await must(call("POST", "/modules", { name: module, content }), 201)).name, module, "module uploaded");
   const op = await must(call("POST", `/agents/${nodeId}/apply?wait=30`, { modules: [module] }), 200);
   t.equal(op.status, "succeeded", `apply ${op.id} succeeded`);
   t.equal(readFileSync(file, "utf8"), `through ${label}\n`, "the agent wrote the file");
   const read = await must(call("GET", `/state/operations/${op.id}`), 200);
   t.match(read, { id: op.id, node_id: nodeId, kind: "apply", status: "succeeded", summary: { changed: 1, failed: 0 } });
-  t.same(read.results.map((r: any) => [r.id, r.status]), [["marker", "changed"]]);
+  t.same(
+    read.results.map((r: any) => [r.id, r.status]),
+    [["marker", "changed"]],
+  );
   if (has("audit")) {
     const ev = await eventually(async () => {
       const r = await call("GET", "/audit?event_type=state.apply.succeeded&limit=100");
@@ -143,13 +199,18 @@ t.test("scheduled drift checks run once per period although both state replicas 
   // Which replica ran each pass (the kit's jobs table), shown for the record: either may win a period.
   const runners = new Set<string>();
   while (Date.now() - from < PERIODS * DRIFT_INTERVAL_S * 1000) {
-    const r = await sql.query<{ last_replica: string }>("SELECT last_replica FROM state.jobs WHERE name = 'state.drift'");
+    const r = await sql.query<{ last_replica: string }>(
+      "SELECT last_replica FROM state.jobs WHERE name = 'state.drift'",
+    );
     if (r.rows[0]) runners.add(r.rows[0].last_replica);
     await new Promise((r) => setTimeout(r, 500));
   }
   const to = Date.now();
   t.comment(`state.drift was run by ${runners.size} replica(s): ${[...runners].join(", ")}`);
-  t.ok(["state", "state-2"].every((n) => proc(n).child.exitCode === null), "both state replicas ran throughout");
+  t.ok(
+    ["state", "state-2"].every((n) => proc(n).child.exitCode === null),
+    "both state replicas ran throughout",
+  );
   const rows = (
     await sql.query<{ node_id: string; created_at: number }>(
       "SELECT node_id, created_at FROM state.operations WHERE kind = 'drift' AND actor_id = 'system' AND created_at >= $1 AND created_at < $2 ORDER BY created_at",
@@ -159,9 +220,17 @@ t.test("scheduled drift checks run once per period although both state replicas 
   for (const id of watched) {
     const times = rows.filter((r) => r.node_id === id).map((r) => Number(r.created_at));
     const gaps = times.slice(1).map((x, i) => x - times[i]!);
-    t.comment(`${id}: ${times.length} scheduled checks in ${PERIODS} periods of ${DRIFT_INTERVAL_S} s; gaps ms ${JSON.stringify(gaps)}`);
-    t.ok(times.length >= PERIODS - 1 && times.length <= PERIODS + 1, `${times.length} runs in ${PERIODS} periods (allowed ${PERIODS - 1}..${PERIODS + 1})`);
-    t.ok(gaps.every((g) => g >= 0.8 * DRIFT_INTERVAL_S * 1000), `no two runs closer than 0.8 × the interval (shortest ${Math.min(...gaps)} ms)`);
+    t.comment(
+      `${id}: ${times.length} scheduled checks in ${PERIODS} periods of ${DRIFT_INTERVAL_S} s; gaps ms ${JSON.stringify(gaps)}`,
+    );
+    t.ok(
+      times.length >= PERIODS - 1 && times.length <= PERIODS + 1,
+      `${times.length} runs in ${PERIODS} periods (allowed ${PERIODS - 1}..${PERIODS + 1})`,
+    );
+    t.ok(
+      gaps.every((g) => g >= 0.8 * DRIFT_INTERVAL_S * 1000),
+      `no two runs closer than 0.8 × the interval (shortest ${Math.min(...gaps)} ms)`,
+    );
   }
 });
 
@@ -177,9 +246,19 @@ t.test("SIGKILL of one gateway, agents and state replica mid-run fails no operat
   const worker = async (w: number) => {
     for (let i = 0; running; i++) {
       const id = ids[(w + i) % ids.length]!;
-      const c = (label: string, method: string, path: string, body?: unknown) => () => client.call(label, method, `/api/v1${path}`, ok, body);
-      const calls = [c("status", "GET", "/status"), c("operators", "GET", "/operators"), c("agents", "GET", "/agents?limit=100"), c("agent", "GET", `/agents/${id}`)];
-      calls.push(c("tag", "PUT", `/agents/${id}/tags/loop`, { value: `w${w}` }), c("modules", "GET", "/modules"), c("operations", "GET", "/state/operations?limit=5"));
+      const c = (label: string, method: string, path: string, body?: unknown) => () =>
+        client.call(label, method, `/api/v1${path}`, ok, body);
+      const calls = [
+        c("status", "GET", "/status"),
+        c("operators", "GET", "/operators"),
+        c("agents", "GET", "/agents?limit=100"),
+        c("agent", "GET", `/agents/${id}`),
+      ];
+      calls.push(
+        c("tag", "PUT", `/agents/${id}/tags/loop`, { value: `w${w}` }),
+        c("modules", "GET", "/modules"),
+        c("operations", "GET", "/state/operations?limit=5"),
+      );
       if (has("audit")) calls.push(c("audit", "GET", "/audit?limit=5"));
       if (has("secrets")) calls.push(c("secrets", "GET", "/secrets"));
       if (has("notify")) calls.push(c("notifications", "GET", "/notifications"));
@@ -200,9 +279,18 @@ t.test("SIGKILL of one gateway, agents and state replica mid-run fails no operat
     // state-1, the replica about to be killed.
     await sys.kill("state-2", "SIGTERM");
     const slowModule = "scale-slow";
-    await must(api(gw1, "POST", "/modules", { name: slowModule, content: `name: ${slowModule}\nresources:\n  - { id: wait, type: exec, command: 'sleep 30' }\n` }), 201);
+    await must(
+      api(gw1, "POST", "/modules", {
+        name: slowModule,
+        content: `name: ${slowModule}\nresources:\n  - { id: wait, type: exec, command: 'sleep 30' }\n`,
+      }),
+      201,
+    );
     const slow = await must(api(gw1, "POST", `/agents/${survivor}/apply`, { modules: [slowModule] }), 202);
-    await eventually(async () => (await api(gw1, "GET", `/state/operations/${slow.id}`)).body?.status === "running", 15_000);
+    await eventually(
+      async () => (await api(gw1, "GET", `/state/operations/${slow.id}`)).body?.status === "running",
+      15_000,
+    );
     await sys.start("state", {}, "state-2");
     await started(proc("state-2"), "state");
 
@@ -219,14 +307,26 @@ t.test("SIGKILL of one gateway, agents and state replica mid-run fails no operat
       return ids.every((id) => h.get(id) === rep2) ? h : undefined;
     }, 30_000);
     t.equal(moved.size, 4, `every agent is held by agents-2 ${Date.now() - killedAt} ms after the kills`);
-    for (const id of a1) t.match(await eventually(() => ping(id).catch(() => undefined), 15_000), { nodeId: id }, `Ping reaches ${id}, which moved from agents-1`);
+    for (const id of a1)
+      t.match(
+        await eventually(() => ping(id).catch(() => undefined), 15_000),
+        { nodeId: id },
+        `Ping reaches ${id}, which moved from agents-1`,
+      );
 
     // The apply state-1 was running ends (the sweep of the surviving replica), never hangs.
-    const ended = await eventually(async () => {
-      const r = await api(gw2, "GET", `/state/operations/${slow.id}`);
-      return r.status === 200 && r.body.status !== "running" && r.body.status !== "pending" ? r.body : undefined;
-    }, (OPERATION_TIMEOUT_S + 20) * 1000);
-    t.match(ended, { status: "timed_out", error_code: "operation_timed_out" }, `the apply orphaned by state-1 ended timed_out (${ended.error})`);
+    const ended = await eventually(
+      async () => {
+        const r = await api(gw2, "GET", `/state/operations/${slow.id}`);
+        return r.status === 200 && r.body.status !== "running" && r.body.status !== "pending" ? r.body : undefined;
+      },
+      (OPERATION_TIMEOUT_S + 20) * 1000,
+    );
+    t.match(
+      ended,
+      { status: "timed_out", error_code: "operation_timed_out" },
+      `the apply orphaned by state-1 ended timed_out (${ended.error})`,
+    );
   } finally {
     running = false;
     await loop;
@@ -234,16 +334,27 @@ t.test("SIGKILL of one gateway, agents and state replica mid-run fails no operat
   const failed = client.log.filter((r) => !r.ok);
   const retried = client.log.filter((r) => r.requests === 2);
   const refused = client.log.filter((r) => r.attempts.some((a) => a.refused));
-  t.comment(`${client.log.length} calls (${after.length} after the first kill): ${retried.length} retried once, ${refused.length} skipped the refusing gateway-1, ${failed.length} failed`);
+  t.comment(
+    `${client.log.length} calls (${after.length} after the first kill): ${retried.length} retried once, ${refused.length} skipped the refusing gateway-1, ${failed.length} failed`,
+  );
   t.same(failed, [], "no call failed after one retry");
   t.ok(after.length >= 20, `calls kept running through the kills (${after.length})`);
-  t.ok(after.some((r) => r.ok && r.attempts[0]!.refused && r.attempts[0]!.url === gw1 && r.attempts.at(-1)!.url === gw2), "calls refused by the dead gateway-1 were answered by gateway-2");
-  t.ok(lb!.relayed()[`127.0.0.1:${link2}`]! >= 4, `the moved agents reconnected through the load balancer (${JSON.stringify(lb!.relayed())})`);
+  t.ok(
+    after.some((r) => r.ok && r.attempts[0]!.refused && r.attempts[0]!.url === gw1 && r.attempts.at(-1)!.url === gw2),
+    "calls refused by the dead gateway-1 were answered by gateway-2",
+  );
+  t.ok(
+    lb!.relayed()[`127.0.0.1:${link2}`]! >= 4,
+    `the moved agents reconnected through the load balancer (${JSON.stringify(lb!.relayed())})`,
+  );
 });
 
-t.test("after the kills the workflow passes through gateway-2, on an agent that moved replicas", (t) => workflow(t, gw2, "after-kill", a1[0]!));
+t.test("after the kills the workflow passes through gateway-2, on an agent that moved replicas", (t) =>
+  workflow(t, gw2, "after-kill", a1[0]!),
+);
 
 t.test("the surviving replicas are still up", async (t) => {
-  for (const name of ["auth", ...optional, "gateway-2", "agents-2", "state-2"]) t.equal(proc(name).child.exitCode, null, `${name} running`);
+  for (const name of ["auth", ...optional, "gateway-2", "agents-2", "state-2"])
+    t.equal(proc(name).child.exitCode, null, `${name} running`);
   t.notMatch(sys.output(), /PRIVATE KEY/);
 });

@@ -16,10 +16,17 @@ const db = await createTestDatabase();
 // Subscribed before anything starts, so every audit event ever published is seen.
 const observer = await nats.connect("observer");
 const auditMsgs: Array<{ subject: string; data: Buffer }> = [];
-observer.subscribe("audit.>", { callback: (_e, m) => void auditMsgs.push({ subject: m.subject, data: Buffer.from(m.data) }) });
+observer.subscribe("audit.>", {
+  callback: (_e, m) => void auditMsgs.push({ subject: m.subject, data: Buffer.from(m.data) }),
+});
 
 const key = `k1:${randomBytes(32).toString("base64")}`;
-const system = await startSystem({ nats, db, services: ["auth", "secrets", ...optional, "gateway"], env: { ORCH_LOG_LEVEL: "debug", ORCH_SECRETS_KEYS: key } });
+const system = await startSystem({
+  nats,
+  db,
+  services: ["auth", "secrets", ...optional, "gateway"],
+  env: { ORCH_LOG_LEVEL: "debug", ORCH_SECRETS_KEYS: key },
+});
 const sql = new pg.Client({ connectionString: db.url });
 await sql.connect();
 t.teardown(async () => {
@@ -36,17 +43,31 @@ const adminToken = await system.login(system.admin);
 
 async function api(method: string, path: string, o: { token?: string | null; body?: unknown } = {}) {
   const token = o.token === null ? undefined : (o.token ?? adminToken);
-  const r = await system.api(method, `/api/v1${path}`, { ...(token ? { token } : {}), ...(o.body !== undefined ? { body: o.body } : {}) });
+  const r = await system.api(method, `/api/v1${path}`, {
+    ...(token ? { token } : {}),
+    ...(o.body !== undefined ? { body: o.body } : {}),
+  });
   responses.push(`${r.status} ${JSON.stringify([...r.headers.entries()])} ${r.text}`);
   return r;
 }
-const problem = (t: Test, r: { status: number; body: any; headers: Headers }, status: number, code: string, field?: string) => {
+const problem = (
+  t: Test,
+  r: { status: number; body: any; headers: Headers },
+  status: number,
+  code: string,
+  field?: string,
+) => {
   t.equal(r.status, status, `${code}: status`);
   t.match(r.headers.get("content-type") ?? "", /application\/problem\+json/);
   t.equal(r.body?.code, code);
-  if (field) t.ok(r.body?.field === field || r.body?.errors?.some((e: { field: string }) => e.field === field), `names ${field}: ${JSON.stringify(r.body)}`);
+  if (field)
+    t.ok(
+      r.body?.field === field || r.body?.errors?.some((e: { field: string }) => e.field === field),
+      `names ${field}: ${JSON.stringify(r.body)}`,
+    );
 };
-const names = async () => ((await api("GET", "/secrets?limit=500")).body.secrets as Array<{ name: string }>).map((s) => s.name);
+const names = async () =>
+  ((await api("GET", "/secrets?limit=500")).body.secrets as Array<{ name: string }>).map((s) => s.name);
 
 // Agents for the resolution paths: registered as their first connect would, then approved or
 // rejected through the agents service; without it, Resolve answers that it cannot check.
@@ -56,16 +77,25 @@ async function addAgent(status: "approved" | "rejected", name: string, tags: Rec
   const pub = randomBytes(32);
   const nodeId = nodeIdFromPublicKey(pub);
   const now = Date.now();
-  await sql.query("INSERT INTO agents.agents (node_id, public_key, status, first_seen, last_seen) VALUES ($1, $2, 'pending', $3, $3)", [nodeId, pub.toString("hex"), now]);
+  await sql.query(
+    "INSERT INTO agents.agents (node_id, public_key, status, first_seen, last_seen) VALUES ($1, $2, 'pending', $3, $3)",
+    [nodeId, pub.toString("hex"), now],
+  );
   await agentsRpc.setApproval({ nodeId, status, name: status === "approved" ? name : "" }, admin);
   if (Object.keys(tags).length) await agentsRpc.replaceTags({ nodeId, tags }, admin);
   return nodeId;
 }
 
 t.test("every endpoint and error path, with the canary in play", async (t) => {
-  const created = await api("POST", "/secrets", { body: { name: "canary", value: CANARY, description: "the canary", restriction: { node_ids: ["a".repeat(32)] } } });
+  const created = await api("POST", "/secrets", {
+    body: { name: "canary", value: CANARY, description: "the canary", restriction: { node_ids: ["a".repeat(32)] } },
+  });
   t.equal(created.status, 201);
-  t.same(Object.keys(created.body).sort(), ["created_at", "created_by", "description", "expires_at", "name", "restriction", "updated_at", "updated_by"], "metadata only");
+  t.same(
+    Object.keys(created.body).sort(),
+    ["created_at", "created_by", "description", "expires_at", "name", "restriction", "updated_at", "updated_by"],
+    "metadata only",
+  );
   t.same(created.body.restriction, { node_ids: ["a".repeat(32)], tags: {} });
 
   problem(t, await api("POST", "/secrets", { body: { name: "canary", value: CANARY } }), 409, "secret_exists");
@@ -88,16 +118,42 @@ t.test("every endpoint and error path, with the canary in play", async (t) => {
     [{ name: "x", value: CANARY, expires_at: "tomorrow" }, 400, "invalid_request", "expires_at"],
     [{ name: "x", value: CANARY, expires_at: "2001-01-01T00:00:00Z" }, 400, "expires_at_in_past", "expires_at"],
     [{ name: "x", value: CANARY, restriction: "everyone" }, 400, "invalid_restriction", "restriction"],
-    [{ name: "x", value: CANARY, restriction: { node_ids: "abc" } }, 400, "invalid_restriction", "restriction.node_ids"],
-    [{ name: "x", value: CANARY, restriction: { node_ids: [1] } }, 400, "invalid_restriction", "restriction.node_ids.0"],
-    [{ name: "x", value: CANARY, restriction: { tags: { env: 1 } } }, 400, "invalid_restriction", "restriction.tags.env"],
+    [
+      { name: "x", value: CANARY, restriction: { node_ids: "abc" } },
+      400,
+      "invalid_restriction",
+      "restriction.node_ids",
+    ],
+    [
+      { name: "x", value: CANARY, restriction: { node_ids: [1] } },
+      400,
+      "invalid_restriction",
+      "restriction.node_ids.0",
+    ],
+    [
+      { name: "x", value: CANARY, restriction: { tags: { env: 1 } } },
+      400,
+      "invalid_restriction",
+      "restriction.tags.env",
+    ],
     [{ name: "x", value: CANARY, restriction: { tags: ["env=prod"] } }, 400, "invalid_restriction", "restriction.tags"],
     [{ name: "x", value: CANARY, restriction: { nodes: ["a"] } }, 400, "invalid_restriction", "restriction"],
     [{ name: "x", value: CANARY, restriction: {} }, 400, "invalid_restriction", "restriction"],
-    [{ name: "x", value: CANARY, restriction: { node_ids: ["web-1"] } }, 400, "invalid_restriction", "restriction.node_ids.0"],
-    [{ name: "x", value: CANARY, restriction: { tags: { "Bad Key": "v" } } }, 400, "invalid_restriction", "restriction.tags.Bad Key"],
+    [
+      { name: "x", value: CANARY, restriction: { node_ids: ["web-1"] } },
+      400,
+      "invalid_restriction",
+      "restriction.node_ids.0",
+    ],
+    [
+      { name: "x", value: CANARY, restriction: { tags: { "Bad Key": "v" } } },
+      400,
+      "invalid_restriction",
+      "restriction.tags.Bad Key",
+    ],
   ];
-  for (const [body, status, code, field] of bad) problem(t, await api("POST", "/secrets", { body }), status, code, field);
+  for (const [body, status, code, field] of bad)
+    problem(t, await api("POST", "/secrets", { body }), status, code, field);
   t.same(await names(), before, "refused requests changed nothing");
 
   const list = await api("GET", "/secrets");
@@ -109,15 +165,30 @@ t.test("every endpoint and error path, with the canary in play", async (t) => {
   problem(t, await api("GET", "/secrets/unknown"), 404, "secret_not_found");
   problem(t, await api("GET", "/secrets/bad%20name"), 400, "invalid_request", "name");
   problem(t, await api("GET", "/secrets", { token: null }), 401, "unauthenticated");
-  problem(t, await api("POST", "/secrets", { token: "garbage", body: { name: "x", value: CANARY } }), 401, "invalid_token");
+  problem(
+    t,
+    await api("POST", "/secrets", { token: "garbage", body: { name: "x", value: CANARY } }),
+    401,
+    "invalid_token",
+  );
 
   const upd = await api("PUT", "/secrets/canary", { body: { value: CANARY2 } });
   t.equal(upd.status, 200);
   t.equal(upd.body.description, "the canary", "partial update keeps the rest");
-  t.equal((await api("PUT", "/secrets/canary", { body: { description: null, restriction: { tags: { env: "prod" } } } })).body.restriction.tags.env, "prod");
+  t.equal(
+    (await api("PUT", "/secrets/canary", { body: { description: null, restriction: { tags: { env: "prod" } } } })).body
+      .restriction.tags.env,
+    "prod",
+  );
   problem(t, await api("PUT", "/secrets/canary", { body: {} }), 400, "nothing_to_update");
   problem(t, await api("PUT", "/secrets/canary", { body: { value: 5 } }), 400, "invalid_request", "value");
-  problem(t, await api("PUT", "/secrets/canary", { body: { value: CANARY, restriction: { tags: { env: ["prod"] } } } }), 400, "invalid_restriction", "restriction.tags.env");
+  problem(
+    t,
+    await api("PUT", "/secrets/canary", { body: { value: CANARY, restriction: { tags: { env: ["prod"] } } } }),
+    400,
+    "invalid_restriction",
+    "restriction.tags.env",
+  );
   problem(t, await api("PUT", "/secrets/canary", { body: `{"value":"${CANARY}"` }), 400, "invalid_json");
   problem(t, await api("PUT", "/secrets/unknown", { body: { value: CANARY } }), 404, "secret_not_found");
 
@@ -132,7 +203,8 @@ t.test("every endpoint and error path, with the canary in play", async (t) => {
   t.same(re.body, { active_key: "k1", reencrypted: 0, failed: [] });
 
   const doc = await api("GET", "/openapi.json");
-  for (const p of ["/api/v1/secrets", "/api/v1/secrets/{name}", "/api/v1/secrets/reencrypt"]) t.ok(doc.body.paths[p], `${p} documented`);
+  for (const p of ["/api/v1/secrets", "/api/v1/secrets/{name}", "/api/v1/secrets/reencrypt"])
+    t.ok(doc.body.paths[p], `${p} documented`);
 });
 
 t.test("resolution over the bus: allowed, not permitted, not approved, expired, unknown", async (t) => {
@@ -153,19 +225,31 @@ t.test("resolution over the bus: allowed, not permitted, not approved, expired, 
   const prod = await addAgent("approved", "prod-1", { env: "prod" });
   const dev = await addAgent("approved", "dev-1", { env: "dev" });
   const rejected = await addAgent("rejected", "");
-  t.equal((await secrets.resolve({ name: "canary", nodeId: prod, operationId: "op-canary" }, admin)).value, CANARY2, "allowed node gets the current value");
+  t.equal(
+    (await secrets.resolve({ name: "canary", nodeId: prod, operationId: "op-canary" }, admin)).value,
+    CANARY2,
+    "allowed node gets the current value",
+  );
   const notPermitted = await refusal("canary", dev);
   t.same([notPermitted.code, notPermitted.reason], ["PERMISSION_DENIED", "secret_not_permitted"]);
   t.same([(await refusal("canary", rejected)).reason], ["agent_not_approved"]);
   // Expiry a moment ahead; polled until the service sees it pass.
-  t.equal((await api("PUT", "/secrets/canary", { body: { expires_at: new Date(Date.now() + 1500).toISOString() } })).status, 200);
+  t.equal(
+    (await api("PUT", "/secrets/canary", { body: { expires_at: new Date(Date.now() + 1500).toISOString() } })).status,
+    200,
+  );
   const expired = await eventually(async () => {
     const e = await refusal("canary", prod).catch(() => undefined);
     return e?.reason === "secret_expired" ? e : undefined;
   });
   t.equal(expired.code, "FAILED_PRECONDITION");
-  const denied = await eventually(() => auditMsgs.filter((m) => m.subject === "audit.secret.denied").length >= 4 && auditMsgs);
-  t.ok(denied.some((m) => m.subject === "audit.secret.used"), "the use was recorded");
+  const denied = await eventually(
+    () => auditMsgs.filter((m) => m.subject === "audit.secret.denied").length >= 4 && auditMsgs,
+  );
+  t.ok(
+    denied.some((m) => m.subject === "audit.secret.used"),
+    "the use was recorded",
+  );
 });
 
 t.test("delete, then search everything for the canary", async (t) => {
@@ -176,15 +260,22 @@ t.test("delete, then search everything for the canary", async (t) => {
   t.same(await names(), []);
 
   // Every outbox drained onto the bus, and the audit service (if running) has stored them.
-  const schemas = (await sql.query("SELECT table_schema FROM information_schema.tables WHERE table_name = 'outbox'")).rows.map((r) => r.table_schema as string);
+  const schemas = (
+    await sql.query("SELECT table_schema FROM information_schema.tables WHERE table_name = 'outbox'")
+  ).rows.map((r) => r.table_schema as string);
   await eventually(async () => {
-    for (const s of schemas) if (Number((await sql.query(`SELECT count(*) FROM ${s}.outbox`)).rows[0].count) > 0) return false;
+    for (const s of schemas)
+      if (Number((await sql.query(`SELECT count(*) FROM ${s}.outbox`)).rows[0].count) > 0) return false;
     return auditMsgs.some((m) => m.subject === "audit.secret.deleted");
   }, 20_000);
   t.ok(auditMsgs.filter((m) => m.subject.startsWith("audit.secret.")).length >= 8, "secret events were published");
   await system.stop();
 
-  const tables = (await sql.query("SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')")).rows;
+  const tables = (
+    await sql.query(
+      "SELECT table_schema, table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE' AND table_schema NOT IN ('pg_catalog', 'information_schema')",
+    )
+  ).rows;
   t.ok(tables.some((r) => r.table_schema === "secrets" && r.table_name === "secrets"));
   let dump = "";
   for (const { table_schema, table_name } of tables) {
@@ -194,18 +285,28 @@ t.test("delete, then search everything for the canary", async (t) => {
   const logs = system.output();
   t.ok(logs.includes('"service":"secrets"') && logs.includes('"level":20'), "debug logs were captured");
   const bus = auditMsgs.map((m) => `${m.subject} ${m.data.toString("latin1")} ${m.data.toString("utf8")}`).join("\n");
-  const places: Record<string, string> = { "HTTP responses": responses.join("\n"), "service logs": logs, "audit.> messages": bus, "database tables": dump };
+  const places: Record<string, string> = {
+    "HTTP responses": responses.join("\n"),
+    "service logs": logs,
+    "audit.> messages": bus,
+    "database tables": dump,
+  };
   for (const c of [CANARY, CANARY2]) {
     for (const form of encodings(c)) {
-      for (const [where, text] of Object.entries(places)) t.notOk(text.includes(form), `${where} do not contain the canary (${form.slice(0, 12)}…)`);
+      for (const [where, text] of Object.entries(places))
+        t.notOk(text.includes(form), `${where} do not contain the canary (${form.slice(0, 12)}…)`);
     }
   }
   const keyB64 = key.slice(key.indexOf(":") + 1);
   for (const form of [keyB64, Buffer.from(keyB64, "base64").toString("hex")]) {
-    for (const [where, text] of Object.entries(places)) t.notOk(text.includes(form), `${where} do not contain the encryption key`);
+    for (const [where, text] of Object.entries(places))
+      t.notOk(text.includes(form), `${where} do not contain the encryption key`);
   }
   // Positive controls: the same search finds what is supposed to be there.
-  t.ok(places["HTTP responses"]!.includes("the canary") && places["audit.> messages"]!.includes("the canary"), "the description is visible where expected");
+  t.ok(
+    places["HTTP responses"]!.includes("the canary") && places["audit.> messages"]!.includes("the canary"),
+    "the description is visible where expected",
+  );
   t.ok(places["database tables"]!.includes(system.admin.publicKeyHex), "the dump holds real rows");
 });
 

@@ -17,7 +17,12 @@ const ORCHCTL = fileURLToPath(new URL("../../cli/dist/main.js", import.meta.url)
 const nats = await startNats();
 const db = await createTestDatabase();
 const key = `k1:${randomBytes(32).toString("base64")}`;
-const system = await startSystem({ nats, db, services: ["auth", "secrets", "gateway"], env: { ORCH_SECRETS_KEYS: key } });
+const system = await startSystem({
+  nats,
+  db,
+  services: ["auth", "secrets", "gateway"],
+  env: { ORCH_SECRETS_KEYS: key },
+});
 const sql = new pg.Client({ connectionString: db.url });
 await sql.connect();
 t.teardown(async () => {
@@ -34,7 +39,10 @@ const adminPem = join(dir, "admin.pem");
 writeFileSync(adminPem, system.admin.privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600 });
 
 /** Runs orchctl as a process with `stdin` piped in (or closed). */
-function orchctl(args: string[], stdin: string | Buffer = ""): Promise<{ code: number; stdout: string; stderr: string }> {
+function orchctl(
+  args: string[],
+  stdin: string | Buffer = "",
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const p = spawn(process.execPath, [ORCHCTL, ...args], { env, stdio: ["pipe", "pipe", "pipe"] });
     let stdout = "";
@@ -49,7 +57,8 @@ function orchctl(args: string[], stdin: string | Buffer = ""): Promise<{ code: n
 
 /** Decrypts a stored row with the service's key: what Resolve would hand out. */
 async function stored(name: string): Promise<string> {
-  const r = (await sql.query("SELECT key_id, nonce, ciphertext, auth_tag FROM secrets.secrets WHERE name = $1", [name])).rows[0];
+  const r = (await sql.query("SELECT key_id, nonce, ciphertext, auth_tag FROM secrets.secrets WHERE name = $1", [name]))
+    .rows[0];
   return parseKeyring(key).open(name, { keyId: r.key_id, nonce: r.nonce, ciphertext: r.ciphertext, tag: r.auth_tag });
 }
 
@@ -61,7 +70,10 @@ t.before(async () => {
 t.test("set from piped stdin creates, then updates; show and list never print a value", async (t) => {
   const value = `pipe-${randomBytes(12).toString("hex")}`;
   const node = "b".repeat(32);
-  const c = await orchctl(["secrets", "set", "db.pass", "--description", "database", "--node", node, "--tag", "env=prod"], `${value}\n`);
+  const c = await orchctl(
+    ["secrets", "set", "db.pass", "--description", "database", "--node", node, "--tag", "env=prod"],
+    `${value}\n`,
+  );
   t.equal(c.code, 0, c.stderr);
   t.match(c.stdout, /^Created secret db\.pass$/m);
   t.equal(await stored("db.pass"), value, "one trailing newline from echo is dropped");
@@ -75,7 +87,10 @@ t.test("set from piped stdin creates, then updates; show and list never print a 
   t.match(human.stdout, /restriction:\s+nodes: b{32}; tags: env=prod/);
 
   const multi = `line1\nline2\n`;
-  const u = await orchctl(["--json", "secrets", "set", "db.pass", "--keep-newline", "--expires-at", "2999-01-01T00:00:00Z", "--unrestricted"], multi);
+  const u = await orchctl(
+    ["--json", "secrets", "set", "db.pass", "--keep-newline", "--expires-at", "2999-01-01T00:00:00Z", "--unrestricted"],
+    multi,
+  );
   t.equal(u.code, 0, u.stderr);
   const doc = JSON.parse(u.stdout);
   t.equal(doc.action, "updated");
@@ -87,7 +102,11 @@ t.test("set from piped stdin creates, then updates; show and list never print a 
   const ls = await orchctl(["secrets", "list"]);
   t.match(ls.stdout, /^NAME\s+RESTRICTION\s+EXPIRES\s+UPDATED\s+DESCRIPTION$/m);
   t.match(ls.stdout, /^db\.pass\s+any approved agent\s+2999-01-01T00:00:00\.000Z/m);
-  for (const out of [c, show, human, u, ls]) t.notOk(out.stdout.includes(value) || out.stderr.includes(value) || out.stdout.includes("line1"), "no value printed");
+  for (const out of [c, show, human, u, ls])
+    t.notOk(
+      out.stdout.includes(value) || out.stderr.includes(value) || out.stdout.includes("line1"),
+      "no value printed",
+    );
 });
 
 t.test("list pages with --limit/--cursor and --all", async (t) => {
@@ -96,7 +115,10 @@ t.test("list pages with --limit/--cursor and --all", async (t) => {
   t.equal(p1.secrets.length, 2);
   t.equal(p1.has_more, true);
   const all = JSON.parse((await orchctl(["--json", "secrets", "list", "--all", "--limit", "2"])).stdout);
-  t.same(all.secrets.map((s: { name: string }) => s.name), ["db.pass", "pg-1", "pg-2", "pg-3"]);
+  t.same(
+    all.secrets.map((s: { name: string }) => s.name),
+    ["db.pass", "pg-1", "pg-2", "pg-3"],
+  );
 });
 
 t.test("refusals: empty stdin, bad flags, unknown names, server-side validation", async (t) => {
@@ -118,7 +140,10 @@ t.test("refusals: empty stdin, bad flags, unknown names, server-side validation"
   const show = await orchctl(["secrets", "show", "nope"]);
   t.equal(show.code, 1);
   t.match(show.stderr, /secret_not_found/);
-  t.equal((await sql.query("SELECT count(*) FROM secrets.secrets WHERE name = 'x' OR name = 'nothing'")).rows[0].count, 0);
+  t.equal(
+    (await sql.query("SELECT count(*) FROM secrets.secrets WHERE name = 'x' OR name = 'nothing'")).rows[0].count,
+    0,
+  );
 });
 
 t.test("rm and reencrypt", async (t) => {
@@ -134,7 +159,11 @@ t.test("rm and reencrypt", async (t) => {
 /** orchctl in a real terminal; `answers` are typed at each prompt in turn. */
 function inTerminal(args: string[], answers: string[]): Promise<{ code: number; screen: string }> {
   return new Promise((resolve) => {
-    const term = pty.spawn(process.execPath, [ORCHCTL, ...args], { cols: 120, rows: 30, env: env as Record<string, string> });
+    const term = pty.spawn(process.execPath, [ORCHCTL, ...args], {
+      cols: 120,
+      rows: 30,
+      env: env as Record<string, string>,
+    });
     let screen = "";
     let asked = 0;
     term.onData((d) => {

@@ -170,7 +170,10 @@ t.test("logout ends the token's stream and terminals on both replicas; another t
   const otherTicketOnly = await terminal(t, gw1, other, { bearer: false });
   await s1.waitFor(2);
   await keep.waitFor(2);
-  t.ok(s1.events.every((e) => e.event === "audit"), "the stream delivered live events");
+  t.ok(
+    s1.events.every((e) => e.event === "audit"),
+    "the stream delivered live events",
+  );
 
   const since = Date.now();
   const r = await api(gw1, "POST", "/api/v1/auth/logout", token);

@@ -15,7 +15,12 @@ const system = await startSystem({
   nats,
   db,
   services: ["auth", "agents", "secrets", "state", "gateway"],
-  env: { ORCH_AGENTS_LINK_HOST: "127.0.0.1", ORCH_AGENTS_LINK_PORT: String(linkPort), ORCH_SECRETS_KEYS: `k1:${Buffer.alloc(32, 3).toString("base64")}`, ORCH_STATE_DRIFT_INTERVAL_SECONDS: "0" },
+  env: {
+    ORCH_AGENTS_LINK_HOST: "127.0.0.1",
+    ORCH_AGENTS_LINK_PORT: String(linkPort),
+    ORCH_SECRETS_KEYS: `k1:${Buffer.alloc(32, 3).toString("base64")}`,
+    ORCH_STATE_DRIFT_INTERVAL_SECONDS: "0",
+  },
 });
 const agents = agentPool();
 const dir = mkdtempSync(join(tmpdir(), "orch-e2e-state-cli-"));
@@ -31,7 +36,11 @@ const env = { HOME: dir, ORCHCTL_HOME: join(dir, "home"), ORCH_URL: system.url }
 async function orchctl(args: string[], o: { tty?: boolean } = {}) {
   let stdout = "";
   let stderr = "";
-  const code = await run(args, { stdout: { write: (s: string) => (stdout += s), ...(o.tty ? { isTTY: true } : {}) } as { write(s: string): unknown }, stderr: { write: (s: string) => (stderr += s) }, env });
+  const code = await run(args, {
+    stdout: { write: (s: string) => (stdout += s), ...(o.tty ? { isTTY: true } : {}) } as { write(s: string): unknown },
+    stderr: { write: (s: string) => (stderr += s) },
+    env,
+  });
   return { code, stdout, stderr };
 }
 const pem = join(dir, "admin.pem");
@@ -42,19 +51,42 @@ if (login.code !== 0) throw new Error(login.stderr);
 const token = await system.login(system.admin);
 const proc = agents.spawn(["--server", `127.0.0.1:${linkPort}`, "--no-terminal"]);
 const nodeId = await proc.nodeId();
-await eventually(async () => (await system.api("GET", `/api/v1/agents/${nodeId}`, { token })).body?.connected === true, 20_000);
+await eventually(
+  async () => (await system.api("GET", `/api/v1/agents/${nodeId}`, { token })).body?.connected === true,
+  20_000,
+);
 await system.api("POST", `/api/v1/agents/${nodeId}`, { token, body: { status: "approved", name: "cli-1" } });
 await system.api("PUT", `/api/v1/agents/${nodeId}/tags`, { token, body: { tags: { env: "test" } } });
 
 const moduleFile = join(dir, "motd.yaml");
-writeFileSync(moduleFile, ["name: motd", "description: message of the day", "resources:", "  - id: motd", "    type: file", `    path: ${dir}/motd`, '    content: "welcome to {{ tags.env }}\\n"', "  - { id: hello, type: exec, command: 'echo hello from cli; touch " + dir + "/motd.done', creates: '" + dir + "/motd.done', requires: [motd] }", ""].join("\n"));
+writeFileSync(
+  moduleFile,
+  [
+    "name: motd",
+    "description: message of the day",
+    "resources:",
+    "  - id: motd",
+    "    type: file",
+    `    path: ${dir}/motd`,
+    '    content: "welcome to {{ tags.env }}\\n"',
+    "  - { id: hello, type: exec, command: 'echo hello from cli; touch " +
+      dir +
+      "/motd.done', creates: '" +
+      dir +
+      "/motd.done', requires: [motd] }",
+    "",
+  ].join("\n"),
+);
 
 t.test("modules push | list | show | rm", async (t) => {
   const push = await orchctl(["modules", "push", moduleFile]);
   t.equal(push.code, 0, push.stderr);
   t.match(push.stdout, /Uploaded module motd \(2 resources/);
   const list = await orchctl(["--json", "modules", "list"]);
-  t.same(JSON.parse(list.stdout).modules.map((m: any) => m.name), ["motd"]);
+  t.same(
+    JSON.parse(list.stdout).modules.map((m: any) => m.name),
+    ["motd"],
+  );
   const show = await orchctl(["modules", "show", "motd"]);
   t.match(show.stdout, /description:\s+message of the day/);
   t.match(show.stdout, /content: "welcome to \{\{ tags.env \}\}\\n"/, "prints the YAML");
@@ -69,24 +101,31 @@ t.test("modules push | list | show | rm", async (t) => {
   t.match((await orchctl(["modules", "show", "gone"])).stderr, /module_not_found/);
 });
 
-t.test("plan on a terminal: coloured unified diff; apply follows to the end; plain output without colour", async (t) => {
-  const plan = await orchctl(["plan", "cli-1", "-m", "motd"], { tty: true });
-  t.equal(plan.code, 0, plan.stderr);
-  t.match(plan.stdout, /plan \S+ on cli-1: \x1b\[32msucceeded\x1b\[0m — 2 changed/);
-  t.match(plan.stdout, /\x1b\[32m\+welcome to test\x1b\[0m/, "added lines in green");
-  const apply = await orchctl(["apply", "cli-1", "-m", "motd"]);
-  t.equal(apply.code, 0, apply.stderr);
-  t.notMatch(apply.stdout, /\x1b\[/, "no colour when stdout is not a terminal");
-  t.match(apply.stdout, /apply \S+ on cli-1: succeeded — 2 changed/);
-  t.match(apply.stdout, /changed\s+motd\/motd \(file\)/);
-  t.match(apply.stdout, /^\s+\+welcome to test$/m);
-  t.match(apply.stderr, /apply \S+ on cli-1: (pending|running)/, "progress on stderr");
+t.test(
+  "plan on a terminal: coloured unified diff; apply follows to the end; plain output without colour",
+  async (t) => {
+    const plan = await orchctl(["plan", "cli-1", "-m", "motd"], { tty: true });
+    t.equal(plan.code, 0, plan.stderr);
+    t.match(plan.stdout, /plan \S+ on cli-1: \x1b\[32msucceeded\x1b\[0m — 2 changed/);
+    t.match(plan.stdout, /\x1b\[32m\+welcome to test\x1b\[0m/, "added lines in green");
+    const apply = await orchctl(["apply", "cli-1", "-m", "motd"]);
+    t.equal(apply.code, 0, apply.stderr);
+    t.notMatch(apply.stdout, /\x1b\[/, "no colour when stdout is not a terminal");
+    t.match(apply.stdout, /apply \S+ on cli-1: succeeded — 2 changed/);
+    t.match(apply.stdout, /changed\s+motd\/motd \(file\)/);
+    t.match(apply.stdout, /^\s+\+welcome to test$/m);
+    t.match(apply.stderr, /apply \S+ on cli-1: (pending|running)/, "progress on stderr");
 
-  const json = await orchctl(["--json", "apply", "cli-1", "-m", "motd"]);
-  const op = JSON.parse(json.stdout);
-  t.equal(op.status, "succeeded");
-  t.same(op.summary, { ok: 2, changed: 0, failed: 0, skipped: 0, unsupported: 0 }, "one JSON document: the finished operation");
-});
+    const json = await orchctl(["--json", "apply", "cli-1", "-m", "motd"]);
+    const op = JSON.parse(json.stdout);
+    t.equal(op.status, "succeeded");
+    t.same(
+      op.summary,
+      { ok: 2, changed: 0, failed: 0, skipped: 0, unsupported: 0 },
+      "one JSON document: the finished operation",
+    );
+  },
+);
 
 t.test("ops list | show | output, state, drift --check", async (t) => {
   const list = JSON.parse((await orchctl(["--json", "ops", "list", "--agent", "cli-1", "--kind", "apply"])).stdout);
@@ -108,7 +147,17 @@ t.test("ops list | show | output, state, drift --check", async (t) => {
 });
 
 t.test("assignments create | list | show | plan | apply | rm", async (t) => {
-  const created = await orchctl(["assignments", "create", "tests", "--selector", "env=test", "-m", "motd", "--description", "test nodes"]);
+  const created = await orchctl([
+    "assignments",
+    "create",
+    "tests",
+    "--selector",
+    "env=test",
+    "-m",
+    "motd",
+    "--description",
+    "test nodes",
+  ]);
   t.equal(created.code, 0, created.stderr);
   const badSel = await orchctl(["assignments", "create", "bad", "--selector", "env=", "-m", "motd"]);
   t.match(badSel.stderr, /position 4.*\(invalid_selector\)/);

@@ -16,7 +16,12 @@ const system = await startSystem({
   nats,
   db,
   services: ["auth", "agents", "secrets", "state", "gateway"],
-  env: { ORCH_AGENTS_LINK_HOST: "127.0.0.1", ORCH_AGENTS_LINK_PORT: String(linkPort), ORCH_SECRETS_KEYS: `k1:${Buffer.alloc(32, 9).toString("base64")}`, ORCH_STATE_DRIFT_INTERVAL_SECONDS: "0" },
+  env: {
+    ORCH_AGENTS_LINK_HOST: "127.0.0.1",
+    ORCH_AGENTS_LINK_PORT: String(linkPort),
+    ORCH_SECRETS_KEYS: `k1:${Buffer.alloc(32, 9).toString("base64")}`,
+    ORCH_STATE_DRIFT_INTERVAL_SECONDS: "0",
+  },
 });
 const agents = agentPool();
 const root = mkdtempSync(join(tmpdir(), "orch-e2e-fleet-"));
@@ -31,7 +36,8 @@ t.teardown(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 const token = await system.login(system.admin);
-const api = (method: string, path: string, body?: unknown) => system.api(method, `/api/v1${path}`, { token, ...(body !== undefined ? { body } : {}) });
+const api = (method: string, path: string, body?: unknown) =>
+  system.api(method, `/api/v1${path}`, { token, ...(body !== undefined ? { body } : {}) });
 const must = async (p: ReturnType<typeof api>, status: number) => {
   const r = await p;
   if (r.status !== status) throw new Error(`expected ${status}, got ${r.status}: ${r.text}`);
@@ -58,54 +64,100 @@ await fleet.dbOff.proc.signal("SIGKILL");
 await eventually(async () => (await api("GET", `/agents/${fleet.dbOff.id}`)).body?.connected === false, 30_000);
 
 const marker = `${root}/{{ tags.slot }}.marker`;
-await must(api("POST", "/modules", { name: "marker", content: `name: marker\nresources:\n  - { id: mark, type: file, path: '${marker}', content: '{{ tags.role }}' }\n` }), 201);
+await must(
+  api("POST", "/modules", {
+    name: "marker",
+    content: `name: marker\nresources:\n  - { id: mark, type: file, path: '${marker}', content: '{{ tags.role }}' }\n`,
+  }),
+  201,
+);
 
-t.test("`env=test,role in (web,db)` applies to exactly the matching agents; the offline match is unreachable", async (t) => {
-  await must(api("POST", "/assignments", { name: "web-db", selector: "env=test,role in (web,db)", modules: ["marker"] }), 201);
-  const r = await must(api("POST", "/assignments/web-db/apply?wait=60"), 200);
-  t.equal(r.status, "completed");
-  t.same(r.operations.map((o: any) => [o.name, o.status]), [["db-1", "succeeded"], ["db-off", "unreachable"], ["web-1", "succeeded"]]);
-  t.equal(readFileSync(join(root, "web-1.marker"), "utf8"), "web");
-  t.equal(readFileSync(join(root, "db-1.marker"), "utf8"), "db");
-  t.notOk(existsSync(join(root, "web-2.marker")), "env=prod not matched");
-  t.notOk(existsSync(join(root, "cache-1.marker")), "role=cache not matched");
-  const off = await must(api("GET", `/state/operations/${r.operations[1].operation_id}`), 200);
-  t.equal(off.error_code, "agent_unreachable");
-});
+t.test(
+  "`env=test,role in (web,db)` applies to exactly the matching agents; the offline match is unreachable",
+  async (t) => {
+    await must(
+      api("POST", "/assignments", { name: "web-db", selector: "env=test,role in (web,db)", modules: ["marker"] }),
+      201,
+    );
+    const r = await must(api("POST", "/assignments/web-db/apply?wait=60"), 200);
+    t.equal(r.status, "completed");
+    t.same(
+      r.operations.map((o: any) => [o.name, o.status]),
+      [
+        ["db-1", "succeeded"],
+        ["db-off", "unreachable"],
+        ["web-1", "succeeded"],
+      ],
+    );
+    t.equal(readFileSync(join(root, "web-1.marker"), "utf8"), "web");
+    t.equal(readFileSync(join(root, "db-1.marker"), "utf8"), "db");
+    t.notOk(existsSync(join(root, "web-2.marker")), "env=prod not matched");
+    t.notOk(existsSync(join(root, "cache-1.marker")), "role=cache not matched");
+    const off = await must(api("GET", `/state/operations/${r.operations[1].operation_id}`), 200);
+    t.equal(off.error_code, "agent_unreachable");
+  },
+);
 
 t.test("a rolling apply with batch 1 and max_failures 0 stops after the first failure", async (t) => {
-  await must(api("POST", "/modules", { name: "flaky", content: "name: flaky\nresources:\n  - { id: check, type: exec, command: 'test {{ tags.role }} != cache' }\n" }), 201);
+  await must(
+    api("POST", "/modules", {
+      name: "flaky",
+      content: "name: flaky\nresources:\n  - { id: check, type: exec, command: 'test {{ tags.role }} != cache' }\n",
+    }),
+    201,
+  );
   await must(api("POST", "/assignments", { name: "all-test", selector: "env=test", modules: ["flaky"] }), 201);
   const r = await must(api("POST", "/assignments/all-test/apply?wait=60", { batch: 1, max_failures: 0 }), 200);
   t.equal(r.status, "stopped");
-  t.same(r.operations.map((o: any) => [o.name, o.batch, o.status]), [["cache-1", 1, "failed"], ["db-1", 2, "not_started"], ["db-off", 3, "not_started"], ["web-1", 4, "not_started"]]);
-  const ran = (await must(api("GET", "/state/operations?limit=500"), 200)).operations.filter((o: any) => o.run_id === r.run_id);
+  t.same(
+    r.operations.map((o: any) => [o.name, o.batch, o.status]),
+    [
+      ["cache-1", 1, "failed"],
+      ["db-1", 2, "not_started"],
+      ["db-off", 3, "not_started"],
+      ["web-1", 4, "not_started"],
+    ],
+  );
+  const ran = (await must(api("GET", "/state/operations?limit=500"), 200)).operations.filter(
+    (o: any) => o.run_id === r.run_id,
+  );
   t.equal(ran.length, 1, "no agent after the failure got an operation");
 });
 
-t.test("a restricted secret renders for the allowed agent and fails with secret_not_permitted for another", async (t) => {
-  const value = "e2e-S3CRET-value-9f8e7d";
-  await must(api("POST", "/secrets", { name: "api_token", value, restriction: { node_ids: [fleet.web1.id] } }), 201);
-  await must(api("POST", "/modules", { name: "token", content: `name: token\nresources:\n  - { id: conf, type: file, path: '${root}/{{ tags.slot }}.token', content: "token={{ secrets.api_token }}\\n" }\n  - { id: echo, type: exec, command: 'cat ${root}/{{ tags.slot }}.token', requires: [conf] }\n` }), 201);
+t.test(
+  "a restricted secret renders for the allowed agent and fails with secret_not_permitted for another",
+  async (t) => {
+    const value = "e2e-S3CRET-value-9f8e7d";
+    await must(api("POST", "/secrets", { name: "api_token", value, restriction: { node_ids: [fleet.web1.id] } }), 201);
+    await must(
+      api("POST", "/modules", {
+        name: "token",
+        content: `name: token\nresources:\n  - { id: conf, type: file, path: '${root}/{{ tags.slot }}.token', content: "token={{ secrets.api_token }}\\n" }\n  - { id: echo, type: exec, command: 'cat ${root}/{{ tags.slot }}.token', requires: [conf] }\n`,
+      }),
+      201,
+    );
 
-  const plan = await must(api("POST", "/agents/web-1/plan?wait=60", { modules: ["token"] }), 200);
-  t.match(plan.results[0].diff, /^\+token=\*\*\*$/m, "the plan is masked");
-  const ok = await must(api("POST", "/agents/web-1/apply?wait=60", { modules: ["token"] }), 200);
-  t.equal(ok.status, "succeeded");
-  t.equal(readFileSync(join(root, "web-1.token"), "utf8"), `token=${value}\n`, "rendered for the allowed agent");
-  const out = await must(api("GET", `/agents/web-1/state/operations/${ok.id}/output`), 200);
-  t.equal(out.outputs[0].stdout, "token=***\n");
+    const plan = await must(api("POST", "/agents/web-1/plan?wait=60", { modules: ["token"] }), 200);
+    t.match(plan.results[0].diff, /^\+token=\*\*\*$/m, "the plan is masked");
+    const ok = await must(api("POST", "/agents/web-1/apply?wait=60", { modules: ["token"] }), 200);
+    t.equal(ok.status, "succeeded");
+    t.equal(readFileSync(join(root, "web-1.token"), "utf8"), `token=${value}\n`, "rendered for the allowed agent");
+    const out = await must(api("GET", `/agents/web-1/state/operations/${ok.id}/output`), 200);
+    t.equal(out.outputs[0].stdout, "token=***\n");
 
-  const refused = await must(api("POST", "/agents/db-1/apply?wait=60", { modules: ["token"] }), 200);
-  t.equal(refused.status, "failed");
-  t.equal(refused.error_code, "secret_not_permitted");
-  t.notOk(existsSync(join(root, "db-1.token")), "nothing written for the other agent");
+    const refused = await must(api("POST", "/agents/db-1/apply?wait=60", { modules: ["token"] }), 200);
+    t.equal(refused.status, "failed");
+    t.equal(refused.error_code, "secret_not_permitted");
+    t.notOk(existsSync(join(root, "db-1.token")), "nothing written for the other agent");
 
-  const tables = (await sql.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'state'")).rows.map((r) => r.table_name as string);
-  t.ok(tables.includes("operations") && tables.includes("snapshots") && tables.includes("drift"));
-  let dump = "";
-  for (const name of tables) dump += JSON.stringify((await sql.query(`SELECT * FROM state.${name}`)).rows);
-  t.ok(dump.includes("token=***"), "the dump holds the masked results");
-  t.notOk(dump.includes(value), "the value is in no stored operation, plan, output or snapshot");
-  t.notOk(system.output().includes(value), "nor in any service log");
-});
+    const tables = (
+      await sql.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'state'")
+    ).rows.map((r) => r.table_name as string);
+    t.ok(tables.includes("operations") && tables.includes("snapshots") && tables.includes("drift"));
+    let dump = "";
+    for (const name of tables) dump += JSON.stringify((await sql.query(`SELECT * FROM state.${name}`)).rows);
+    t.ok(dump.includes("token=***"), "the dump holds the masked results");
+    t.notOk(dump.includes(value), "the value is in no stored operation, plan, output or snapshot");
+    t.notOk(system.output().includes(value), "nor in any service log");
+  },
+);

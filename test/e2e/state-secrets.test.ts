@@ -96,7 +96,10 @@ t.test("the agent's output is redacted in clear, base64, hex, reversed and URL-e
 
 t.test("believed state shows no plain hash of a file rendered with the secret", async (t) => {
   const file = join(root, "app.conf");
-  await must(upload("conf", `  - { id: conf, type: file, path: ${file}, content: "token={{ secrets.token }}", mode: "0600" }`), 201);
+  await must(
+    upload("conf", `  - { id: conf, type: file, path: ${file}, content: "token={{ secrets.token }}", mode: "0600" }`),
+    201,
+  );
   const op = await run("apply", ["conf"]);
   t.equal(op.status, "succeeded");
   t.equal(readFileSync(file, "utf8"), `token=${SECRET}`, "the agent wrote the value");

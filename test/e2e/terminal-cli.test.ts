@@ -19,7 +19,11 @@ const system = await startSystem({
   nats,
   db,
   services: ["auth", "agents", "terminal", "gateway"],
-  env: { ORCH_AGENTS_LINK_HOST: "127.0.0.1", ORCH_AGENTS_LINK_PORT: String(linkPort), ORCH_TERMINAL_TRANSCRIPT_DIR: transcripts },
+  env: {
+    ORCH_AGENTS_LINK_HOST: "127.0.0.1",
+    ORCH_AGENTS_LINK_PORT: String(linkPort),
+    ORCH_TERMINAL_TRANSCRIPT_DIR: transcripts,
+  },
 });
 const agents = agentPool();
 t.teardown(async () => {
@@ -33,11 +37,19 @@ t.teardown(async () => {
 const adminToken = await system.login(system.admin);
 const web = agents.spawn(["--server", `127.0.0.1:${linkPort}`, "--shell", "/bin/bash"]);
 const webId = await web.nodeId();
-await eventually(async () => (await system.api("GET", `/api/v1/agents/${webId}`, { token: adminToken })).body?.connected === true, 20_000);
+await eventually(
+  async () => (await system.api("GET", `/api/v1/agents/${webId}`, { token: adminToken })).body?.connected === true,
+  20_000,
+);
 await system.api("POST", `/api/v1/agents/${webId}`, { token: adminToken, body: { status: "approved", name: "web-1" } });
 
 const home = mkdtempSync(join(tmpdir(), "orchctl-home-"));
-const env: Record<string, string> = { ...(process.env as Record<string, string>), HOME: home, ORCHCTL_HOME: join(home, "orchctl"), TERM: "xterm" };
+const env: Record<string, string> = {
+  ...(process.env as Record<string, string>),
+  HOME: home,
+  ORCHCTL_HOME: join(home, "orchctl"),
+  TERM: "xterm",
+};
 const run = (args: string[], input?: string) =>
   new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
     const c = spawn(process.execPath, [ORCHCTL, ...args], { env, stdio: ["pipe", "pipe", "pipe"] });
@@ -50,7 +62,10 @@ const run = (args: string[], input?: string) =>
   });
 await promisify(execFile)(process.execPath, [ORCHCTL, "keygen"], { env });
 const pub = readFileSync(join(home, "orchctl", "id_ed25519.pub"), "utf8").trim();
-await system.api("POST", "/api/v1/operators", { token: adminToken, body: { name: "dave", public_key: pub, role: "operator" } });
+await system.api("POST", "/api/v1/operators", {
+  token: adminToken,
+  body: { name: "dave", public_key: pub, role: "operator" },
+});
 const loggedIn = await run(["login", "--server", system.url]);
 if (loggedIn.code !== 0) throw new Error(`login: ${loggedIn.stderr}`);
 

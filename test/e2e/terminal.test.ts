@@ -39,15 +39,29 @@ t.teardown(async () => {
 });
 
 const token = await system.login(system.admin);
-const api = (method: string, path: string, o: { token?: string; body?: unknown; headers?: Record<string, string> } = {}) => system.api(method, path, { token, ...o });
+const api = (
+  method: string,
+  path: string,
+  o: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+) => system.api(method, path, { token, ...o });
 const server = `127.0.0.1:${linkPort}`;
 const web = agents.spawn(["--server", server, "--shell", "/bin/bash", "--shell", "/bin/sh"]);
 const off = agents.spawn(["--server", server, "--no-terminal"]);
 const pending = agents.spawn(["--server", server]);
 const gone = agents.spawn(["--server", server]);
-const ids = { web: await web.nodeId(), off: await off.nodeId(), pending: await pending.nodeId(), gone: await gone.nodeId() };
-for (const id of Object.values(ids)) await eventually(async () => (await api("GET", `/api/v1/agents/${id}`)).body?.connected === true, 20_000);
-for (const [name, id] of [["web-1", ids.web], ["off-1", ids.off], ["gone-1", ids.gone]]) {
+const ids = {
+  web: await web.nodeId(),
+  off: await off.nodeId(),
+  pending: await pending.nodeId(),
+  gone: await gone.nodeId(),
+};
+for (const id of Object.values(ids))
+  await eventually(async () => (await api("GET", `/api/v1/agents/${id}`)).body?.connected === true, 20_000);
+for (const [name, id] of [
+  ["web-1", ids.web],
+  ["off-1", ids.off],
+  ["gone-1", ids.gone],
+]) {
   const r = await api("POST", `/api/v1/agents/${id}`, { body: { status: "approved", name } });
   if (r.status !== 200) throw new Error(`approve ${name}: ${r.status} ${r.text}`);
 }
@@ -55,7 +69,14 @@ await gone.signal("SIGKILL");
 await eventually(async () => (await api("GET", `/api/v1/agents/${ids.gone}`)).body?.connected === false, 30_000);
 
 const carolKey = ed25519();
-if ((await api("POST", "/api/v1/operators", { body: { name: "carol", public_key: carolKey.publicKeyHex, role: "operator" } })).status !== 201) throw new Error("create carol");
+if (
+  (
+    await api("POST", "/api/v1/operators", {
+      body: { name: "carol", public_key: carolKey.publicKeyHex, role: "operator" },
+    })
+  ).status !== 201
+)
+  throw new Error("create carol");
 const carol = await system.login(carolKey);
 
 async function open(node = "web-1", query = "") {
@@ -69,10 +90,11 @@ async function attached(url: string, o: { origin?: string; token?: string } = {}
   return r.a;
 }
 const session = async (id: string) => (await api("GET", `/api/v1/terminal/session/${id}`)).body;
-const settled = (id: string, timeout = 30_000) => eventually(async () => {
-  const s = await session(id);
-  return s.status === "closed" || s.status === "failed" ? s : undefined;
-}, timeout);
+const settled = (id: string, timeout = 30_000) =>
+  eventually(async () => {
+    const s = await session(id);
+    return s.status === "closed" || s.status === "failed" ? s : undefined;
+  }, timeout);
 
 t.test("open, echo hello-$RANDOM; exit: the output arrives, the session closes, the transcript plays", async (t) => {
   const o = await open("web-1", "?cols=100&rows=30");
@@ -92,11 +114,17 @@ t.test("open, echo hello-$RANDOM; exit: the output arrives, the session closes, 
   t.equal(s.node_id, ids.web);
   t.equal(s.transcript_path, join(transcripts, `${o.session_id}.cast`));
 
-  const dl = await fetch(`${system.url}/api/v1/terminal/session/${o.session_id}/transcript`, { headers: { authorization: `Bearer ${token}` } });
+  const dl = await fetch(`${system.url}/api/v1/terminal/session/${o.session_id}/transcript`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
   t.equal(dl.status, 200);
   t.equal(dl.headers.get("content-type"), "application/x-asciicast");
   const body = Buffer.from(await dl.arrayBuffer());
-  t.equal(createHash("sha256").update(body).digest("hex"), s.sha256, "the download matches the SHA-256 stored at close");
+  t.equal(
+    createHash("sha256").update(body).digest("hex"),
+    s.sha256,
+    "the download matches the SHA-256 stored at close",
+  );
   const file = join(transcripts, "download.cast");
   writeFileSync(file, body);
   const played = await asciinemaCat(file);
@@ -115,7 +143,13 @@ t.test("a resize makes stty size report the new size", async (t) => {
 
 t.test("ticket reuse, expired ticket, foreign Origin, another operator's ticket: refused", async (t) => {
   const o = await open("web-1");
-  const refused = async (url: string, opts: { origin?: string; token?: string }, status: number, code: string, what: string) => {
+  const refused = async (
+    url: string,
+    opts: { origin?: string; token?: string },
+    status: number,
+    code: string,
+    what: string,
+  ) => {
     const r = await attach(url, opts);
     t.notOk(r.ok, what);
     if (!r.ok) {
@@ -172,32 +206,35 @@ t.test("every seed error condition answers with its status and code", async (t) 
   t.equal(r.body.code, "session_not_found");
 });
 
-t.test("kill the terminal service mid-session: the transcript keeps what came before, the session does not stay open", async (t) => {
-  const o = await open("web-1");
-  const a = await attached(o.ws_url);
-  a.send("echo before-$((20+22))\r");
-  await eventually(() => a.text().includes("before-42"));
-  // The issue's bound: a crash loses at most the last second.
-  await new Promise((r) => setTimeout(r, 1100));
-  await system.kill("terminal", "SIGKILL");
-  a.send("echo during-$((3*3)); exit\r");
-  t.equal((await a.closed).reason, "exit:0", "the shell still ran and exited while the service was down");
-  t.match(a.text(), /during-9/);
-  await system.start("terminal");
-  const s = await settled(o.session_id);
-  t.ok(["failed", "closed"].includes(s.status), `ended ${s.status} (${s.close_reason})`);
-  t.type(s.closed_at, "number");
-  const cast = readFileSync(join(transcripts, `${o.session_id}.cast`), "utf8");
-  t.match(cast, /before-42/, "output received before the kill is in the transcript");
-  t.equal(createHash("sha256").update(cast).digest("hex"), s.sha256);
-  for (const line of cast.trimEnd().split("\n")) JSON.parse(line);
-  t.pass("every line of the transcript parses");
-  await eventually(async () => (await api("GET", "/api/v1/status")).body?.services?.terminal === "ok", 20_000);
-  const after = await open("web-1");
-  const b = await attached(after.ws_url);
-  b.send("exit 4\r");
-  t.equal((await b.closed).reason, "exit:4", "the restarted service opens sessions again");
-});
+t.test(
+  "kill the terminal service mid-session: the transcript keeps what came before, the session does not stay open",
+  async (t) => {
+    const o = await open("web-1");
+    const a = await attached(o.ws_url);
+    a.send("echo before-$((20+22))\r");
+    await eventually(() => a.text().includes("before-42"));
+    // The issue's bound: a crash loses at most the last second.
+    await new Promise((r) => setTimeout(r, 1100));
+    await system.kill("terminal", "SIGKILL");
+    a.send("echo during-$((3*3)); exit\r");
+    t.equal((await a.closed).reason, "exit:0", "the shell still ran and exited while the service was down");
+    t.match(a.text(), /during-9/);
+    await system.start("terminal");
+    const s = await settled(o.session_id);
+    t.ok(["failed", "closed"].includes(s.status), `ended ${s.status} (${s.close_reason})`);
+    t.type(s.closed_at, "number");
+    const cast = readFileSync(join(transcripts, `${o.session_id}.cast`), "utf8");
+    t.match(cast, /before-42/, "output received before the kill is in the transcript");
+    t.equal(createHash("sha256").update(cast).digest("hex"), s.sha256);
+    for (const line of cast.trimEnd().split("\n")) JSON.parse(line);
+    t.pass("every line of the transcript parses");
+    await eventually(async () => (await api("GET", "/api/v1/status")).body?.services?.terminal === "ok", 20_000);
+    const after = await open("web-1");
+    const b = await attached(after.ws_url);
+    b.send("exit 4\r");
+    t.equal((await b.closed).reason, "exit:4", "the restarted service opens sessions again");
+  },
+);
 
 t.test("no ticket or token in any service's output", async (t) => {
   const out = system.output();

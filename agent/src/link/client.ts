@@ -1,6 +1,14 @@
 import * as grpc from "@grpc/grpc-js";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { AgentFrameSchema, BusMessageSchema, agentLinkGrpcDefinition, type BusMessage, type Request, type ServerFrame, type Welcome } from "@orch/contracts";
+import {
+  AgentFrameSchema,
+  BusMessageSchema,
+  agentLinkGrpcDefinition,
+  type BusMessage,
+  type Request,
+  type ServerFrame,
+  type Welcome,
+} from "@orch/contracts";
 import type { Identity } from "../identity.js";
 import type { AgentLogger } from "../runtime.js";
 
@@ -43,7 +51,12 @@ type PublishFrame = { frame: { case: "publish"; value: { subject: string; data: 
 function isPlainPublish(f: unknown): f is PublishFrame {
   const inner = (f as { frame?: { case?: unknown; value?: Record<string, unknown> } }).frame;
   const v = inner?.case === "publish" ? inner.value : undefined;
-  return !!v && typeof v.subject === "string" && v.data instanceof Uint8Array && (v.$unknown === undefined || (v.$unknown as unknown[]).length === 0);
+  return (
+    !!v &&
+    typeof v.subject === "string" &&
+    v.data instanceof Uint8Array &&
+    (v.$unknown === undefined || (v.$unknown as unknown[]).length === 0)
+  );
 }
 
 /**
@@ -55,7 +68,9 @@ export function encodeFrame(frame: AgentFrameInit): Buffer {
   if (!isPlainPublish(frame)) return agentLinkGrpcDefinition.connect.requestSerialize(create(AgentFrameSchema, frame));
   const { subject, data } = frame.frame.value;
   const subjectBytes = Buffer.byteLength(subject, "utf8");
-  const inner = (subjectBytes ? varintSize(SUBJECT_TAG) + varintSize(subjectBytes) + subjectBytes : 0) + (data.length ? varintSize(DATA_TAG) + varintSize(data.length) + data.length : 0);
+  const inner =
+    (subjectBytes ? varintSize(SUBJECT_TAG) + varintSize(subjectBytes) + subjectBytes : 0) +
+    (data.length ? varintSize(DATA_TAG) + varintSize(data.length) + data.length : 0);
   const buf = Buffer.allocUnsafe(varintSize(PUBLISH_TAG) + varintSize(inner) + inner);
   let o = putVarint(buf, 0, PUBLISH_TAG);
   o = putVarint(buf, o, inner);
@@ -94,7 +109,11 @@ export function openLink(opts: {
     "grpc.max_receive_message_length": 16 * 1024 * 1024,
   });
   const def = agentLinkGrpcDefinition.connect;
-  const call = client.makeBidiStreamRequest<AgentFrameInit, ServerFrame>(def.path, encodeFrame, def.responseDeserialize);
+  const call = client.makeBidiStreamRequest<AgentFrameInit, ServerFrame>(
+    def.path,
+    encodeFrame,
+    def.responseDeserialize,
+  );
   let up = false;
   let ended = false;
   let resolveDone!: (o: LinkOutcome) => void;
@@ -123,13 +142,19 @@ export function openLink(opts: {
     resolveDone(o);
   };
 
-  const handshakeTimer = setTimeout(() => end({ kind: "closed", wasUp: false, detail: "handshake timed out" }), opts.handshakeTimeoutMs ?? 15_000);
+  const handshakeTimer = setTimeout(
+    () => end({ kind: "closed", wasUp: false, detail: "handshake timed out" }),
+    opts.handshakeTimeoutMs ?? 15_000,
+  );
 
   call.on("data", (f: ServerFrame) => {
     switch (f.frame.case) {
       case "challenge": {
         if (f.frame.value.nodeId && f.frame.value.nodeId !== opts.identity.nodeId) {
-          opts.log.error({ server_node_id: f.frame.value.nodeId, node_id: opts.identity.nodeId }, "server derived a different node id; not signing");
+          opts.log.error(
+            { server_node_id: f.frame.value.nodeId, node_id: opts.identity.nodeId },
+            "server derived a different node id; not signing",
+          );
           return end({ kind: "closed", wasUp: false, detail: "node id mismatch" });
         }
         send({ frame: { case: "signature", value: { signature: opts.identity.sign(f.frame.value.nonce) } } });
@@ -157,7 +182,12 @@ export function openLink(opts: {
   call.on("end", () => end({ kind: "closed", wasUp: up, detail: "server ended the link" }));
   call.on("error", (err: grpc.ServiceError) => end({ kind: "closed", wasUp: up, detail: err.details || err.message }));
 
-  send({ frame: { case: "hello", value: { publicKey: opts.identity.publicKeyHex, version: opts.hello.version, attributes: opts.hello.attributes } } });
+  send({
+    frame: {
+      case: "hello",
+      value: { publicKey: opts.identity.publicKeyHex, version: opts.hello.version, attributes: opts.hello.attributes },
+    },
+  });
 
   return {
     done,

@@ -6,7 +6,10 @@ import { AgentError, type AgentCallContext, type AgentHandlers, type AgentLogger
 type ResponseInit = MessageInitShape<typeof ResponseSchema>;
 type AnyHandler = (req: unknown, ctx: AgentCallContext) => Promise<unknown>;
 
-const fail = (id: bigint, code: string, reason: string, message: string): ResponseInit => ({ id, error: { code, reason, message } });
+const fail = (id: bigint, code: string, reason: string, message: string): ResponseInit => ({
+  id,
+  error: { code, reason, message },
+});
 
 /**
  * Per-agent RPC methods by name (the last token of `orch.agent.<node_id>.<Method>`), decoded and
@@ -31,7 +34,13 @@ export function createDispatcher(log: AgentLogger) {
       // The server relays nothing to unapproved agents; refusing here too keeps that true if it ever did.
       if (!opts.approved) return fail(req.id, "FAILED_PRECONDITION", "agent_not_approved", "the agent is not approved");
       const deadline = req.deadline > 0 ? req.deadline : now() + 30_000;
-      if (deadline <= now()) return fail(req.id, "DEADLINE_EXCEEDED", "deadline_exceeded", "the request expired before it reached the agent");
+      if (deadline <= now())
+        return fail(
+          req.id,
+          "DEADLINE_EXCEEDED",
+          "deadline_exceeded",
+          "the request expired before it reached the agent",
+        );
       let input: unknown;
       try {
         input = fromBinary(entry.method.input, req.payload);
@@ -44,7 +53,13 @@ export function createDispatcher(log: AgentLogger) {
       });
       try {
         const out = await Promise.race([entry.handler(input, { deadline }), expired]);
-        if (out === "expired") return fail(req.id, "DEADLINE_EXCEEDED", "deadline_exceeded", `${req.method} did not finish before its deadline`);
+        if (out === "expired")
+          return fail(
+            req.id,
+            "DEADLINE_EXCEEDED",
+            "deadline_exceeded",
+            `${req.method} did not finish before its deadline`,
+          );
         return { id: req.id, payload: toBinary(entry.method.output, create(entry.method.output, out as never)) };
       } catch (err) {
         if (err instanceof AgentError) return fail(req.id, err.code, err.reason, err.message);

@@ -116,7 +116,10 @@ export async function linkCredentials(trust: LinkTrust, server: string, timeoutM
             `none of which is the pinned ${trust.fingerprint}`,
         };
       }
-      const body = pinned.raw.toString("base64").match(/.{1,64}/g)!.join("\n");
+      const body = pinned.raw
+        .toString("base64")
+        .match(/.{1,64}/g)!
+        .join("\n");
       const pem = `-----BEGIN CERTIFICATE-----\n${body}\n-----END CERTIFICATE-----\n`;
       // allowPartialTrustChain (Node >= 20.18) is missing from @types/node 20.
       const options = { ca: pem, allowPartialTrustChain: true } as Parameters<typeof createSecureContext>[0];

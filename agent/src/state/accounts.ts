@@ -29,7 +29,14 @@ async function getent(db: "passwd" | "group", key: string): Promise<string[] | u
 export async function lookupUser(key: string | number): Promise<PasswdEntry | undefined> {
   const f = await getent("passwd", String(key));
   if (!f) return undefined;
-  return { name: f[0] ?? "", uid: Number(f[2]), gid: Number(f[3]), comment: f[4] ?? "", home: f[5] ?? "", shell: f[6] ?? "" };
+  return {
+    name: f[0] ?? "",
+    uid: Number(f[2]),
+    gid: Number(f[3]),
+    comment: f[4] ?? "",
+    home: f[5] ?? "",
+    shell: f[6] ?? "",
+  };
 }
 
 export async function lookupGroup(key: string | number): Promise<GroupEntry | undefined> {

@@ -52,7 +52,8 @@ export function createExecute(deps: ExecuteDeps): (req: ExecuteRequest, ctx: Age
 }
 
 async function executeOne(deps: ExecuteDeps, req: ExecuteRequest, ctx: AgentCallContext): Promise<Response> {
-  if (req.mode !== "plan" && req.mode !== "apply") throw new AgentError("INVALID_ARGUMENT", "invalid_mode", `mode must be plan or apply`);
+  if (req.mode !== "plan" && req.mode !== "apply")
+    throw new AgentError("INVALID_ARGUMENT", "invalid_mode", `mode must be plan or apply`);
   const nodes = req.resources.map((r, i) => {
     if (!r.id) throw new AgentError("INVALID_ARGUMENT", "invalid_resource", `resource ${i} has no id`);
     const key = keyOf(r.module, r.id);
@@ -72,43 +73,102 @@ async function executeOne(deps: ExecuteDeps, req: ExecuteRequest, ctx: AgentCall
     let result: Result;
     const blocker = node.requires.find((k) => statusOf.get(k) !== "ok" && statusOf.get(k) !== "changed");
     if (blocker) {
-      result = { ...base, status: "skipped", changed: false, message: `skipped: requires ${blocker}, which is ${statusOf.get(blocker)}` };
+      result = {
+        ...base,
+        status: "skipped",
+        changed: false,
+        message: `skipped: requires ${blocker}, which is ${statusOf.get(blocker)}`,
+      };
     } else if (Date.now() >= until) {
-      result = { ...base, status: "skipped", changed: false, message: "skipped: the operation's deadline was reached before this resource ran" };
+      result = {
+        ...base,
+        status: "skipped",
+        changed: false,
+        message: "skipped: the operation's deadline was reached before this resource ran",
+      };
     } else {
-      result = { ...base, ...(await runResource(deps.providers[res.type], res.type, req.mode, (res.spec ?? {}) as Record<string, unknown>, until)) };
+      result = {
+        ...base,
+        ...(await runResource(
+          deps.providers[res.type],
+          res.type,
+          req.mode,
+          (res.spec ?? {}) as Record<string, unknown>,
+          until,
+        )),
+      };
     }
     result.durationMs = performance.now() - started;
     results.push(maskResult(result, mask));
     statusOf.set(node.key, result.status);
     if (req.operationId && deps.publish) {
       try {
-        deps.publish(progressSubject(req.operationId), new TextEncoder().encode(JSON.stringify({ id: res.id, module: res.module, status: result.status, changed: result.changed })));
+        deps.publish(
+          progressSubject(req.operationId),
+          new TextEncoder().encode(
+            JSON.stringify({ id: res.id, module: res.module, status: result.status, changed: result.changed }),
+          ),
+        );
       } catch (err) {
         deps.log.debug({ err: (err as Error).message }, "state progress not published");
       }
     }
   }
   const count = (s: Status) => results.filter((r) => r.status === s).length;
-  deps.log.info({ operation_id: req.operationId, mode: req.mode, resources: results.length, changed: count("changed"), failed: count("failed"), skipped: count("skipped") }, "state execute finished");
+  deps.log.info(
+    {
+      operation_id: req.operationId,
+      mode: req.mode,
+      resources: results.length,
+      changed: count("changed"),
+      failed: count("failed"),
+      skipped: count("skipped"),
+    },
+    "state execute finished",
+  );
   return { results };
 }
 
 type Outcome = Omit<Result, "id" | "module" | "type">;
 
-async function runResource(provider: Provider | undefined, type: string, mode: "plan" | "apply", spec: Record<string, unknown>, deadline: number): Promise<Outcome> {
-  if (!provider) return { status: "unsupported", changed: false, message: `resource type "${type}" is not supported by this agent` };
+async function runResource(
+  provider: Provider | undefined,
+  type: string,
+  mode: "plan" | "apply",
+  spec: Record<string, unknown>,
+  deadline: number,
+): Promise<Outcome> {
+  if (!provider)
+    return { status: "unsupported", changed: false, message: `resource type "${type}" is not supported by this agent` };
   try {
     if (mode === "plan") {
       const c: CheckResult = await provider.check(spec, { deadline });
-      return { status: c.changed ? "changed" : "ok", changed: c.changed, diff: c.diff, message: c.message ?? "", observed: json(c.observed) };
+      return {
+        status: c.changed ? "changed" : "ok",
+        changed: c.changed,
+        diff: c.diff,
+        message: c.message ?? "",
+        observed: json(c.observed),
+      };
     }
     const a: ApplyResult = await provider.apply(spec, { deadline });
-    return { status: a.failed ? "failed" : a.changed ? "changed" : "ok", changed: a.changed, diff: a.diff, message: a.message, stdout: a.stdout, stderr: a.stderr, observed: json(a.observed) };
+    return {
+      status: a.failed ? "failed" : a.changed ? "changed" : "ok",
+      changed: a.changed,
+      diff: a.diff,
+      message: a.message,
+      stdout: a.stdout,
+      stderr: a.stderr,
+      observed: json(a.observed),
+    };
   } catch (err) {
     if (err instanceof UnsupportedError) return { status: "unsupported", changed: false, message: err.message };
     if (err instanceof SpecError) return { status: "failed", changed: false, message: err.message };
-    return { status: "failed", changed: false, message: `${mode === "plan" ? "check" : "apply"} failed: ${(err as Error).message ?? String(err)}` };
+    return {
+      status: "failed",
+      changed: false,
+      message: `${mode === "plan" ? "check" : "apply"} failed: ${(err as Error).message ?? String(err)}`,
+    };
   }
 }
 

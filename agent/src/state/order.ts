@@ -13,12 +13,18 @@ export interface Node {
 export function topoOrder<T extends Node>(nodes: readonly T[]): T[] {
   const index = new Map<string, number>();
   nodes.forEach((n, i) => {
-    if (index.has(n.key)) throw new AgentError("INVALID_ARGUMENT", "duplicate_resource", `resource ${n.key} appears twice`);
+    if (index.has(n.key))
+      throw new AgentError("INVALID_ARGUMENT", "duplicate_resource", `resource ${n.key} appears twice`);
     index.set(n.key, i);
   });
   const pending = nodes.map((n) => {
     for (const r of n.requires) {
-      if (!index.has(r)) throw new AgentError("INVALID_ARGUMENT", "unknown_requires", `resource ${n.key} requires ${r}, which is not in the request`);
+      if (!index.has(r))
+        throw new AgentError(
+          "INVALID_ARGUMENT",
+          "unknown_requires",
+          `resource ${n.key} requires ${r}, which is not in the request`,
+        );
       if (r === n.key) throw new AgentError("INVALID_ARGUMENT", "cyclic_requires", `resource ${n.key} requires itself`);
     }
     return new Set(n.requires);

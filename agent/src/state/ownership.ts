@@ -37,9 +37,12 @@ export async function resolveOwner(w: WantedAttrs): Promise<ResolvedOwner> {
  */
 export async function attrChanges(st: Stats, w: WantedAttrs, ids: ResolvedOwner): Promise<string[]> {
   const lines: string[] = [];
-  if (w.mode !== undefined && (st.mode & 0o7777) !== w.mode) lines.push(`mode ${fmtMode(st.mode)} -> ${fmtMode(w.mode)}`);
-  if (w.owner !== undefined && (ids.uid === undefined || ids.uid !== st.uid)) lines.push(`owner ${await userName(st.uid)} -> ${w.owner}`);
-  if (w.group !== undefined && (ids.gid === undefined || ids.gid !== st.gid)) lines.push(`group ${await groupName(st.gid)} -> ${w.group}`);
+  if (w.mode !== undefined && (st.mode & 0o7777) !== w.mode)
+    lines.push(`mode ${fmtMode(st.mode)} -> ${fmtMode(w.mode)}`);
+  if (w.owner !== undefined && (ids.uid === undefined || ids.uid !== st.uid))
+    lines.push(`owner ${await userName(st.uid)} -> ${w.owner}`);
+  if (w.group !== undefined && (ids.gid === undefined || ids.gid !== st.gid))
+    lines.push(`group ${await groupName(st.gid)} -> ${w.group}`);
   return lines;
 }
 

@@ -92,7 +92,14 @@ export function run(file: string, args: string[], opts: RunOptions): Promise<Run
       clearTimeout(timer);
       if (timedOut) killGroup("SIGKILL"); // whatever survived SIGTERM in the group
       if (hardKill) clearTimeout(hardKill);
-      resolve({ code, signal, stdout: out.text(), stderr: err.text(), timedOut, ...(spawnError ? { spawnError } : {}) });
+      resolve({
+        code,
+        signal,
+        stdout: out.text(),
+        stderr: err.text(),
+        timedOut,
+        ...(spawnError ? { spawnError } : {}),
+      });
     };
     child.once("error", (e) => finish(null, null, e.message));
     child.once("exit", (code, signal) => {

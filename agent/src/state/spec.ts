@@ -5,7 +5,8 @@ import { SpecError, type Spec } from "./types.js";
 
 export function str(spec: Spec, key: string): string {
   const v = spec[key];
-  if (typeof v !== "string" || v === "") throw new SpecError(`field "${key}" is required and must be a non-empty string`);
+  if (typeof v !== "string" || v === "")
+    throw new SpecError(`field "${key}" is required and must be a non-empty string`);
   return v;
 }
 
@@ -32,14 +33,16 @@ export function optInt(spec: Spec, key: string): number | undefined {
   const v = spec[key];
   if (v === undefined || v === null) return undefined;
   const n = typeof v === "string" && /^\d+$/.test(v) ? Number(v) : v;
-  if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 0) throw new SpecError(`field "${key}" must be a non-negative integer`);
+  if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 0)
+    throw new SpecError(`field "${key}" must be a non-negative integer`);
   return n;
 }
 
 export function optStrList(spec: Spec, key: string): string[] | undefined {
   const v = spec[key];
   if (v === undefined || v === null) return undefined;
-  if (!Array.isArray(v) || v.some((x) => typeof x !== "string" || x === "")) throw new SpecError(`field "${key}" must be a list of non-empty strings`);
+  if (!Array.isArray(v) || v.some((x) => typeof x !== "string" || x === ""))
+    throw new SpecError(`field "${key}" must be a list of non-empty strings`);
   return v as string[];
 }
 
@@ -80,7 +83,8 @@ export function normalisePath(p: string): string {
 export function state<T extends string>(spec: Spec, allowed: readonly T[], dflt: T): T {
   const v = optStr(spec, "state");
   if (v === undefined) return dflt;
-  if (!(allowed as readonly string[]).includes(v)) throw new SpecError(`field "state" must be one of ${allowed.join(", ")}`);
+  if (!(allowed as readonly string[]).includes(v))
+    throw new SpecError(`field "state" must be one of ${allowed.join(", ")}`);
   return v as T;
 }
 
@@ -89,7 +93,8 @@ export function optMode(spec: Spec, key = "mode"): number | undefined {
   const v = spec[key];
   if (v === undefined || v === null) return undefined;
   const s = typeof v === "number" && Number.isInteger(v) ? String(v) : v;
-  if (typeof s !== "string" || !/^0?[0-7]{3,4}$/.test(s)) throw new SpecError(`field "${key}" must be an octal mode such as "0644"`);
+  if (typeof s !== "string" || !/^0?[0-7]{3,4}$/.test(s))
+    throw new SpecError(`field "${key}" must be an octal mode such as "0644"`);
   return parseInt(s, 8);
 }
 
@@ -101,5 +106,8 @@ const RESOURCE_KEYS = ["id", "type", "module", "requires", "description"];
 /** Rejects fields the type does not know, so a typo (`conent:`) is not silently ignored. */
 export function onlyKeys(spec: Spec, keys: readonly string[]): void {
   const extra = Object.keys(spec).filter((k) => !keys.includes(k) && !RESOURCE_KEYS.includes(k));
-  if (extra.length) throw new SpecError(`unknown field${extra.length > 1 ? "s" : ""} ${extra.map((k) => `"${k}"`).join(", ")} (allowed: ${keys.join(", ")})`);
+  if (extra.length)
+    throw new SpecError(
+      `unknown field${extra.length > 1 ? "s" : ""} ${extra.map((k) => `"${k}"`).join(", ")} (allowed: ${keys.join(", ")})`,
+    );
 }

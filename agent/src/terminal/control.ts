@@ -38,7 +38,12 @@ export function parseControl(data: Uint8Array): ControlMessage | undefined {
     case "ended":
       return { type: m.type, ...(typeof m.reason === "string" ? { reason: m.reason } : {}) };
     case "exit":
-      return { type: "exit", code: Number(m.code) || 0, signal: Number(m.signal) || 0, reason: String(m.reason ?? "exit") };
+      return {
+        type: "exit",
+        code: Number(m.code) || 0,
+        signal: Number(m.signal) || 0,
+        reason: String(m.reason ?? "exit"),
+      };
     default:
       return undefined;
   }

@@ -34,18 +34,39 @@ export function createTerminalFeature(tuning?: SessionTuning): Feature {
 
     rt.serve(AgentTerminalService, {
       async openTerminal(req) {
-        if (!rt.options.terminalEnabled) throw new AgentError("FAILED_PRECONDITION", "terminal_disabled", "remote terminals are disabled on this agent (--no-terminal)");
-        if (!SESSION_ID_RE.test(req.sessionId)) throw new AgentError("INVALID_ARGUMENT", "invalid_session_id", "session_id must be 1-64 letters and digits");
-        if (sessions.has(req.sessionId)) throw new AgentError("ALREADY_EXISTS", "session_exists", "this session already has a PTY");
-        if (sessions.size >= MAX_SESSIONS) throw new AgentError("RESOURCE_EXHAUSTED", "too_many_sessions", `at most ${MAX_SESSIONS} terminal sessions per agent`);
+        if (!rt.options.terminalEnabled)
+          throw new AgentError(
+            "FAILED_PRECONDITION",
+            "terminal_disabled",
+            "remote terminals are disabled on this agent (--no-terminal)",
+          );
+        if (!SESSION_ID_RE.test(req.sessionId))
+          throw new AgentError("INVALID_ARGUMENT", "invalid_session_id", "session_id must be 1-64 letters and digits");
+        if (sessions.has(req.sessionId))
+          throw new AgentError("ALREADY_EXISTS", "session_exists", "this session already has a PTY");
+        if (sessions.size >= MAX_SESSIONS)
+          throw new AgentError(
+            "RESOURCE_EXHAUSTED",
+            "too_many_sessions",
+            `at most ${MAX_SESSIONS} terminal sessions per agent`,
+          );
         const allowed = rt.options.shells;
         const shell = req.shell || allowed[0];
         if (!shell) throw new AgentError("FAILED_PRECONDITION", "no_shell_configured", "this agent allows no shell");
-        if (!allowed.includes(shell)) throw new AgentError("INVALID_ARGUMENT", "shell_not_allowed", `shell ${shell} is not in this agent's allow-list`);
+        if (!allowed.includes(shell))
+          throw new AgentError(
+            "INVALID_ARGUMENT",
+            "shell_not_allowed",
+            `shell ${shell} is not in this agent's allow-list`,
+          );
         try {
           accessSync(shell, constants.X_OK);
         } catch {
-          throw new AgentError("FAILED_PRECONDITION", "shell_not_found", `shell ${shell} is not an executable on this agent`);
+          throw new AgentError(
+            "FAILED_PRECONDITION",
+            "shell_not_found",
+            `shell ${shell} is not an executable on this agent`,
+          );
         }
         const cols = req.cols > 0 ? Math.min(req.cols, 1000) : 80;
         const rows = req.rows > 0 ? Math.min(req.rows, 1000) : 24;
@@ -59,7 +80,8 @@ export function createTerminalFeature(tuning?: SessionTuning): Feature {
             cwd: process.env.HOME || "/",
             env: shellEnv(req.sessionId),
             heartbeatMs: clampMs(req.heartbeatIntervalMs, 5000, 100),
-            orphanTimeoutMs: Number.isFinite(req.orphanTimeoutMs) && req.orphanTimeoutMs > 0 ? Math.max(req.orphanTimeoutMs, 1000) : 0,
+            orphanTimeoutMs:
+              Number.isFinite(req.orphanTimeoutMs) && req.orphanTimeoutMs > 0 ? Math.max(req.orphanTimeoutMs, 1000) : 0,
             attachTimeoutMs: clampMs(req.attachTimeoutMs, 30_000, 100),
             detachGraceMs: Number.isFinite(req.detachGraceMs) && req.detachGraceMs > 0 ? req.detachGraceMs : 0,
           },

@@ -39,7 +39,12 @@ export interface SessionTuning {
 
 // Every message costs a gRPC frame, a NATS message, a WebSocket frame and a transcript line:
 // under sustained output fewer, larger messages are what keeps up with a local PTY.
-export const DEFAULT_TUNING: SessionTuning = { flushBytes: 256 * 1024, flushDelayMs: 4, holdLimitBytes: 1024 * 1024, killGraceMs: 2000 };
+export const DEFAULT_TUNING: SessionTuning = {
+  flushBytes: 256 * 1024,
+  flushDelayMs: 4,
+  holdLimitBytes: 1024 * 1024,
+  killGraceMs: 2000,
+};
 
 /**
  * Output after a small publish is taken for interactive (a keystroke's echo after the previous
@@ -77,10 +82,23 @@ export interface PtySession {
  * `.ctl`. Output is held until the first client attaches (so the first prompt is not lost to a
  * client still connecting); the recorder gets it then too.
  */
-export function startSession(spec: SessionSpec, bus: SessionBus, log: AgentLogger, onEnd: () => void, tuning: SessionTuning = DEFAULT_TUNING): PtySession {
+export function startSession(
+  spec: SessionSpec,
+  bus: SessionBus,
+  log: AgentLogger,
+  onEnd: () => void,
+  tuning: SessionTuning = DEFAULT_TUNING,
+): PtySession {
   const out = termSubject(spec.sessionId, "out");
   const ctl = termSubject(spec.sessionId, "ctl");
-  const term = pty.spawn(spec.shell, spec.args, { name: "xterm-256color", cols: spec.cols, rows: spec.rows, cwd: spec.cwd, env: spec.env, encoding: null });
+  const term = pty.spawn(spec.shell, spec.args, {
+    name: "xterm-256color",
+    cols: spec.cols,
+    rows: spec.rows,
+    cwd: spec.cwd,
+    env: spec.env,
+    encoding: null,
+  });
   const slave = holdSlave(term);
 
   let pending: Buffer[] = [];
@@ -112,7 +130,8 @@ export function startSession(spec: SessionSpec, bus: SessionBus, log: AgentLogge
     lastFlushAt = performance.now();
     lastFlushBytes = end;
     // Bounded messages: NATS (1 MiB by default) and the link (16 MiB) allow more than this.
-    for (let i = 0; i < end; i += tuning.flushBytes) bus.publish(out, data.subarray(i, Math.min(end, i + tuning.flushBytes)));
+    for (let i = 0; i < end; i += tuning.flushBytes)
+      bus.publish(out, data.subarray(i, Math.min(end, i + tuning.flushBytes)));
   };
 
   const release = () => {
@@ -139,7 +158,8 @@ export function startSession(spec: SessionSpec, bus: SessionBus, log: AgentLogge
     if (pendingBytes >= tuning.flushBytes) flush(true);
     if (pendingBytes === 0 || flushTimer) return;
     const since = performance.now() - lastFlushAt;
-    const interactive = since >= tuning.flushDelayMs || (lastFlushBytes < INTERACTIVE_BYTES && since >= INTERACTIVE_GAP_MS);
+    const interactive =
+      since >= tuning.flushDelayMs || (lastFlushBytes < INTERACTIVE_BYTES && since >= INTERACTIVE_GAP_MS);
     if (pending.length === 1 && interactive) flush();
     else flushTimer = setTimeout(flush, tuning.flushDelayMs);
   });
@@ -154,7 +174,8 @@ export function startSession(spec: SessionSpec, bus: SessionBus, log: AgentLogge
   };
 
   const armDetach = () => {
-    if (spec.detachGraceMs > 0 && !detachTimer && !ended) detachTimer = setTimeout(() => attached === 0 && close("detached"), spec.detachGraceMs);
+    if (spec.detachGraceMs > 0 && !detachTimer && !ended)
+      detachTimer = setTimeout(() => attached === 0 && close("detached"), spec.detachGraceMs);
   };
 
   const onControl = (m: ControlMessage) => {
@@ -214,13 +235,19 @@ export function startSession(spec: SessionSpec, bus: SessionBus, log: AgentLogge
     clearInterval(heartbeat);
     unsubIn();
     unsubCtl();
-    bus.publish(ctl, encodeControl({ type: "exit", code: exitCode, signal: signal ?? 0, reason: closeReason || "exit" }));
+    bus.publish(
+      ctl,
+      encodeControl({ type: "exit", code: exitCode, signal: signal ?? 0, reason: closeReason || "exit" }),
+    );
     // Whatever the shell left behind (background jobs) ends with the session.
     signalSession(term.pid, "SIGHUP");
     const t = setTimeout(() => signalSession(term.pid, "SIGKILL"), tuning.killGraceMs);
     t.unref();
     if (killTimer) clearTimeout(killTimer);
-    log.info({ session: spec.sessionId, exit_code: exitCode, signal, reason: closeReason || "exit" }, "terminal session ended");
+    log.info(
+      { session: spec.sessionId, exit_code: exitCode, signal, reason: closeReason || "exit" },
+      "terminal session ended",
+    );
     onEnd();
     resolveDone();
   });

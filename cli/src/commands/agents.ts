@@ -65,7 +65,14 @@ export function tagList(tags: Record<string, string>): string {
 }
 
 export function agentRows(agents: AgentJson[], now: number): unknown[][] {
-  return agents.map((a) => [a.name ?? "-", shortId(a.node_id), a.status, a.connected ? "yes" : "no", tagList(a.tags), ago(a.last_seen, now)]);
+  return agents.map((a) => [
+    a.name ?? "-",
+    shortId(a.node_id),
+    a.status,
+    a.connected ? "yes" : "no",
+    tagList(a.tags),
+    ago(a.last_seen, now),
+  ]);
 }
 export const AGENT_COLUMNS = ["NAME", "ID", "STATUS", "ONLINE", "TAGS", "LAST SEEN"];
 
@@ -119,30 +126,44 @@ export function parseTagArg(arg: string): [string, string] {
 export function parseTime(flag: string, v: string | undefined, now: number): string | undefined {
   if (v === undefined) return undefined;
   const d = /^(\d+)([smhd])$/.exec(v);
-  if (d) return new Date(now - Number(d[1]) * { s: 1e3, m: 6e4, h: 36e5, d: 864e5 }[d[2] as "s" | "m" | "h" | "d"]).toISOString();
+  if (d)
+    return new Date(
+      now - Number(d[1]) * { s: 1e3, m: 6e4, h: 36e5, d: 864e5 }[d[2] as "s" | "m" | "h" | "d"],
+    ).toISOString();
   if (/^\d{4}-\d{2}-\d{2}T/.test(v) && !Number.isNaN(Date.parse(v))) return v;
-  throw new CliError(`${flag} must be an RFC 3339 time or a duration like 15m, 2h, 7d; got ${JSON.stringify(v)}`, "invalid_argument");
+  throw new CliError(
+    `${flag} must be an RFC 3339 time or a duration like 15m, 2h, 7d; got ${JSON.stringify(v)}`,
+    "invalid_argument",
+  );
 }
 
 export function parseLimit(v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new CliError(`--limit must be a positive integer, got ${JSON.stringify(v)}`, "invalid_argument");
+  if (!Number.isInteger(n) || n < 1)
+    throw new CliError(`--limit must be a positive integer, got ${JSON.stringify(v)}`, "invalid_argument");
   return n;
 }
 
 // ---- API ---------------------------------------------------------------------------------------
 
 /** One page, or every page (following next_cursor) with `all`. */
-export async function listAgents(ctx: Context, opts: { status?: string; limit?: number; cursor?: string; all?: boolean }): Promise<AgentPage> {
+export async function listAgents(
+  ctx: Context,
+  opts: { status?: string; limit?: number; cursor?: string; all?: boolean },
+): Promise<AgentPage> {
   const fetchPage = (cursor: string | undefined) =>
-    ctx.api<AgentPage>("GET", "/agents", undefined, { auth: true, query: { status: opts.status, limit: opts.limit, cursor } });
+    ctx.api<AgentPage>("GET", "/agents", undefined, {
+      auth: true,
+      query: { status: opts.status, limit: opts.limit, cursor },
+    });
   let page = await fetchPage(opts.cursor);
   if (!opts.all) return page;
   const agents = [...page.agents];
   const seen = new Set<string>();
   for (let i = 0; page.has_more && page.next_cursor; i++) {
-    if (seen.has(page.next_cursor) || i >= MAX_PAGES) throw new CliError("the server's pagination does not advance (repeated cursor)", "bad_response");
+    if (seen.has(page.next_cursor) || i >= MAX_PAGES)
+      throw new CliError("the server's pagination does not advance (repeated cursor)", "bad_response");
     seen.add(page.next_cursor);
     page = await fetchPage(page.next_cursor);
     agents.push(...page.agents);
@@ -161,7 +182,11 @@ export async function resolveAgent(ctx: Context, ref: string): Promise<AgentJson
     if (!(err instanceof ProblemError) || err.status !== 404 || !/^[0-9a-f]{4,31}$/.test(ref)) throw err;
     const matches = (await listAgents(ctx, { all: true, limit: 500 })).agents.filter((a) => a.node_id.startsWith(ref));
     if (matches.length === 1) return matches[0]!;
-    if (matches.length > 1) throw new CliError(`${ref} matches ${matches.length} agents: ${matches.map((a) => shortId(a.node_id)).join(", ")}; give more of the id`, "ambiguous_agent");
+    if (matches.length > 1)
+      throw new CliError(
+        `${ref} matches ${matches.length} agents: ${matches.map((a) => shortId(a.node_id)).join(", ")}; give more of the id`,
+        "ambiguous_agent",
+      );
     throw err;
   }
 }
@@ -182,7 +207,10 @@ function showAgent(ctx: Context, a: AgentJson): void {
   const attrs = Object.keys(a.attributes).sort();
   if (attrs.length) {
     ctx.out.line("");
-    ctx.out.table(["ATTRIBUTE", "VALUE"], attrs.map((k) => [k, a.attributes[k]]));
+    ctx.out.table(
+      ["ATTRIBUTE", "VALUE"],
+      attrs.map((k) => [k, a.attributes[k]]),
+    );
   }
 }
 
@@ -199,11 +227,18 @@ export function register(program: Command, io: CliIO): void {
     .option("--all", "fetch every page")
     .action(
       action(io, async (ctx, opts: { status?: string; limit?: string; cursor?: string; all?: boolean }) => {
-        if (opts.status && !STATUSES.includes(opts.status)) throw new CliError(`--status must be one of ${STATUSES.join(", ")}`, "invalid_argument");
-        const page = await listAgents(ctx, { status: opts.status, limit: parseLimit(opts.limit), cursor: opts.cursor, all: opts.all });
+        if (opts.status && !STATUSES.includes(opts.status))
+          throw new CliError(`--status must be one of ${STATUSES.join(", ")}`, "invalid_argument");
+        const page = await listAgents(ctx, {
+          status: opts.status,
+          limit: parseLimit(opts.limit),
+          cursor: opts.cursor,
+          all: opts.all,
+        });
         ctx.out.result(page, () => {
           ctx.out.table(AGENT_COLUMNS, agentRows(page.agents, Date.now()));
-          if (page.has_more && page.next_cursor) ctx.out.note(`more agents: orchctl agents list --cursor ${page.next_cursor} (or --all)`);
+          if (page.has_more && page.next_cursor)
+            ctx.out.note(`more agents: orchctl agents list --cursor ${page.next_cursor} (or --all)`);
         });
       }),
     );
@@ -227,7 +262,12 @@ export function register(program: Command, io: CliIO): void {
     .action(
       action(io, async (ctx, ref: string, opts: { name: string }) => {
         const { node_id } = await resolveAgent(ctx, ref);
-        const a = await ctx.api<AgentJson>("POST", agentPath(node_id), { status: "approved", name: opts.name }, { auth: true });
+        const a = await ctx.api<AgentJson>(
+          "POST",
+          agentPath(node_id),
+          { status: "approved", name: opts.name },
+          { auth: true },
+        );
         ctx.out.result(a, () => ctx.out.line(`Approved agent ${a.name} (${a.node_id})`));
       }),
     );
@@ -253,7 +293,9 @@ export function register(program: Command, io: CliIO): void {
       action(io, async (ctx, ref: string) => {
         const a = await resolveAgent(ctx, ref);
         await ctx.api("DELETE", agentPath(a.node_id), undefined, { auth: true });
-        ctx.out.result({ removed: true, agent: a }, () => ctx.out.line(`Removed agent ${a.name ?? shortId(a.node_id)} (${a.node_id})`));
+        ctx.out.result({ removed: true, agent: a }, () =>
+          ctx.out.line(`Removed agent ${a.name ?? shortId(a.node_id)} (${a.node_id})`),
+        );
       }),
     );
 
@@ -267,7 +309,13 @@ export function register(program: Command, io: CliIO): void {
         const tags = pairs.map(parseTagArg);
         const { node_id } = await resolveAgent(ctx, ref);
         let a: AgentJson | undefined;
-        for (const [key, value] of tags) a = await ctx.api<AgentJson>("PUT", `${agentPath(node_id)}/tags/${encodeURIComponent(key)}`, { value }, { auth: true });
+        for (const [key, value] of tags)
+          a = await ctx.api<AgentJson>(
+            "PUT",
+            `${agentPath(node_id)}/tags/${encodeURIComponent(key)}`,
+            { value },
+            { auth: true },
+          );
         ctx.out.result(a, () => ctx.out.line(`Tags of ${a!.name ?? shortId(a!.node_id)}: ${tagList(a!.tags)}`));
       }),
     );
@@ -280,7 +328,10 @@ export function register(program: Command, io: CliIO): void {
     .action(
       action(io, async (ctx, ref: string, keys: string[]) => {
         let a = await resolveAgent(ctx, ref);
-        for (const key of keys) a = await ctx.api<AgentJson>("DELETE", `${agentPath(a.node_id)}/tags/${encodeURIComponent(key)}`, undefined, { auth: true });
+        for (const key of keys)
+          a = await ctx.api<AgentJson>("DELETE", `${agentPath(a.node_id)}/tags/${encodeURIComponent(key)}`, undefined, {
+            auth: true,
+          });
         ctx.out.result(a, () => ctx.out.line(`Tags of ${a.name ?? shortId(a.node_id)}: ${tagList(a.tags)}`));
       }),
     );
@@ -292,8 +343,20 @@ export function register(program: Command, io: CliIO): void {
     .action(
       action(io, async (ctx, ref: string) => {
         const { node_id } = await resolveAgent(ctx, ref);
-        const r = await ctx.api<{ node_id: string; attributes: Record<string, string> }>("GET", `${agentPath(node_id)}/attributes`, undefined, { auth: true });
-        ctx.out.result(r, () => ctx.out.table(["ATTRIBUTE", "VALUE"], Object.keys(r.attributes).sort().map((k) => [k, r.attributes[k]])));
+        const r = await ctx.api<{ node_id: string; attributes: Record<string, string> }>(
+          "GET",
+          `${agentPath(node_id)}/attributes`,
+          undefined,
+          { auth: true },
+        );
+        ctx.out.result(r, () =>
+          ctx.out.table(
+            ["ATTRIBUTE", "VALUE"],
+            Object.keys(r.attributes)
+              .sort()
+              .map((k) => [k, r.attributes[k]]),
+          ),
+        );
       }),
     );
 
@@ -306,20 +369,37 @@ export function register(program: Command, io: CliIO): void {
     .option("--limit <n>", "at most this many samples (1-1000, default 100)")
     .option("--latest", "only the newest sample")
     .action(
-      action(io, async (ctx, ref: string, opts: { since?: string; until?: string; limit?: string; latest?: boolean }) => {
-        const now = Date.now();
-        const query = { since: parseTime("--since", opts.since, now), until: parseTime("--until", opts.until, now), limit: parseLimit(opts.limit) };
-        const { node_id } = await resolveAgent(ctx, ref);
-        if (opts.latest) {
-          const s = await ctx.api<MetricsSampleJson & { node_id: string }>("GET", `${agentPath(node_id)}/metrics/latest`, undefined, { auth: true });
-          ctx.out.result(s, () => ctx.out.table(METRIC_COLUMNS, metricRows([s])));
-          return;
-        }
-        const r = await ctx.api<{ node_id: string; samples: MetricsSampleJson[] }>("GET", `${agentPath(node_id)}/metrics`, undefined, { auth: true, query });
-        ctx.out.result(r, () => {
-          ctx.out.table(METRIC_COLUMNS, metricRows(r.samples));
-          if (!r.samples.length) ctx.out.note("no samples in this range");
-        });
-      }),
+      action(
+        io,
+        async (ctx, ref: string, opts: { since?: string; until?: string; limit?: string; latest?: boolean }) => {
+          const now = Date.now();
+          const query = {
+            since: parseTime("--since", opts.since, now),
+            until: parseTime("--until", opts.until, now),
+            limit: parseLimit(opts.limit),
+          };
+          const { node_id } = await resolveAgent(ctx, ref);
+          if (opts.latest) {
+            const s = await ctx.api<MetricsSampleJson & { node_id: string }>(
+              "GET",
+              `${agentPath(node_id)}/metrics/latest`,
+              undefined,
+              { auth: true },
+            );
+            ctx.out.result(s, () => ctx.out.table(METRIC_COLUMNS, metricRows([s])));
+            return;
+          }
+          const r = await ctx.api<{ node_id: string; samples: MetricsSampleJson[] }>(
+            "GET",
+            `${agentPath(node_id)}/metrics`,
+            undefined,
+            { auth: true, query },
+          );
+          ctx.out.result(r, () => {
+            ctx.out.table(METRIC_COLUMNS, metricRows(r.samples));
+            if (!r.samples.length) ctx.out.note("no samples in this range");
+          });
+        },
+      ),
     );
 }

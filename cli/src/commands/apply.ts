@@ -81,19 +81,38 @@ export function colorDiff(diff: string, on: boolean): string {
     .join("\n");
 }
 
-const STATUS_COLOR: Record<string, number> = { ok: 32, succeeded: 32, changed: 33, failed: 31, timed_out: 31, unreachable: 31, skipped: 90, unsupported: 35, not_started: 90 };
+const STATUS_COLOR: Record<string, number> = {
+  ok: 32,
+  succeeded: 32,
+  changed: 33,
+  failed: 31,
+  timed_out: 31,
+  unreachable: 31,
+  skipped: 90,
+  unsupported: 35,
+  not_started: 90,
+};
 /** A status word, padded to `width` before colouring so columns line up either way. */
-export const paintStatus = (on: boolean, s: string, width = 0, label = s) => paint(on && STATUS_COLOR[s] !== undefined, STATUS_COLOR[s] ?? 0, label.padEnd(width));
+export const paintStatus = (on: boolean, s: string, width = 0, label = s) =>
+  paint(on && STATUS_COLOR[s] !== undefined, STATUS_COLOR[s] ?? 0, label.padEnd(width));
 
 export function summaryText(s: Summary): string {
-  return (["changed", "ok", "failed", "skipped", "unsupported"] as const).filter((k) => s[k]).map((k) => `${s[k]} ${k}`).join(", ") || "no resources";
+  return (
+    (["changed", "ok", "failed", "skipped", "unsupported"] as const)
+      .filter((k) => s[k])
+      .map((k) => `${s[k]} ${k}`)
+      .join(", ") || "no resources"
+  );
 }
 
 /** Per-resource lines (and diffs of what changes) of a finished operation. */
 export function printResults(ctx: Context, op: Operation, color: boolean, indent = "  "): void {
   for (const r of op.results ?? []) {
-    ctx.out.line(`${indent}${paintStatus(color, r.status, 11)} ${r.module}/${r.id} (${r.type})${r.message && r.status !== "ok" ? ` — ${r.message.split("\n")[0]}` : ""}`);
-    if (r.changed && r.diff.trim()) ctx.out.line(colorDiff(r.diff.replace(/\n$/, ""), color).replace(/^/gm, `${indent}    `));
+    ctx.out.line(
+      `${indent}${paintStatus(color, r.status, 11)} ${r.module}/${r.id} (${r.type})${r.message && r.status !== "ok" ? ` — ${r.message.split("\n")[0]}` : ""}`,
+    );
+    if (r.changed && r.diff.trim())
+      ctx.out.line(colorDiff(r.diff.replace(/\n$/, ""), color).replace(/^/gm, `${indent}    `));
   }
 }
 
@@ -108,7 +127,11 @@ export async function followOperation(ctx: Context, op: Operation): Promise<Oper
   let last = op.status;
   const until = Date.now() + POLL_LIMIT_MS;
   while (isOpen(op.status)) {
-    if (Date.now() > until) throw new CliError(`operation ${op.id} is still ${op.status}; check it with orchctl ops show ${op.id}`, "still_running");
+    if (Date.now() > until)
+      throw new CliError(
+        `operation ${op.id} is still ${op.status}; check it with orchctl ops show ${op.id}`,
+        "still_running",
+      );
     await sleep(POLL_MS);
     op = await ctx.api<Operation>("GET", `/state/operations/${op.id}`, undefined, { auth: true });
     if (op.status !== last && isOpen(op.status)) ctx.out.note(`${op.node_name || op.node_id}: ${op.status}`);
@@ -118,7 +141,10 @@ export async function followOperation(ctx: Context, op: Operation): Promise<Oper
 }
 
 export function parseModules(v: string | undefined): string[] {
-  const mods = (v ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  const mods = (v ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (!mods.length) throw new CliError("name at least one module with -m mod1,mod2", "invalid_argument");
   return mods;
 }
@@ -129,14 +155,23 @@ export function register(program: Command, io: CliIO): void {
   for (const kind of ["apply", "plan"] as const) {
     program
       .command(kind)
-      .description(kind === "apply" ? "apply modules to an agent and follow it to the end" : "plan modules against an agent (nothing changes) and show the diffs")
+      .description(
+        kind === "apply"
+          ? "apply modules to an agent and follow it to the end"
+          : "plan modules against an agent (nothing changes) and show the diffs",
+      )
       .argument("<agent>", "node id or agent name")
       .requiredOption("-m, --modules <list>", "comma-separated module names")
       .option("--no-wait", "start the operation and print it without following it")
       .action(
         action(io, async (ctx, agent: string, opts: { modules: string; wait: boolean }) => {
           const modules = parseModules(opts.modules);
-          let op = await ctx.api<Operation>("POST", `/agents/${encodeURIComponent(agent)}/${kind}`, { modules }, { auth: true });
+          let op = await ctx.api<Operation>(
+            "POST",
+            `/agents/${encodeURIComponent(agent)}/${kind}`,
+            { modules },
+            { auth: true },
+          );
           const color = useColor(ctx);
           if (opts.wait) {
             ctx.out.note(`${kind} ${op.id} on ${op.node_name || op.node_id}: ${op.status}`);
@@ -146,7 +181,11 @@ export function register(program: Command, io: CliIO): void {
             ctx.out.line(operationHeadline(op, color));
             printResults(ctx, op, color);
           });
-          if (!ctx.json && failedStatus(op.status)) throw new CliError(`${kind} ${op.status}${op.error_code ? ` (${op.error_code})` : ""}`, op.error_code ?? `operation_${op.status}`);
+          if (!ctx.json && failedStatus(op.status))
+            throw new CliError(
+              `${kind} ${op.status}${op.error_code ? ` (${op.error_code})` : ""}`,
+              op.error_code ?? `operation_${op.status}`,
+            );
         }),
       );
   }
@@ -162,17 +201,30 @@ export function register(program: Command, io: CliIO): void {
         const a = encodeURIComponent(agent);
         let record: DriftRecord;
         if (opts.check) {
-          const started = await ctx.api<{ operation: Operation; drift: DriftRecord | null }>("POST", `/agents/${a}/drift`, undefined, { auth: true });
+          const started = await ctx.api<{ operation: Operation; drift: DriftRecord | null }>(
+            "POST",
+            `/agents/${a}/drift`,
+            undefined,
+            { auth: true },
+          );
           const op = await followOperation(ctx, started.operation);
-          if (op.status !== "succeeded" && op.status !== "failed") throw new CliError(`drift check ${op.status}${op.error_code ? ` (${op.error_code})` : ""}`, op.error_code ?? `operation_${op.status}`);
+          if (op.status !== "succeeded" && op.status !== "failed")
+            throw new CliError(
+              `drift check ${op.status}${op.error_code ? ` (${op.error_code})` : ""}`,
+              op.error_code ?? `operation_${op.status}`,
+            );
           record = await ctx.api<DriftRecord>("GET", `/agents/${a}/drift/latest`, undefined, { auth: true });
         } else {
           record = await ctx.api<DriftRecord>("GET", `/agents/${a}/drift/latest`, undefined, { auth: true });
         }
         ctx.out.result(record, () => {
-          ctx.out.line(`${record.drifted ? paintStatus(color, "failed", 0, "drifted") : paintStatus(color, "ok", 0, "in sync")}: ${record.resources.length} resource${record.resources.length === 1 ? "" : "s"} differ (checked ${record.checked_at}, drift ${record.id}, operation ${record.operation_id})`);
+          ctx.out.line(
+            `${record.drifted ? paintStatus(color, "failed", 0, "drifted") : paintStatus(color, "ok", 0, "in sync")}: ${record.resources.length} resource${record.resources.length === 1 ? "" : "s"} differ (checked ${record.checked_at}, drift ${record.id}, operation ${record.operation_id})`,
+          );
           for (const r of record.resources) {
-            ctx.out.line(`  ${paintStatus(color, r.status)} ${r.module}/${r.id} (${r.type})${r.message ? ` — ${r.message.split("\n")[0]}` : ""}`);
+            ctx.out.line(
+              `  ${paintStatus(color, r.status)} ${r.module}/${r.id} (${r.type})${r.message ? ` — ${r.message.split("\n")[0]}` : ""}`,
+            );
             if (r.diff.trim()) ctx.out.line(colorDiff(r.diff.replace(/\n$/, ""), color).replace(/^/gm, "      "));
           }
         });

@@ -3,7 +3,16 @@ import type { Command } from "commander";
 import { action, type Context } from "../context.js";
 import { CliError } from "../errors.js";
 import type { CliIO } from "../output.js";
-import { isOpen, operationHeadline, paintStatus, parseModules, printResults, sleep, useColor, type Operation } from "./apply.js";
+import {
+  isOpen,
+  operationHeadline,
+  paintStatus,
+  parseModules,
+  printResults,
+  sleep,
+  useColor,
+  type Operation,
+} from "./apply.js";
 import { pages, parseLimit } from "./modules.js";
 
 export interface Assignment {
@@ -55,12 +64,18 @@ async function followRun(ctx: Context, run: Run, color: boolean): Promise<{ run:
   report(run);
   while (run.status === "running") {
     await sleep(POLL_MS);
-    run = await ctx.api<Run>("GET", `/assignments/${encodeURIComponent(run.assignment)}/runs/${run.run_id}`, undefined, { auth: true });
+    run = await ctx.api<Run>(
+      "GET",
+      `/assignments/${encodeURIComponent(run.assignment)}/runs/${run.run_id}`,
+      undefined,
+      { auth: true },
+    );
     report(run);
   }
   const ops: Operation[] = [];
   for (const o of run.operations) {
-    if (o.operation_id && !isOpen(o.status)) ops.push(await ctx.api<Operation>("GET", `/state/operations/${o.operation_id}`, undefined, { auth: true }));
+    if (o.operation_id && !isOpen(o.status))
+      ops.push(await ctx.api<Operation>("GET", `/state/operations/${o.operation_id}`, undefined, { auth: true }));
   }
   return { run, ops };
 }
@@ -77,7 +92,12 @@ export function register(program: Command, io: CliIO): void {
     .option("--description <text>", "description")
     .action(
       action(io, async (ctx, name: string, opts: { selector: string; modules: string; description?: string }) => {
-        const a = await ctx.api<Assignment>("POST", "/assignments", { name, selector: opts.selector, modules: parseModules(opts.modules), description: opts.description ?? null }, { auth: true });
+        const a = await ctx.api<Assignment>(
+          "POST",
+          "/assignments",
+          { name, selector: opts.selector, modules: parseModules(opts.modules), description: opts.description ?? null },
+          { auth: true },
+        );
         ctx.out.result(a, () => ctx.out.line(`Created assignment ${a.name}: ${a.selector} → ${a.modules.join(", ")}`));
       }),
     );
@@ -90,10 +110,18 @@ export function register(program: Command, io: CliIO): void {
     .option("--all", "fetch every page")
     .action(
       action(io, async (ctx, opts: { limit?: string; cursor?: string; all?: boolean }) => {
-        const page = await pages<Assignment, AssignmentPage>(ctx, "/assignments", "assignments", { limit: parseLimit(opts.limit), cursor: opts.cursor, all: opts.all });
+        const page = await pages<Assignment, AssignmentPage>(ctx, "/assignments", "assignments", {
+          limit: parseLimit(opts.limit),
+          cursor: opts.cursor,
+          all: opts.all,
+        });
         ctx.out.result(page, () => {
-          ctx.out.table(["NAME", "SELECTOR", "MODULES", "DESCRIPTION"], page.assignments.map((a) => [a.name, a.selector, a.modules.join(","), a.description]));
-          if (page.has_more && page.next_cursor) ctx.out.note(`more assignments: orchctl assignments list --cursor ${page.next_cursor} (or --all)`);
+          ctx.out.table(
+            ["NAME", "SELECTOR", "MODULES", "DESCRIPTION"],
+            page.assignments.map((a) => [a.name, a.selector, a.modules.join(","), a.description]),
+          );
+          if (page.has_more && page.next_cursor)
+            ctx.out.note(`more assignments: orchctl assignments list --cursor ${page.next_cursor} (or --all)`);
         });
       }),
     );
@@ -104,7 +132,9 @@ export function register(program: Command, io: CliIO): void {
     .argument("<name>", "assignment name")
     .action(
       action(io, async (ctx, name: string) => {
-        const a = await ctx.api<Assignment>("GET", `/assignments/${encodeURIComponent(name)}`, undefined, { auth: true });
+        const a = await ctx.api<Assignment>("GET", `/assignments/${encodeURIComponent(name)}`, undefined, {
+          auth: true,
+        });
         ctx.out.result(a, () =>
           ctx.out.fields([
             ["name", a.name],
@@ -144,16 +174,25 @@ export function register(program: Command, io: CliIO): void {
           if (opts.batch !== undefined) body.batch = /^\d+$/.test(opts.batch) ? Number(opts.batch) : opts.batch;
           if (opts.maxFailures !== undefined) {
             const n = Number(opts.maxFailures);
-            if (!Number.isInteger(n) || n < 0) throw new CliError("--max-failures must be a non-negative integer", "invalid_argument");
+            if (!Number.isInteger(n) || n < 0)
+              throw new CliError("--max-failures must be a non-negative integer", "invalid_argument");
             body.max_failures = n;
           }
           const color = useColor(ctx);
-          let run = await ctx.api<Run>("POST", `/assignments/${encodeURIComponent(name)}/${kind}`, body, { auth: true });
+          let run = await ctx.api<Run>("POST", `/assignments/${encodeURIComponent(name)}/${kind}`, body, {
+            auth: true,
+          });
           if (!opts.wait) {
-            ctx.out.result(run, () => ctx.out.line(`${kind} of ${run.assignment} started on ${run.operations.length} agent(s): run ${run.run_id}`));
+            ctx.out.result(run, () =>
+              ctx.out.line(
+                `${kind} of ${run.assignment} started on ${run.operations.length} agent(s): run ${run.run_id}`,
+              ),
+            );
             return;
           }
-          ctx.out.note(`${kind} of ${run.assignment} (${run.selector}) on ${run.operations.length} agent(s), run ${run.run_id}`);
+          ctx.out.note(
+            `${kind} of ${run.assignment} (${run.selector}) on ${run.operations.length} agent(s), run ${run.run_id}`,
+          );
           const followed = await followRun(ctx, run, color);
           run = followed.run;
           ctx.out.result({ ...run, results: followed.ops }, () => {
@@ -161,10 +200,17 @@ export function register(program: Command, io: CliIO): void {
               ctx.out.line(operationHeadline(op, color));
               printResults(ctx, op, color);
             }
-            for (const o of run.operations.filter((x) => x.status === "not_started")) ctx.out.line(`${kind} on ${o.name || o.node_id}: ${paintStatus(color, "not_started")}`);
-            ctx.out.line(`run ${run.run_id} ${run.status}: ${run.operations.length} agent(s), ${run.failures} failure(s)`);
+            for (const o of run.operations.filter((x) => x.status === "not_started"))
+              ctx.out.line(`${kind} on ${o.name || o.node_id}: ${paintStatus(color, "not_started")}`);
+            ctx.out.line(
+              `run ${run.run_id} ${run.status}: ${run.operations.length} agent(s), ${run.failures} failure(s)`,
+            );
           });
-          if (!ctx.json && (run.failures > 0 || run.status !== "completed")) throw new CliError(`${kind} of ${run.assignment} ${run.status} with ${run.failures} failure(s)`, `run_${run.status}`);
+          if (!ctx.json && (run.failures > 0 || run.status !== "completed"))
+            throw new CliError(
+              `${kind} of ${run.assignment} ${run.status} with ${run.failures} failure(s)`,
+              `run_${run.status}`,
+            );
         }),
       );
   }

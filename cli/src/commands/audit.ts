@@ -48,13 +48,17 @@ export function timeArg(flag: string, v: string | undefined, now = Date.now()): 
   const rel = /^(\d+)([smhdw])$/.exec(v);
   if (rel) return new Date(now - Number(rel[1]) * UNITS[rel[2]!]!).toISOString();
   if (/^\d{4}-\d{2}-\d{2}T/i.test(v)) return v;
-  throw new CliError(`${flag} must be an RFC 3339 time (2025-01-31T12:00:00Z) or a duration ago (30m, 12h, 7d), got ${JSON.stringify(v)}`, "invalid_argument");
+  throw new CliError(
+    `${flag} must be an RFC 3339 time (2025-01-31T12:00:00Z) or a duration ago (30m, 12h, 7d), got ${JSON.stringify(v)}`,
+    "invalid_argument",
+  );
 }
 
 function parseLimit(v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1 || n > 500) throw new CliError(`--limit must be an integer from 1 to 500, got ${JSON.stringify(v)}`, "invalid_argument");
+  if (!Number.isInteger(n) || n < 1 || n > 500)
+    throw new CliError(`--limit must be an integer from 1 to 500, got ${JSON.stringify(v)}`, "invalid_argument");
   return n;
 }
 
@@ -70,14 +74,20 @@ export function filterQuery(o: FilterOptions): Query {
 }
 
 /** One page, or every page (following next_cursor) with `all`. */
-export async function listAudit(ctx: Context, query: Query, opts: { limit?: number; cursor?: string; all?: boolean }): Promise<AuditPage> {
-  const fetchPage = (cursor: string | undefined) => ctx.api<AuditPage>("GET", "/audit", undefined, { auth: true, query: { ...query, limit: opts.limit, cursor } });
+export async function listAudit(
+  ctx: Context,
+  query: Query,
+  opts: { limit?: number; cursor?: string; all?: boolean },
+): Promise<AuditPage> {
+  const fetchPage = (cursor: string | undefined) =>
+    ctx.api<AuditPage>("GET", "/audit", undefined, { auth: true, query: { ...query, limit: opts.limit, cursor } });
   let page = await fetchPage(opts.cursor);
   if (!opts.all) return page;
   const events = [...page.events];
   const seen = new Set<string>();
   for (let i = 0; page.has_more && page.next_cursor; i++) {
-    if (seen.has(page.next_cursor) || i >= MAX_PAGES) throw new CliError("the server's pagination does not advance (repeated cursor)", "bad_response");
+    if (seen.has(page.next_cursor) || i >= MAX_PAGES)
+      throw new CliError("the server's pagination does not advance (repeated cursor)", "bad_response");
     seen.add(page.next_cursor);
     page = await fetchPage(page.next_cursor);
     events.push(...page.events);
@@ -85,7 +95,8 @@ export async function listAudit(ctx: Context, query: Query, opts: { limit?: numb
   return { events, has_more: false, next_cursor: null };
 }
 
-const ref = (r: { name: string; id: string; type: string }) => (r.type ? `${r.type}:${r.name || r.id}` : r.name || r.id);
+const ref = (r: { name: string; id: string; type: string }) =>
+  r.type ? `${r.type}:${r.name || r.id}` : r.name || r.id;
 const row = (e: AuditEvent) => [e.timestamp, e.event_type, e.severity, ref(e.actor), ref(e.target), e.summary, e.id];
 const HEADERS = ["TIME", "TYPE", "SEVERITY", "ACTOR", "TARGET", "SUMMARY", "ID"] as const;
 
@@ -112,7 +123,12 @@ export function sseParser(onEvent: (id: string, data: string) => void): (chunk: 
  * Tails GET /audit/stream until interrupted, reconnecting with Last-Event-ID (so nothing is
  * missed) after a dropped connection or 45 s of silence (the server sends a comment every 15 s).
  */
-async function follow(ctx: Context, query: Query, cursor: string | undefined, print: (e: AuditEvent) => void): Promise<void> {
+async function follow(
+  ctx: Context,
+  query: Query,
+  cursor: string | undefined,
+  print: (e: AuditEvent) => void,
+): Promise<void> {
   const server = await ctx.orch.server();
   const token = await ctx.orch.token(server);
   let lastId = cursor;
@@ -130,47 +146,67 @@ async function follow(ctx: Context, query: Query, cursor: string | undefined, pr
       try {
         await new Promise<void>((resolve, reject) => {
           const url = new URL(apiUrl(server, "/audit/stream", query));
-          const headers: Record<string, string> = { accept: "text/event-stream", authorization: `Bearer ${token}`, "user-agent": "orchctl" };
+          const headers: Record<string, string> = {
+            accept: "text/event-stream",
+            authorization: `Bearer ${token}`,
+            "user-agent": "orchctl",
+          };
           if (lastId) headers["last-event-id"] = lastId;
-          const req = (url.protocol === "https:" ? httpsRequest : httpRequest)(url, { headers }, (res: IncomingMessage) => {
-            res.setEncoding("utf8");
-            if (res.statusCode !== 200) {
-              let text = "";
-              res.on("data", (c: string) => (text += c));
-              res.on("end", () => {
-                let problem: Record<string, unknown> = {};
-                try {
-                  problem = JSON.parse(text) as Record<string, unknown>;
-                } catch {
-                  /* not JSON */
-                }
-                const detail = typeof problem.detail === "string" ? problem.detail : `HTTP ${res.statusCode}`;
-                reject(new ProblemError({ type: "about:blank", title: "error", status: res.statusCode ?? 0, detail, code: typeof problem.code === "string" ? problem.code : `http_${res.statusCode}`, ...problem }));
-              });
-              return;
-            }
-            backoff = 500;
-            let idle: NodeJS.Timeout | undefined;
-            const arm = () => {
-              clearTimeout(idle);
-              idle = setTimeout(() => req.destroy(new Error("no data for 45 s")), 45_000);
-            };
-            arm();
-            const parse = sseParser((id, data) => {
-              if (id) lastId = id;
-              print(JSON.parse(data) as AuditEvent);
-            });
-            res.on("data", (c: string) => {
+          const req = (url.protocol === "https:" ? httpsRequest : httpRequest)(
+            url,
+            { headers },
+            (res: IncomingMessage) => {
+              res.setEncoding("utf8");
+              if (res.statusCode !== 200) {
+                let text = "";
+                res.on("data", (c: string) => (text += c));
+                res.on("end", () => {
+                  let problem: Record<string, unknown> = {};
+                  try {
+                    problem = JSON.parse(text) as Record<string, unknown>;
+                  } catch {
+                    /* not JSON */
+                  }
+                  const detail = typeof problem.detail === "string" ? problem.detail : `HTTP ${res.statusCode}`;
+                  reject(
+                    new ProblemError({
+                      type: "about:blank",
+                      title: "error",
+                      status: res.statusCode ?? 0,
+                      detail,
+                      code: typeof problem.code === "string" ? problem.code : `http_${res.statusCode}`,
+                      ...problem,
+                    }),
+                  );
+                });
+                return;
+              }
+              backoff = 500;
+              let idle: NodeJS.Timeout | undefined;
+              const arm = () => {
+                clearTimeout(idle);
+                idle = setTimeout(() => req.destroy(new Error("no data for 45 s")), 45_000);
+              };
               arm();
-              parse(c);
-            });
-            res.on("close", () => {
-              clearTimeout(idle);
-              resolve();
-            });
-          });
+              const parse = sseParser((id, data) => {
+                if (id) lastId = id;
+                print(JSON.parse(data) as AuditEvent);
+              });
+              res.on("data", (c: string) => {
+                arm();
+                parse(c);
+              });
+              res.on("close", () => {
+                clearTimeout(idle);
+                resolve();
+              });
+            },
+          );
           current = req;
-          const connectTimer = setTimeout(() => req.destroy(new Error(`no answer within ${ctx.timeoutMs / 1000}s`)), ctx.timeoutMs);
+          const connectTimer = setTimeout(
+            () => req.destroy(new Error(`no answer within ${ctx.timeoutMs / 1000}s`)),
+            ctx.timeoutMs,
+          );
           req.on("response", () => clearTimeout(connectTimer));
           req.on("error", (err) => {
             clearTimeout(connectTimer);
@@ -207,27 +243,40 @@ function addFilters(cmd: Command): Command {
 export function register(program: Command, io: CliIO): void {
   const audit = program.command("audit").description("query, tail and prune the audit log");
 
-  addFilters(audit.command("list", { isDefault: true }).description("list audit events, newest first (the default subcommand)"))
+  addFilters(
+    audit.command("list", { isDefault: true }).description("list audit events, newest first (the default subcommand)"),
+  )
     .option("--limit <n>", "page size (1-500, default 50)")
     .option("--cursor <id>", "continue after this event id (a previous page's next_cursor)")
     .option("--all", "fetch every page")
     .option("-f, --follow", "stream events as they are recorded (starts now, or after --cursor); Ctrl-C stops")
     .action(
-      action(io, async (ctx, opts: FilterOptions & { limit?: string; cursor?: string; all?: boolean; follow?: boolean }) => {
-        const query = filterQuery(opts);
-        if (opts.follow) {
-          if (opts.all || opts.limit) throw new CliError("--follow cannot be combined with --all or --limit", "invalid_argument");
-          // One JSON document per line with --json (NDJSON); a row per event otherwise.
-          if (!ctx.json) io.stdout.write(`${HEADERS.join("  ")}\n`);
-          await follow(ctx, query, opts.cursor, (e) => io.stdout.write(ctx.json ? `${JSON.stringify(e)}\n` : `${row(e).join("  ")}\n`));
-          return;
-        }
-        const page = await listAudit(ctx, query, { limit: parseLimit(opts.limit), cursor: opts.cursor, all: opts.all });
-        ctx.out.result(page, () => {
-          ctx.out.table(HEADERS, page.events.map(row));
-          if (page.has_more && page.next_cursor) ctx.out.note(`more events: add --cursor ${page.next_cursor} (or --all)`);
-        });
-      }),
+      action(
+        io,
+        async (ctx, opts: FilterOptions & { limit?: string; cursor?: string; all?: boolean; follow?: boolean }) => {
+          const query = filterQuery(opts);
+          if (opts.follow) {
+            if (opts.all || opts.limit)
+              throw new CliError("--follow cannot be combined with --all or --limit", "invalid_argument");
+            // One JSON document per line with --json (NDJSON); a row per event otherwise.
+            if (!ctx.json) io.stdout.write(`${HEADERS.join("  ")}\n`);
+            await follow(ctx, query, opts.cursor, (e) =>
+              io.stdout.write(ctx.json ? `${JSON.stringify(e)}\n` : `${row(e).join("  ")}\n`),
+            );
+            return;
+          }
+          const page = await listAudit(ctx, query, {
+            limit: parseLimit(opts.limit),
+            cursor: opts.cursor,
+            all: opts.all,
+          });
+          ctx.out.result(page, () => {
+            ctx.out.table(HEADERS, page.events.map(row));
+            if (page.has_more && page.next_cursor)
+              ctx.out.note(`more events: add --cursor ${page.next_cursor} (or --all)`);
+          });
+        },
+      ),
     );
 
   audit
@@ -238,7 +287,9 @@ export function register(program: Command, io: CliIO): void {
       action(io, async (ctx, opts: { before: string }) => {
         const before = timeArg("--before", opts.before)!;
         const r = await ctx.api<{ deleted: number }>("DELETE", "/audit", undefined, { auth: true, query: { before } });
-        ctx.out.result(r, () => ctx.out.line(`Deleted ${r.deleted} audit event${r.deleted === 1 ? "" : "s"} before ${before}`));
+        ctx.out.result(r, () =>
+          ctx.out.line(`Deleted ${r.deleted} audit event${r.deleted === 1 ? "" : "s"} before ${before}`),
+        );
       }),
     );
 
@@ -247,14 +298,21 @@ export function register(program: Command, io: CliIO): void {
     ctx.out.result(r, () =>
       ctx.out.fields([
         ["retention_days", r.retention_days === null ? "off (events are kept forever)" : r.retention_days],
-        ["source", r.source === "override" ? "override (set with orchctl audit retention set)" : "config (audit.retention_days)"],
+        [
+          "source",
+          r.source === "override" ? "override (set with orchctl audit retention set)" : "config (audit.retention_days)",
+        ],
         ["default_retention_days", r.default_retention_days ?? "off"],
       ]),
     );
   retention
     .command("get", { isDefault: true })
     .description("show the retention in force")
-    .action(action(io, async (ctx) => show(ctx, await ctx.api<Retention>("GET", "/audit/retention", undefined, { auth: true }))));
+    .action(
+      action(io, async (ctx) =>
+        show(ctx, await ctx.api<Retention>("GET", "/audit/retention", undefined, { auth: true })),
+      ),
+    );
   retention
     .command("set")
     .description("set the retention override in days (admin); `default` returns to the configuration file's value")
@@ -265,7 +323,11 @@ export function register(program: Command, io: CliIO): void {
         if (days === "default" || days === "none" || days === "null") value = null;
         else {
           value = Number(days);
-          if (!/^\d+$/.test(days) || value < 1) throw new CliError(`days must be a whole number ≥ 1 or \`default\`, got ${JSON.stringify(days)}`, "invalid_argument");
+          if (!/^\d+$/.test(days) || value < 1)
+            throw new CliError(
+              `days must be a whole number ≥ 1 or \`default\`, got ${JSON.stringify(days)}`,
+              "invalid_argument",
+            );
         }
         show(ctx, await ctx.api<Retention>("PUT", "/audit/retention", { retention_days: value }, { auth: true }));
       }),

@@ -27,7 +27,12 @@ export async function authenticate(ctx: Context, server: string, signer: Signer)
     throw new CliError(`${server} sent an invalid challenge (nonce must be 64 hex characters)`, "bad_response");
   }
   const signature = Buffer.from(await signer.sign(Buffer.from(ch.nonce, "hex"))).toString("hex");
-  const v = await rawRequest<VerifyResponse>({ ...req, method: "POST", path: "/auth/verify", body: { public_key, nonce: ch.nonce, signature } });
+  const v = await rawRequest<VerifyResponse>({
+    ...req,
+    method: "POST",
+    path: "/auth/verify",
+    body: { public_key, nonce: ch.nonce, signature },
+  });
   if (typeof v?.token !== "string" || !v.token || typeof v.operator !== "object" || v.operator === null) {
     throw new CliError(`${server} sent an invalid verify response`, "bad_response");
   }
@@ -51,7 +56,13 @@ export function register(program: Command, io: CliIO): void {
     .option("--ssh-agent", "sign with a key held by ssh-agent ($SSH_AUTH_SOCK)")
     .action(
       action(io, async (ctx, opts: { key?: string; sshAgent?: boolean }) => {
-        const signers = await loadSigners({ key: opts.key, sshAgent: opts.sshAgent, home: ctx.home, env: ctx.env, timeoutMs: ctx.timeoutMs });
+        const signers = await loadSigners({
+          key: opts.key,
+          sshAgent: opts.sshAgent,
+          home: ctx.home,
+          env: ctx.env,
+          timeoutMs: ctx.timeoutMs,
+        });
         const server = await ctx.orch.server();
         let session: Session | undefined;
         const rejected: string[] = [];
@@ -67,11 +78,18 @@ export function register(program: Command, io: CliIO): void {
           }
         }
         if (!session) {
-          throw new CliError(`${server} accepted none of the ${signers.length} Ed25519 keys in ssh-agent:\n${rejected.join("\n")}`, last?.code ?? "login_failed");
+          throw new CliError(
+            `${server} accepted none of the ${signers.length} Ed25519 keys in ssh-agent:\n${rejected.join("\n")}`,
+            last?.code ?? "login_failed",
+          );
         }
         const path = await writeSession(ctx.home, session);
-        ctx.out.result({ server: session.server, expires_at: session.expires_at, operator: session.operator, session_file: path }, () =>
-          ctx.out.line(`Logged in to ${session.server} as ${operatorLine(session.operator)}, token expires ${session.expires_at}`),
+        ctx.out.result(
+          { server: session.server, expires_at: session.expires_at, operator: session.operator, session_file: path },
+          () =>
+            ctx.out.line(
+              `Logged in to ${session.server} as ${operatorLine(session.operator)}, token expires ${session.expires_at}`,
+            ),
         );
       }),
     );
@@ -88,7 +106,13 @@ export function register(program: Command, io: CliIO): void {
         }
         let failure: unknown;
         try {
-          await rawRequest({ server: session.server, method: "POST", path: "/auth/logout", token: session.token, timeoutMs: ctx.timeoutMs });
+          await rawRequest({
+            server: session.server,
+            method: "POST",
+            path: "/auth/logout",
+            token: session.token,
+            timeoutMs: ctx.timeoutMs,
+          });
         } catch (err) {
           // 401: the token is already expired or revoked, which is what logging out wants.
           if (!(err instanceof ProblemError && err.status === 401)) failure = err;
@@ -96,9 +120,14 @@ export function register(program: Command, io: CliIO): void {
         await deleteSession(ctx.home);
         if (failure) {
           const why = failure instanceof Error ? failure.message : String(failure);
-          throw new CliError(`removed the local session, but ${session.server} could not revoke the token: ${why}`, (failure as CliError).code ?? "logout_failed");
+          throw new CliError(
+            `removed the local session, but ${session.server} could not revoke the token: ${why}`,
+            (failure as CliError).code ?? "logout_failed",
+          );
         }
-        ctx.out.result({ logged_out: true, server: session.server }, () => ctx.out.line(`Logged out of ${session.server}`));
+        ctx.out.result({ logged_out: true, server: session.server }, () =>
+          ctx.out.line(`Logged out of ${session.server}`),
+        );
       }),
     );
 

@@ -42,7 +42,8 @@ const SEVERITIES = ["info", "warning", "error", "critical"];
 function positiveInt(flag: string, v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new CliError(`${flag} must be a positive integer, got ${JSON.stringify(v)}`, "invalid_argument");
+  if (!Number.isInteger(n) || n < 1)
+    throw new CliError(`${flag} must be a positive integer, got ${JSON.stringify(v)}`, "invalid_argument");
   return n;
 }
 
@@ -57,7 +58,8 @@ async function configFrom(flags: ConfigFlags, base: Record<string, unknown> = {}
     } catch {
       throw new CliError("--config must be a JSON object (or @file containing one)", "invalid_argument");
     }
-    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new CliError("--config must be a JSON object", "invalid_argument");
+    if (!parsed || typeof parsed !== "object" || Array.isArray(parsed))
+      throw new CliError("--config must be a JSON object", "invalid_argument");
     cfg = { ...cfg, ...(parsed as Record<string, unknown>) };
   }
   const set = (k: string, v: unknown) => {
@@ -71,7 +73,11 @@ async function configFrom(flags: ConfigFlags, base: Record<string, unknown> = {}
   set("token", flags.token);
   set("priority", positiveInt("--priority", flags.priority));
   set("min_severity", flags.minSeverity);
-  if (flags.eventTypes !== undefined) cfg.event_types = flags.eventTypes.split(",").map((s) => s.trim()).filter(Boolean);
+  if (flags.eventTypes !== undefined)
+    cfg.event_types = flags.eventTypes
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
   if (flags.header?.length) {
     const headers: Record<string, string> = { ...((cfg.headers as Record<string, string> | undefined) ?? {}) };
     for (const h of flags.header) {
@@ -89,17 +95,29 @@ function configOptions(cmd: Command): Command {
     .option("--config <json>", "the whole config as JSON, or @file")
     .option("--url <url>", "webhook: target URL")
     .option("--secret <whsec>", "webhook: Standard Webhooks secret (whsec_...); generated when omitted")
-    .option("--header <name=value>", "webhook: extra header (repeatable)", (v: string, prev: string[] = []) => [...prev, v])
+    .option("--header <name=value>", "webhook: extra header (repeatable)", (v: string, prev: string[] = []) => [
+      ...prev,
+      v,
+    ])
     .option("--webhook-url <url>", "discord/slack: the incoming-webhook URL")
     .option("--server-url <url>", "ntfy: server (default https://ntfy.sh)")
     .option("--topic <topic>", "ntfy: topic")
     .option("--token <token>", "ntfy: access token")
     .option("--priority <1-5>", "ntfy: fixed priority (default: from severity)")
-    .addOption(new Option("--min-severity <severity>", "deliver events at or above this severity (default warning)").choices(SEVERITIES))
+    .addOption(
+      new Option("--min-severity <severity>", "deliver events at or above this severity (default warning)").choices(
+        SEVERITIES,
+      ),
+    )
     .option("--event-types <prefixes>", "comma-separated event type prefixes to deliver (default all)");
 }
 
-const target = (c: Channel) => String(c.config.url ?? c.config.webhook_url ?? (c.config.topic ? `${String(c.config.server_url ?? "")}/${String(c.config.topic)}` : ""));
+const target = (c: Channel) =>
+  String(
+    c.config.url ??
+      c.config.webhook_url ??
+      (c.config.topic ? `${String(c.config.server_url ?? "")}/${String(c.config.topic)}` : ""),
+  );
 
 function show(ctx: Context, c: Channel, verb?: string): void {
   ctx.out.result(c, () => {
@@ -135,10 +153,24 @@ export function register(program: Command, io: CliIO): void {
     .option("--cursor <cursor>", "continue from a previous page's next_cursor")
     .action(
       action(io, async (ctx, opts: { limit?: string; cursor?: string }) => {
-        const page = await ctx.api<ChannelPage>("GET", "/channels", undefined, { auth: true, query: { limit: positiveInt("--limit", opts.limit), cursor: opts.cursor } });
+        const page = await ctx.api<ChannelPage>("GET", "/channels", undefined, {
+          auth: true,
+          query: { limit: positiveInt("--limit", opts.limit), cursor: opts.cursor },
+        });
         ctx.out.result(page, () => {
-          ctx.out.table(["NAME", "ID", "TYPE", "ENABLED", "MIN SEVERITY", "TARGET"], page.channels.map((c) => [c.name, c.id, c.channel_type, c.enabled ? "yes" : "no", c.config.min_severity ?? "warning", target(c)]));
-          if (page.has_more && page.next_cursor) ctx.out.note(`more channels: orchctl channels list --cursor ${page.next_cursor}`);
+          ctx.out.table(
+            ["NAME", "ID", "TYPE", "ENABLED", "MIN SEVERITY", "TARGET"],
+            page.channels.map((c) => [
+              c.name,
+              c.id,
+              c.channel_type,
+              c.enabled ? "yes" : "no",
+              c.config.min_severity ?? "warning",
+              target(c),
+            ]),
+          );
+          if (page.has_more && page.next_cursor)
+            ctx.out.note(`more channels: orchctl channels list --cursor ${page.next_cursor}`);
         });
       }),
     );
@@ -148,10 +180,19 @@ export function register(program: Command, io: CliIO): void {
       .command("add")
       .description("add a channel (admin)")
       .argument("<name>", "channel name")
-      .addOption(new Option("--type <type>", "channel type").choices(["webhook", "discord", "slack", "ntfy"]).makeOptionMandatory()),
+      .addOption(
+        new Option("--type <type>", "channel type")
+          .choices(["webhook", "discord", "slack", "ntfy"])
+          .makeOptionMandatory(),
+      ),
   ).action(
     action(io, async (ctx, name: string, opts: ConfigFlags & { type: string }) => {
-      const c = await ctx.api<Channel>("POST", "/channels", { name, channel_type: opts.type, config: await configFrom(opts) }, { auth: true });
+      const c = await ctx.api<Channel>(
+        "POST",
+        "/channels",
+        { name, channel_type: opts.type, config: await configFrom(opts) },
+        { auth: true },
+      );
       show(ctx, c, "Added");
     }),
   );
@@ -160,7 +201,11 @@ export function register(program: Command, io: CliIO): void {
     .alias("get")
     .description("show one channel (credentials masked)")
     .argument("<id-or-name>")
-    .action(action(io, async (ctx, ref: string) => show(ctx, await ctx.api<Channel>("GET", path(ref), undefined, { auth: true }))));
+    .action(
+      action(io, async (ctx, ref: string) =>
+        show(ctx, await ctx.api<Channel>("GET", path(ref), undefined, { auth: true })),
+      ),
+    );
 
   configOptions(
     ch
@@ -172,21 +217,42 @@ export function register(program: Command, io: CliIO): void {
       .option("--disable", "disable the channel")
       .option("--rotate-secret", "webhook: generate a new secret (shown once)"),
   ).action(
-    action(io, async (ctx, ref: string, opts: ConfigFlags & { name?: string; enable?: boolean; disable?: boolean; rotateSecret?: boolean }) => {
-      if (opts.enable && opts.disable) throw new CliError("--enable and --disable exclude each other", "invalid_argument");
-      const body: Record<string, unknown> = {};
-      if (opts.name) body.name = opts.name;
-      if (opts.enable || opts.disable) body.enabled = Boolean(opts.enable);
-      const touchesConfig = ["config", "url", "secret", "header", "webhookUrl", "serverUrl", "topic", "token", "priority", "minSeverity", "eventTypes"].some((k) => (opts as Record<string, unknown>)[k] !== undefined);
-      if (touchesConfig || opts.rotateSecret) {
-        // Start from the current (masked) config: masked credentials are kept by the server.
-        const cur = await ctx.api<Channel>("GET", path(ref), undefined, { auth: true });
-        body.config = await configFrom(opts, cur.config);
-        if (opts.rotateSecret) (body.config as Record<string, unknown>).secret = null;
-      }
-      if (Object.keys(body).length === 0) throw new CliError("nothing to update: give --name, --enable/--disable or config flags", "invalid_argument");
-      show(ctx, await ctx.api<Channel>("PUT", path(ref), body, { auth: true }), "Updated");
-    }),
+    action(
+      io,
+      async (
+        ctx,
+        ref: string,
+        opts: ConfigFlags & { name?: string; enable?: boolean; disable?: boolean; rotateSecret?: boolean },
+      ) => {
+        if (opts.enable && opts.disable)
+          throw new CliError("--enable and --disable exclude each other", "invalid_argument");
+        const body: Record<string, unknown> = {};
+        if (opts.name) body.name = opts.name;
+        if (opts.enable || opts.disable) body.enabled = Boolean(opts.enable);
+        const touchesConfig = [
+          "config",
+          "url",
+          "secret",
+          "header",
+          "webhookUrl",
+          "serverUrl",
+          "topic",
+          "token",
+          "priority",
+          "minSeverity",
+          "eventTypes",
+        ].some((k) => (opts as Record<string, unknown>)[k] !== undefined);
+        if (touchesConfig || opts.rotateSecret) {
+          // Start from the current (masked) config: masked credentials are kept by the server.
+          const cur = await ctx.api<Channel>("GET", path(ref), undefined, { auth: true });
+          body.config = await configFrom(opts, cur.config);
+          if (opts.rotateSecret) (body.config as Record<string, unknown>).secret = null;
+        }
+        if (Object.keys(body).length === 0)
+          throw new CliError("nothing to update: give --name, --enable/--disable or config flags", "invalid_argument");
+        show(ctx, await ctx.api<Channel>("PUT", path(ref), body, { auth: true }), "Updated");
+      },
+    ),
   );
 
   ch.command("test")
@@ -194,7 +260,12 @@ export function register(program: Command, io: CliIO): void {
     .argument("<id-or-name>")
     .action(
       action(io, async (ctx, ref: string) => {
-        const r = await ctx.api<{ delivered: boolean; status_code: number | null; response_snippet: string | null; error: string | null }>("POST", `${path(ref)}/test`, undefined, { auth: true });
+        const r = await ctx.api<{
+          delivered: boolean;
+          status_code: number | null;
+          response_snippet: string | null;
+          error: string | null;
+        }>("POST", `${path(ref)}/test`, undefined, { auth: true });
         ctx.out.result(r, () =>
           ctx.out.fields([
             ["delivered", r.delivered ? "yes" : "no"],
@@ -209,15 +280,52 @@ export function register(program: Command, io: CliIO): void {
   ch.command("deliveries")
     .description("list a channel's deliveries, newest first")
     .argument("<id-or-name>")
-    .addOption(new Option("--status <status>", "only this status").choices(["pending", "in_flight", "delivered", "failed", "suppressed", "cancelled"]))
+    .addOption(
+      new Option("--status <status>", "only this status").choices([
+        "pending",
+        "in_flight",
+        "delivered",
+        "failed",
+        "suppressed",
+        "cancelled",
+      ]),
+    )
     .option("--limit <n>", "page size")
     .option("--cursor <cursor>", "continue from a previous page's next_cursor")
     .action(
       action(io, async (ctx, ref: string, opts: { status?: string; limit?: string; cursor?: string }) => {
-        type D = { id: string; event_type: string; severity: string; status: string; attempts: number; last_status_code: number | null; last_error: string | null; created_at_ms: number };
-        const page = await ctx.api<{ deliveries: D[]; has_more: boolean; next_cursor: string | null }>("GET", `${path(ref)}/deliveries`, undefined, { auth: true, query: { status: opts.status, limit: positiveInt("--limit", opts.limit), cursor: opts.cursor } });
+        type D = {
+          id: string;
+          event_type: string;
+          severity: string;
+          status: string;
+          attempts: number;
+          last_status_code: number | null;
+          last_error: string | null;
+          created_at_ms: number;
+        };
+        const page = await ctx.api<{ deliveries: D[]; has_more: boolean; next_cursor: string | null }>(
+          "GET",
+          `${path(ref)}/deliveries`,
+          undefined,
+          {
+            auth: true,
+            query: { status: opts.status, limit: positiveInt("--limit", opts.limit), cursor: opts.cursor },
+          },
+        );
         ctx.out.result(page, () => {
-          ctx.out.table(["ID", "CREATED", "EVENT", "SEVERITY", "STATUS", "ATTEMPTS", "LAST"], page.deliveries.map((d) => [d.id, new Date(d.created_at_ms).toISOString(), d.event_type, d.severity, d.status, d.attempts, d.last_error ?? d.last_status_code]));
+          ctx.out.table(
+            ["ID", "CREATED", "EVENT", "SEVERITY", "STATUS", "ATTEMPTS", "LAST"],
+            page.deliveries.map((d) => [
+              d.id,
+              new Date(d.created_at_ms).toISOString(),
+              d.event_type,
+              d.severity,
+              d.status,
+              d.attempts,
+              d.last_error ?? d.last_status_code,
+            ]),
+          );
           if (page.has_more && page.next_cursor) ctx.out.note(`more: --cursor ${page.next_cursor}`);
         });
       }),

@@ -10,8 +10,15 @@ export function register(program: Command, io: CliIO): void {
     .option("--target <host:port>", "unicast to one agent's discovery port instead of broadcasting")
     .action(
       action(io, async (ctx, opts: { target?: string }) => {
-        const r = await ctx.api<{ sent_to: string[]; announced: string }>("POST", "/discover", { target: opts.target ?? null }, { auth: true });
-        ctx.out.result(r, () => ctx.out.line(`Announced ${r.announced} to ${r.sent_to.length ? r.sent_to.join(", ") : "nobody"}`));
+        const r = await ctx.api<{ sent_to: string[]; announced: string }>(
+          "POST",
+          "/discover",
+          { target: opts.target ?? null },
+          { auth: true },
+        );
+        ctx.out.result(r, () =>
+          ctx.out.line(`Announced ${r.announced} to ${r.sent_to.length ? r.sent_to.join(", ") : "nobody"}`),
+        );
       }),
     );
 }

@@ -8,7 +8,9 @@ import type { CliIO } from "../output.js";
 export function register(program: Command, io: CliIO): void {
   program
     .command("keygen")
-    .description("create an Ed25519 key pair for logging in (PKCS#8 PEM private key + <path>.pub with the hex public key)")
+    .description(
+      "create an Ed25519 key pair for logging in (PKCS#8 PEM private key + <path>.pub with the hex public key)",
+    )
     .option("--out <path>", "private key path (default <home>/id_ed25519)")
     .option("--force", "overwrite existing key files")
     .action(
@@ -16,7 +18,12 @@ export function register(program: Command, io: CliIO): void {
         const k = await generateKeyFiles(opts.out ?? join(ctx.home, "id_ed25519"), { force: opts.force });
         const addCommand = `orchctl operators add <name> --public-key ${k.publicKeyHex}`;
         ctx.out.result(
-          { private_key_path: k.privateKeyPath, public_key_path: k.publicKeyPath, public_key: k.publicKeyHex, add_command: addCommand },
+          {
+            private_key_path: k.privateKeyPath,
+            public_key_path: k.publicKeyPath,
+            public_key: k.publicKeyHex,
+            add_command: addCommand,
+          },
           () => {
             ctx.out.line(`Private key: ${k.privateKeyPath} (mode 0600)`);
             ctx.out.line(`Public key:  ${k.publicKeyPath}`);

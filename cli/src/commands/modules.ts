@@ -33,19 +33,27 @@ const when = (unixSeconds: number) => new Date(unixSeconds * 1000).toISOString()
 export function parseLimit(v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new CliError(`--limit must be a positive integer, got ${JSON.stringify(v)}`, "invalid_argument");
+  if (!Number.isInteger(n) || n < 1)
+    throw new CliError(`--limit must be a positive integer, got ${JSON.stringify(v)}`, "invalid_argument");
   return n;
 }
 
 /** One page, or with `all` every page following next_cursor. */
-export async function pages<T, P extends { has_more: boolean; next_cursor: string | null }>(ctx: Context, path: string, key: keyof P, q: { limit?: number; cursor?: string; all?: boolean; query?: Record<string, string | undefined> }): Promise<P> {
-  const fetch = (cursor: string | undefined) => ctx.api<P>("GET", path, undefined, { auth: true, query: { ...q.query, limit: q.limit, cursor } });
+export async function pages<T, P extends { has_more: boolean; next_cursor: string | null }>(
+  ctx: Context,
+  path: string,
+  key: keyof P,
+  q: { limit?: number; cursor?: string; all?: boolean; query?: Record<string, string | undefined> },
+): Promise<P> {
+  const fetch = (cursor: string | undefined) =>
+    ctx.api<P>("GET", path, undefined, { auth: true, query: { ...q.query, limit: q.limit, cursor } });
   let page = await fetch(q.cursor);
   if (!q.all) return page;
   const items = [...(page[key] as T[])];
   const seen = new Set<string>();
   while (page.has_more && page.next_cursor) {
-    if (seen.has(page.next_cursor)) throw new CliError("the server's pagination does not advance (repeated cursor)", "bad_response");
+    if (seen.has(page.next_cursor))
+      throw new CliError("the server's pagination does not advance (repeated cursor)", "bad_response");
     seen.add(page.next_cursor);
     page = await fetch(page.next_cursor);
     items.push(...(page[key] as T[]));
@@ -67,11 +75,18 @@ export function register(program: Command, io: CliIO): void {
         try {
           content = await readFile(file, "utf8");
         } catch (err) {
-          throw new CliError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, "file_unreadable");
+          throw new CliError(
+            `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+            "file_unreadable",
+          );
         }
         const name = opts.name ?? moduleNameOf(content, file);
         const m = await ctx.api<ModuleInfo>("POST", "/modules", { name, content }, { auth: true });
-        ctx.out.result(m, () => ctx.out.line(`Uploaded module ${m.name} (${m.resource_count} resource${m.resource_count === 1 ? "" : "s"}, sha256 ${m.sha256.slice(0, 12)})`));
+        ctx.out.result(m, () =>
+          ctx.out.line(
+            `Uploaded module ${m.name} (${m.resource_count} resource${m.resource_count === 1 ? "" : "s"}, sha256 ${m.sha256.slice(0, 12)})`,
+          ),
+        );
       }),
     );
 
@@ -83,10 +98,18 @@ export function register(program: Command, io: CliIO): void {
     .option("--all", "fetch every page")
     .action(
       action(io, async (ctx, opts: { limit?: string; cursor?: string; all?: boolean }) => {
-        const page = await pages<ModuleInfo, ModulePage>(ctx, "/modules", "modules", { limit: parseLimit(opts.limit), cursor: opts.cursor, all: opts.all });
+        const page = await pages<ModuleInfo, ModulePage>(ctx, "/modules", "modules", {
+          limit: parseLimit(opts.limit),
+          cursor: opts.cursor,
+          all: opts.all,
+        });
         ctx.out.result(page, () => {
-          ctx.out.table(["NAME", "RESOURCES", "UPLOADED", "BY", "DESCRIPTION"], page.modules.map((m) => [m.name, m.resource_count, when(m.uploaded_at), m.uploaded_by, m.description]));
-          if (page.has_more && page.next_cursor) ctx.out.note(`more modules: orchctl modules list --cursor ${page.next_cursor} (or --all)`);
+          ctx.out.table(
+            ["NAME", "RESOURCES", "UPLOADED", "BY", "DESCRIPTION"],
+            page.modules.map((m) => [m.name, m.resource_count, when(m.uploaded_at), m.uploaded_by, m.description]),
+          );
+          if (page.has_more && page.next_cursor)
+            ctx.out.note(`more modules: orchctl modules list --cursor ${page.next_cursor} (or --all)`);
         });
       }),
     );

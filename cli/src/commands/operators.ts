@@ -20,12 +20,16 @@ const MAX_PAGES = 10_000;
 function parseLimit(v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new CliError(`--limit must be a positive integer, got ${JSON.stringify(v)}`, "invalid_argument");
+  if (!Number.isInteger(n) || n < 1)
+    throw new CliError(`--limit must be a positive integer, got ${JSON.stringify(v)}`, "invalid_argument");
   return n;
 }
 
 /** One page, or every page (following next_cursor) with `all`. */
-export async function listOperators(ctx: Context, opts: { limit?: number; cursor?: string; all?: boolean }): Promise<OperatorPage> {
+export async function listOperators(
+  ctx: Context,
+  opts: { limit?: number; cursor?: string; all?: boolean },
+): Promise<OperatorPage> {
   const fetchPage = (cursor: string | undefined) =>
     ctx.api<OperatorPage>("GET", "/operators", undefined, { auth: true, query: { limit: opts.limit, cursor } });
   let page = await fetchPage(opts.cursor);
@@ -33,7 +37,8 @@ export async function listOperators(ctx: Context, opts: { limit?: number; cursor
   const operators = [...page.operators];
   const seen = new Set<string>();
   for (let i = 0; page.has_more && page.next_cursor; i++) {
-    if (seen.has(page.next_cursor) || i >= MAX_PAGES) throw new CliError("the server's pagination does not advance (repeated cursor)", "bad_response");
+    if (seen.has(page.next_cursor) || i >= MAX_PAGES)
+      throw new CliError("the server's pagination does not advance (repeated cursor)", "bad_response");
     seen.add(page.next_cursor);
     page = await fetchPage(page.next_cursor);
     operators.push(...page.operators);
@@ -60,7 +65,8 @@ export function register(program: Command, io: CliIO): void {
         const page = await listOperators(ctx, { limit: parseLimit(opts.limit), cursor: opts.cursor, all: opts.all });
         ctx.out.result(page, () => {
           ctx.out.table(["NAME", "ID", "ROLE", "ACTIVE", "SCOPE", "CREATED"], operatorRows(page.operators));
-          if (page.has_more && page.next_cursor) ctx.out.note(`more operators: orchctl operators list --cursor ${page.next_cursor} (or --all)`);
+          if (page.has_more && page.next_cursor)
+            ctx.out.note(`more operators: orchctl operators list --cursor ${page.next_cursor} (or --all)`);
         });
       }),
     );
@@ -69,7 +75,10 @@ export function register(program: Command, io: CliIO): void {
     .command("add")
     .description("add an operator")
     .argument("<name>", "operator name")
-    .requiredOption("--public-key <key>", "Ed25519 public key: 64 hex chars, an `ssh-ed25519 AAAA...` line, or a .pub file")
+    .requiredOption(
+      "--public-key <key>",
+      "Ed25519 public key: 64 hex chars, an `ssh-ed25519 AAAA...` line, or a .pub file",
+    )
     .addOption(new Option("--role <role>", "role").choices(["operator", "admin"]).default("operator"))
     .option("--agent-selector <selector>", "limit the agents this operator reaches, e.g. 'role=web' (operators only)")
     .action(

@@ -46,13 +46,18 @@ export async function readPiped(input: SecretInput, keepNewline: boolean): Promi
   for await (const chunk of input) {
     const b = typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer);
     size += b.length;
-    if (size > MAX_VALUE_BYTES + 2) throw new CliError(`the value on stdin exceeds ${MAX_VALUE_BYTES} bytes`, "value_too_large");
+    if (size > MAX_VALUE_BYTES + 2)
+      throw new CliError(`the value on stdin exceeds ${MAX_VALUE_BYTES} bytes`, "value_too_large");
     chunks.push(b);
   }
   const raw = Buffer.concat(chunks);
   let value = raw.toString("utf8");
   // Decoding would silently replace invalid bytes; a binary value must be encoded (e.g. base64) first.
-  if (!Buffer.from(value, "utf8").equals(raw)) throw new CliError("the value on stdin is not valid UTF-8 text; encode binary values (e.g. base64) first", "invalid_value");
+  if (!Buffer.from(value, "utf8").equals(raw))
+    throw new CliError(
+      "the value on stdin is not valid UTF-8 text; encode binary values (e.g. base64) first",
+      "invalid_value",
+    );
   if (!keepNewline) value = value.replace(/\r?\n$/, "");
   return value;
 }
@@ -99,7 +104,8 @@ async function readValue(ctx: Context, keepNewline: boolean): Promise<string> {
   } else {
     value = await readPiped(input, keepNewline);
   }
-  if (value === "") throw new CliError("empty value: pipe the value on stdin or type it at the prompt", "invalid_value");
+  if (value === "")
+    throw new CliError("empty value: pipe the value on stdin or type it at the prompt", "invalid_value");
   return value;
 }
 
@@ -116,19 +122,25 @@ function parseTags(tags: string[]): Record<string, string> {
 function parseLimit(v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new CliError(`--limit must be a positive integer, got ${JSON.stringify(v)}`, "invalid_argument");
+  if (!Number.isInteger(n) || n < 1)
+    throw new CliError(`--limit must be a positive integer, got ${JSON.stringify(v)}`, "invalid_argument");
   return n;
 }
 
 /** One page, or every page (following next_cursor) with `all`. */
-export async function listSecrets(ctx: Context, opts: { limit?: number; cursor?: string; all?: boolean }): Promise<SecretPage> {
-  const fetchPage = (cursor: string | undefined) => ctx.api<SecretPage>("GET", "/secrets", undefined, { auth: true, query: { limit: opts.limit, cursor } });
+export async function listSecrets(
+  ctx: Context,
+  opts: { limit?: number; cursor?: string; all?: boolean },
+): Promise<SecretPage> {
+  const fetchPage = (cursor: string | undefined) =>
+    ctx.api<SecretPage>("GET", "/secrets", undefined, { auth: true, query: { limit: opts.limit, cursor } });
   let page = await fetchPage(opts.cursor);
   if (!opts.all) return page;
   const secrets = [...page.secrets];
   const seen = new Set<string>();
   for (let i = 0; page.has_more && page.next_cursor; i++) {
-    if (seen.has(page.next_cursor) || i >= MAX_PAGES) throw new CliError("the server's pagination does not advance (repeated cursor)", "bad_response");
+    if (seen.has(page.next_cursor) || i >= MAX_PAGES)
+      throw new CliError("the server's pagination does not advance (repeated cursor)", "bad_response");
     seen.add(page.next_cursor);
     page = await fetchPage(page.next_cursor);
     secrets.push(...page.secrets);
@@ -172,7 +184,8 @@ export function register(program: Command, io: CliIO): void {
     .option("--keep-newline", "keep a trailing newline read from stdin")
     .action(
       action(io, async (ctx, name: string, opts: SetOptions) => {
-        if (opts.unrestricted && (opts.node.length || opts.tag.length)) throw new CliError("--unrestricted cannot be combined with --node or --tag", "invalid_argument");
+        if (opts.unrestricted && (opts.node.length || opts.tag.length))
+          throw new CliError("--unrestricted cannot be combined with --node or --tag", "invalid_argument");
         const tags = parseTags(opts.tag);
         const value = await readValue(ctx, Boolean(opts.keepNewline));
         const meta: Record<string, unknown> = {};
@@ -189,7 +202,9 @@ export function register(program: Command, io: CliIO): void {
           created = false;
           secret = await ctx.api<SecretMeta>("PUT", path(name), { value, ...meta }, { auth: true });
         }
-        ctx.out.result({ action: created ? "created" : "updated", secret }, () => ctx.out.line(`${created ? "Created" : "Updated"} secret ${secret.name}`));
+        ctx.out.result({ action: created ? "created" : "updated", secret }, () =>
+          ctx.out.line(`${created ? "Created" : "Updated"} secret ${secret.name}`),
+        );
       }),
     );
 
@@ -206,9 +221,16 @@ export function register(program: Command, io: CliIO): void {
         ctx.out.result(page, () => {
           ctx.out.table(
             ["NAME", "RESTRICTION", "EXPIRES", "UPDATED", "DESCRIPTION"],
-            page.secrets.map((s) => [s.name, restrictionText(s.restriction), s.expires_at ?? "never", s.updated_at, s.description]),
+            page.secrets.map((s) => [
+              s.name,
+              restrictionText(s.restriction),
+              s.expires_at ?? "never",
+              s.updated_at,
+              s.description,
+            ]),
           );
-          if (page.has_more && page.next_cursor) ctx.out.note(`more secrets: orchctl secrets list --cursor ${page.next_cursor} (or --all)`);
+          if (page.has_more && page.next_cursor)
+            ctx.out.note(`more secrets: orchctl secrets list --cursor ${page.next_cursor} (or --all)`);
         });
       }),
     );
@@ -252,7 +274,12 @@ export function register(program: Command, io: CliIO): void {
     .description("re-encrypt every secret with the active key (admin)")
     .action(
       action(io, async (ctx) => {
-        const r = await ctx.api<{ active_key: string; reencrypted: number; failed: string[] }>("POST", "/secrets/reencrypt", undefined, { auth: true });
+        const r = await ctx.api<{ active_key: string; reencrypted: number; failed: string[] }>(
+          "POST",
+          "/secrets/reencrypt",
+          undefined,
+          { auth: true },
+        );
         ctx.out.result(r, () => {
           ctx.out.line(`Re-encrypted ${r.reencrypted} secret(s) with key ${r.active_key}`);
           if (r.failed.length) ctx.out.note(`could not decrypt (left unchanged): ${r.failed.join(", ")}`);

@@ -37,7 +37,13 @@ function connect(url: string, token: string): Promise<WebSocket> {
       let body = "";
       res.on("data", (c: Buffer) => (body += c.toString()));
       res.on("end", () => {
-        let p: Problem = { type: "about:blank", title: "attach refused", status: res.statusCode, detail: `attach refused with HTTP ${res.statusCode}`, code: `http_${res.statusCode}` };
+        let p: Problem = {
+          type: "about:blank",
+          title: "attach refused",
+          status: res.statusCode,
+          detail: `attach refused with HTTP ${res.statusCode}`,
+          code: `http_${res.statusCode}`,
+        };
         try {
           p = { ...p, ...(JSON.parse(body) as Partial<Problem>) };
         } catch {
@@ -46,7 +52,9 @@ function connect(url: string, token: string): Promise<WebSocket> {
         reject(new ProblemError(p));
       });
     });
-    ws.once("error", (err) => reject(new CliError(`cannot attach to the terminal: ${err.message}`, "attach_failed", { cause: err })));
+    ws.once("error", (err) =>
+      reject(new CliError(`cannot attach to the terminal: ${err.message}`, "attach_failed", { cause: err })),
+    );
   });
 }
 
@@ -59,7 +67,8 @@ export async function attachTerminal(wsUrl: string, token: string, tio: Terminal
   const { stdin, stdout } = tio;
   const tty = Boolean(stdin.isTTY);
   const sendSize = () => {
-    if (stdout.isTTY && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "resize", cols: stdout.columns, rows: stdout.rows }));
+    if (stdout.isTTY && ws.readyState === WebSocket.OPEN)
+      ws.send(JSON.stringify({ type: "resize", cols: stdout.columns, rows: stdout.rows }));
   };
   const onInput = (d: Buffer) => ws.readyState === WebSocket.OPEN && ws.send(d, { binary: true });
   // Piped input: its end is a Ctrl-D to the remote shell, as ssh does.
@@ -78,14 +87,17 @@ export async function attachTerminal(wsUrl: string, token: string, tio: Terminal
   stdin.resume();
   stdout.on("resize", sendSize); // Node's SIGWINCH handling: columns/rows are fresh here
   sendSize();
-  const { code, reason } = await new Promise<{ code: number; reason: string }>((resolve) => ws.once("close", (c, r) => resolve({ code: c, reason: r.toString() })));
+  const { code, reason } = await new Promise<{ code: number; reason: string }>((resolve) =>
+    ws.once("close", (c, r) => resolve({ code: c, reason: r.toString() })),
+  );
   stdout.off("resize", sendSize);
   stdin.off("data", onInput);
   stdin.off("end", onEnd);
   if (tty) stdin.setRawMode(false);
   stdin.pause();
   const exit = exitCodeOf(reason);
-  if (!reason.startsWith("exit:")) tio.stderr.write(`\r\norchctl: session ended (${reason || `connection closed, code ${code}`})\r\n`);
+  if (!reason.startsWith("exit:"))
+    tio.stderr.write(`\r\norchctl: session ended (${reason || `connection closed, code ${code}`})\r\n`);
   return exit;
 }
 
@@ -97,8 +109,17 @@ export function exitWith(code: number): void {
   if (code !== 0) process.once("exit", () => (process.exitCode = code));
 }
 
-export async function openTerminal(ctx: Context, agent: string, shell: string | undefined, size: { cols: number; rows: number }): Promise<OpenedTerminal> {
-  return ctx.api<OpenedTerminal>("POST", `/terminal/${encodeURIComponent(agent)}`, undefined, { auth: true, query: { cols: size.cols, rows: size.rows, shell }, timeoutMs: Math.max(ctx.timeoutMs, 30_000) });
+export async function openTerminal(
+  ctx: Context,
+  agent: string,
+  shell: string | undefined,
+  size: { cols: number; rows: number },
+): Promise<OpenedTerminal> {
+  return ctx.api<OpenedTerminal>("POST", `/terminal/${encodeURIComponent(agent)}`, undefined, {
+    auth: true,
+    query: { cols: size.cols, rows: size.rows, shell },
+    timeoutMs: Math.max(ctx.timeoutMs, 30_000),
+  });
 }
 
 export function register(program: Command, io: CliIO): void {

@@ -14,7 +14,15 @@ interface OperationPage {
 
 interface Believed {
   node_id: string;
-  resources: Array<{ module: string; id: string; type: string; status: string; observed: Record<string, unknown>; operation_id: string; applied_at: string }>;
+  resources: Array<{
+    module: string;
+    id: string;
+    type: string;
+    status: string;
+    observed: Record<string, unknown>;
+    operation_id: string;
+    applied_at: string;
+  }>;
 }
 
 interface Output {
@@ -30,10 +38,15 @@ function registerState(program: Command, io: CliIO): void {
     .argument("<agent>", "node id or agent name")
     .action(
       action(io, async (ctx, agent: string) => {
-        const st = await ctx.api<Believed>("GET", `/agents/${encodeURIComponent(agent)}/state`, undefined, { auth: true });
+        const st = await ctx.api<Believed>("GET", `/agents/${encodeURIComponent(agent)}/state`, undefined, {
+          auth: true,
+        });
         ctx.out.result(st, () => {
           if (!st.resources.length) return ctx.out.line(`nothing applied to ${agent} yet`);
-          ctx.out.table(["MODULE", "RESOURCE", "TYPE", "STATUS", "OPERATION", "APPLIED"], st.resources.map((r) => [r.module, r.id, r.type, r.status, r.operation_id, r.applied_at]));
+          ctx.out.table(
+            ["MODULE", "RESOURCE", "TYPE", "STATUS", "OPERATION", "APPLIED"],
+            st.resources.map((r) => [r.module, r.id, r.type, r.status, r.operation_id, r.applied_at]),
+          );
         });
       }),
     );
@@ -48,16 +61,32 @@ function registerState(program: Command, io: CliIO): void {
     .option("--limit <n>", "page size")
     .option("--cursor <cursor>", "continue after a previous page's next_cursor")
     .action(
-      action(io, async (ctx, opts: { agent?: string; kind?: string; status?: string; limit?: string; cursor?: string }) => {
-        const page = await pages<Operation, OperationPage>(ctx, "/state/operations", "operations", { limit: parseLimit(opts.limit), cursor: opts.cursor, query: { node_id: opts.agent, kind: opts.kind, status: opts.status } });
-        ctx.out.result(page, () => {
-          ctx.out.table(
-            ["ID", "AGENT", "KIND", "STATUS", "MODULES", "CREATED", "SUMMARY"],
-            page.operations.map((o) => [o.id, o.node_name || o.node_id, o.kind, o.status, o.modules.join(","), o.created_at, o.error_code ?? `${o.summary.changed} changed, ${o.summary.failed} failed`]),
-          );
-          if (page.has_more && page.next_cursor) ctx.out.note(`more operations: orchctl ops list --cursor ${page.next_cursor}`);
-        });
-      }),
+      action(
+        io,
+        async (ctx, opts: { agent?: string; kind?: string; status?: string; limit?: string; cursor?: string }) => {
+          const page = await pages<Operation, OperationPage>(ctx, "/state/operations", "operations", {
+            limit: parseLimit(opts.limit),
+            cursor: opts.cursor,
+            query: { node_id: opts.agent, kind: opts.kind, status: opts.status },
+          });
+          ctx.out.result(page, () => {
+            ctx.out.table(
+              ["ID", "AGENT", "KIND", "STATUS", "MODULES", "CREATED", "SUMMARY"],
+              page.operations.map((o) => [
+                o.id,
+                o.node_name || o.node_id,
+                o.kind,
+                o.status,
+                o.modules.join(","),
+                o.created_at,
+                o.error_code ?? `${o.summary.changed} changed, ${o.summary.failed} failed`,
+              ]),
+            );
+            if (page.has_more && page.next_cursor)
+              ctx.out.note(`more operations: orchctl ops list --cursor ${page.next_cursor}`);
+          });
+        },
+      ),
     );
   ops
     .command("show")
@@ -65,7 +94,9 @@ function registerState(program: Command, io: CliIO): void {
     .argument("<operation-id>", "operation id")
     .action(
       action(io, async (ctx, id: string) => {
-        const op = await ctx.api<Operation>("GET", `/state/operations/${encodeURIComponent(id)}`, undefined, { auth: true });
+        const op = await ctx.api<Operation>("GET", `/state/operations/${encodeURIComponent(id)}`, undefined, {
+          auth: true,
+        });
         const color = useColor(ctx);
         ctx.out.result(op, () => {
           ctx.out.line(operationHeadline(op, color));
@@ -79,8 +110,15 @@ function registerState(program: Command, io: CliIO): void {
     .argument("<operation-id>", "operation id")
     .action(
       action(io, async (ctx, id: string) => {
-        const op = await ctx.api<Operation>("GET", `/state/operations/${encodeURIComponent(id)}`, undefined, { auth: true });
-        const out = await ctx.api<Output>("GET", `/agents/${op.node_id}/state/operations/${encodeURIComponent(id)}/output`, undefined, { auth: true });
+        const op = await ctx.api<Operation>("GET", `/state/operations/${encodeURIComponent(id)}`, undefined, {
+          auth: true,
+        });
+        const out = await ctx.api<Output>(
+          "GET",
+          `/agents/${op.node_id}/state/operations/${encodeURIComponent(id)}/output`,
+          undefined,
+          { auth: true },
+        );
         ctx.out.result(out, () => {
           if (!out.outputs.length) return ctx.out.line("no captured output");
           for (const o of out.outputs) {

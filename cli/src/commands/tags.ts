@@ -10,7 +10,14 @@ export function register(program: Command, io: CliIO): void {
     .action(
       action(io, async (ctx) => {
         const r = await ctx.api<{ tags: Record<string, string[]> }>("GET", "/tags", undefined, { auth: true });
-        ctx.out.result(r, () => ctx.out.table(["KEY", "VALUES"], Object.keys(r.tags).sort().map((k) => [k, r.tags[k]!.join(",")])));
+        ctx.out.result(r, () =>
+          ctx.out.table(
+            ["KEY", "VALUES"],
+            Object.keys(r.tags)
+              .sort()
+              .map((k) => [k, r.tags[k]!.join(",")]),
+          ),
+        );
       }),
     );
 }

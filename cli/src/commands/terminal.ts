@@ -34,30 +34,51 @@ const when = (s: number | null) => (s === null ? null : new Date(s * 1000).toISO
  * GET that keeps the response headers and streams the body (the list's X-Next-Cursor, transcript
  * downloads that may be larger than memory should hold).
  */
-async function rawGet(ctx: Context, path: string, query: Query | undefined, onData?: (chunk: Buffer) => void): Promise<{ headers: IncomingMessage["headers"]; body: Buffer }> {
+async function rawGet(
+  ctx: Context,
+  path: string,
+  query: Query | undefined,
+  onData?: (chunk: Buffer) => void,
+): Promise<{ headers: IncomingMessage["headers"]; body: Buffer }> {
   const server = await ctx.orch.server();
   const token = await ctx.orch.token(server);
   const url = new URL(apiUrl(server, path, query));
   return new Promise((resolve, reject) => {
-    const req = (url.protocol === "https:" ? httpsRequest : httpRequest)(url, { method: "GET", headers: { authorization: `Bearer ${token}`, "user-agent": "orchctl" } }, (res) => {
-      const chunks: Buffer[] = [];
-      const ok = (res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 300;
-      res.on("data", (c: Buffer) => (ok && onData ? onData(c) : chunks.push(c)));
-      res.on("error", reject);
-      res.on("end", () => {
-        const body = Buffer.concat(chunks);
-        if (ok) return resolve({ headers: res.headers, body });
-        let p: Problem = { type: "about:blank", title: res.statusMessage ?? "error", status: res.statusCode, detail: `HTTP ${res.statusCode}`, code: `http_${res.statusCode}` };
-        try {
-          p = { ...p, ...(JSON.parse(body.toString()) as Partial<Problem>) };
-        } catch {
-          /* not problem+json */
-        }
-        reject(new ProblemError(p));
-      });
-    });
+    const req = (url.protocol === "https:" ? httpsRequest : httpRequest)(
+      url,
+      { method: "GET", headers: { authorization: `Bearer ${token}`, "user-agent": "orchctl" } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        const ok = (res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 300;
+        res.on("data", (c: Buffer) => (ok && onData ? onData(c) : chunks.push(c)));
+        res.on("error", reject);
+        res.on("end", () => {
+          const body = Buffer.concat(chunks);
+          if (ok) return resolve({ headers: res.headers, body });
+          let p: Problem = {
+            type: "about:blank",
+            title: res.statusMessage ?? "error",
+            status: res.statusCode,
+            detail: `HTTP ${res.statusCode}`,
+            code: `http_${res.statusCode}`,
+          };
+          try {
+            p = { ...p, ...(JSON.parse(body.toString()) as Partial<Problem>) };
+          } catch {
+            /* not problem+json */
+          }
+          reject(new ProblemError(p));
+        });
+      },
+    );
     req.setTimeout(ctx.timeoutMs, () => req.destroy(new CliError(`request to ${server} timed out`, "timeout")));
-    req.on("error", (err) => reject(err instanceof CliError ? err : new CliError(`cannot connect to ${server}: ${err.message}`, "connection_failed", { cause: err })));
+    req.on("error", (err) =>
+      reject(
+        err instanceof CliError
+          ? err
+          : new CliError(`cannot connect to ${server}: ${err.message}`, "connection_failed", { cause: err }),
+      ),
+    );
     req.end();
   });
 }
@@ -65,7 +86,8 @@ async function rawGet(ctx: Context, path: string, query: Query | undefined, onDa
 function parseLimit(v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
   const n = Number(v);
-  if (!Number.isInteger(n) || n < 1 || n > 500) throw new CliError(`--limit must be an integer between 1 and 500, got ${JSON.stringify(v)}`, "invalid_argument");
+  if (!Number.isInteger(n) || n < 1 || n > 500)
+    throw new CliError(`--limit must be an integer between 1 and 500, got ${JSON.stringify(v)}`, "invalid_argument");
   return n;
 }
 
@@ -97,14 +119,27 @@ export function register(program: Command, io: CliIO): void {
     .option("--cursor <id>", "continue after this session id (printed when more exist)")
     .action(
       action(io, async (ctx, opts: { status?: string; limit?: string; cursor?: string }) => {
-        if (opts.status && !STATUSES.includes(opts.status)) throw new CliError(`--status must be one of ${STATUSES.join(", ")}`, "invalid_argument");
-        const res = await rawGet(ctx, "/terminal", { status: opts.status, limit: parseLimit(opts.limit), cursor: opts.cursor });
+        if (opts.status && !STATUSES.includes(opts.status))
+          throw new CliError(`--status must be one of ${STATUSES.join(", ")}`, "invalid_argument");
+        const res = await rawGet(ctx, "/terminal", {
+          status: opts.status,
+          limit: parseLimit(opts.limit),
+          cursor: opts.cursor,
+        });
         const sessions = JSON.parse(res.body.toString()) as TerminalSession[];
         const next = typeof res.headers["x-next-cursor"] === "string" ? res.headers["x-next-cursor"] : null;
         ctx.out.result({ sessions, next_cursor: next }, () => {
           ctx.out.table(
             ["SESSION", "NODE", "OPERATOR", "STATUS", "OPENED", "CLOSED", "EXIT"],
-            sessions.map((s) => [s.session_id, s.node_name || s.node_id, s.operator_name, s.status, when(s.opened_at), when(s.closed_at), s.exit_code]),
+            sessions.map((s) => [
+              s.session_id,
+              s.node_name || s.node_id,
+              s.operator_name,
+              s.status,
+              when(s.opened_at),
+              when(s.closed_at),
+              s.exit_code,
+            ]),
           );
           if (next) ctx.out.note(`more sessions: orchctl terminal list --cursor ${next}`);
         });
@@ -117,7 +152,9 @@ export function register(program: Command, io: CliIO): void {
     .argument("<session-id>")
     .action(
       action(io, async (ctx, id: string) => {
-        const s = await ctx.api<TerminalSession>("GET", `/terminal/session/${encodeURIComponent(id)}`, undefined, { auth: true });
+        const s = await ctx.api<TerminalSession>("GET", `/terminal/session/${encodeURIComponent(id)}`, undefined, {
+          auth: true,
+        });
         ctx.out.result(s, () => showFields(ctx, s));
       }),
     );
@@ -128,9 +165,16 @@ export function register(program: Command, io: CliIO): void {
     .argument("<session-id>")
     .action(
       action(io, async (ctx, id: string) => {
-        await ctx.api("DELETE", `/terminal/session/${encodeURIComponent(id)}`, undefined, { auth: true, timeoutMs: Math.max(ctx.timeoutMs, 30_000) });
-        const s = await ctx.api<TerminalSession>("GET", `/terminal/session/${encodeURIComponent(id)}`, undefined, { auth: true });
-        ctx.out.result(s, () => ctx.out.line(`Closed session ${s.session_id} (${s.status}, ${s.close_reason ?? "closed"})`));
+        await ctx.api("DELETE", `/terminal/session/${encodeURIComponent(id)}`, undefined, {
+          auth: true,
+          timeoutMs: Math.max(ctx.timeoutMs, 30_000),
+        });
+        const s = await ctx.api<TerminalSession>("GET", `/terminal/session/${encodeURIComponent(id)}`, undefined, {
+          auth: true,
+        });
+        ctx.out.result(s, () =>
+          ctx.out.line(`Closed session ${s.session_id} (${s.status}, ${s.close_reason ?? "closed"})`),
+        );
       }),
     );
 
@@ -140,7 +184,12 @@ export function register(program: Command, io: CliIO): void {
     .argument("<session-id>")
     .action(
       action(io, async (ctx, id: string) => {
-        const t = await ctx.api<OpenedTerminal>("POST", `/terminal/session/${encodeURIComponent(id)}/ticket`, undefined, { auth: true });
+        const t = await ctx.api<OpenedTerminal>(
+          "POST",
+          `/terminal/session/${encodeURIComponent(id)}/ticket`,
+          undefined,
+          { auth: true },
+        );
         if (ctx.json) return ctx.out.result(t, () => {});
         exitWith(await attachTerminal(t.ws_url, await ctx.orch.token(await ctx.orch.server())));
       }),
@@ -153,7 +202,8 @@ export function register(program: Command, io: CliIO): void {
     .option("-o, --output <file>", "write to this file instead of stdout")
     .action(
       action(io, async (ctx, id: string, opts: { output?: string }) => {
-        if (ctx.json && !opts.output) throw new CliError("--json needs -o <file>: the transcript itself is the output", "invalid_argument");
+        if (ctx.json && !opts.output)
+          throw new CliError("--json needs -o <file>: the transcript itself is the output", "invalid_argument");
         const hash = createHash("sha256");
         let bytes = 0;
         const file = opts.output ? createWriteStream(opts.output, { mode: 0o600 }) : undefined;
@@ -163,12 +213,23 @@ export function register(program: Command, io: CliIO): void {
           if (file) file.write(chunk);
           else io.stdout.write(chunk.toString("utf8"));
         });
-        if (file) await new Promise<void>((resolve, reject) => file.end((err?: Error | null) => (err ? reject(err) : resolve())));
+        if (file)
+          await new Promise<void>((resolve, reject) =>
+            file.end((err?: Error | null) => (err ? reject(err) : resolve())),
+          );
         const sha256 = hash.digest("hex");
-        const stored = typeof res.headers["x-transcript-sha256"] === "string" ? res.headers["x-transcript-sha256"] : null;
-        if (stored && stored !== sha256) throw new CliError(`the transcript does not match the SHA-256 stored when the session ended (${stored}); it was modified`, "transcript_mismatch");
+        const stored =
+          typeof res.headers["x-transcript-sha256"] === "string" ? res.headers["x-transcript-sha256"] : null;
+        if (stored && stored !== sha256)
+          throw new CliError(
+            `the transcript does not match the SHA-256 stored when the session ended (${stored}); it was modified`,
+            "transcript_mismatch",
+          );
         ctx.out.result({ session_id: id, file: opts.output ?? null, bytes, sha256, verified: stored !== null }, () => {
-          if (opts.output) ctx.out.note(`wrote ${bytes} bytes to ${opts.output}${stored ? " (SHA-256 verified)" : " (session still live: not yet sealed)"}`);
+          if (opts.output)
+            ctx.out.note(
+              `wrote ${bytes} bytes to ${opts.output}${stored ? " (SHA-256 verified)" : " (session still live: not yet sealed)"}`,
+            );
         });
       }),
     );

@@ -22,7 +22,12 @@ export interface AgentIdentity {
 }
 
 /** Sends one agent message and returns the reply (type byte + payload). */
-export function agentRequest(socketPath: string, type: number, payload: Buffer = Buffer.alloc(0), timeoutMs = 10_000): Promise<Buffer> {
+export function agentRequest(
+  socketPath: string,
+  type: number,
+  payload: Buffer = Buffer.alloc(0),
+  timeoutMs = 10_000,
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const sock = createConnection(socketPath);
     const chunks: Buffer[] = [];
@@ -36,7 +41,11 @@ export function agentRequest(socketPath: string, type: number, payload: Buffer =
       if (err) reject(err);
       else resolve(reply!);
     };
-    const timer = setTimeout(() => finish(new CliError(`ssh-agent at ${socketPath} did not answer within ${timeoutMs / 1000}s`, "agent_timeout")), timeoutMs);
+    const timer = setTimeout(
+      () =>
+        finish(new CliError(`ssh-agent at ${socketPath} did not answer within ${timeoutMs / 1000}s`, "agent_timeout")),
+      timeoutMs,
+    );
     sock.on("connect", () => {
       const body = Buffer.concat([Buffer.from([type]), payload]);
       sock.write(Buffer.concat([sshU32(body.length), body]));
@@ -47,11 +56,18 @@ export function agentRequest(socketPath: string, type: number, payload: Buffer =
       const all = Buffer.concat(chunks, len);
       if (all.length < 4) return;
       const n = all.readUInt32BE(0);
-      if (n === 0 || n > MAX_MESSAGE) return finish(new CliError(`ssh-agent sent an invalid message length ${n}`, "agent_protocol"));
+      if (n === 0 || n > MAX_MESSAGE)
+        return finish(new CliError(`ssh-agent sent an invalid message length ${n}`, "agent_protocol"));
       if (all.length >= 4 + n) finish(null, all.subarray(4, 4 + n));
     });
     sock.on("error", (err: NodeJS.ErrnoException) =>
-      finish(new CliError(`cannot talk to ssh-agent at ${socketPath} (SSH_AUTH_SOCK): ${err.code ?? err.message}`, "agent_unavailable", { cause: err })),
+      finish(
+        new CliError(
+          `cannot talk to ssh-agent at ${socketPath} (SSH_AUTH_SOCK): ${err.code ?? err.message}`,
+          "agent_unavailable",
+          { cause: err },
+        ),
+      ),
     );
     sock.on("close", () => finish(new CliError(`ssh-agent at ${socketPath} closed the connection`, "agent_protocol")));
   });
@@ -62,7 +78,8 @@ export async function listAgentIdentities(socketPath: string, timeoutMs?: number
   const reply = await agentRequest(socketPath, SSH2_AGENTC_REQUEST_IDENTITIES, undefined, timeoutMs);
   const r = new SshReader(reply);
   const type = r.byte();
-  if (type !== SSH2_AGENT_IDENTITIES_ANSWER) throw new CliError(`ssh-agent refused to list identities (reply ${type})`, "agent_protocol");
+  if (type !== SSH2_AGENT_IDENTITIES_ANSWER)
+    throw new CliError(`ssh-agent refused to list identities (reply ${type})`, "agent_protocol");
   const n = r.u32();
   const ids: AgentIdentity[] = [];
   for (let i = 0; i < n; i++) {
@@ -77,18 +94,27 @@ export async function listAgentIdentities(socketPath: string, timeoutMs?: number
  * SSH2_AGENTC_SIGN_REQUEST (flags 0) → SSH2_AGENT_SIGN_RESPONSE. Returns the raw signature from
  * the `string "ssh-ed25519" || string sig` blob (64 bytes: a plain Ed25519 signature of `data`).
  */
-export async function agentSign(socketPath: string, keyBlob: Uint8Array, data: Uint8Array, timeoutMs?: number): Promise<Buffer> {
+export async function agentSign(
+  socketPath: string,
+  keyBlob: Uint8Array,
+  data: Uint8Array,
+  timeoutMs?: number,
+): Promise<Buffer> {
   const payload = Buffer.concat([sshString(keyBlob), sshString(data), sshU32(0)]);
   // Agents may prompt (ssh-add -c), so signing gets a generous timeout.
   const reply = await agentRequest(socketPath, SSH2_AGENTC_SIGN_REQUEST, payload, timeoutMs ?? 60_000);
   const r = new SshReader(reply);
   const type = r.byte();
-  if (type === SSH_AGENT_FAILURE) throw new CliError("ssh-agent refused to sign (key removed, or confirmation denied?)", "agent_refused");
-  if (type !== SSH2_AGENT_SIGN_RESPONSE) throw new CliError(`unexpected ssh-agent reply ${type} to a sign request`, "agent_protocol");
+  if (type === SSH_AGENT_FAILURE)
+    throw new CliError("ssh-agent refused to sign (key removed, or confirmation denied?)", "agent_refused");
+  if (type !== SSH2_AGENT_SIGN_RESPONSE)
+    throw new CliError(`unexpected ssh-agent reply ${type} to a sign request`, "agent_protocol");
   const sig = new SshReader(r.string());
   const alg = sig.text();
-  if (alg !== SSH_ED25519) throw new CliError(`ssh-agent returned a ${alg} signature, expected ssh-ed25519`, "agent_protocol");
+  if (alg !== SSH_ED25519)
+    throw new CliError(`ssh-agent returned a ${alg} signature, expected ssh-ed25519`, "agent_protocol");
   const raw = sig.string();
-  if (raw.length !== 64) throw new CliError(`ssh-agent returned a ${raw.length}-byte Ed25519 signature`, "agent_protocol");
+  if (raw.length !== 64)
+    throw new CliError(`ssh-agent returned a ${raw.length}-byte Ed25519 signature`, "agent_protocol");
   return Buffer.from(raw);
 }

@@ -3,7 +3,13 @@ import { createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { CliError } from "../errors.js";
 import { isHex, privateKeyFromSeed, rawPublicKey } from "./ed25519.js";
-import { ed25519FromBlob, isOpenSshPrivateKey, looksLikeOpenSshPublicKey, parseOpenSshPrivateKey, parseOpenSshPublicKey } from "./openssh.js";
+import {
+  ed25519FromBlob,
+  isOpenSshPrivateKey,
+  looksLikeOpenSshPublicKey,
+  parseOpenSshPrivateKey,
+  parseOpenSshPublicKey,
+} from "./openssh.js";
 
 export type KeyMaterial =
   /** A usable private key (PKCS#8 PEM or unencrypted OpenSSH). */
@@ -41,8 +47,12 @@ export function parseKeyText(text: string, name: string): KeyMaterial {
     return { kind: "public", publicKey: rawPublicKey(key) };
   }
   if (isHex(trimmed, 32)) return { kind: "public", publicKey: Buffer.from(trimmed, "hex") };
-  if (looksLikeOpenSshPublicKey(trimmed)) return { kind: "public", publicKey: ed25519FromBlob(parseOpenSshPublicKey(trimmed).blob) };
-  throw new CliError(`${name}: not a recognised Ed25519 key (expected PKCS#8 PEM, OpenSSH private key, hex or ssh-ed25519 public key)`, "bad_key");
+  if (looksLikeOpenSshPublicKey(trimmed))
+    return { kind: "public", publicKey: ed25519FromBlob(parseOpenSshPublicKey(trimmed).blob) };
+  throw new CliError(
+    `${name}: not a recognised Ed25519 key (expected PKCS#8 PEM, OpenSSH private key, hex or ssh-ed25519 public key)`,
+    "bad_key",
+  );
 }
 
 export async function readKeyFile(path: string): Promise<KeyMaterial> {
@@ -70,6 +80,7 @@ export async function resolvePublicKeyHex(input: string): Promise<string> {
     );
   }
   const k = parseKeyText(text, v);
-  if (!k.publicKey) throw new CliError(`${v}: encrypted key without a readable public key; pass its .pub file`, "bad_public_key");
+  if (!k.publicKey)
+    throw new CliError(`${v}: encrypted key without a readable public key; pass its .pub file`, "bad_public_key");
   return k.publicKey.toString("hex");
 }

@@ -54,14 +54,20 @@ export function agentSigner(socketPath: string, identity: AgentIdentity, timeout
     source: `ssh-agent (${identity.comment || fingerprint(identity.blob)})`,
     sign: async (data) => {
       const sig = await agentSign(socketPath, identity.blob, data, timeoutMs);
-      if (!verifyEd25519(pub, data, sig)) throw new CliError("ssh-agent returned a signature that does not verify", "agent_protocol");
+      if (!verifyEd25519(pub, data, sig))
+        throw new CliError("ssh-agent returned a signature that does not verify", "agent_protocol");
       return sig;
     },
   };
 }
 
 /** The ssh-ed25519 identities in the agent, narrowed to `only` (raw public key) when given. */
-async function agentSigners(env: Record<string, string | undefined>, only: Buffer | undefined, why: string, timeoutMs?: number): Promise<Signer[]> {
+async function agentSigners(
+  env: Record<string, string | undefined>,
+  only: Buffer | undefined,
+  why: string,
+  timeoutMs?: number,
+): Promise<Signer[]> {
   const sock = env.SSH_AUTH_SOCK;
   if (!sock) throw new CliError(`${why}, but SSH_AUTH_SOCK is not set (is ssh-agent running?)`, "agent_unavailable");
   const all = await listAgentIdentities(sock, timeoutMs);
@@ -78,7 +84,10 @@ async function agentSigners(env: Record<string, string | undefined>, only: Buffe
   }
   if (!ed.length) {
     const others = all.length ? ` (it holds ${all.map((i) => i.type).join(", ")})` : "";
-    throw new CliError(`ssh-agent at ${sock} holds no Ed25519 keys${others}; add one with ssh-add`, "agent_key_missing");
+    throw new CliError(
+      `ssh-agent at ${sock} holds no Ed25519 keys${others}; add one with ssh-add`,
+      "agent_key_missing",
+    );
   }
   return ed.map((id) => agentSigner(sock, id, timeoutMs));
 }
@@ -107,7 +116,12 @@ async function publicKeyOf(path: string): Promise<Buffer | undefined> {
   return undefined;
 }
 
-async function keyFileSigners(path: string, explicit: boolean, opts: LoadSignerOptions, env: Record<string, string | undefined>): Promise<Signer[]> {
+async function keyFileSigners(
+  path: string,
+  explicit: boolean,
+  opts: LoadSignerOptions,
+  env: Record<string, string | undefined>,
+): Promise<Signer[]> {
   const hasAgent = Boolean(env.SSH_AUTH_SOCK);
   let text: string;
   try {
@@ -119,7 +133,11 @@ async function keyFileSigners(path: string, explicit: boolean, opts: LoadSignerO
       const pub = await publicKeyOf(`${path}.pub`).catch(() => undefined);
       if (pub || code !== "ENOENT") return agentSigners(env, pub, `${path} is not readable`, opts.timeoutMs);
     }
-    throw new CliError(`cannot read key ${path}: ${code === "ENOENT" ? "no such file" : (err as Error).message}`, "key_unreadable", { cause: err });
+    throw new CliError(
+      `cannot read key ${path}: ${code === "ENOENT" ? "no such file" : (err as Error).message}`,
+      "key_unreadable",
+      { cause: err },
+    );
   }
   const m = parseKeyText(text, path);
   switch (m.kind) {
@@ -129,7 +147,8 @@ async function keyFileSigners(path: string, explicit: boolean, opts: LoadSignerO
       return agentSigners(env, m.publicKey, `${path} is a public key, so signing needs ssh-agent`, opts.timeoutMs);
     case "encrypted":
       // The default ~/.ssh key is often passphrase-protected and loaded in the agent: use the agent.
-      if (!explicit && hasAgent && m.publicKey) return agentSigners(env, m.publicKey, `${path} is encrypted`, opts.timeoutMs);
+      if (!explicit && hasAgent && m.publicKey)
+        return agentSigners(env, m.publicKey, `${path} is encrypted`, opts.timeoutMs);
       throw new CliError(
         m.format === "openssh"
           ? `${path} is encrypted with a passphrase, which orchctl cannot decrypt; load it into ssh-agent (ssh-add ${path}) and run orchctl login --ssh-agent --key ${path}.pub`
@@ -147,7 +166,8 @@ export async function loadSigners(opts: LoadSignerOptions = {}): Promise<Signer[
   const env = opts.env ?? process.env;
   if (opts.sshAgent) {
     const only = opts.key ? await publicKeyOf(opts.key) : undefined;
-    if (opts.key && !only) throw new CliError(`cannot find the public key of ${opts.key} (tried it and ${opts.key}.pub)`, "key_unreadable");
+    if (opts.key && !only)
+      throw new CliError(`cannot find the public key of ${opts.key} (tried it and ${opts.key}.pub)`, "key_unreadable");
     return agentSigners(env, only, "--ssh-agent was given", opts.timeoutMs);
   }
   if (opts.key) return keyFileSigners(opts.key, true, opts, env);

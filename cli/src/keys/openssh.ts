@@ -174,6 +174,15 @@ export function parseOpenSshPrivateKey(text: string): OpenSshPrivateKey {
   for (let i = 0; i < padding.length; i++) {
     if (padding[i] !== i + 1) throw new SshFormatError("corrupt OpenSSH private key (bad padding)");
   }
-  if (!ed25519FromBlob(publicBlob).equals(pub)) throw new SshFormatError("corrupt OpenSSH private key (header and private section disagree)");
-  return { cipher, kdf, publicBlob, encrypted, seed: Buffer.from(sk.subarray(0, 32)), publicKey: Buffer.from(pub), comment };
+  if (!ed25519FromBlob(publicBlob).equals(pub))
+    throw new SshFormatError("corrupt OpenSSH private key (header and private section disagree)");
+  return {
+    cipher,
+    kdf,
+    publicBlob,
+    encrypted,
+    seed: Buffer.from(sk.subarray(0, 32)),
+    publicKey: Buffer.from(pub),
+    comment,
+  };
 }

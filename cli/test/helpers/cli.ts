@@ -27,8 +27,21 @@ export async function cli(args: string[], env: Record<string, string | undefined
 }
 
 /** `ssh-keygen -t ed25519 -N <pass> -f <path>`; returns the private key path. */
-export async function sshKeygen(path: string, opts: { passphrase?: string; comment?: string; type?: string } = {}): Promise<string> {
-  const args = ["-q", "-t", opts.type ?? "ed25519", "-N", opts.passphrase ?? "", "-C", opts.comment ?? "test@orchctl", "-f", path];
+export async function sshKeygen(
+  path: string,
+  opts: { passphrase?: string; comment?: string; type?: string } = {},
+): Promise<string> {
+  const args = [
+    "-q",
+    "-t",
+    opts.type ?? "ed25519",
+    "-N",
+    opts.passphrase ?? "",
+    "-C",
+    opts.comment ?? "test@orchctl",
+    "-f",
+    path,
+  ];
   if ((opts.type ?? "ed25519") === "rsa") args.splice(3, 0, "-b", "2048");
   await execFileP("ssh-keygen", args);
   return path;
@@ -38,7 +51,11 @@ export async function sshKeygen(path: string, opts: { passphrase?: string; comme
 export function rawFromOpenSshPubLine(line: string): Buffer {
   const blob = Buffer.from(line.trim().split(/\s+/)[1]!, "base64");
   // string "ssh-ed25519" (4 + 11 bytes) then string pub (4 + 32 bytes)
-  if (blob.readUInt32BE(0) !== 11 || blob.subarray(4, 15).toString() !== "ssh-ed25519" || blob.readUInt32BE(15) !== 32) {
+  if (
+    blob.readUInt32BE(0) !== 11 ||
+    blob.subarray(4, 15).toString() !== "ssh-ed25519" ||
+    blob.readUInt32BE(15) !== 32
+  ) {
     throw new Error("not an ssh-ed25519 blob");
   }
   return blob.subarray(19, 51);

@@ -29,7 +29,11 @@ const SPKI_PREFIX = Buffer.from("302a300506032b6570032100", "hex");
 
 function verifyEd25519(publicKeyHex: string, data: Buffer, sigHex: string): boolean {
   try {
-    const key = createPublicKey({ key: Buffer.concat([SPKI_PREFIX, Buffer.from(publicKeyHex, "hex")]), format: "der", type: "spki" });
+    const key = createPublicKey({
+      key: Buffer.concat([SPKI_PREFIX, Buffer.from(publicKeyHex, "hex")]),
+      format: "der",
+      type: "spki",
+    });
     return verify(null, data, key, Buffer.from(sigHex, "hex"));
   } catch {
     return false;
@@ -47,7 +51,12 @@ export class TestServer {
   private server: Server | undefined;
   url = "";
 
-  addOperator(name: string, publicKeyHex: string, role: "admin" | "operator" = "operator", active = true): TestOperator {
+  addOperator(
+    name: string,
+    publicKeyHex: string,
+    role: "admin" | "operator" = "operator",
+    active = true,
+  ): TestOperator {
     const op: TestOperator = {
       id: randomUUID(),
       name,
@@ -77,7 +86,15 @@ export class TestServer {
 
   private problem(res: ServerResponse, status: number, code: string, detail: string): void {
     res.writeHead(status, { "content-type": "application/problem+json" });
-    res.end(JSON.stringify({ type: `https://orch.example/problems/${code}`, title: code.replace(/_/g, " "), status, detail, code }));
+    res.end(
+      JSON.stringify({
+        type: `https://orch.example/problems/${code}`,
+        title: code.replace(/_/g, " "),
+        status,
+        detail,
+        code,
+      }),
+    );
   }
 
   private send(res: ServerResponse, status: number, body?: unknown): void {
@@ -109,7 +126,13 @@ export class TestServer {
         return this.problem(res, 400, "invalid_json", "request body is not JSON");
       }
     }
-    this.requests.push({ method: req.method ?? "", path: url.pathname, query: url.searchParams, authorization: req.headers.authorization, body });
+    this.requests.push({
+      method: req.method ?? "",
+      path: url.pathname,
+      query: url.searchParams,
+      authorization: req.headers.authorization,
+      body,
+    });
     const override = this.overrides.get(`${req.method} ${url.pathname}`);
     if (override) return override(req, res);
 
@@ -118,7 +141,8 @@ export class TestServer {
     if (!url.pathname.startsWith("/api/v1/")) return this.problem(res, 404, "not_found", "no such route");
 
     if (req.method === "POST" && p === "/auth/challenge") {
-      if (!/^[0-9a-f]{64}$/.test(b.public_key ?? "")) return this.problem(res, 400, "invalid_public_key", "public_key must be 64 lowercase hex characters");
+      if (!/^[0-9a-f]{64}$/.test(b.public_key ?? ""))
+        return this.problem(res, 400, "invalid_public_key", "public_key must be 64 lowercase hex characters");
       const nonce = randomBytes(32).toString("hex");
       const expiresAt = Date.now() + 60_000;
       this.challenges.set(nonce, { publicKey: b.public_key!, expiresAt });
@@ -127,8 +151,10 @@ export class TestServer {
     if (req.method === "POST" && p === "/auth/verify") {
       const ch = this.challenges.get(b.nonce ?? "");
       this.challenges.delete(b.nonce ?? "");
-      if (!ch || ch.publicKey !== b.public_key || ch.expiresAt <= Date.now()) return this.problem(res, 401, "invalid_challenge", "unknown or expired challenge");
-      if (!verifyEd25519(b.public_key!, Buffer.from(b.nonce!, "hex"), b.signature ?? "")) return this.problem(res, 401, "invalid_signature", "signature verification failed");
+      if (!ch || ch.publicKey !== b.public_key || ch.expiresAt <= Date.now())
+        return this.problem(res, 401, "invalid_challenge", "unknown or expired challenge");
+      if (!verifyEd25519(b.public_key!, Buffer.from(b.nonce!, "hex"), b.signature ?? ""))
+        return this.problem(res, 401, "invalid_signature", "signature verification failed");
       const op = this.operators.find((o) => o.public_key === b.public_key && o.active);
       if (!op) return this.problem(res, 401, "unknown_operator", "no active operator has this public key");
       const token = randomBytes(24).toString("base64url");
@@ -137,7 +163,12 @@ export class TestServer {
       return this.send(res, 200, { token, expires_at: new Date(expiresAt).toISOString(), operator: op });
     }
     if (req.method === "GET" && p === "/status") {
-      return this.send(res, 200, { status: "degraded", protocol_version: 1, api_version: "v1", services: { gateway: "ok", auth: "ok", scheduler: "unavailable" } });
+      return this.send(res, 200, {
+        status: "degraded",
+        protocol_version: 1,
+        api_version: "v1",
+        services: { gateway: "ok", auth: "ok", scheduler: "unavailable" },
+      });
     }
 
     const me = this.caller(req);
@@ -150,18 +181,26 @@ export class TestServer {
     if (req.method === "GET" && p === "/auth/whoami") return this.send(res, 200, me);
 
     if (p === "/operators" || p.startsWith("/operators/")) {
-      if (me.role !== "admin") return this.problem(res, 403, "admin_required", "this operation requires the admin role");
+      if (me.role !== "admin")
+        return this.problem(res, 403, "admin_required", "this operation requires the admin role");
       if (req.method === "GET" && p === "/operators") {
         const limit = Number(url.searchParams.get("limit") ?? 50);
         const start = Number(url.searchParams.get("cursor") ?? 0);
         const page = this.operators.slice(start, start + limit);
         const more = start + limit < this.operators.length;
-        return this.send(res, 200, { operators: page, has_more: more, next_cursor: more ? String(start + limit) : null });
+        return this.send(res, 200, {
+          operators: page,
+          has_more: more,
+          next_cursor: more ? String(start + limit) : null,
+        });
       }
       if (req.method === "POST" && p === "/operators") {
-        if (!b.name || !/^[0-9a-f]{64}$/.test(b.public_key ?? "")) return this.problem(res, 400, "invalid_argument", "name and a hex public_key are required");
-        if (b.role !== "admin" && b.role !== "operator") return this.problem(res, 400, "invalid_role", "role must be admin or operator");
-        if (this.operators.some((o) => o.name === b.name)) return this.problem(res, 409, "operator_exists", `operator ${b.name} already exists`);
+        if (!b.name || !/^[0-9a-f]{64}$/.test(b.public_key ?? ""))
+          return this.problem(res, 400, "invalid_argument", "name and a hex public_key are required");
+        if (b.role !== "admin" && b.role !== "operator")
+          return this.problem(res, 400, "invalid_role", "role must be admin or operator");
+        if (this.operators.some((o) => o.name === b.name))
+          return this.problem(res, 409, "operator_exists", `operator ${b.name} already exists`);
         const op = this.addOperator(b.name, b.public_key!, b.role);
         op.created_by = me.id;
         return this.send(res, 201, op);

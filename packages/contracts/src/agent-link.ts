@@ -44,6 +44,10 @@ export function certFingerprint(der: Uint8Array): string {
  * -sha256` prints it (`AB:CD:…`, optionally after `sha256:`); undefined when it is neither.
  */
 export function parseFingerprint(s: string): string | undefined {
-  const hex = s.trim().replace(/^sha256[:=]/i, "").replace(/:/g, "").toLowerCase();
+  const hex = s
+    .trim()
+    .replace(/^sha256[:=]/i, "")
+    .replace(/:/g, "")
+    .toLowerCase();
   return /^[0-9a-f]{64}$/.test(hex) ? `sha256:${hex}` : undefined;
 }

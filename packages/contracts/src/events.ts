@@ -16,14 +16,23 @@ export const EVENT_TYPES = {
   "auth.logout": { severity: "info", description: "An operator revoked its session token." },
   "operator.created": { severity: "info", description: "An operator was added." },
   "operator.removed": { severity: "warning", description: "An operator was removed and its tokens revoked." },
-  "operator.updated": { severity: "warning", description: "An operator's agent selector (scope) was set, changed or cleared." },
+  "operator.updated": {
+    severity: "warning",
+    description: "An operator's agent selector (scope) was set, changed or cleared.",
+  },
 
-  "agent.registered": { severity: "info", description: "A new agent connected for the first time and is pending approval." },
+  "agent.registered": {
+    severity: "info",
+    description: "A new agent connected for the first time and is pending approval.",
+  },
   "agent.approved": { severity: "info", description: "An agent was approved and named." },
   "agent.rejected": { severity: "warning", description: "An agent was rejected." },
   "agent.removed": { severity: "info", description: "A rejected agent's record was deleted." },
   "agent.connected": { severity: "info", description: "An agent's link came up." },
-  "agent.disconnected": { severity: "warning", description: "An agent's link went down (warning for approved agents)." },
+  "agent.disconnected": {
+    severity: "warning",
+    description: "An agent's link went down (warning for approved agents).",
+  },
   "agent.tags.updated": { severity: "info", description: "An agent's tags changed." },
   "discovery.sent": { severity: "info", description: "A UDP discovery datagram was sent." },
 
@@ -33,32 +42,53 @@ export const EVENT_TYPES = {
   "assignment.deleted": { severity: "info", description: "An assignment was deleted." },
   "assignment.applied": { severity: "info", description: "An assignment apply or plan fanned out to its agents." },
   "state.apply.succeeded": { severity: "info", description: "An apply operation finished without failures." },
-  "state.apply.failed": { severity: "error", description: "An apply operation failed, timed out or found the agent unreachable." },
+  "state.apply.failed": {
+    severity: "error",
+    description: "An apply operation failed, timed out or found the agent unreachable.",
+  },
   "state.plan.completed": { severity: "info", description: "A plan operation finished." },
-  "drift.detected": { severity: "warning", description: "A drift check found resources that no longer match the last apply." },
+  "drift.detected": {
+    severity: "warning",
+    description: "A drift check found resources that no longer match the last apply.",
+  },
   "drift.cleared": { severity: "info", description: "A previously drifted agent matches its snapshot again." },
 
   "secret.created": { severity: "info", description: "A secret was created (metadata only)." },
   "secret.updated": { severity: "info", description: "A secret's value or metadata changed (metadata only)." },
   "secret.deleted": { severity: "info", description: "A secret was deleted." },
   "secret.used": { severity: "info", description: "A secret was resolved for an agent's operation." },
-  "secret.denied": { severity: "warning", description: "A secret resolution was refused (restriction, expiry, agent status)." },
+  "secret.denied": {
+    severity: "warning",
+    description: "A secret resolution was refused (restriction, expiry, agent status).",
+  },
   "secret.reencrypted": { severity: "info", description: "Secrets were re-encrypted with the active key." },
 
   "terminal.session.opened": { severity: "info", description: "A remote terminal session was opened." },
   "terminal.session.closed": { severity: "info", description: "A remote terminal session ended." },
-  "terminal.session.attached": { severity: "info", description: "A client attached to a terminal session (its opener re-attaching, or an admin joining)." },
+  "terminal.session.attached": {
+    severity: "info",
+    description: "A client attached to a terminal session (its opener re-attaching, or an admin joining).",
+  },
 
   "maintenance.window.created": { severity: "info", description: "A maintenance window was created." },
-  "maintenance.window.updated": { severity: "info", description: "A maintenance window was changed (e.g. ended early)." },
+  "maintenance.window.updated": {
+    severity: "info",
+    description: "A maintenance window was changed (e.g. ended early).",
+  },
   "maintenance.window.deleted": { severity: "info", description: "A maintenance window was deleted." },
   "channel.created": { severity: "info", description: "A notification channel was created." },
   "channel.updated": { severity: "info", description: "A notification channel was changed." },
   "channel.deleted": { severity: "info", description: "A notification channel was deleted." },
-  "channel.disabled": { severity: "warning", description: "A channel was disabled because its receiver answered 410 Gone." },
+  "channel.disabled": {
+    severity: "warning",
+    description: "A channel was disabled because its receiver answered 410 Gone.",
+  },
   "channel.tested": { severity: "info", description: "A test notification was sent through a channel." },
   "channel.delivery.failed": { severity: "error", description: "A delivery exhausted its retries." },
-  "notification.read": { severity: "info", description: "An operator marked one notification, or all of theirs, read." },
+  "notification.read": {
+    severity: "info",
+    description: "An operator marked one notification, or all of theirs, read.",
+  },
 
   "audit.pruned": { severity: "info", description: "Audit events older than a cutoff were deleted." },
   "audit.retention.updated": { severity: "info", description: "The audit retention setting changed." },

@@ -20,7 +20,9 @@ const MIN_LINE = 4;
  * (`printf 'x%s' "$S" | base64`) contains one of the three, whatever surrounds it.
  */
 function stableBase64(bytes: Buffer, offset: number, encoding: "base64" | "base64url"): string {
-  const enc = Buffer.concat([Buffer.alloc(offset), bytes]).toString(encoding).replace(/=+$/, "");
+  const enc = Buffer.concat([Buffer.alloc(offset), bytes])
+    .toString(encoding)
+    .replace(/=+$/, "");
   const firstBit = 8 * offset;
   const endBit = 8 * (offset + bytes.length);
   const from = Math.ceil(firstBit / 6);

@@ -141,7 +141,8 @@ function readTerm(s: Scanner): SelectorTerm {
 
 /** Parses a selector or throws SelectorError with the position of the problem. */
 export function parseSelector(text: string): Selector {
-  if (text.length > SELECTOR_MAX_LENGTH) throw new SelectorError(`selector longer than ${SELECTOR_MAX_LENGTH} characters`, SELECTOR_MAX_LENGTH);
+  if (text.length > SELECTOR_MAX_LENGTH)
+    throw new SelectorError(`selector longer than ${SELECTOR_MAX_LENGTH} characters`, SELECTOR_MAX_LENGTH);
   const s = new Scanner(text);
   s.skipSpace();
   if (s.done) s.fail("empty selector; use '*' for every agent");

@@ -21,19 +21,28 @@ export const baseConfigSchema = z.object({
       statement_timeout_ms: z.number().int().positive().default(15000),
     })
     .prefault({}),
-  log: z.object({ level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info") }).prefault({}),
-  health: z.object({ port: z.number().int().min(0).max(65535).default(0), host: z.string().default("0.0.0.0") }).prefault({}),
+  log: z
+    .object({ level: z.enum(["trace", "debug", "info", "warn", "error", "fatal", "silent"]).default("info") })
+    .prefault({}),
+  health: z
+    .object({ port: z.number().int().min(0).max(65535).default(0), host: z.string().default("0.0.0.0") })
+    .prefault({}),
 });
 export type BaseConfig = z.infer<typeof baseConfigSchema>;
 
 /** Env aliases kept for the conventions operators already use. */
-const ALIASES: Record<string, string[]> = { NATS_URL: ["nats", "url"], DATABASE_URL: ["database", "url"], ORCH_BOOTSTRAP_ADMIN_KEY: ["auth", "bootstrap_admin_key"] };
+const ALIASES: Record<string, string[]> = {
+  NATS_URL: ["nats", "url"],
+  DATABASE_URL: ["database", "url"],
+  ORCH_BOOTSTRAP_ADMIN_KEY: ["auth", "bootstrap_admin_key"],
+};
 
 function envValue(raw: string): unknown {
   // Numbers, booleans and null arrive as JSON; anything else is a plain string.
   try {
     const v: unknown = JSON.parse(raw);
-    if (v === null || typeof v === "number" || typeof v === "boolean" || Array.isArray(v) || typeof v === "object") return v;
+    if (v === null || typeof v === "number" || typeof v === "boolean" || Array.isArray(v) || typeof v === "object")
+      return v;
   } catch {
     /* plain string */
   }
@@ -58,7 +67,10 @@ function sectionKeys(schema: z.ZodObject): Array<[string, string]> {
  * Reads `orch.yaml` (path in ORCH_CONFIG, optional) and overlays `ORCH_<SECTION>_<KEY>` env vars,
  * validates once with zod and freezes the result. Fails fast with every problem listed.
  */
-export function loadConfig<S extends z.ZodObject>(schema: S, env: NodeJS.ProcessEnv = process.env): Readonly<z.infer<S>> {
+export function loadConfig<S extends z.ZodObject>(
+  schema: S,
+  env: NodeJS.ProcessEnv = process.env,
+): Readonly<z.infer<S>> {
   let doc: Record<string, Record<string, unknown>> = {};
   const path = env.ORCH_CONFIG;
   if (path) {
@@ -77,7 +89,8 @@ export function loadConfig<S extends z.ZodObject>(schema: S, env: NodeJS.Process
   for (const [section, key] of sectionKeys(schema)) {
     const name = `ORCH_${section}_${key}`.toUpperCase();
     const raw = env[name];
-    if (raw !== undefined && raw !== "") set(section, key, key.endsWith("url") || key.endsWith("key") || key.endsWith("keys") ? raw : envValue(raw));
+    if (raw !== undefined && raw !== "")
+      set(section, key, key.endsWith("url") || key.endsWith("key") || key.endsWith("keys") ? raw : envValue(raw));
   }
   const parsed = schema.safeParse(doc);
   if (!parsed.success) {

@@ -104,15 +104,22 @@ export async function migrate(pool: Pool, schema: string, dir: string | null, lo
   assertIdent(schema);
   const files: Array<[string, string]> = [...KIT_MIGRATIONS];
   if (dir) {
-    for (const f of readdirSync(dir).filter((n) => n.endsWith(".sql")).sort()) files.push([f, readFileSync(join(dir, f), "utf8")]);
+    for (const f of readdirSync(dir)
+      .filter((n) => n.endsWith(".sql"))
+      .sort())
+      files.push([f, readFileSync(join(dir, f), "utf8")]);
   }
   const c = await pool.connect();
   const applied: string[] = [];
   try {
     await c.query("SELECT pg_advisory_lock(hashtext($1))", [`orch.migrate.${schema}`]);
     await c.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
-    await c.query(`CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`);
-    const done = new Set((await c.query<{ name: string }>(`SELECT name FROM ${schema}.schema_migrations`)).rows.map((r) => r.name));
+    await c.query(
+      `CREATE TABLE IF NOT EXISTS ${schema}.schema_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    const done = new Set(
+      (await c.query<{ name: string }>(`SELECT name FROM ${schema}.schema_migrations`)).rows.map((r) => r.name),
+    );
     for (const [name, sql] of files) {
       if (done.has(name)) continue;
       await c.query("BEGIN");

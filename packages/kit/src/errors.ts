@@ -58,7 +58,13 @@ export class OrchError extends Error {
   readonly reason: string;
   readonly details: ErrorDetails;
 
-  constructor(code: Code, reason: string | undefined, message: string, details: ErrorDetails = {}, options?: { cause?: unknown }) {
+  constructor(
+    code: Code,
+    reason: string | undefined,
+    message: string,
+    details: ErrorDetails = {},
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
     this.name = "OrchError";
     this.code = code;
@@ -92,7 +98,13 @@ export class OrchError extends Error {
       }
       // Postgres connection failures.
       if (typeof e.code === "string" && (e.code === "ECONNREFUSED" || e.code === "57P01" || e.code === "57P03")) {
-        return new OrchError("UNAVAILABLE", "database_unavailable", "the database is not available", {}, { cause: err });
+        return new OrchError(
+          "UNAVAILABLE",
+          "database_unavailable",
+          "the database is not available",
+          {},
+          { cause: err },
+        );
       }
     }
     return new OrchError("INTERNAL", "internal", "internal error", {}, { cause: err });
@@ -117,7 +129,15 @@ export const unavailable = (reason: string, message: string, details: ErrorDetai
 
 /** An OrchError as the bus carries it (and the idempotency store keeps it): orch.v1.Error bytes. */
 export const errorToBinary = (err: OrchError): Uint8Array =>
-  toBinary(ErrorSchema, create(ErrorSchema, { code: err.code, reason: err.reason, message: err.message, details: err.details as JsonObject }));
+  toBinary(
+    ErrorSchema,
+    create(ErrorSchema, {
+      code: err.code,
+      reason: err.reason,
+      message: err.message,
+      details: err.details as JsonObject,
+    }),
+  );
 
 /** The inverse of errorToBinary; throws on bytes that are not an orch.v1.Error. */
 export function errorFromBinary(data: Uint8Array): OrchError {

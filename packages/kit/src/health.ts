@@ -11,7 +11,12 @@ export function createMetricsRegistry(service: string): Registry {
 }
 
 /** `/livez` (process alive), `/readyz` (every check passes), `/metrics` (Prometheus). */
-export async function startHealthServer(opts: { port: number; host: string; registry: Registry; checks: Record<string, ReadinessCheck> }): Promise<{ server: Server; port: number; setDraining(): void; close(): Promise<void> }> {
+export async function startHealthServer(opts: {
+  port: number;
+  host: string;
+  registry: Registry;
+  checks: Record<string, ReadinessCheck>;
+}): Promise<{ server: Server; port: number; setDraining(): void; close(): Promise<void> }> {
   let draining = false;
   const server = createServer(async (req, res) => {
     const url = req.url ?? "/";
@@ -20,10 +25,15 @@ export async function startHealthServer(opts: { port: number; host: string; regi
     } else if (url === "/readyz") {
       const results: Record<string, boolean> = {};
       for (const [name, check] of Object.entries(opts.checks)) {
-        results[name] = await Promise.race([Promise.resolve(check()).catch(() => false), new Promise<boolean>((r) => setTimeout(() => r(false), 1000))]);
+        results[name] = await Promise.race([
+          Promise.resolve(check()).catch(() => false),
+          new Promise<boolean>((r) => setTimeout(() => r(false), 1000)),
+        ]);
       }
       const ok = !draining && Object.values(results).every(Boolean);
-      res.writeHead(ok ? 200 : 503, { "content-type": "application/json" }).end(JSON.stringify({ ready: ok, draining, checks: results }));
+      res
+        .writeHead(ok ? 200 : 503, { "content-type": "application/json" })
+        .end(JSON.stringify({ ready: ok, draining, checks: results }));
     } else if (url === "/metrics") {
       res.writeHead(200, { "content-type": opts.registry.contentType }).end(await opts.registry.metrics());
     } else {

@@ -70,9 +70,15 @@ export function createIdempotencyStore(deps: { pool: Pool; log: Logger; clock: C
     await c.query("DELETE FROM idempotency WHERE created_at < $1", [clock.now() - IDEMPOTENCY_TTL_MS]);
   });
   const unavailable = (err: unknown) =>
-    new OrchError("UNAVAILABLE", "idempotency_store_unavailable", "the idempotency store is unavailable; retry", {}, {
-      cause: err,
-    });
+    new OrchError(
+      "UNAVAILABLE",
+      "idempotency_store_unavailable",
+      "the idempotency store is unavailable; retry",
+      {},
+      {
+        cause: err,
+      },
+    );
   const reused = () =>
     new OrchError("FAILED_PRECONDITION", "idempotency_key_reused", "this Idempotency-Key was used for another request");
   const inFlight = () =>
@@ -151,7 +157,6 @@ interface StoredRow {
   error_code: string | null;
   reply: Buffer | null;
 }
-
 
 /** The scope of an incoming request, or undefined when it carries no key. Throws on a malformed key. */
 export function readIdempotency(

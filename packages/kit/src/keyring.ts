@@ -45,7 +45,10 @@ const TAG_BYTES = 16;
  * or id and never repeat key material; `setting` is the env variable the operator has to set.
  */
 export function parseKeyring(spec: string, setting: string): Keyring {
-  const entries = spec.split(",").map((s) => s.trim()).filter((s) => s !== "");
+  const entries = spec
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
   if (entries.length === 0) {
     const how = "'id:base64key' (a 32-byte key, e.g. from `openssl rand -base64 32`), active key first";
     throw new Error(`no encryption key configured: set ${setting} to ${how}`);

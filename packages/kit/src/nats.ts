@@ -34,7 +34,8 @@ export async function connectNats(opts: NatsOptions): Promise<NatsConnection> {
     const log = opts.log;
     void (async () => {
       for await (const s of nc.status()) {
-        if (s.type === "disconnect" || s.type === "reconnect" || s.type === "error") log.info({ nats: s.type }, "nats status");
+        if (s.type === "disconnect" || s.type === "reconnect" || s.type === "error")
+          log.info({ nats: s.type }, "nats status");
       }
     })();
   }
@@ -78,7 +79,13 @@ export function busError(err: unknown): OrchError {
       return new OrchError("DEADLINE_EXCEEDED", "timeout", "the service did not answer in time", {}, { cause: err });
     }
     if (e instanceof natsErrors.PermissionViolationError) {
-      return new OrchError("PERMISSION_DENIED", "bus_permission_denied", "the bus refused this request", {}, { cause: err });
+      return new OrchError(
+        "PERMISSION_DENIED",
+        "bus_permission_denied",
+        "the bus refused this request",
+        {},
+        { cause: err },
+      );
     }
     if (e instanceof natsErrors.ClosedConnectionError || e instanceof natsErrors.DrainingConnectionError) {
       return new OrchError("UNAVAILABLE", "bus_unavailable", "the message bus is not available", {}, { cause: err });

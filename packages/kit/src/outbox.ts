@@ -1,5 +1,12 @@
 import { create, toBinary, type JsonObject } from "@bufbuild/protobuf";
-import { jetstream, jetstreamManager, RetentionPolicy, StorageType, DiscardPolicy, type JetStreamClient } from "@nats-io/jetstream";
+import {
+  jetstream,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+  DiscardPolicy,
+  type JetStreamClient,
+} from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { AuditEventSchema, EVENT_TYPES, type AuditEvent, type EventType, type Severity } from "@orch/contracts";
 import { withTx, type Pool, type PoolClient, type Queryable } from "./db.js";
@@ -62,10 +69,19 @@ export function buildEvent(ids: IdGenerator, clock: Clock, ev: EventInput): Audi
   });
 }
 
-export function createEvents(deps: { pool: Pool; ids: IdGenerator; clock: Clock; relay?: Pick<Relay, "kick"> }): Events {
+export function createEvents(deps: {
+  pool: Pool;
+  ids: IdGenerator;
+  clock: Clock;
+  relay?: Pick<Relay, "kick">;
+}): Events {
   const emit = async (db: Queryable, input: EventInput) => {
     const ev = buildEvent(deps.ids, deps.clock, input);
-    await db.query("INSERT INTO outbox (id, subject, payload) VALUES ($1, $2, $3)", [ev.id, auditSubject(ev.eventType), Buffer.from(toBinary(AuditEventSchema, ev))]);
+    await db.query("INSERT INTO outbox (id, subject, payload) VALUES ($1, $2, $3)", [
+      ev.id,
+      auditSubject(ev.eventType),
+      Buffer.from(toBinary(AuditEventSchema, ev)),
+    ]);
     return ev;
   };
   const kick = () => deps.relay?.kick();
@@ -80,7 +96,10 @@ export function createEvents(deps: { pool: Pool; ids: IdGenerator; clock: Clock;
   };
 }
 
-export async function ensureAuditStream(nc: NatsConnection, opts: { replicas: number; maxAgeDays: number }): Promise<void> {
+export async function ensureAuditStream(
+  nc: NatsConnection,
+  opts: { replicas: number; maxAgeDays: number },
+): Promise<void> {
   const jsm = await jetstreamManager(nc, { timeout: 5000 });
   const cfg = {
     name: AUDIT_STREAM,
@@ -109,7 +128,13 @@ export async function ensureAuditStream(nc: NatsConnection, opts: { replicas: nu
  * publish and delete is deduplicated by the stream), then deletes them. Rows are claimed with
  * SKIP LOCKED so relays of several replicas share the work.
  */
-export function createRelay(deps: { pool: Pool; nc: NatsConnection; log: Logger; stream: { replicas: number; maxAgeDays: number }; pollMs?: number }): Relay {
+export function createRelay(deps: {
+  pool: Pool;
+  nc: NatsConnection;
+  log: Logger;
+  stream: { replicas: number; maxAgeDays: number };
+  pollMs?: number;
+}): Relay {
   const { pool, nc, log } = deps;
   let js: JetStreamClient | undefined;
   let running = false;
@@ -126,9 +151,15 @@ export function createRelay(deps: { pool: Pool; nc: NatsConnection; log: Logger;
     js ??= jetstream(nc, { timeout: 5000 });
     const jsc = js;
     return withTx(pool, async (c) => {
-      const rows = (await c.query<{ id: string; subject: string; payload: Buffer }>("SELECT id, subject, payload FROM outbox ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED")).rows;
+      const rows = (
+        await c.query<{ id: string; subject: string; payload: Buffer }>(
+          "SELECT id, subject, payload FROM outbox ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED",
+        )
+      ).rows;
       if (rows.length === 0) return 0;
-      await Promise.all(rows.map((r) => jsc.publish(r.subject, new Uint8Array(r.payload), { msgID: r.id, timeout: 5000 })));
+      await Promise.all(
+        rows.map((r) => jsc.publish(r.subject, new Uint8Array(r.payload), { msgID: r.id, timeout: 5000 })),
+      );
       await c.query("DELETE FROM outbox WHERE id = ANY($1)", [rows.map((r) => r.id)]);
       return rows.length;
     });

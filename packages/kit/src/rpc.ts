@@ -1,6 +1,12 @@
 import type { DescMessage, DescMethod, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
-import { headers as natsHeaders, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import {
+  headers as natsHeaders,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+  type Subscription,
+} from "@nats-io/transport-node";
 import { createMessageCodec } from "./codec/index.js";
 import { OrchError, errorFromBinary, errorToBinary, isCode } from "./errors.js";
 import { IDEMPOTENCY_HDR, readIdempotency, withIdempotency, type IdempotencyStore } from "./idempotency.js";
@@ -48,7 +54,10 @@ type In<M> = M extends { input: infer I extends DescMessage } ? I : never;
 type Out<M> = M extends { output: infer O extends DescMessage } ? O : never;
 
 export type Handlers<S extends GenService<GenServiceMethods>> = {
-  [K in keyof Methods<S>]: (req: MessageShape<In<Methods<S>[K]>>, ctx: CallContext) => Promise<MessageInitShape<Out<Methods<S>[K]>>>;
+  [K in keyof Methods<S>]: (
+    req: MessageShape<In<Methods<S>[K]>>,
+    ctx: CallContext,
+  ) => Promise<MessageInitShape<Out<Methods<S>[K]>>>;
 };
 
 export interface CallOptions {
@@ -60,7 +69,10 @@ export interface CallOptions {
 }
 
 export type Client<S extends GenService<GenServiceMethods>> = {
-  [K in keyof Methods<S>]: (req: MessageInitShape<In<Methods<S>[K]>>, opts?: CallOptions) => Promise<MessageShape<Out<Methods<S>[K]>>>;
+  [K in keyof Methods<S>]: (
+    req: MessageInitShape<In<Methods<S>[K]>>,
+    opts?: CallOptions,
+  ) => Promise<MessageShape<Out<Methods<S>[K]>>>;
 };
 
 export const rpcSubject = (service: string, method: string) => `orch.${service}.${method}`;
@@ -128,7 +140,9 @@ export function serveRpc<S extends GenService<GenServiceMethods>>(opts: RpcServe
   const codec = createMessageCodec();
   const methods = (opts.service as unknown as { methods: DescMethod[] }).methods;
   for (const method of methods) {
-    const handler = (opts.handlers as Record<string, (req: unknown, ctx: CallContext) => Promise<unknown>>)[method.localName];
+    const handler = (opts.handlers as Record<string, (req: unknown, ctx: CallContext) => Promise<unknown>>)[
+      method.localName
+    ];
     if (!handler) throw new Error(`rpc ${opts.name}: no handler for ${method.name}`);
     const subject = `${base}.${method.name}`;
     const onMsg = async (msg: Msg) => {
@@ -200,7 +214,12 @@ export function serveRpc<S extends GenService<GenServiceMethods>>(opts: RpcServe
     );
   }
   if (!opts.subjectBase) {
-    subs.push(nc.subscribe(pingSubject(opts.name), { ...(queue ? { queue } : {}), callback: (_e, m) => void m.respond(new Uint8Array()) }));
+    subs.push(
+      nc.subscribe(pingSubject(opts.name), {
+        ...(queue ? { queue } : {}),
+        callback: (_e, m) => void m.respond(new Uint8Array()),
+      }),
+    );
   }
   return {
     inflight: () => inflight,
@@ -219,7 +238,12 @@ export interface RpcClientOptions {
 }
 
 /** A typed client: one async function per proto method. Errors arrive as OrchError. */
-export function rpcClient<S extends GenService<GenServiceMethods>>(nc: NatsConnection, name: string, service: S, opts: RpcClientOptions): Client<S> {
+export function rpcClient<S extends GenService<GenServiceMethods>>(
+  nc: NatsConnection,
+  name: string,
+  service: S,
+  opts: RpcClientOptions,
+): Client<S> {
   const base = opts.subjectBase ?? `orch.${name}`;
   const client: Record<string, unknown> = {};
   const codec = createMessageCodec();

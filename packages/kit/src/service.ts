@@ -58,15 +58,31 @@ export async function runMain<S extends z.ZodObject>(opts: MainOptions<S>): Prom
   const ids = ulidGenerator(clock);
   const metrics = createMetricsRegistry(opts.name);
 
-  const nc = await connectNats({ url: base.nats.url, name: opts.name, user: base.nats.user, password: base.nats.password, log });
+  const nc = await connectNats({
+    url: base.nats.url,
+    name: opts.name,
+    user: base.nats.user,
+    password: base.nats.password,
+    log,
+  });
   let pool: Pool | undefined;
   let relay: Relay | undefined;
   let idempotency: IdempotencyStore | undefined;
   if (opts.schema) {
     await retry(() => ensureDatabase(base.database.url), log, "database");
-    pool = createPool({ url: base.database.url, schema: opts.schema, max: base.database.pool_max, statementTimeoutMs: base.database.statement_timeout_ms });
+    pool = createPool({
+      url: base.database.url,
+      schema: opts.schema,
+      max: base.database.pool_max,
+      statementTimeoutMs: base.database.statement_timeout_ms,
+    });
     await retry(() => migrate(pool!, opts.schema!, opts.migrations ?? null, log), log, "migrations");
-    relay = createRelay({ pool, nc, log, stream: { replicas: base.nats.audit_stream_replicas, maxAgeDays: base.nats.audit_stream_max_age_days } });
+    relay = createRelay({
+      pool,
+      nc,
+      log,
+      stream: { replicas: base.nats.audit_stream_replicas, maxAgeDays: base.nats.audit_stream_max_age_days },
+    });
     relay.start();
     idempotency = createIdempotencyStore({ pool, log, clock });
   }
@@ -77,7 +93,12 @@ export async function runMain<S extends z.ZodObject>(opts: MainOptions<S>): Prom
     host: base.health.host,
     registry: metrics,
     checks: {
-      nats: async () => !nc.isClosed() && (await nc.flush().then(() => true, () => false)),
+      nats: async () =>
+        !nc.isClosed() &&
+        (await nc.flush().then(
+          () => true,
+          () => false,
+        )),
       ...(pool ? { postgres: async () => (await pool!.query("SELECT 1")).rowCount === 1 } : {}),
     },
   });

@@ -95,7 +95,17 @@ t.test("classification table", async (t) => {
 });
 
 t.test("non-addresses are not classified (and never public)", async (t) => {
-  for (const s of ["", "localhost", "example.com", "127.1", "0x7f000001", "2130706433", "1.2.3.4.5", ":::", "::1/128"]) {
+  for (const s of [
+    "",
+    "localhost",
+    "example.com",
+    "127.1",
+    "0x7f000001",
+    "2130706433",
+    "1.2.3.4.5",
+    ":::",
+    "::1/128",
+  ]) {
     t.equal(classifyAddress(s), undefined, `${JSON.stringify(s)} is not an address`);
     t.equal(isPublicAddress(s), false);
   }

@@ -1,7 +1,19 @@
 import t from "tap";
 import { isDeepStrictEqual } from "node:util";
-import { create, createFileRegistry, fromBinary, toBinary, ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
-import { FileDescriptorProtoSchema, FieldDescriptorProto_Label as Label, FieldDescriptorProto_Type as T } from "@bufbuild/protobuf/wkt";
+import {
+  create,
+  createFileRegistry,
+  fromBinary,
+  toBinary,
+  ScalarType,
+  type DescField,
+  type DescMessage,
+} from "@bufbuild/protobuf";
+import {
+  FileDescriptorProtoSchema,
+  FieldDescriptorProto_Label as Label,
+  FieldDescriptorProto_Type as T,
+} from "@bufbuild/protobuf/wkt";
 import * as contracts from "@orch/contracts";
 import { ListOperatorsResponseSchema, OperatorSchema } from "@orch/contracts";
 import { createMessageCodec } from "../src/codec/index.js";
@@ -11,9 +23,21 @@ import { createPlans } from "../src/codec/plan.js";
 // same errors for values protobuf-es rejects.
 
 let seed = 42;
-const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
 const pick = <X>(xs: X[]): X => xs[Math.floor(rnd() * xs.length)]!;
-const STRINGS = ["", "a", "op-1", "01KAK0000000000000000000ZZ", "ünïcødé ✓", "x".repeat(42), "y".repeat(43), "z".repeat(200), "\ud800 lone", "é".repeat(70), "w".repeat(20_000)];
+const STRINGS = [
+  "",
+  "a",
+  "op-1",
+  "01KAK0000000000000000000ZZ",
+  "ünïcødé ✓",
+  "x".repeat(42),
+  "y".repeat(43),
+  "z".repeat(200),
+  "\ud800 lone",
+  "é".repeat(70),
+  "w".repeat(20_000),
+];
 
 function scalarValue(s: ScalarType): unknown {
   switch (s) {
@@ -44,15 +68,27 @@ function scalarValue(s: ScalarType): unknown {
 
 function fieldValue(f: DescField, depth: number): unknown {
   const one = (): unknown => {
-    if (f.fieldKind === "enum" || (f.fieldKind === "list" && f.listKind === "enum") || (f.fieldKind === "map" && f.mapKind === "enum")) {
+    if (
+      f.fieldKind === "enum" ||
+      (f.fieldKind === "list" && f.listKind === "enum") ||
+      (f.fieldKind === "map" && f.mapKind === "enum")
+    ) {
       return pick([...f.enum!.values.map((v) => v.number), -1]);
     }
-    const m = f.fieldKind === "message" || (f.fieldKind === "list" && f.listKind === "message") || (f.fieldKind === "map" && f.mapKind === "message") ? f.message : undefined;
+    const m =
+      f.fieldKind === "message" ||
+      (f.fieldKind === "list" && f.listKind === "message") ||
+      (f.fieldKind === "map" && f.mapKind === "message")
+        ? f.message
+        : undefined;
     if (m) return m.typeName === "google.protobuf.Struct" ? { a: 1, b: ["x", true, null] } : randomInit(m, depth + 1);
     return scalarValue(f.scalar ?? ScalarType.INT32);
   };
   if (f.fieldKind === "list") return Array.from({ length: Math.floor(rnd() * 4) }, one);
-  if (f.fieldKind === "map") return Object.fromEntries(Array.from({ length: Math.floor(rnd() * 3) }, () => [pick(["", "k", "2", "ключ", "z".repeat(50)]), one()]));
+  if (f.fieldKind === "map")
+    return Object.fromEntries(
+      Array.from({ length: Math.floor(rnd() * 3) }, () => [pick(["", "k", "2", "ключ", "z".repeat(50)]), one()]),
+    );
   return one();
 }
 
@@ -71,7 +107,13 @@ function randomInit(desc: DescMessage, depth = 0): Record<string, unknown> {
   return init;
 }
 
-function sameAsProtobufEs(t: Tap.Test, codec: ReturnType<typeof createMessageCodec>, desc: DescMessage, init: unknown, label: string) {
+function sameAsProtobufEs(
+  t: Tap.Test,
+  codec: ReturnType<typeof createMessageCodec>,
+  desc: DescMessage,
+  init: unknown,
+  label: string,
+) {
   const expected = toBinary(desc, create(desc, init as never));
   const actual = codec.encode(desc, init);
   if (!Buffer.from(actual).equals(Buffer.from(expected))) {
@@ -90,7 +132,9 @@ declare namespace Tap {
   type Test = Parameters<Parameters<typeof t.test>[1]>[0];
 }
 
-const schemas = Object.entries(contracts).filter(([k, v]) => k.endsWith("Schema") && (v as { kind?: string }).kind === "message") as Array<[string, DescMessage]>;
+const schemas = Object.entries(contracts).filter(
+  ([k, v]) => k.endsWith("Schema") && (v as { kind?: string }).kind === "message",
+) as Array<[string, DescMessage]>;
 
 t.test("every message in the contracts encodes and decodes exactly like protobuf-es", async (t) => {
   t.ok(schemas.length > 50, `found ${schemas.length} message types`);
@@ -112,7 +156,16 @@ const file = create(FileDescriptorProtoSchema, {
   name: "codec_test.proto",
   package: "codec.test",
   syntax: "proto3",
-  enumType: [{ name: "Color", value: [{ name: "COLOR_UNSPECIFIED", number: 0 }, { name: "COLOR_RED", number: 1 }, { name: "COLOR_BLUE", number: 5 }] }],
+  enumType: [
+    {
+      name: "Color",
+      value: [
+        { name: "COLOR_UNSPECIFIED", number: 0 },
+        { name: "COLOR_RED", number: 1 },
+        { name: "COLOR_BLUE", number: 5 },
+      ],
+    },
+  ],
   messageType: [
     {
       name: "All",
@@ -138,7 +191,13 @@ const file = create(FileDescriptorProtoSchema, {
         { name: "colors", number: 41, type: T.ENUM, typeName: ".codec.test.Color", label: Label.REPEATED },
         { name: "child", number: 42, type: T.MESSAGE, typeName: ".codec.test.All", label: Label.OPTIONAL },
         { name: "children", number: 43, type: T.MESSAGE, typeName: ".codec.test.All", label: Label.REPEATED },
-        { name: "by_name", number: 44, type: T.MESSAGE, typeName: ".codec.test.All.ByNameEntry", label: Label.REPEATED },
+        {
+          name: "by_name",
+          number: 44,
+          type: T.MESSAGE,
+          typeName: ".codec.test.All.ByNameEntry",
+          label: Label.REPEATED,
+        },
         { name: "labels", number: 45, type: T.MESSAGE, typeName: ".codec.test.All.LabelsEntry", label: Label.REPEATED },
         { name: "maybe", number: 46, type: T.INT32, label: Label.OPTIONAL, proto3Optional: true, oneofIndex: 0 },
         { name: "text", number: 47, type: T.STRING, label: Label.OPTIONAL, oneofIndex: 1 },
@@ -148,8 +207,22 @@ const file = create(FileDescriptorProtoSchema, {
         { name: "far", number: 300_000, type: T.STRING, label: Label.OPTIONAL }, // a four-byte tag
       ],
       nestedType: [
-        { name: "ByNameEntry", options: { mapEntry: true }, field: [{ name: "key", number: 1, type: T.STRING, label: Label.OPTIONAL }, { name: "value", number: 2, type: T.MESSAGE, typeName: ".codec.test.All", label: Label.OPTIONAL }] },
-        { name: "LabelsEntry", options: { mapEntry: true }, field: [{ name: "key", number: 1, type: T.STRING, label: Label.OPTIONAL }, { name: "value", number: 2, type: T.ENUM, typeName: ".codec.test.Color", label: Label.OPTIONAL }] },
+        {
+          name: "ByNameEntry",
+          options: { mapEntry: true },
+          field: [
+            { name: "key", number: 1, type: T.STRING, label: Label.OPTIONAL },
+            { name: "value", number: 2, type: T.MESSAGE, typeName: ".codec.test.All", label: Label.OPTIONAL },
+          ],
+        },
+        {
+          name: "LabelsEntry",
+          options: { mapEntry: true },
+          field: [
+            { name: "key", number: 1, type: T.STRING, label: Label.OPTIONAL },
+            { name: "value", number: 2, type: T.ENUM, typeName: ".codec.test.Color", label: Label.OPTIONAL },
+          ],
+        },
       ],
       oneofDecl: [{ name: "_maybe" }, { name: "choice" }],
     },
@@ -163,14 +236,29 @@ t.test("every field kind encodes and decodes exactly like protobuf-es", async (t
   let ok = 0;
   for (let i = 0; i < 300; i++) if (sameAsProtobufEs(t, codec, All, randomInit(All), `All #${i}`)) ok++;
   t.equal(ok, 300);
-  t.ok(sameAsProtobufEs(t, codec, All, { maybe: 0, choice: { case: "num", value: 0 } }, "explicit zero values"), "explicit presence keeps zero values");
-  const deep = { children: Array.from({ length: 200 }, () => ({ s: "x".repeat(100), child: { by: new Uint8Array(20_000) } })) };
+  t.ok(
+    sameAsProtobufEs(t, codec, All, { maybe: 0, choice: { case: "num", value: 0 } }, "explicit zero values"),
+    "explicit presence keeps zero values",
+  );
+  const deep = {
+    children: Array.from({ length: 200 }, () => ({ s: "x".repeat(100), child: { by: new Uint8Array(20_000) } })),
+  };
   t.ok(sameAsProtobufEs(t, codec, All, deep, "large nested"), "nested lengths of two and three bytes");
 });
 
 t.test("a page of operators round-trips", async (t) => {
   const codec = createMessageCodec();
-  const operators = Array.from({ length: 50 }, (_, i) => create(OperatorSchema, { id: `01KAK${String(i).padStart(21, "0")}`, name: `op-${i}`, publicKey: "ab".repeat(32), role: "operator", active: true, createdAt: 1763770000000 + i, createdBy: "system" }));
+  const operators = Array.from({ length: 50 }, (_, i) =>
+    create(OperatorSchema, {
+      id: `01KAK${String(i).padStart(21, "0")}`,
+      name: `op-${i}`,
+      publicKey: "ab".repeat(32),
+      role: "operator",
+      active: true,
+      createdAt: 1763770000000 + i,
+      createdBy: "system",
+    }),
+  );
   const bytes = codec.encode(ListOperatorsResponseSchema, { operators, nextCursor: "" });
   t.same(codec.decode(ListOperatorsResponseSchema, bytes), create(ListOperatorsResponseSchema, { operators }));
 });
@@ -179,7 +267,14 @@ t.test("values protobuf-es converts or rejects behave as with protobuf-es", asyn
   const codec = createMessageCodec();
   // protobuf-es accepts numeric strings for int32 and arrays for bytes.
   t.ok(sameAsProtobufEs(t, codec, All, { i32: "7", by: [1, 2, 3] }, "converted values"));
-  for (const bad of [{ i32: 1.5 }, { u32: -1 }, { f: 1e39 }, { s32: 2 ** 31 }, { children: [null] }, { colors: ["x"] }]) {
+  for (const bad of [
+    { i32: 1.5 },
+    { u32: -1 },
+    { f: 1e39 },
+    { s32: 2 ** 31 },
+    { children: [null] },
+    { colors: ["x"] },
+  ]) {
     const expected = (() => {
       try {
         return toBinary(All, create(All, bad as never));
@@ -194,14 +289,21 @@ t.test("values protobuf-es converts or rejects behave as with protobuf-es", asyn
         return (err as Error).message;
       }
     })();
-    t.same(typeof actual === "string" ? actual : Buffer.from(actual), typeof expected === "string" ? expected : Buffer.from(expected), JSON.stringify(bad));
+    t.same(
+      typeof actual === "string" ? actual : Buffer.from(actual),
+      typeof expected === "string" ? expected : Buffer.from(expected),
+      JSON.stringify(bad),
+    );
   }
 });
 
 t.test("unknown fields and malformed input are left to protobuf-es", async (t) => {
   const codec = createMessageCodec();
   // Field 99 is unknown to All: protobuf-es keeps it in $unknown and writes it back.
-  const withUnknown = Buffer.concat([Buffer.from(toBinary(All, create(All, { s: "x" }))), Buffer.from([0x98, 0x06, 0x05])]);
+  const withUnknown = Buffer.concat([
+    Buffer.from(toBinary(All, create(All, { s: "x" }))),
+    Buffer.from([0x98, 0x06, 0x05]),
+  ]);
   const decoded = codec.decode(All, withUnknown) as { $unknown?: unknown[] };
   t.same(decoded, fromBinary(All, withUnknown));
   t.equal(decoded.$unknown?.length, 1);
@@ -215,6 +317,12 @@ t.test("unknown fields and malformed input are left to protobuf-es", async (t) =
       return (err as Error).message;
     }
   };
-  t.equal(message(() => codec.decode(All, truncated)), message(() => fromBinary(All, truncated)));
-  t.not(message(() => fromBinary(All, truncated)), "no error");
+  t.equal(
+    message(() => codec.decode(All, truncated)),
+    message(() => fromBinary(All, truncated)),
+  );
+  t.not(
+    message(() => fromBinary(All, truncated)),
+    "no error",
+  );
 });

@@ -60,7 +60,11 @@ const opts = (key: string, hash = "h1", replays?: string[]): CallOptions => ({
   actor,
   idempotency: { key, hash, onReplay: () => void replays?.push(key) },
 });
-const errOf = (p: Promise<unknown>) => p.then(() => undefined, (e: unknown) => e as OrchError);
+const errOf = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e: unknown) => e as OrchError,
+  );
 
 t.test("same key and hash: the handler runs once and the reply is replayed", async (t) => {
   const replays: string[] = [];

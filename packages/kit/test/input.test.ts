@@ -26,7 +26,11 @@ t.test("the walk covers values, keys, arrays and nesting, and skips bytes", asyn
 
 t.test("a decoded protobuf message: Struct values inside are found", async (t) => {
   const codec = createMessageCodec();
-  const msg = create(CreateChannelRequestSchema, { name: "c", channelType: "webhook", config: { h: { "x-a": "v\u0000" } } });
+  const msg = create(CreateChannelRequestSchema, {
+    name: "c",
+    channelType: "webhook",
+    config: { h: { "x-a": "v\u0000" } },
+  });
   const decoded = codec.decode(CreateChannelRequestSchema, toBinary(CreateChannelRequestSchema, msg));
   const err = t.throws(() => rejectInvalidStrings(decoded)) as OrchError;
   t.equal(err.code, "INVALID_ARGUMENT");

@@ -3,7 +3,11 @@ import { createPool, migrate, schedulePeriodic } from "@orch/kit";
 import { createTestDatabase, silentLogger } from "@orch/kit/testing";
 
 const db = await createTestDatabase();
-const pools = [createPool({ url: db.url, schema: "jobs_test" }), createPool({ url: db.url, schema: "jobs_test" }), createPool({ url: db.url, schema: "jobs_test" })];
+const pools = [
+  createPool({ url: db.url, schema: "jobs_test" }),
+  createPool({ url: db.url, schema: "jobs_test" }),
+  createPool({ url: db.url, schema: "jobs_test" }),
+];
 await migrate(pools[0]!, "jobs_test", null);
 t.teardown(async () => {
   await Promise.all(pools.map((p) => p.end()));
@@ -36,10 +40,15 @@ t.test("a failing job is retried at the next tick, not skipped for a period", as
   let now = 5_000_000;
   let fail = true;
   let ran = 0;
-  const p = schedulePeriodic({ pool: pools[0]!, log: silentLogger(), clock: { now: () => now } }, "flaky", 60_000, async () => {
-    if (fail) throw new Error("boom");
-    ran++;
-  });
+  const p = schedulePeriodic(
+    { pool: pools[0]!, log: silentLogger(), clock: { now: () => now } },
+    "flaky",
+    60_000,
+    async () => {
+      if (fail) throw new Error("boom");
+      ran++;
+    },
+  );
   t.teardown(() => p.stop());
   t.equal(await p.tick(), false);
   fail = false;

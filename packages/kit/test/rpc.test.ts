@@ -20,14 +20,20 @@ const handlers = {
   },
 } as Partial<Handlers<typeof AuthService>> as Handlers<typeof AuthService>;
 // Only getOperator is exercised; the others answer INTERNAL if called.
-for (const m of AuthService.methods) (handlers as Record<string, unknown>)[m.localName] ??= async () => { throw new Error("unused"); };
+for (const m of AuthService.methods)
+  (handlers as Record<string, unknown>)[m.localName] ??= async () => {
+    throw new Error("unused");
+  };
 
 const server = serveRpc({ nc, name: "auth", service: AuthService, handlers, log });
 t.teardown(() => server.stop());
 const client = rpcClient(nc, "auth", AuthService, { timeoutMs: 2000 });
 
 t.test("typed request/reply round trip carries actor and request id", async (t) => {
-  const op = await client.getOperator({ id: "01ABC" }, { actor: { id: "op1", name: "bob", type: "operator", role: "admin" }, requestId: "req-1" });
+  const op = await client.getOperator(
+    { id: "01ABC" },
+    { actor: { id: "op1", name: "bob", type: "operator", role: "admin" }, requestId: "req-1" },
+  );
   t.equal(op.name, "alice");
   t.equal(op.createdAt, 1700000000000, "int64 arrives as a JS number");
   t.same(seen.at(-1), { actor: "op1", requestId: "req-1" });

@@ -3,7 +3,11 @@ import { baseConfigSchema, isCidr } from "@orch/kit";
 import { linkTlsIssues } from "./link/tls.js";
 
 // An env variable carries a list as JSON or comma-separated.
-const splitList = (v: string) => v.split(",").map((s) => s.trim()).filter((s) => s !== "");
+const splitList = (v: string) =>
+  v
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "");
 
 export const agentsConfigSchema = baseConfigSchema.extend({
   agents: z
@@ -48,7 +52,11 @@ export const agentsConfigSchema = baseConfigSchema.extend({
       /** A link must finish its handshake within this time. */
       handshake_timeout_seconds: z.number().positive().default(10),
       /** How long an agent may use a terminal session's bus subjects after opening it (longer than terminal.max_duration_seconds). */
-      terminal_grant_hours: z.number().positive().max(24 * 365).default(24),
+      terminal_grant_hours: z
+        .number()
+        .positive()
+        .max(24 * 365)
+        .default(24),
     })
     .superRefine((agents, ctx) => {
       for (const i of linkTlsIssues(agents)) ctx.addIssue({ code: "custom", message: i.message, path: [i.key] });

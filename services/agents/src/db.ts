@@ -18,7 +18,8 @@ export interface AgentRow {
   version: string;
 }
 
-const COLS = "node_id, public_key, name, status, tags, attributes, connected, replica, session, first_seen, last_seen, address, version";
+const COLS =
+  "node_id, public_key, name, status, tags, attributes, connected, replica, session, first_seen, last_seen, address, version";
 
 /** What a link knows when its handshake succeeds. */
 export interface LinkUp {
@@ -34,18 +35,28 @@ export interface LinkUp {
 
 export const agentsDb = {
   async byNodeId(db: Queryable, nodeId: string, lock = false): Promise<AgentRow | undefined> {
-    return (await db.query<AgentRow>(`SELECT ${COLS} FROM agents WHERE node_id = $1${lock ? " FOR UPDATE" : ""}`, [nodeId])).rows[0];
+    return (
+      await db.query<AgentRow>(`SELECT ${COLS} FROM agents WHERE node_id = $1${lock ? " FOR UPDATE" : ""}`, [nodeId])
+    ).rows[0];
   },
   /** By node id or approved name. */
   async byRef(db: Queryable, ref: string, lock = false): Promise<AgentRow | undefined> {
-    return (await db.query<AgentRow>(`SELECT ${COLS} FROM agents WHERE node_id = $1 OR name = $1 ORDER BY node_id = $1 DESC LIMIT 1${lock ? " FOR UPDATE" : ""}`, [ref])).rows[0];
+    return (
+      await db.query<AgentRow>(
+        `SELECT ${COLS} FROM agents WHERE node_id = $1 OR name = $1 ORDER BY node_id = $1 DESC LIMIT 1${lock ? " FOR UPDATE" : ""}`,
+        [ref],
+      )
+    ).rows[0];
   },
   async byName(db: Queryable, name: string): Promise<AgentRow | undefined> {
     return (await db.query<AgentRow>(`SELECT ${COLS} FROM agents WHERE name = $1`, [name])).rows[0];
   },
   async page(db: Queryable, opts: { limit: number; after: string; status: string }): Promise<AgentRow[]> {
     return (
-      await db.query<AgentRow>(`SELECT ${COLS} FROM agents WHERE node_id > $1 AND ($2 = '' OR status = $2) ORDER BY node_id LIMIT $3`, [opts.after, opts.status, opts.limit])
+      await db.query<AgentRow>(
+        `SELECT ${COLS} FROM agents WHERE node_id > $1 AND ($2 = '' OR status = $2) ORDER BY node_id LIMIT $3`,
+        [opts.after, opts.status, opts.limit],
+      )
     ).rows;
   },
   /** Inserts a first-time agent as pending; false when it already existed (a concurrent first connect). */
@@ -71,17 +82,42 @@ export const agentsDb = {
   /** Clears `connected` only if this session still owns the row; returns the row when it did. */
   async markDisconnected(db: Queryable, nodeId: string, session: string, now: number): Promise<AgentRow | undefined> {
     return (
-      await db.query<AgentRow>(`UPDATE agents SET connected = false, replica = NULL, session = NULL, last_seen = $3 WHERE node_id = $1 AND session = $2 RETURNING ${COLS}`, [nodeId, session, now])
+      await db.query<AgentRow>(
+        `UPDATE agents SET connected = false, replica = NULL, session = NULL, last_seen = $3 WHERE node_id = $1 AND session = $2 RETURNING ${COLS}`,
+        [nodeId, session, now],
+      )
     ).rows[0];
   },
-  async setAttributes(db: Queryable, nodeId: string, session: string, attributes: Record<string, string>, now: number): Promise<void> {
-    await db.query("UPDATE agents SET attributes = $3, last_seen = $4 WHERE node_id = $1 AND session = $2", [nodeId, session, JSON.stringify(attributes), now]);
+  async setAttributes(
+    db: Queryable,
+    nodeId: string,
+    session: string,
+    attributes: Record<string, string>,
+    now: number,
+  ): Promise<void> {
+    await db.query("UPDATE agents SET attributes = $3, last_seen = $4 WHERE node_id = $1 AND session = $2", [
+      nodeId,
+      session,
+      JSON.stringify(attributes),
+      now,
+    ]);
   },
   async setStatus(db: Queryable, nodeId: string, status: AgentStatus, name: string | null): Promise<AgentRow> {
-    return (await db.query<AgentRow>(`UPDATE agents SET status = $2, name = $3 WHERE node_id = $1 RETURNING ${COLS}`, [nodeId, status, name])).rows[0]!;
+    return (
+      await db.query<AgentRow>(`UPDATE agents SET status = $2, name = $3 WHERE node_id = $1 RETURNING ${COLS}`, [
+        nodeId,
+        status,
+        name,
+      ])
+    ).rows[0]!;
   },
   async setTags(db: Queryable, nodeId: string, tags: Record<string, string>): Promise<AgentRow> {
-    return (await db.query<AgentRow>(`UPDATE agents SET tags = $2 WHERE node_id = $1 RETURNING ${COLS}`, [nodeId, JSON.stringify(tags)])).rows[0]!;
+    return (
+      await db.query<AgentRow>(`UPDATE agents SET tags = $2 WHERE node_id = $1 RETURNING ${COLS}`, [
+        nodeId,
+        JSON.stringify(tags),
+      ])
+    ).rows[0]!;
   },
   async remove(db: Queryable, nodeId: string): Promise<void> {
     await db.query("DELETE FROM metrics WHERE node_id = $1", [nodeId]);
@@ -98,7 +134,8 @@ export const agentsDb = {
   },
   /** Bumps last_seen for agents whose links are alive (batched from metrics frames). */
   async touch(db: Queryable, nodeIds: string[], now: number): Promise<void> {
-    if (nodeIds.length) await db.query("UPDATE agents SET last_seen = $2 WHERE node_id = ANY($1) AND last_seen < $2", [nodeIds, now]);
+    if (nodeIds.length)
+      await db.query("UPDATE agents SET last_seen = $2 WHERE node_id = ANY($1) AND last_seen < $2", [nodeIds, now]);
   },
   /** Agents still marked connected through replicas that are gone; clears them and returns them. */
   async disconnectOrphans(db: Queryable, liveReplicas: string[], now: number): Promise<AgentRow[]> {
@@ -128,7 +165,21 @@ export interface MetricsRow {
   uptime_seconds: number;
 }
 
-const METRIC_COLS = ["node_id", "taken_at", "cpu_percent", "load1", "load5", "load15", "memory_total", "memory_used", "disk_total", "disk_used", "net_rx_bytes", "net_tx_bytes", "uptime_seconds"] as const;
+const METRIC_COLS = [
+  "node_id",
+  "taken_at",
+  "cpu_percent",
+  "load1",
+  "load5",
+  "load15",
+  "memory_total",
+  "memory_used",
+  "disk_total",
+  "disk_used",
+  "net_rx_bytes",
+  "net_tx_bytes",
+  "uptime_seconds",
+] as const;
 const METRIC_TYPES = ["text", "bigint", ...Array(11).fill("float8")] as string[];
 
 export const metricsDb = {
@@ -137,9 +188,16 @@ export const metricsDb = {
     if (!rows.length) return;
     const arrays = METRIC_COLS.map((c) => rows.map((r) => r[c]));
     const unnest = METRIC_COLS.map((_c, i) => `$${i + 1}::${METRIC_TYPES[i]}[]`).join(", ");
-    await db.query(`INSERT INTO metrics (${METRIC_COLS.join(", ")}) SELECT * FROM unnest(${unnest}) ON CONFLICT (node_id, taken_at) DO NOTHING`, arrays);
+    await db.query(
+      `INSERT INTO metrics (${METRIC_COLS.join(", ")}) SELECT * FROM unnest(${unnest}) ON CONFLICT (node_id, taken_at) DO NOTHING`,
+      arrays,
+    );
   },
-  async history(db: Queryable, nodeId: string, opts: { since: number; until: number; limit: number }): Promise<MetricsRow[]> {
+  async history(
+    db: Queryable,
+    nodeId: string,
+    opts: { since: number; until: number; limit: number },
+  ): Promise<MetricsRow[]> {
     return (
       await db.query<MetricsRow>(
         `SELECT ${METRIC_COLS.join(", ")} FROM metrics
@@ -150,11 +208,19 @@ export const metricsDb = {
     ).rows;
   },
   async latest(db: Queryable, nodeId: string): Promise<MetricsRow | undefined> {
-    return (await db.query<MetricsRow>(`SELECT ${METRIC_COLS.join(", ")} FROM metrics WHERE node_id = $1 ORDER BY taken_at DESC LIMIT 1`, [nodeId])).rows[0];
+    return (
+      await db.query<MetricsRow>(
+        `SELECT ${METRIC_COLS.join(", ")} FROM metrics WHERE node_id = $1 ORDER BY taken_at DESC LIMIT 1`,
+        [nodeId],
+      )
+    ).rows[0];
   },
   /** Deletes at most `batch` rows older than the cutoff; returns how many. */
   async pruneBatch(db: Queryable, before: number, batch: number): Promise<number> {
-    const r = await db.query("DELETE FROM metrics WHERE ctid = ANY(ARRAY(SELECT ctid FROM metrics WHERE taken_at < $1 LIMIT $2))", [before, batch]);
+    const r = await db.query(
+      "DELETE FROM metrics WHERE ctid = ANY(ARRAY(SELECT ctid FROM metrics WHERE taken_at < $1 LIMIT $2))",
+      [before, batch],
+    );
     return r.rowCount ?? 0;
   },
 };

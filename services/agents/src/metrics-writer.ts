@@ -36,7 +36,13 @@ export interface MetricsWriter {
  * Thousands of agents each sending a sample every few seconds would be thousands of single-row
  * transactions; samples are buffered and written as one INSERT (plus one last_seen UPDATE) per tick.
  */
-export function createMetricsWriter(deps: { pool: Pool; clock: Clock; log: Logger; intervalMs?: number; maxBatch?: number }): MetricsWriter {
+export function createMetricsWriter(deps: {
+  pool: Pool;
+  clock: Clock;
+  log: Logger;
+  intervalMs?: number;
+  maxBatch?: number;
+}): MetricsWriter {
   const maxBatch = deps.maxBatch ?? 2000;
   let buf: MetricsRow[] = [];
   let writing: Promise<void> = Promise.resolve();

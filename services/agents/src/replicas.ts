@@ -55,7 +55,10 @@ export async function startReplicaTicker(deps: ReplicaDeps, hooks: TickerHooks):
     }
     await sweepOrphans(deps);
   };
-  const timer = setInterval(() => void tick().catch((err) => deps.log.warn({ err: (err as Error).message }, "replica heartbeat failed")), deps.heartbeatMs);
+  const timer = setInterval(
+    () => void tick().catch((err) => deps.log.warn({ err: (err as Error).message }, "replica heartbeat failed")),
+    deps.heartbeatMs,
+  );
   timer.unref();
   return {
     async stop() {

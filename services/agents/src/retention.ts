@@ -4,7 +4,12 @@ import { metricsDb } from "./db.js";
 const BATCH = 10_000;
 
 /** Deletes metrics older than the retention in short batches (no long lock on a hot table). */
-export async function pruneMetrics(deps: { pool: Pool; clock: Clock; log: Logger; retentionDays: number }): Promise<number> {
+export async function pruneMetrics(deps: {
+  pool: Pool;
+  clock: Clock;
+  log: Logger;
+  retentionDays: number;
+}): Promise<number> {
   let total = 0;
   await withJobLock(deps.pool, "agents.metrics_retention", async (c) => {
     const cutoff = deps.clock.now() - deps.retentionDays * 86_400_000;

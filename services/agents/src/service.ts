@@ -42,7 +42,15 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
   };
 
   const ticker = await startReplicaTicker(
-    { pool: deps.pool, events: deps.events, clock: deps.clock, log, replica, heartbeatMs: cfg.replica_heartbeat_seconds * 1000, timeoutMs: cfg.replica_timeout_seconds * 1000 },
+    {
+      pool: deps.pool,
+      events: deps.events,
+      clock: deps.clock,
+      log,
+      replica,
+      heartbeatMs: cfg.replica_heartbeat_seconds * 1000,
+      timeoutMs: cfg.replica_timeout_seconds * 1000,
+    },
     {
       async revived() {
         for (const l of hub.all()) await presence.connected({ ...l.up, now: deps.clock.now() });
@@ -62,7 +70,14 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
     keepaliveTimeoutMs: cfg.keepalive_timeout_seconds * 1000,
     onStream(call) {
       if (draining) {
-        call.write(serverFrame({ frame: { case: "refusal", value: { reason: "server_draining", message: "this replica is shutting down; reconnect" } } }));
+        call.write(
+          serverFrame({
+            frame: {
+              case: "refusal",
+              value: { reason: "server_draining", message: "this replica is shutting down; reconnect" },
+            },
+          }),
+        );
         call.end();
         return;
       }
@@ -83,7 +98,10 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
       });
     },
   });
-  const linkInfo: LinkInfo = { announced: () => cfg.advertise_address || `${cfg.link_host.includes(":") ? `[${cfg.link_host}]` : cfg.link_host}:${server.port}` };
+  const linkInfo: LinkInfo = {
+    announced: () =>
+      cfg.advertise_address || `${cfg.link_host.includes(":") ? `[${cfg.link_host}]` : cfg.link_host}:${server.port}`,
+  };
 
   const rpc = serveRpc({
     nc: deps.nc,
@@ -91,20 +109,40 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
     name: "agents",
     service: AgentsService,
     log,
-    handlers: { ...registryHandlers(deps), ...tagHandlers(deps), ...metricsHandlers(deps), ...discoverHandlers(deps, linkInfo) },
+    handlers: {
+      ...registryHandlers(deps),
+      ...tagHandlers(deps),
+      ...metricsHandlers(deps),
+      ...discoverHandlers(deps, linkInfo),
+    },
   });
 
-  new Gauge({ name: "orch_agents_links", help: "Agent links held by this replica", registers: [deps.metrics], collect() { this.set(hub.size()); } });
+  new Gauge({
+    name: "orch_agents_links",
+    help: "Agent links held by this replica",
+    registers: [deps.metrics],
+    collect() {
+      this.set(hub.size());
+    },
+  });
 
-  const prune = () => void pruneMetrics({ pool: deps.pool, clock: deps.clock, log, retentionDays: cfg.metrics_retention_days }).catch((err) => log.warn({ err: (err as Error).message }, "metrics prune failed"));
+  const prune = () =>
+    void pruneMetrics({ pool: deps.pool, clock: deps.clock, log, retentionDays: cfg.metrics_retention_days }).catch(
+      (err) => log.warn({ err: (err as Error).message }, "metrics prune failed"),
+    );
   const firstPrune = setTimeout(prune, 60_000);
   const retention = setInterval(prune, RETENTION_EVERY_MS);
   firstPrune.unref();
   retention.unref();
-  const grantPrune = schedulePeriodic({ pool: deps.pool, log, clock: deps.clock, replica }, "agents.link_grants_prune", GRANT_PRUNE_EVERY_MS, async (c) => {
-    const n = await grantsDb.prune(c, deps.clock.now());
-    if (n) log.info({ deleted: n }, "expired link grants pruned");
-  });
+  const grantPrune = schedulePeriodic(
+    { pool: deps.pool, log, clock: deps.clock, replica },
+    "agents.link_grants_prune",
+    GRANT_PRUNE_EVERY_MS,
+    async (c) => {
+      const n = await grantsDb.prune(c, deps.clock.now());
+      if (n) log.info({ deleted: n }, "expired link grants pruned");
+    },
+  );
 
   log.info({ link_port: server.port, tls: server.tls, replica }, "agent link listening");
   if (server.identity) {

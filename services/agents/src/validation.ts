@@ -10,7 +10,11 @@ export const MAX_TAGS = 64;
 
 export function checkTagKey(key: string, field = "key"): void {
   if (!TAG_KEY_RE.test(key)) {
-    throw invalid("invalid_tag_key", "tag keys are 1-63 characters of a-z, 0-9, '.', '_', '/' or '-', starting with a letter or digit", { field });
+    throw invalid(
+      "invalid_tag_key",
+      "tag keys are 1-63 characters of a-z, 0-9, '.', '_', '/' or '-', starting with a letter or digit",
+      { field },
+    );
   }
 }
 
@@ -22,7 +26,8 @@ export function checkTagValue(value: string, field = "value"): void {
 
 export function checkTags(tags: Record<string, string>): void {
   const keys = Object.keys(tags);
-  if (keys.length > MAX_TAGS) throw invalid("too_many_tags", `an agent has at most ${MAX_TAGS} tags`, { field: "tags" });
+  if (keys.length > MAX_TAGS)
+    throw invalid("too_many_tags", `an agent has at most ${MAX_TAGS} tags`, { field: "tags" });
   for (const k of keys) {
     checkTagKey(k, `tags.${k}`);
     checkTagValue(tags[k]!, `tags.${k}`);
@@ -32,8 +37,15 @@ export function checkTags(tags: Record<string, string>): void {
 export function checkName(name: string): void {
   if (!name) throw invalid("name_required", "approving an agent requires a name", { field: "name" });
   if (!NAME_RE.test(name)) {
-    throw invalid("invalid_name", "names are 1-63 characters of a-z, 0-9 and '-', starting and ending with a letter or digit", { field: "name" });
+    throw invalid(
+      "invalid_name",
+      "names are 1-63 characters of a-z, 0-9 and '-', starting and ending with a letter or digit",
+      { field: "name" },
+    );
   }
   // Agents are addressed by node id or name interchangeably; a name shaped like a node id would be ambiguous.
-  if (NODE_ID_RE.test(name)) throw invalid("invalid_name", "a name cannot be 32 hex digits (that is what node ids look like)", { field: "name" });
+  if (NODE_ID_RE.test(name))
+    throw invalid("invalid_name", "a name cannot be 32 hex digits (that is what node ids look like)", {
+      field: "name",
+    });
 }

@@ -19,7 +19,10 @@ async function listen(): Promise<{ sock: Socket; port: number; got: string[] }> 
 }
 
 async function refused(t: Test, p: Promise<unknown>, code: string, reason: string) {
-  const err = await p.then(() => undefined, (e: unknown) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   t.ok(err instanceof OrchError, `rejected (${reason})`);
   t.equal((err as OrchError).code, code);
   t.equal((err as OrchError).reason, reason);
@@ -52,21 +55,64 @@ t.test("an operator reaches a target inside the configured networks", async (t) 
   t.equal(e.actor?.id, OPERATOR.id);
 });
 
-t.test("unicast outside the networks: 403 for an operator; special space refused for everyone; port fixed", async (t) => {
-  const before = ev.of("discovery.sent").length;
-  // Refused before anything is sent: no packet leaves for 10.255.255.1.
-  await refused(t, c.discover({ target: `10.255.255.1:${rx.port}` }, as(OPERATOR)), "PERMISSION_DENIED", "discovery_target_not_allowed");
-  await refused(t, c.discover({ target: `8.8.8.8:${rx.port}` }, as(OPERATOR)), "PERMISSION_DENIED", "discovery_target_not_allowed");
-  await refused(t, c.discover({ target: `[::1]:${rx.port}` }, as(ADMIN)), "PERMISSION_DENIED", "discovery_target_refused");
-  await refused(t, c.discover({ target: `[::7f00:1]:${rx.port}` }, as(ADMIN)), "PERMISSION_DENIED", "discovery_target_refused");
-  await refused(t, c.discover({ target: `224.0.0.251:${rx.port}` }, as(ADMIN)), "PERMISSION_DENIED", "discovery_target_refused");
-  await refused(t, c.discover({ target: `169.254.169.254:${rx.port}` }, as(ADMIN)), "PERMISSION_DENIED", "discovery_target_refused");
-  // Any other port, even on an allowed address, for any role: no port probing.
-  await refused(t, c.discover({ target: `127.0.0.1:${other.port}` }, as(OPERATOR)), "INVALID_ARGUMENT", "discovery_port_not_allowed");
-  await refused(t, c.discover({ target: `127.0.0.1:${other.port}` }, as(ADMIN)), "INVALID_ARGUMENT", "discovery_port_not_allowed");
-  await nc.flush();
-  await new Promise((r) => setTimeout(r, 200));
-  t.equal(other.got.length, 0, "nothing reached the other port");
-  t.equal(rx.got.length, 1, "nothing more reached the discovery port");
-  t.equal(ev.of("discovery.sent").length, before, "no event for a refused request");
-});
+t.test(
+  "unicast outside the networks: 403 for an operator; special space refused for everyone; port fixed",
+  async (t) => {
+    const before = ev.of("discovery.sent").length;
+    // Refused before anything is sent: no packet leaves for 10.255.255.1.
+    await refused(
+      t,
+      c.discover({ target: `10.255.255.1:${rx.port}` }, as(OPERATOR)),
+      "PERMISSION_DENIED",
+      "discovery_target_not_allowed",
+    );
+    await refused(
+      t,
+      c.discover({ target: `8.8.8.8:${rx.port}` }, as(OPERATOR)),
+      "PERMISSION_DENIED",
+      "discovery_target_not_allowed",
+    );
+    await refused(
+      t,
+      c.discover({ target: `[::1]:${rx.port}` }, as(ADMIN)),
+      "PERMISSION_DENIED",
+      "discovery_target_refused",
+    );
+    await refused(
+      t,
+      c.discover({ target: `[::7f00:1]:${rx.port}` }, as(ADMIN)),
+      "PERMISSION_DENIED",
+      "discovery_target_refused",
+    );
+    await refused(
+      t,
+      c.discover({ target: `224.0.0.251:${rx.port}` }, as(ADMIN)),
+      "PERMISSION_DENIED",
+      "discovery_target_refused",
+    );
+    await refused(
+      t,
+      c.discover({ target: `169.254.169.254:${rx.port}` }, as(ADMIN)),
+      "PERMISSION_DENIED",
+      "discovery_target_refused",
+    );
+    // Any other port, even on an allowed address, for any role: no port probing.
+    await refused(
+      t,
+      c.discover({ target: `127.0.0.1:${other.port}` }, as(OPERATOR)),
+      "INVALID_ARGUMENT",
+      "discovery_port_not_allowed",
+    );
+    await refused(
+      t,
+      c.discover({ target: `127.0.0.1:${other.port}` }, as(ADMIN)),
+      "INVALID_ARGUMENT",
+      "discovery_port_not_allowed",
+    );
+    await nc.flush();
+    await new Promise((r) => setTimeout(r, 200));
+    t.equal(other.got.length, 0, "nothing reached the other port");
+    t.equal(rx.got.length, 1, "nothing more reached the discovery port");
+    t.equal(ev.of("discovery.sent").length, before, "no event for a refused request");
+  },
+);

@@ -4,7 +4,10 @@ import { discoveryPolicy, discoveryRefusal } from "../src/discovery-policy.js";
 // Who may send a discovery datagram where (issue 12 finding 12). Pure policy; the handler tests
 // (discover.test.ts, discover-netns.test.ts) send real datagrams.
 const PORT = 7444;
-const fleet = discoveryPolicy({ discovery_port: PORT, discovery_networks: ["10.20.0.0/16", "127.0.0.0/8", "fd00:20::/32"] });
+const fleet = discoveryPolicy({
+  discovery_port: PORT,
+  discovery_networks: ["10.20.0.0/16", "127.0.0.0/8", "fd00:20::/32"],
+});
 const none = discoveryPolicy({ discovery_port: PORT, discovery_networks: [] });
 type Row = [policy: typeof fleet, address: string, port: number, role: string, want: string | undefined];
 const rows: Row[] = [
@@ -45,7 +48,11 @@ const rows: Row[] = [
 t.test("decision table", async (t) => {
   for (const [policy, address, port, role, want] of rows) {
     const e = discoveryRefusal(policy, address, port, role);
-    t.equal(e?.reason, want, `${role} → ${address}:${port} (${policy === fleet ? "fleet networks" : "no networks"}): ${want ?? "allowed"}`);
+    t.equal(
+      e?.reason,
+      want,
+      `${role} → ${address}:${port} (${policy === fleet ? "fleet networks" : "no networks"}): ${want ?? "allowed"}`,
+    );
     if (want === "discovery_port_not_allowed") t.equal(e?.code, "INVALID_ARGUMENT");
     else if (want) t.equal(e?.code, "PERMISSION_DENIED");
     if (e) t.equal(e.details.field, "target");
@@ -58,7 +65,10 @@ t.test("networks must be CIDRs", async (t) => {
   const bad = agentsConfigSchema.shape.agents.safeParse({ insecure: true, discovery_networks: ["10.0.0.0/8", "lan"] });
   t.notOk(bad.success);
   t.match(JSON.stringify(bad.error?.issues), /'lan' is not a network in CIDR notation/);
-  const csv = agentsConfigSchema.shape.agents.safeParse({ insecure: true, discovery_networks: "10.0.0.0/8, 127.0.0.0/8" });
+  const csv = agentsConfigSchema.shape.agents.safeParse({
+    insecure: true,
+    discovery_networks: "10.0.0.0/8, 127.0.0.0/8",
+  });
   t.same(csv.data?.discovery_networks, ["10.0.0.0/8", "127.0.0.0/8"], "comma-separated from the environment");
   t.same(agentsConfigSchema.shape.agents.parse({ insecure: true }).discovery_networks, [], "default: none");
 });

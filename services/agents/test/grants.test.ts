@@ -10,7 +10,15 @@ import {
   type Request,
 } from "@orch/contracts";
 import { OrchError, rpcClient } from "@orch/kit";
-import { createTestDatabase, eventually, memoryLogger, serviceDeps, startNats, type NatsHandle, type DbHandle } from "@orch/kit/testing";
+import {
+  createTestDatabase,
+  eventually,
+  memoryLogger,
+  serviceDeps,
+  startNats,
+  type NatsHandle,
+  type DbHandle,
+} from "@orch/kit/testing";
 import type { Identity } from "../../../agent/src/identity.js";
 import type { Send } from "../../../agent/src/link/client.js";
 import { agentsConfigSchema } from "../src/config.js";
@@ -28,7 +36,15 @@ const { c, as } = agentsClient(nc);
 /** The agents service in process, its log kept in memory. */
 async function replica(n: NatsHandle, d: DbHandle) {
   const { log, lines } = memoryLogger("agents");
-  const deps = await serviceDeps({ name: "agents", nats: n, db: d, schema: "agents", migrations: AGENTS_MIGRATIONS, log, config: agentsConfigSchema.parse({ agents: { link_host: "127.0.0.1", link_port: 0, ...linkTlsConfig() } }) });
+  const deps = await serviceDeps({
+    name: "agents",
+    nats: n,
+    db: d,
+    schema: "agents",
+    migrations: AGENTS_MIGRATIONS,
+    log,
+    config: agentsConfigSchema.parse({ agents: { link_host: "127.0.0.1", link_port: 0, ...linkTlsConfig() } }),
+  });
   const svc = await createAgentsService(deps);
   let stopped = false;
   return {
@@ -57,9 +73,11 @@ t.teardown(async () => {
   await nats.stop();
 });
 
-const ok = (r: Request, send: Send, payload: Uint8Array) => send({ frame: { case: "response", value: { id: r.id, payload } } });
+const ok = (r: Request, send: Send, payload: Uint8Array) =>
+  send({ frame: { case: "response", value: { id: r.id, payload } } });
 const sub = (send: Send, subject: string) => send({ frame: { case: "subscribe", value: { subject } } });
-const pub = (send: Send, subject: string, data: Uint8Array | string) => send({ frame: { case: "publish", value: { subject, data: typeof data === "string" ? Buffer.from(data) : data } } });
+const pub = (send: Send, subject: string, data: Uint8Array | string) =>
+  send({ frame: { case: "publish", value: { subject, data: typeof data === "string" ? Buffer.from(data) : data } } });
 
 /**
  * A fake agent over the real link client that behaves like orch-agent: OpenTerminal subscribes the
@@ -72,8 +90,22 @@ function agentLink(server: string, id: Identity, opts: { failOpen?: (sessionId: 
         const req = fromBinary(OpenTerminalRequestSchema, r.payload);
         sub(send, `orch.term.${req.sessionId}.in`);
         sub(send, `orch.term.${req.sessionId}.ctl`);
-        if (opts.failOpen?.(req.sessionId)) send({ frame: { case: "response", value: { id: r.id, error: { code: "FAILED_PRECONDITION", reason: "shell_not_found", message: "no shell" } } } });
-        else ok(r, send, toBinary(OpenTerminalResponseSchema, create(OpenTerminalResponseSchema, { pid: 4242, shell: "/bin/sh" })));
+        if (opts.failOpen?.(req.sessionId))
+          send({
+            frame: {
+              case: "response",
+              value: {
+                id: r.id,
+                error: { code: "FAILED_PRECONDITION", reason: "shell_not_found", message: "no shell" },
+              },
+            },
+          });
+        else
+          ok(
+            r,
+            send,
+            toBinary(OpenTerminalResponseSchema, create(OpenTerminalResponseSchema, { pid: 4242, shell: "/bin/sh" })),
+          );
       } else if (r.method === "Execute") {
         const req = fromBinary(ExecuteRequestSchema, r.payload);
         pub(send, `orch.state.progress.${req.operationId}`, JSON.stringify({ id: "r1", status: "ok" }));
@@ -91,13 +123,17 @@ async function approved(id: Identity, link: TestLink, name: string) {
   await eventually(() => link.welcomes.some((w) => w.status === "approved"));
 }
 
-const terminal = (nodeId: string) => rpcClient(nc, "", AgentTerminalService, { timeoutMs: 5000, subjectBase: `orch.agent.${nodeId}` });
-const state = (nodeId: string) => rpcClient(nc, "", AgentStateService, { timeoutMs: 5000, subjectBase: `orch.agent.${nodeId}` });
+const terminal = (nodeId: string) =>
+  rpcClient(nc, "", AgentTerminalService, { timeoutMs: 5000, subjectBase: `orch.agent.${nodeId}` });
+const state = (nodeId: string) =>
+  rpcClient(nc, "", AgentStateService, { timeoutMs: 5000, subjectBase: `orch.agent.${nodeId}` });
 
 /** Everything the observer sees on `pattern`, as subject + text. */
 function watch(pattern: string) {
   const seen: Array<{ subject: string; text: string }> = [];
-  const s = nc.subscribe(pattern, { callback: (_e, m) => void seen.push({ subject: m.subject, text: Buffer.from(m.data).toString() }) });
+  const s = nc.subscribe(pattern, {
+    callback: (_e, m) => void seen.push({ subject: m.subject, text: Buffer.from(m.data).toString() }),
+  });
   return { seen, stop: () => s.unsubscribe(), ready: () => nc.flush() };
 }
 
@@ -158,7 +194,11 @@ t.test("the agent a session was opened on can use it; another agent cannot read,
   pub(linkB.send(), `orch.term.${S}.ctl`, JSON.stringify({ type: "exit", code: 0, signal: 0, reason: "exit" }));
   pub(linkB.send(), `orch.term.${SB}.out`, "from-B");
   await eventually(() => own.seen.some((m) => m.text === "from-B"));
-  t.same(out.seen.map((m) => m.text), ["from-A"], "B's output and exit for A's session never reached the bus");
+  t.same(
+    out.seen.map((m) => m.text),
+    ["from-A"],
+    "B's output and exit for A's session never reached the bus",
+  );
   out.stop();
   own.stop();
 
@@ -166,9 +206,18 @@ t.test("the agent a session was opened on can use it; another agent cannot read,
   t.equal(await receivesNothingOn(linkB, `orch.term.${S}.in`, `orch.term.${SB}.in`), 0, "B never sees A's keystrokes");
   t.equal(await receivesNothingOn(linkB, `orch.term.${S}.ctl`, `orch.term.${SB}.in`), 0, "nor A's control messages");
 
-  const refusals = first.records().filter((r) => r.level === 40 && r.node_id === idB.nodeId && String(r.subject).startsWith(`orch.term.${S}.`));
-  t.same(new Set(refusals.map((r) => r.subject)), new Set([`orch.term.${S}.in`, `orch.term.${S}.ctl`, `orch.term.${S}.out`]), "each refusal is a warning naming the node and the subject");
-  t.notOk(first.lines.some((l) => l.includes("SECRET-INJECTED-OUTPUT")), "payloads are never logged");
+  const refusals = first
+    .records()
+    .filter((r) => r.level === 40 && r.node_id === idB.nodeId && String(r.subject).startsWith(`orch.term.${S}.`));
+  t.same(
+    new Set(refusals.map((r) => r.subject)),
+    new Set([`orch.term.${S}.in`, `orch.term.${S}.ctl`, `orch.term.${S}.out`]),
+    "each refusal is a warning naming the node and the subject",
+  );
+  t.notOk(
+    first.lines.some((l) => l.includes("SECRET-INJECTED-OUTPUT")),
+    "payloads are never logged",
+  );
 });
 
 t.test("a failed open withdraws what the agent subscribed while it was in flight", async (t) => {
@@ -180,12 +229,27 @@ t.test("a failed open withdraws what the agent subscribed while it was in flight
   await terminal(idC.nodeId).openTerminal({ sessionId: SC });
   const e = await terminal(idC.nodeId)
     .openTerminal({ sessionId: FAILED })
-    .then(() => undefined, (err: unknown) => err);
+    .then(
+      () => undefined,
+      (err: unknown) => err,
+    );
   t.ok(e instanceof OrchError && e.reason === "shell_not_found", "the agent's error reaches the caller");
-  t.equal((await first.deps.pool.query("SELECT 1 FROM link_grants WHERE ref = $1", [FAILED])).rowCount, 0, "nothing stored");
-  t.equal(await receivesNothingOn(linkC, `orch.term.${FAILED}.in`, `orch.term.${SC}.in`), 0, "the subscription made during the open is gone");
+  t.equal(
+    (await first.deps.pool.query("SELECT 1 FROM link_grants WHERE ref = $1", [FAILED])).rowCount,
+    0,
+    "nothing stored",
+  );
+  t.equal(
+    await receivesNothingOn(linkC, `orch.term.${FAILED}.in`, `orch.term.${SC}.in`),
+    0,
+    "the subscription made during the open is gone",
+  );
   sub(linkC.send(), `orch.term.${FAILED}.in`);
-  t.equal(await receivesNothingOn(linkC, `orch.term.${FAILED}.in`, `orch.term.${SC}.in`), 0, "and cannot be made again");
+  t.equal(
+    await receivesNothingOn(linkC, `orch.term.${FAILED}.in`, `orch.term.${SC}.in`),
+    0,
+    "and cannot be made again",
+  );
 });
 
 t.test("progress may be published only for an Execute relayed to that agent", async (t) => {
@@ -194,7 +258,11 @@ t.test("progress may be published only for an Execute relayed to that agent", as
   await state(idA.nodeId).execute({ operationId: "01OPA", mode: "plan" });
   await state(idB.nodeId).execute({ operationId: "01OPB", mode: "plan" });
   await eventually(() => progress.seen.filter((m) => m.text.includes("r1")).length === 2);
-  t.same(progress.seen.map((m) => m.subject).sort(), ["orch.state.progress.01OPA", "orch.state.progress.01OPB"], "each agent's own progress arrives");
+  t.same(
+    progress.seen.map((m) => m.subject).sort(),
+    ["orch.state.progress.01OPA", "orch.state.progress.01OPB"],
+    "each agent's own progress arrives",
+  );
   const row = await first.deps.pool.query("SELECT node_id FROM link_grants WHERE kind = 'progress' AND ref = '01OPA'");
   t.same(row.rows, [{ node_id: idA.nodeId }]);
 
@@ -202,9 +270,17 @@ t.test("progress may be published only for an Execute relayed to that agent", as
   pub(linkA.send(), "orch.state.progress.01NEVEREXECUTED", "unasked-by-A");
   pub(linkA.send(), "orch.state.progress.01OPA", "barrier-A");
   pub(linkB.send(), "orch.state.progress.01OPB", "barrier-B");
-  await eventually(() => progress.seen.some((m) => m.text === "barrier-A") && progress.seen.some((m) => m.text === "barrier-B"));
-  t.notOk(progress.seen.some((m) => m.text === "forged-by-B"), "B cannot forge A's operation progress");
-  t.notOk(progress.seen.some((m) => m.text === "unasked-by-A"), "A cannot publish for an operation never executed on it");
+  await eventually(
+    () => progress.seen.some((m) => m.text === "barrier-A") && progress.seen.some((m) => m.text === "barrier-B"),
+  );
+  t.notOk(
+    progress.seen.some((m) => m.text === "forged-by-B"),
+    "B cannot forge A's operation progress",
+  );
+  t.notOk(
+    progress.seen.some((m) => m.text === "unasked-by-A"),
+    "A cannot publish for an operation never executed on it",
+  );
   progress.stop();
 });
 
@@ -225,7 +301,11 @@ t.test("after moving to another replica, the agent keeps its sessions (grants fr
   pub(linkA.send(), `orch.term.${S}.out`, "resumed");
   await eventually(() => out.seen.some((m) => m.text === "resumed"));
   out.stop();
-  t.equal(await receivesNothingOn(linkA, `orch.term.${SB}.in`, `orch.term.${S}.in`), 0, "the second replica still refuses B's session to A");
+  t.equal(
+    await receivesNothingOn(linkA, `orch.term.${SB}.in`, `orch.term.${S}.in`),
+    0,
+    "the second replica still refuses B's session to A",
+  );
 
   // Granted elsewhere after this link loaded its grants: found by the lookup on a miss, frames kept in order.
   const S3 = "01SESSIONLATEGRANT";
@@ -234,7 +314,11 @@ t.test("after moving to another replica, the agent keeps its sessions (grants fr
   await late.ready();
   for (let i = 0; i < 50; i++) pub(linkA.send(), `orch.term.${S3}.out`, String(i));
   await eventually(() => late.seen.length === 50);
-  t.same(late.seen.map((m) => Number(m.text)), [...Array(50).keys()], "output order survives the lookup");
+  t.same(
+    late.seen.map((m) => Number(m.text)),
+    [...Array(50).keys()],
+    "output order survives the lookup",
+  );
   late.stop();
 });
 
@@ -244,7 +328,11 @@ t.test("when the link drops, each subscribed session gets an exit so its recorde
   linkA.close();
   await linkA.outcome;
   const exit = await eventually(() => ctl.seen.find((m) => m.subject === `orch.term.${S}.ctl`));
-  t.same(JSON.parse(exit.text), { type: "exit", code: -1, signal: 0, reason: "agent_disconnected" }, "what services/terminal fails as agent_lost");
+  t.same(
+    JSON.parse(exit.text),
+    { type: "exit", code: -1, signal: 0, reason: "agent_disconnected" },
+    "what services/terminal fails as agent_lost",
+  );
   ctl.stop();
 });
 
@@ -265,14 +353,20 @@ t.test("a replica that shuts down does not end the sessions of its agents (they 
   t.match(await link.outcome, { kind: "closed", wasUp: true });
   // The replica's connection is closed (flushed) by now, so an exit it had published would be here.
   await nc.flush();
-  t.notOk(ctl.seen.some((m) => m.text.includes("agent_disconnected")), "no exit published");
+  t.notOk(
+    ctl.seen.some((m) => m.text.includes("agent_disconnected")),
+    "no exit published",
+  );
   t.ok(third.records().some((r) => r.msg === "agent link closed" && r.reason === "server_shutdown"));
   ctl.stop();
 });
 
 t.test("agents.terminal_grant_hours: 24 by default, must be positive", async (t) => {
   t.equal(agentsConfigSchema.parse({ agents: { insecure: true } }).agents.terminal_grant_hours, 24);
-  t.equal(agentsConfigSchema.parse({ agents: { insecure: true, terminal_grant_hours: 9 } }).agents.terminal_grant_hours, 9);
+  t.equal(
+    agentsConfigSchema.parse({ agents: { insecure: true, terminal_grant_hours: 9 } }).agents.terminal_grant_hours,
+    9,
+  );
   t.throws(() => agentsConfigSchema.parse({ agents: { insecure: true, terminal_grant_hours: 0 } }));
 });
 
@@ -283,7 +377,10 @@ t.test("expired grants are pruned, live ones kept (idempotent)", async (t) => {
   await grantsDb.put(first.deps.pool, "e".repeat(32), { kind: "terminal", ref: "01LIVE" }, now + 60_000);
   t.equal(await grantsDb.prune(first.deps.pool, now, 1), 2, "in batches");
   t.equal(await grantsDb.prune(first.deps.pool, now), 0);
-  t.same((await grantsDb.live(first.deps.pool, "e".repeat(32), now)).map((g) => g.ref), ["01LIVE"]);
+  t.same(
+    (await grantsDb.live(first.deps.pool, "e".repeat(32), now)).map((g) => g.ref),
+    ["01LIVE"],
+  );
   // A re-grant never shortens a grant.
   await grantsDb.put(first.deps.pool, "e".repeat(32), { kind: "terminal", ref: "01LIVE" }, now + 1000);
   t.equal((await grantsDb.live(first.deps.pool, "e".repeat(32), now))[0]!.expires_at, now + 60_000);

@@ -6,7 +6,14 @@ import t from "tap";
 import * as grpc from "@grpc/grpc-js";
 import { agentLinkGrpcDefinition, type AgentFrame, type ServerFrame } from "@orch/contracts";
 import { createTestDatabase, eventually, startNats } from "@orch/kit/testing";
-import { agentsClient, collectEvents, memIdentity, startAgentsService, testCaCredentials, testLink } from "./harness.js";
+import {
+  agentsClient,
+  collectEvents,
+  memIdentity,
+  startAgentsService,
+  testCaCredentials,
+  testLink,
+} from "./harness.js";
 
 // The signed handshake of DESIGN §6 over real gRPC: Hello → Challenge → signature → Welcome or Refusal.
 const nats = await startNats();
@@ -21,7 +28,8 @@ t.teardown(async () => {
   await nats.stop();
 });
 
-const row = (nodeId: string) => svc.deps.pool.query("SELECT * FROM agents WHERE node_id = $1", [nodeId]).then((r) => r.rows[0]);
+const row = (nodeId: string) =>
+  svc.deps.pool.query("SELECT * FROM agents WHERE node_id = $1", [nodeId]).then((r) => r.rows[0]);
 
 t.test("a good signature is welcomed as pending, registered and connected", async (t) => {
   const id = memIdentity();
@@ -82,7 +90,11 @@ t.test("a malformed public key is refused", async (t) => {
 t.test("a stream that never says hello is closed after the handshake timeout", async (t) => {
   const client = new grpc.Client(svc.server, testCaCredentials());
   const def = agentLinkGrpcDefinition.connect;
-  const call = client.makeBidiStreamRequest<AgentFrame, ServerFrame>(def.path, def.requestSerialize, def.responseDeserialize);
+  const call = client.makeBidiStreamRequest<AgentFrame, ServerFrame>(
+    def.path,
+    def.requestSerialize,
+    def.responseDeserialize,
+  );
   const frames: ServerFrame[] = [];
   call.on("data", (f: ServerFrame) => frames.push(f));
   await new Promise<void>((resolve) => {
@@ -91,7 +103,10 @@ t.test("a stream that never says hello is closed after the handshake timeout", a
   });
   client.close();
   t.equal(frames[0]?.frame.case, "refusal");
-  t.equal(frames[0]?.frame.value && "reason" in frames[0].frame.value ? frames[0].frame.value.reason : "", "handshake_timeout");
+  t.equal(
+    frames[0]?.frame.value && "reason" in frames[0].frame.value ? frames[0].frame.value.reason : "",
+    "handshake_timeout",
+  );
 });
 
 t.test("a rejected agent is told at once and refused at every later handshake", async (t) => {
@@ -99,12 +114,20 @@ t.test("a rejected agent is told at once and refused at every later handshake", 
   const link = testLink(svc.server, id);
   await link.up();
   await c.setApproval({ nodeId: id.nodeId, status: "rejected" }, as);
-  t.match(await link.outcome, { kind: "refused", reason: "agent_rejected", wasUp: true }, "the live link is refused and closed");
+  t.match(
+    await link.outcome,
+    { kind: "refused", reason: "agent_rejected", wasUp: true },
+    "the live link is refused and closed",
+  );
   await eventually(async () => (await row(id.nodeId)).connected === false);
   const connectedBefore = ev.of("agent.connected", id.nodeId).length;
 
   const retry = testLink(svc.server, id);
-  t.match(await retry.outcome, { kind: "refused", reason: "agent_rejected", wasUp: false }, "reconnecting is refused before any welcome");
+  t.match(
+    await retry.outcome,
+    { kind: "refused", reason: "agent_rejected", wasUp: false },
+    "reconnecting is refused before any welcome",
+  );
   t.equal((await row(id.nodeId)).connected, false);
   t.equal(ev.of("agent.connected", id.nodeId).length, connectedBefore, "no connected event for a refused agent");
 });
@@ -141,7 +164,29 @@ t.test("TLS: the link serves the configured certificate", async (t) => {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const cert = join(dir, "cert.pem");
   const key = join(dir, "key.pem");
-  execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert, "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"], { stdio: "ignore" });
+  execFileSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-keyout",
+      key,
+      "-out",
+      cert,
+      "-days",
+      "1",
+      "-subj",
+      "/CN=localhost",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1,DNS:localhost",
+    ],
+    { stdio: "ignore" },
+  );
   const tls = await startAgentsService(nats, db, { tls_cert: cert, tls_key: key });
   t.teardown(() => tls.stop());
 

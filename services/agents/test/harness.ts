@@ -6,7 +6,15 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { fromBinary } from "@bufbuild/protobuf";
 import { credentials as grpcCredentials, type ChannelCredentials } from "@grpc/grpc-js";
-import { AgentsService, AuditEventSchema, nodeIdFromPublicKey, type AuditEvent, type BusMessage, type Request, type Welcome } from "@orch/contracts";
+import {
+  AgentsService,
+  AuditEventSchema,
+  nodeIdFromPublicKey,
+  type AuditEvent,
+  type BusMessage,
+  type Request,
+  type Welcome,
+} from "@orch/contracts";
 import { rpcClient, type Actor, type NatsConnection } from "@orch/kit";
 import { serviceDeps, eventually, testLinkTls, type DbHandle, type NatsHandle } from "@orch/kit/testing";
 import { agentsConfigSchema } from "../src/config.js";
@@ -65,8 +73,10 @@ export function collectEvents(nc: NatsConnection) {
   const sub = nc.subscribe("audit.>", { callback: (_e, m) => void events.push(fromBinary(AuditEventSchema, m.data)) });
   return {
     events,
-    of: (type: string, targetId?: string) => events.filter((e) => e.eventType === type && (!targetId || e.target?.id === targetId)),
-    wait: (type: string, targetId?: string, timeoutMs = 10_000) => eventually(() => events.find((e) => e.eventType === type && (!targetId || e.target?.id === targetId)), timeoutMs),
+    of: (type: string, targetId?: string) =>
+      events.filter((e) => e.eventType === type && (!targetId || e.target?.id === targetId)),
+    wait: (type: string, targetId?: string, timeoutMs = 10_000) =>
+      eventually(() => events.find((e) => e.eventType === type && (!targetId || e.target?.id === targetId)), timeoutMs),
     stop: () => sub.unsubscribe(),
   };
 }
@@ -87,7 +97,10 @@ export interface AgentProcess {
  * A real orch-agent process (agent/dist/main.js) with its own data dir (kept across restarts when
  * given). Unless the test chooses how it trusts the server, it trusts the test CA (`--ca`).
  */
-export function spawnAgent(args: string[], opts: { dataDir?: string; env?: Record<string, string> } = {}): AgentProcess {
+export function spawnAgent(
+  args: string[],
+  opts: { dataDir?: string; env?: Record<string, string> } = {},
+): AgentProcess {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "orch-agent-t-"));
   const env: Record<string, string | undefined> = { ...process.env, ...(opts.env ?? {}) };
   const trust = choosesTrust(args, env) ? [] : ["--ca", testLinkTls().caCert];
@@ -110,14 +123,16 @@ export function spawnAgent(args: string[], opts: { dataDir?: string; env?: Recor
         return [];
       }
     });
-  const waitFor = (pred: (r: Record<string, any>) => boolean, timeoutMs = 15_000) => eventually(() => records().find(pred), timeoutMs);
+  const waitFor = (pred: (r: Record<string, any>) => boolean, timeoutMs = 15_000) =>
+    eventually(() => records().find(pred), timeoutMs);
   return {
     child,
     dataDir,
     lines,
     records,
     waitFor,
-    nodeId: async () => (await waitFor((r) => typeof r.node_id === "string" && r.msg === "orch-agent starting")).node_id as string,
+    nodeId: async () =>
+      (await waitFor((r) => typeof r.node_id === "string" && r.msg === "orch-agent starting")).node_id as string,
     exited,
     async signal(sig) {
       if (child.exitCode !== null || child.signalCode !== null) return;
@@ -148,7 +163,11 @@ export function memIdentity(): Identity {
   const { privateKey, publicKey } = generateKeyPairSync("ed25519");
   const der = publicKey.export({ format: "der", type: "spki" });
   const raw = der.subarray(der.length - 32);
-  return { nodeId: nodeIdFromPublicKey(raw), publicKeyHex: raw.toString("hex"), sign: (d) => sign(null, d, privateKey) };
+  return {
+    nodeId: nodeIdFromPublicKey(raw),
+    publicKeyHex: raw.toString("hex"),
+    sign: (d) => sign(null, d, privateKey),
+  };
 }
 
 export const quietLog: AgentLogger = { debug() {}, info() {}, warn() {}, error() {} };
@@ -164,7 +183,15 @@ export interface TestLink {
 }
 
 /** Opens one link with openLink and records what the server sends. */
-export function testLink(server: string, identity: Identity, opts: { attributes?: Record<string, string>; onRequest?: (r: Request, send: Send) => void; credentials?: ChannelCredentials } = {}): TestLink {
+export function testLink(
+  server: string,
+  identity: Identity,
+  opts: {
+    attributes?: Record<string, string>;
+    onRequest?: (r: Request, send: Send) => void;
+    credentials?: ChannelCredentials;
+  } = {},
+): TestLink {
   const welcomes: Welcome[] = [];
   const requests: Request[] = [];
   const messages: BusMessage[] = [];
@@ -195,7 +222,11 @@ export function testLink(server: string, identity: Identity, opts: { attributes?
     requests,
     messages,
     send: () => linkSend!,
-    up: () => Promise.race([eventually(() => welcomes[0]), attempt.done.then((o) => Promise.reject(new Error(`link ended: ${JSON.stringify(o)}`)))]),
+    up: () =>
+      Promise.race([
+        eventually(() => welcomes[0]),
+        attempt.done.then((o) => Promise.reject(new Error(`link ended: ${JSON.stringify(o)}`))),
+      ]),
     close: () => attempt.close(),
   };
 }

@@ -53,13 +53,16 @@ function run(env: Record<string, string>, withInfra = true): Run {
   child.stderr!.on("data", (d: Buffer) => out.push(d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   const records = () =>
-    out.join("").split("\n").flatMap((l) => {
-      try {
-        return [JSON.parse(l) as Record<string, any>];
-      } catch {
-        return [];
-      }
-    });
+    out
+      .join("")
+      .split("\n")
+      .flatMap((l) => {
+        try {
+          return [JSON.parse(l) as Record<string, any>];
+        } catch {
+          return [];
+        }
+      });
   return { child, out, records, exited };
 }
 
@@ -74,7 +77,10 @@ t.test("built service exists", async (t) => {
 
 t.test("config: no TLS material and no insecure → refused, with what to set", async (t) => {
   const issues = agentsConfigSchema.safeParse({}).error?.issues ?? [];
-  t.match(issues.map((i) => i.path.join(".")), ["agents.tls_cert"]);
+  t.match(
+    issues.map((i) => i.path.join(".")),
+    ["agents.tls_cert"],
+  );
   t.match(issues[0]?.message, /agents\.tls_cert and agents\.tls_key.*agents\.insecure: true/);
   t.notOk(agentsConfigSchema.safeParse({ agents: { tls_cert: "/c" } }).success, "cert without key");
   t.notOk(agentsConfigSchema.safeParse({ agents: { tls_key: "/k" } }).success, "key without cert");
@@ -95,8 +101,11 @@ t.test("the process without TLS material exits 2 before connecting to anything",
 t.test("unreadable or mismatched certificate files fail the start, naming the file", async (t) => {
   const ca = ensureDevCa(join(dir, "a"));
   const other = ensureDevCa(join(dir, "b"));
-  const files = (cert: string, key: string) =>
-    ({ ORCH_AGENTS_TLS_CERT: cert, ORCH_AGENTS_TLS_KEY: key, ORCH_AGENTS_LINK_PORT: "0" });
+  const files = (cert: string, key: string) => ({
+    ORCH_AGENTS_TLS_CERT: cert,
+    ORCH_AGENTS_TLS_KEY: key,
+    ORCH_AGENTS_LINK_PORT: "0",
+  });
   const missing = run(files(join(dir, "nope.crt"), ca.serverKey));
   t.not(await missing.exited, 0);
   t.match(missing.out.join(""), /agents\.tls_cert: cannot read .*nope\.crt/);
@@ -123,7 +132,10 @@ t.test("started as `npm run up` starts it: TLS only, and it prints the fingerpri
   await waitForPort(port, 10_000);
   t.equal(printed.fingerprint, ca.fingerprint, "the server certificate's fingerprint is logged");
   t.same(printed.ca_fingerprints, [ca.caFingerprint], "and its CA's, sent in the chain");
-  t.match(svc.records().find((r) => r.msg === "agent link listening"), { tls: true });
+  t.match(
+    svc.records().find((r) => r.msg === "agent link listening"),
+    { tls: true },
+  );
 
   const presented = await new Promise<string[]>((resolve, reject) => {
     const s = tlsConnect({ host: "127.0.0.1", port, rejectUnauthorized: false, ALPNProtocols: ["h2"] }, () => {
@@ -185,7 +197,10 @@ t.test("insecure: true runs a plaintext link, and says so as a warning", async (
   const warn = await eventually(() => svc.records().find((r) => /PLAINTEXT/.test(String(r.msg))), 30_000);
   t.equal(warn.level, 40, "a warning");
   t.match(warn.msg, /agents cannot authenticate this server/);
-  t.match(svc.records().find((r) => r.msg === "agent link listening"), { tls: false });
+  t.match(
+    svc.records().find((r) => r.msg === "agent link listening"),
+    { tls: false },
+  );
   const link = testLink(`127.0.0.1:${port}`, memIdentity(), { credentials: grpc.credentials.createInsecure() });
   t.equal((await link.up()).status, "pending");
   link.close();

@@ -22,10 +22,14 @@ t.teardown(async () => {
   await nats.stop();
 });
 
-const control = (nodeId: string, timeoutMs = 3000) => rpcClient(nc, "", AgentControlService, { timeoutMs, subjectBase: `orch.agent.${nodeId}` });
+const control = (nodeId: string, timeoutMs = 3000) =>
+  rpcClient(nc, "", AgentControlService, { timeoutMs, subjectBase: `orch.agent.${nodeId}` });
 
 async function failure(p: Promise<unknown>): Promise<OrchError> {
-  const e = await p.then(() => undefined, (err: unknown) => err);
+  const e = await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
   if (!(e instanceof OrchError)) throw new Error(`expected an OrchError, got ${String(e)}`);
   return e;
 }
@@ -58,9 +62,25 @@ t.test("relay: payload untouched, deadline carried, errors mapped, timeouts and 
     onRequest(r, send) {
       if (mode === "echo") {
         const req = fromBinary(PingRequestSchema, r.payload);
-        send({ frame: { case: "response", value: { id: r.id, payload: toBinary(PingResponseSchema, create(PingResponseSchema, { payload: `echo:${req.payload}`, nodeId: "fake" })) } } });
+        send({
+          frame: {
+            case: "response",
+            value: {
+              id: r.id,
+              payload: toBinary(
+                PingResponseSchema,
+                create(PingResponseSchema, { payload: `echo:${req.payload}`, nodeId: "fake" }),
+              ),
+            },
+          },
+        });
       } else if (mode === "error") {
-        send({ frame: { case: "response", value: { id: r.id, error: { code: "NOT_FOUND", reason: "thing_missing", message: "no such thing" } } } });
+        send({
+          frame: {
+            case: "response",
+            value: { id: r.id, error: { code: "NOT_FOUND", reason: "thing_missing", message: "no such thing" } },
+          },
+        });
       }
     },
   });
@@ -72,7 +92,10 @@ t.test("relay: payload untouched, deadline carried, errors mapped, timeouts and 
   t.equal((await control(id.nodeId, 4000).ping({ payload: "p" })).payload, "echo:p");
   const r = link.requests.at(-1)!;
   t.equal(r.method, "Ping", "method = last subject token");
-  t.ok(r.deadline >= before + 3000 && r.deadline <= Date.now() + 4000, "deadline comes from the caller's orch-deadline header");
+  t.ok(
+    r.deadline >= before + 3000 && r.deadline <= Date.now() + 4000,
+    "deadline comes from the caller's orch-deadline header",
+  );
 
   mode = "error";
   const e = await failure(control(id.nodeId).ping({ payload: "p" }));
@@ -85,7 +108,11 @@ t.test("relay: payload untouched, deadline carried, errors mapped, timeouts and 
   t.equal(timedOut.code, "DEADLINE_EXCEEDED", "a silent agent costs the caller its own timeout, no more");
 
   // The raw request outlives the link: the relay answers for the agent that went away.
-  const raw = nc.request(`orch.agent.${id.nodeId}.Ping`, toBinary(PingRequestSchema, create(PingRequestSchema, { payload: "p" })), { timeout: 10_000 });
+  const raw = nc.request(
+    `orch.agent.${id.nodeId}.Ping`,
+    toBinary(PingRequestSchema, create(PingRequestSchema, { payload: "p" })),
+    { timeout: 10_000 },
+  );
   await eventually(() => link.requests.length >= 4);
   link.close();
   const reply = await raw;
@@ -121,13 +148,21 @@ t.test("bus bridge: only allowed subjects, both directions, cleaned up with the 
   nc.publish("orch.auth.revoked", new Uint8Array([1]));
   nc.publish("orch.term.s1.in", new Uint8Array([8]));
   await eventually(() => link.messages.some((m) => m.data[0] === 8));
-  t.notOk(link.messages.some((m) => m.subject === "orch.auth.revoked"), "forbidden subscription not made");
+  t.notOk(
+    link.messages.some((m) => m.subject === "orch.auth.revoked"),
+    "forbidden subscription not made",
+  );
 
   link.close();
   await link.outcome;
   await eventually(async () => {
-    const err = await nc.request("orch.term.s1.in", new Uint8Array(), { timeout: 2000 }).then(() => undefined, (e: Error) => e);
-    return err && /no responders/i.test(`${err.message} ${String((err as { cause?: unknown }).cause ?? "")} ${err.name}`);
+    const err = await nc.request("orch.term.s1.in", new Uint8Array(), { timeout: 2000 }).then(
+      () => undefined,
+      (e: Error) => e,
+    );
+    return (
+      err && /no responders/i.test(`${err.message} ${String((err as { cause?: unknown }).cause ?? "")} ${err.name}`)
+    );
   });
   t.pass("no subscription is left on the bus after the link ends");
 });
@@ -139,7 +174,15 @@ t.test("agents of a replica that died are marked disconnected by the sweep", asy
      VALUES ($1, $2, 'ghost-1', 'approved', true, 'dead-replica', 's1', $3, $3)`,
     ["b".repeat(32), "c".repeat(64), now],
   );
-  const n = await sweepOrphans({ pool: svc.deps.pool, events: svc.deps.events, clock: { now: () => now }, log: silentLogger(), replica: svc.svc.replica, heartbeatMs: 5000, timeoutMs: 20_000 });
+  const n = await sweepOrphans({
+    pool: svc.deps.pool,
+    events: svc.deps.events,
+    clock: { now: () => now },
+    log: silentLogger(),
+    replica: svc.svc.replica,
+    heartbeatMs: 5000,
+    timeoutMs: 20_000,
+  });
   t.equal(n, 1);
   t.equal((await c.getAgent({ id: "ghost-1" }, as)).connected, false);
   const e = await ev.wait("agent.disconnected", "b".repeat(32));

@@ -11,7 +11,10 @@ export const auditConfigSchema = baseConfigSchema.extend({
       /** Delay of the first run after start (a service restarted more often than hourly still prunes). */
       prune_start_delay_seconds: z.number().min(0).default(5),
       /** Durable consumer name on the AUDIT stream. */
-      consumer: z.string().regex(/^[A-Za-z0-9_-]+$/).default("audit"),
+      consumer: z
+        .string()
+        .regex(/^[A-Za-z0-9_-]+$/)
+        .default("audit"),
       /** Events inserted per statement. */
       batch_size: z.number().int().min(1).max(5000).default(1000),
       /** Unacknowledged events the stream hands out at once (bounds memory while Postgres is down). */

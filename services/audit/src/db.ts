@@ -28,7 +28,8 @@ const clean = (s: string) => (s.includes("\u0000") ? s.replaceAll("\u0000", "\uF
 function cleanJson(v: JsonValue): JsonValue {
   if (typeof v === "string") return clean(v);
   if (Array.isArray(v)) return v.map(cleanJson);
-  if (v && typeof v === "object") return Object.fromEntries(Object.entries(v).map(([k, x]) => [clean(k), cleanJson(x as JsonValue)]));
+  if (v && typeof v === "object")
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [clean(k), cleanJson(x as JsonValue)]));
   return v;
 }
 
@@ -81,7 +82,9 @@ export const eventsDb = {
   },
 
   async head(db: Queryable): Promise<number> {
-    return Number((await db.query<{ head: number }>("SELECT coalesce(max(seq), 0) AS head FROM events")).rows[0]?.head ?? 0);
+    return Number(
+      (await db.query<{ head: number }>("SELECT coalesce(max(seq), 0) AS head FROM events")).rows[0]?.head ?? 0,
+    );
   },
 
   /**
@@ -115,7 +118,12 @@ export const eventsDb = {
     return (await db.query<EventRow>(q.text, q.values)).rows;
   },
 
-  async tail(db: Queryable, f: Filter, position: number, limit: number): Promise<{ head: number; rows: Array<EventRow & { seq: number }> }> {
+  async tail(
+    db: Queryable,
+    f: Filter,
+    position: number,
+    limit: number,
+  ): Promise<{ head: number; rows: Array<EventRow & { seq: number }> }> {
     const q = tailQuery(f, position, limit);
     const res = await db.query<EventRow & { seq: number | null; head: number }>(q.text, q.values);
     const head = Number(res.rows[0]?.head ?? 0);
@@ -129,7 +137,9 @@ export const eventsDb = {
   async seqOf(db: Queryable, id: string): Promise<number> {
     const exact = await db.query<{ seq: number }>("SELECT seq FROM events WHERE id = $1", [id]);
     if (exact.rows[0]) return Number(exact.rows[0].seq);
-    const before = await db.query<{ seq: number }>("SELECT seq FROM events WHERE id < $1 ORDER BY id DESC LIMIT 1", [id]);
+    const before = await db.query<{ seq: number }>("SELECT seq FROM events WHERE id < $1 ORDER BY id DESC LIMIT 1", [
+      id,
+    ]);
     return Number(before.rows[0]?.seq ?? 0);
   },
 
@@ -152,7 +162,8 @@ export const eventsDb = {
   },
 };
 
-export const storedEvent = (r: EventRow & { seq: number }): StoredEvent => create(StoredEventSchema, { event: toEvent(r), seq: r.seq });
+export const storedEvent = (r: EventRow & { seq: number }): StoredEvent =>
+  create(StoredEventSchema, { event: toEvent(r), seq: r.seq });
 
 export interface RetentionOverride {
   retention_days: number;

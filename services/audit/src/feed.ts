@@ -23,7 +23,14 @@ const PER_MESSAGE = 100;
  */
 export function encodeFeed(events: Stored[]): Uint8Array {
   const w = new BinaryWriter();
-  for (const e of events) w.tag(1, WireType.LengthDelimited).fork().tag(1, WireType.LengthDelimited).bytes(e.bytes).tag(2, WireType.Bit64).double(e.seq).join();
+  for (const e of events)
+    w.tag(1, WireType.LengthDelimited)
+      .fork()
+      .tag(1, WireType.LengthDelimited)
+      .bytes(e.bytes)
+      .tag(2, WireType.Bit64)
+      .double(e.seq)
+      .join();
   return w.finish();
 }
 

@@ -24,23 +24,30 @@ const TYPE_RE = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 const CONTROL_RE = /[\u0000-\u001f\u007f]/;
 const MAX_TIME = 8.64e15;
 
-const badFilter = (parameter: string, message: string) => invalid("invalid_filter", `${parameter} ${message}`, { parameter });
+const badFilter = (parameter: string, message: string) =>
+  invalid("invalid_filter", `${parameter} ${message}`, { parameter });
 
 function ref(parameter: string, v: string | undefined): string | undefined {
   if (!v) return undefined;
-  if (v.length > 256 || CONTROL_RE.test(v)) throw badFilter(parameter, "must be at most 256 characters without control characters");
+  if (v.length > 256 || CONTROL_RE.test(v))
+    throw badFilter(parameter, "must be at most 256 characters without control characters");
   return v;
 }
 
 function dotted(parameter: string, v: string | undefined): string | undefined {
   if (!v) return undefined;
-  if (v.length > 128 || !TYPE_RE.test(v)) throw badFilter(parameter, "must be dotted segments of letters, digits, '_' or '-' (e.g. agent or agent.tags.updated)");
+  if (v.length > 128 || !TYPE_RE.test(v))
+    throw badFilter(
+      parameter,
+      "must be dotted segments of letters, digits, '_' or '-' (e.g. agent or agent.tags.updated)",
+    );
   return v;
 }
 
 function time(parameter: string, v: number | undefined): number | undefined {
   if (v === undefined) return undefined;
-  if (!Number.isFinite(v) || v < 0 || v > MAX_TIME) throw invalid("invalid_timestamp", `${parameter} must be a time after 1970`, { parameter });
+  if (!Number.isFinite(v) || v < 0 || v > MAX_TIME)
+    throw invalid("invalid_timestamp", `${parameter} must be a time after 1970`, { parameter });
   return v;
 }
 
@@ -101,7 +108,8 @@ function categoryCondition(category: string, p: Params): string {
   return `(event_type = ${c} OR starts_with(event_type, ${c} || '.'))`;
 }
 
-export const EVENT_COLUMNS = "id, ts, event_type, severity, summary, actor_id, actor_name, actor_type, target_id, target_name, target_type, metadata";
+export const EVENT_COLUMNS =
+  "id, ts, event_type, severity, summary, actor_id, actor_name, actor_type, target_id, target_name, target_type, metadata";
 
 /**
  * One page, newest first. The agent filter (4 ways to match) and the operator filter (2 ways)
@@ -120,7 +128,8 @@ export function listQuery(f: Filter, cursor: string | undefined, limit: number):
   const common = commonConditions(f, p, { operatorInline: f.agent !== undefined });
   if (cursor !== undefined) common.push(`id < ${p.add(cursor)}`);
   const n = p.add(limit);
-  const select = (branch: string) => `SELECT ${EVENT_COLUMNS} FROM events WHERE ${[branch, ...common].join(" AND ")} ORDER BY id DESC LIMIT ${n}`;
+  const select = (branch: string) =>
+    `SELECT ${EVENT_COLUMNS} FROM events WHERE ${[branch, ...common].join(" AND ")} ORDER BY id DESC LIMIT ${n}`;
   if (branches.length === 1) return { text: select(branches[0]!), values: p.values };
   const union = branches.map((b) => `(${select(b)})`).join(" UNION ALL ");
   return { text: `SELECT DISTINCT ON (id) * FROM (${union}) u ORDER BY id DESC LIMIT ${n}`, values: p.values };

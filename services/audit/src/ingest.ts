@@ -1,5 +1,12 @@
 import { fromBinary } from "@bufbuild/protobuf";
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  type ConsumerMessages,
+  type JsMsg,
+} from "@nats-io/jetstream";
 import { AuditEventSchema, type AuditEvent } from "@orch/contracts";
 import { AUDIT_STREAM, ensureAuditStream, withTx, type Logger, type NatsConnection, type Pool } from "@orch/kit";
 import { Counter, type Registry } from "prom-client";
@@ -51,10 +58,15 @@ function transient(err: unknown): boolean {
  */
 export function createIngest(deps: IngestDeps): Ingest {
   const { nc, pool, log, options } = deps;
-  const counter = (name: string, help: string) => (deps.metrics.getSingleMetric(name) as Counter | undefined) ?? new Counter({ name, help, registers: [deps.metrics] });
+  const counter = (name: string, help: string) =>
+    (deps.metrics.getSingleMetric(name) as Counter | undefined) ??
+    new Counter({ name, help, registers: [deps.metrics] });
   const stored = counter("audit_events_stored_total", "Events newly stored");
   const duplicates = counter("audit_events_duplicate_total", "Deliveries of events already stored");
-  const rejected = counter("audit_events_rejected_total", "Messages that could not be stored (undecodable or refused by Postgres)");
+  const rejected = counter(
+    "audit_events_rejected_total",
+    "Messages that could not be stored (undecodable or refused by Postgres)",
+  );
 
   // Keyed by stream sequence: a redelivery of a message still waiting here replaces it.
   const buffer = new Map<number, Received>();
@@ -105,7 +117,9 @@ export function createIngest(deps: IngestDeps): Ingest {
           for await (const s of msgs.status()) {
             if (s.type === "consumer_not_found" || s.type === "stream_not_found" || s.type === "consumer_deleted") {
               log.warn({ status: s.type }, "audit consumer missing; recreating it");
-              await ensureConsumer().catch((err) => log.warn({ err: (err as Error).message }, "cannot recreate the audit consumer yet"));
+              await ensureConsumer().catch((err) =>
+                log.warn({ err: (err as Error).message }, "cannot recreate the audit consumer yet"),
+              );
             }
           }
         })();
@@ -144,7 +158,8 @@ export function createIngest(deps: IngestDeps): Ingest {
       return;
     }
     const { row, skewed } = toRow(ev);
-    if (skewed) log.warn({ id, event_type: ev.eventType }, "event timestamp lies far from its id time; time filters may miss it");
+    if (skewed)
+      log.warn({ id, event_type: ev.eventType }, "event timestamp lies far from its id time; time filters may miss it");
     buffer.set(m.seq, { m, id, row });
     wake?.();
   }
@@ -154,7 +169,9 @@ export function createIngest(deps: IngestDeps): Ingest {
   }
 
   /** Inserts rows one by one after a batch was refused, so one bad event cannot block the rest. */
-  async function insertEach(rows: EventRow[]): Promise<{ inserted: Array<{ id: string; seq: number }>; refused: Set<string> }> {
+  async function insertEach(
+    rows: EventRow[],
+  ): Promise<{ inserted: Array<{ id: string; seq: number }>; refused: Set<string> }> {
     const inserted: Array<{ id: string; seq: number }> = [];
     const refused = new Set<string>();
     for (const row of rows) {
@@ -162,7 +179,10 @@ export function createIngest(deps: IngestDeps): Ingest {
         inserted.push(...(await insert([row])));
       } catch (err) {
         if (transient(err)) throw err;
-        log.error({ id: row.id, event_type: row.event_type, pg_code: (err as { code?: string }).code }, "Postgres refused an audit event; terminated");
+        log.error(
+          { id: row.id, event_type: row.event_type, pg_code: (err as { code?: string }).code },
+          "Postgres refused an audit event; terminated",
+        );
         refused.add(row.id);
       }
     }

@@ -18,7 +18,12 @@ export async function recordOwnEvent(db: Queryable, emit: Emit, input: EventInpu
   return ins.map((r) => ({ bytes: toBinary(AuditEventSchema, ev), seq: r.seq }));
 }
 
-export type Pruner = (cutoff: number, actor: Actor | Ref, trigger: "manual" | "retention", retentionDays?: number) => Promise<number>;
+export type Pruner = (
+  cutoff: number,
+  actor: Actor | Ref,
+  trigger: "manual" | "retention",
+  retentionDays?: number,
+) => Promise<number>;
 
 /**
  * Deletes events earlier than `cutoff` and records `audit.pruned` (who, cutoff, count) in the same

@@ -27,9 +27,14 @@ export function startRetentionJob(deps: AuditDeps, prune: Pruner): RetentionJob 
     return deleted;
   };
   // Once per period across all replicas: every run records an audit.pruned event.
-  const periodic = schedulePeriodic(deps, "audit.retention", deps.config.audit.prune_interval_minutes * 60_000, async (c) => {
-    await apply(c);
-  });
+  const periodic = schedulePeriodic(
+    deps,
+    "audit.retention",
+    deps.config.audit.prune_interval_minutes * 60_000,
+    async (c) => {
+      await apply(c);
+    },
+  );
   const first = setTimeout(() => void periodic.tick(), deps.config.audit.prune_start_delay_seconds * 1000);
   first.unref();
   return {

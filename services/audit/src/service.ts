@@ -33,7 +33,14 @@ export async function createAuditService(deps: AuditDeps): Promise<AuditServiceH
       stream: { replicas: config.nats.audit_stream_replicas, maxAgeDays: config.nats.audit_stream_max_age_days },
     },
   });
-  const rpc = serveRpc({ nc: deps.nc, idempotency: deps.idempotency, name: "audit", service: AuditService, log: deps.log, handlers: { ...queryHandlers(deps), ...retentionHandlers(deps, { prune, onStored }) } });
+  const rpc = serveRpc({
+    nc: deps.nc,
+    idempotency: deps.idempotency,
+    name: "audit",
+    service: AuditService,
+    log: deps.log,
+    handlers: { ...queryHandlers(deps), ...retentionHandlers(deps, { prune, onStored }) },
+  });
   await ingest.start();
   const job = startRetentionJob(deps, prune);
   return {
@@ -45,4 +52,3 @@ export async function createAuditService(deps: AuditDeps): Promise<AuditServiceH
     },
   };
 }
-

@@ -37,13 +37,27 @@ t.test("cursors are ULIDs (case-insensitive); anything else is invalid_cursor", 
   const id = ulid();
   t.equal(parseUlid(id.toLowerCase()), id);
   t.equal(parseCursor("cursor", ""), undefined);
-  for (const bad of ["x", `${id}0`, id.slice(1), "8ZZZZZZZZZZZZZZZZZZZZZZZZZ", "01ARZ3NDEKTSV4RRFFQ69G5FAU".replace("U", "I")]) {
-    t.same(reason(() => parseCursor("cursor", bad)), { reason: "invalid_cursor", parameter: "cursor" }, bad);
+  for (const bad of [
+    "x",
+    `${id}0`,
+    id.slice(1),
+    "8ZZZZZZZZZZZZZZZZZZZZZZZZZ",
+    "01ARZ3NDEKTSV4RRFFQ69G5FAU".replace("U", "I"),
+  ]) {
+    t.same(
+      reason(() => parseCursor("cursor", bad)),
+      { reason: "invalid_cursor", parameter: "cursor" },
+      bad,
+    );
   }
 });
 
 t.test("filter values are validated with the parameter named", async (t) => {
-  t.same(parseFilter({ agent: "web-1", category: "agent.tags", after: 5 }), { agent: "web-1", category: "agent.tags", after: 5 });
+  t.same(parseFilter({ agent: "web-1", category: "agent.tags", after: 5 }), {
+    agent: "web-1",
+    category: "agent.tags",
+    after: 5,
+  });
   const cases: Array<[Record<string, unknown>, string, string]> = [
     [{ category: "agent." }, "invalid_filter", "category"],
     [{ category: ".agent" }, "invalid_filter", "category"],
@@ -54,7 +68,12 @@ t.test("filter values are validated with the parameter named", async (t) => {
     [{ after: Number.NaN }, "invalid_timestamp", "after"],
     [{ before: -1 }, "invalid_timestamp", "before"],
   ];
-  for (const [f, code, parameter] of cases) t.same(reason(() => parseFilter(f)), { reason: code, parameter }, JSON.stringify(f));
+  for (const [f, code, parameter] of cases)
+    t.same(
+      reason(() => parseFilter(f)),
+      { reason: code, parameter },
+      JSON.stringify(f),
+    );
 });
 
 t.test("RFC 3339 parsing is strict about calendars and lenient about a decoded '+'", async (t) => {
@@ -63,24 +82,59 @@ t.test("RFC 3339 parsing is strict about calendars and lenient about a decoded '
   t.equal(parseRfc3339("2025-01-01T10:00:00 02:00"), Date.UTC(2025, 0, 1, 8), "'+' arrived as a space");
   t.equal(parseRfc3339("2025-01-01T10:00:00.5-05:30"), Date.UTC(2025, 0, 1, 15, 30, 0, 500));
   t.equal(parseRfc3339("2025-01-01t10:00z"), Date.UTC(2025, 0, 1, 10));
-  for (const bad of ["2025-02-29T00:00:00Z", "2025-04-31T00:00:00Z", "2025-01-01T24:00:00Z", "2025-01-01T10:60:00Z", "2025-01-01", "1700000000", "2025-01-01T10:00:00+24:00", "yesterday"]) {
+  for (const bad of [
+    "2025-02-29T00:00:00Z",
+    "2025-04-31T00:00:00Z",
+    "2025-01-01T24:00:00Z",
+    "2025-01-01T10:60:00Z",
+    "2025-01-01",
+    "1700000000",
+    "2025-01-01T10:00:00+24:00",
+    "yesterday",
+  ]) {
     t.equal(parseRfc3339(bad), undefined, bad);
   }
 });
 
 t.test("query parameters: known ones once, non-empty; unknown ones refused", async (t) => {
   const all = ["agent", "operator", "event_type", "category", "after", "before", "cursor", "limit"];
-  t.same(parseAuditQuery({ agent: "a", event_type: "x.y", limit: "10", cursor: ulidFloor(5).toLowerCase() }, all), { filter: { agent: "a", eventType: "x.y" }, limit: 10, cursor: ulidFloor(5) });
-  t.same(reason(() => parseAuditQuery({ limit: "0" }, all)), { reason: "invalid_limit", parameter: "limit" });
-  t.same(reason(() => parseAuditQuery({ limit: "00500" }, all)), { reason: "invalid_limit", parameter: "limit" }, "no padding tricks past 4 digits");
-  t.same(reason(() => parseAuditQuery({ after: ["a", "b"] }, all)), { reason: "invalid_timestamp", parameter: "after" });
-  t.same(reason(() => parseAuditQuery({ category: "" }, all)), { reason: "invalid_filter", parameter: "category" });
-  t.same(reason(() => parseAuditQuery({ limit: "5" }, ["cursor"])), { reason: "invalid_filter", parameter: "limit" });
+  t.same(parseAuditQuery({ agent: "a", event_type: "x.y", limit: "10", cursor: ulidFloor(5).toLowerCase() }, all), {
+    filter: { agent: "a", eventType: "x.y" },
+    limit: 10,
+    cursor: ulidFloor(5),
+  });
+  t.same(
+    reason(() => parseAuditQuery({ limit: "0" }, all)),
+    { reason: "invalid_limit", parameter: "limit" },
+  );
+  t.same(
+    reason(() => parseAuditQuery({ limit: "00500" }, all)),
+    { reason: "invalid_limit", parameter: "limit" },
+    "no padding tricks past 4 digits",
+  );
+  t.same(
+    reason(() => parseAuditQuery({ after: ["a", "b"] }, all)),
+    { reason: "invalid_timestamp", parameter: "after" },
+  );
+  t.same(
+    reason(() => parseAuditQuery({ category: "" }, all)),
+    { reason: "invalid_filter", parameter: "category" },
+  );
+  t.same(
+    reason(() => parseAuditQuery({ limit: "5" }, ["cursor"])),
+    { reason: "invalid_filter", parameter: "limit" },
+  );
 });
 
 t.test("the live-tail predicate", async (t) => {
   const ev = (type: string, actor: [string, string, string], target: [string, string, string], at = 1000) =>
-    create(AuditEventSchema, { id: ulid(at), timestamp: new Date(at).toISOString(), eventType: type, actor: { id: actor[0], name: actor[1], type: actor[2] }, target: { id: target[0], name: target[1], type: target[2] } });
+    create(AuditEventSchema, {
+      id: ulid(at),
+      timestamp: new Date(at).toISOString(),
+      eventType: type,
+      actor: { id: actor[0], name: actor[1], type: actor[2] },
+      target: { id: target[0], name: target[1], type: target[2] },
+    });
   const byAgent = ev("agent.approved", ["o1", "alice", "operator"], ["n1", "web-1", "agent"]);
   t.ok(matchesFilter({ agent: "web-1" }, byAgent));
   t.ok(matchesFilter({ agent: "n1", operator: "alice", category: "agent" }, byAgent));
@@ -94,7 +148,20 @@ t.test("the live-tail predicate", async (t) => {
 });
 
 t.test("the feed wraps the received bytes into a decodable AuditFeed", async (t) => {
-  const events = [1, 2, 3].map((i) => create(AuditEventSchema, { id: ulid(), eventType: `t.${i}`, summary: `s${i}`, metadata: { i, nested: { ok: true } } }));
-  const feed = fromBinary(AuditFeedSchema, encodeFeed(events.map((e, i) => ({ bytes: toBinary(AuditEventSchema, e), seq: 100 + i }))));
-  t.same(feed.events.map((s) => [s.seq, s.event?.id, s.event?.eventType, s.event?.metadata]), events.map((e, i) => [100 + i, e.id, e.eventType, { i: i + 1, nested: { ok: true } }]));
+  const events = [1, 2, 3].map((i) =>
+    create(AuditEventSchema, {
+      id: ulid(),
+      eventType: `t.${i}`,
+      summary: `s${i}`,
+      metadata: { i, nested: { ok: true } },
+    }),
+  );
+  const feed = fromBinary(
+    AuditFeedSchema,
+    encodeFeed(events.map((e, i) => ({ bytes: toBinary(AuditEventSchema, e), seq: 100 + i }))),
+  );
+  t.same(
+    feed.events.map((s) => [s.seq, s.event?.id, s.event?.eventType, s.event?.metadata]),
+    events.map((e, i) => [100 + i, e.id, e.eventType, { i: i + 1, nested: { ok: true } }]),
+  );
 });

@@ -14,7 +14,11 @@ export const AUDIT_MIGRATIONS = fileURLToPath(new URL("../migrations", import.me
  * One in-process audit service on the test NATS and database: short ack wait for redelivery tests,
  * and no scheduled retention run (tests call svc.runRetention()).
  */
-export async function startAudit(nats: NatsHandle, db: DbHandle, o: { audit?: Record<string, unknown>; clock?: Clock } = {}) {
+export async function startAudit(
+  nats: NatsHandle,
+  db: DbHandle,
+  o: { audit?: Record<string, unknown>; clock?: Clock } = {},
+) {
   const deps = await serviceDeps({
     name: "audit",
     nats,
@@ -22,7 +26,9 @@ export async function startAudit(nats: NatsHandle, db: DbHandle, o: { audit?: Re
     schema: "audit",
     migrations: AUDIT_MIGRATIONS,
     clock: o.clock ?? systemClock,
-    config: auditConfigSchema.parse({ audit: { ack_wait_ms: 2000, prune_start_delay_seconds: 86_400, prune_interval_minutes: 1440, ...(o.audit ?? {}) } }),
+    config: auditConfigSchema.parse({
+      audit: { ack_wait_ms: 2000, prune_start_delay_seconds: 86_400, prune_interval_minutes: 1440, ...(o.audit ?? {}) },
+    }),
   });
   const svc = await createAuditService(deps);
   return {
@@ -77,11 +83,17 @@ export async function publisher(nc: NatsConnection) {
   const js: JetStreamClient = jetstream(nc, { timeout: 10_000 });
   return async (events: AuditEvent[], concurrency = 200) => {
     for (let i = 0; i < events.length; i += concurrency) {
-      await Promise.all(events.slice(i, i + concurrency).map((e) => js.publish(`audit.${e.eventType}`, toBinary(AuditEventSchema, e), { msgID: e.id })));
+      await Promise.all(
+        events
+          .slice(i, i + concurrency)
+          .map((e) => js.publish(`audit.${e.eventType}`, toBinary(AuditEventSchema, e), { msgID: e.id })),
+      );
     }
   };
 }
 
-export async function countRows(db: { query: (q: string) => Promise<{ rows: Array<{ n: number }> }> }): Promise<number> {
+export async function countRows(db: {
+  query: (q: string) => Promise<{ rows: Array<{ n: number }> }>;
+}): Promise<number> {
   return Number((await db.query("SELECT count(*)::int AS n FROM events")).rows[0]?.n ?? 0);
 }

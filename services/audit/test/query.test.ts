@@ -38,14 +38,30 @@ const specs: Record<string, EventSpec> = {
   applied: { type: "state.apply.succeeded", actor: web1, target: { id: "base", name: "base", type: "module" } },
   lookalike: { type: "agents.bogus", actor: system, target: { id: "node-aaaa", name: "web-1", type: "host" } },
   bare: { type: "agent", actor: system, target: { id: "x", name: "x", type: "thing" } },
-  secret: { type: "secret.created", actor: alice, target: { id: "s1", name: "db-password", type: "secret" }, metadata: { restricted: true, tags: ["a", "b"], n: 3 } },
+  secret: {
+    type: "secret.created",
+    actor: alice,
+    target: { id: "s1", name: "db-password", type: "secret" },
+    metadata: { restricted: true, tags: ["a", "b"], n: 3 },
+  },
   bobCreated: { type: "operator.created", actor: system, target: bob },
-  loginFailed: { type: "auth.login.failed", actor: system, target: { id: "ab12", name: "ab12", type: "public_key" }, severity: "warning" },
+  loginFailed: {
+    type: "auth.login.failed",
+    actor: system,
+    target: { id: "ab12", name: "ab12", type: "public_key" },
+    severity: "warning",
+  },
   approvedOther: { type: "agent.approved", actor: alice, target: { id: "node-cccc", name: "cache-1", type: "agent" } },
-  impostor: { type: "operator.created", actor: { id: "op-web", name: "web-1", type: "operator" }, target: { id: "z", name: "z", type: "operator" } },
+  impostor: {
+    type: "operator.created",
+    actor: { id: "op-web", name: "web-1", type: "operator" },
+    target: { id: "z", name: "z", type: "operator" },
+  },
 };
 const ev = Object.fromEntries(Object.entries(specs).map(([k, s], i) => [k, event({ ...s, at: base + i * HOUR })]));
-const walk = Array.from({ length: 1234 }, (_, i) => event({ type: "walk.step", at: base + 20 * HOUR + i * 1000, metadata: { i } }));
+const walk = Array.from({ length: 1234 }, (_, i) =>
+  event({ type: "walk.step", at: base + 20 * HOUR + i * 1000, metadata: { i } }),
+);
 // A random population in its own window, to compare the SQL filters with the live-tail predicate.
 const randStart = base - 5 * 24 * HOUR;
 // Seeded (mulberry32), so a failure reproduces.
@@ -67,15 +83,44 @@ const refs = [
   { id: "r-web", name: "r-x", type: "operator" },
   { id: "r-m", name: "r-db", type: "module" },
 ];
-const types = ["agent", "agent.approved", "agent.tags.updated", "agents.x", "state.apply.failed", "state.plan.completed", "state", "auth.login.failed"];
-const random = Array.from({ length: 400 }, (_, i) => event({ type: pickOf(types), at: randStart + i * 60_000, actor: pickOf(refs), target: pickOf(refs) }));
+const types = [
+  "agent",
+  "agent.approved",
+  "agent.tags.updated",
+  "agents.x",
+  "state.apply.failed",
+  "state.plan.completed",
+  "state",
+  "auth.login.failed",
+];
+const random = Array.from({ length: 400 }, (_, i) =>
+  event({ type: pickOf(types), at: randStart + i * 60_000, actor: pickOf(refs), target: pickOf(refs) }),
+);
 await publish([...Object.values(ev), ...walk, ...random]);
-await eventually(async () => Number((await audit.deps.pool.query("SELECT count(*) FROM events WHERE event_type = 'walk.step'")).rows[0].count) === 1234, 30_000);
-await eventually(async () => (await audit.deps.pool.query("SELECT 1 FROM events WHERE id = ANY($1)", [[...Object.values(ev), ...random].map((e) => e.id)])).rowCount === 411);
+await eventually(
+  async () =>
+    Number(
+      (await audit.deps.pool.query("SELECT count(*) FROM events WHERE event_type = 'walk.step'")).rows[0].count,
+    ) === 1234,
+  30_000,
+);
+await eventually(
+  async () =>
+    (
+      await audit.deps.pool.query("SELECT 1 FROM events WHERE id = ANY($1)", [
+        [...Object.values(ev), ...random].map((e) => e.id),
+      ])
+    ).rowCount === 411,
+);
 
 const get = (qs: string) => call(gw.url, "GET", `/api/v1/audit${qs}`, { token });
-const names = (body: { events: Array<{ id: string }> }) => body.events.map((e) => Object.entries(ev).find(([, v]) => v.id === e.id)?.[0] ?? e.id);
-const newestFirst = (...keys: string[]) => keys.map((k) => [k, ev[k]!.id] as const).sort((a, b) => (a[1] < b[1] ? 1 : -1)).map(([k]) => k);
+const names = (body: { events: Array<{ id: string }> }) =>
+  body.events.map((e) => Object.entries(ev).find(([, v]) => v.id === e.id)?.[0] ?? e.id);
+const newestFirst = (...keys: string[]) =>
+  keys
+    .map((k) => [k, ev[k]!.id] as const)
+    .sort((a, b) => (a[1] < b[1] ? 1 : -1))
+    .map(([k]) => k);
 const iso = (ms: number) => new Date(ms).toISOString();
 const window = `after=${iso(base)}&before=${iso(base + 11 * HOUR)}`;
 
@@ -103,41 +148,68 @@ t.test("an event comes back exactly as published, in the seed's shape", async (t
 t.test("agent: node id or name, on an actor or target of type agent, each event once", async (t) => {
   const expected = newestFirst("applied", "tagged", "approved");
   t.same(names((await get(`?agent=node-aaaa`)).body), expected, "by node id");
-  t.same(names((await get(`?agent=web-1`)).body), expected, "by name; not the host lookalike, not the operator named web-1");
+  t.same(
+    names((await get(`?agent=web-1`)).body),
+    expected,
+    "by name; not the host lookalike, not the operator named web-1",
+  );
   t.same(names((await get(`?agent=db-1`)).body), ["connected"], "actor and target both match: listed once");
   t.same(names((await get(`?agent=nobody`)).body), []);
 });
 
 t.test("operator: id or name of the actor", async (t) => {
   t.same(names((await get(`?operator=alice&${window}`)).body), newestFirst("approvedOther", "secret", "approved"));
-  t.same(names((await get(`?operator=${alice.id}&${window}`)).body), newestFirst("approvedOther", "secret", "approved"));
+  t.same(
+    names((await get(`?operator=${alice.id}&${window}`)).body),
+    newestFirst("approvedOther", "secret", "approved"),
+  );
   t.same(names((await get(`?operator=bob&${window}`)).body), ["tagged"], "bob as a target does not count");
 });
 
 t.test("event_type is exact; category is a prefix at a dot boundary", async (t) => {
   t.same(names((await get(`?event_type=agent.approved&${window}`)).body), newestFirst("approvedOther", "approved"));
   t.same(names((await get(`?event_type=agent&${window}`)).body), ["bare"]);
-  t.same(names((await get(`?category=agent&${window}`)).body), newestFirst("approvedOther", "bare", "connected", "tagged", "approved"), "not agents.bogus");
+  t.same(
+    names((await get(`?category=agent&${window}`)).body),
+    newestFirst("approvedOther", "bare", "connected", "tagged", "approved"),
+    "not agents.bogus",
+  );
   t.same(names((await get(`?category=agent.tags&${window}`)).body), ["tagged"]);
   t.same(names((await get(`?category=auth.login&${window}`)).body), ["loginFailed"]);
-  t.same(names((await get(`?category=auth.login.failed&${window}`)).body), ["loginFailed"], "a full type is its own category");
+  t.same(
+    names((await get(`?category=auth.login.failed&${window}`)).body),
+    ["loginFailed"],
+    "a full type is its own category",
+  );
   t.same(names((await get(`?category=auth.log&${window}`)).body), [], "no partial segment");
   t.same(names((await get(`?category=agents&${window}`)).body), ["lookalike"]);
 });
 
 t.test("after is inclusive, before exclusive (RFC 3339 with offsets too)", async (t) => {
   const at = Date.parse(ev.connected!.timestamp);
-  t.same(names((await get(`?after=${iso(at)}&before=${iso(at + 1)}`)).body), ["connected"], "the exact instant is included by after");
+  t.same(
+    names((await get(`?after=${iso(at)}&before=${iso(at + 1)}`)).body),
+    ["connected"],
+    "the exact instant is included by after",
+  );
   t.same(names((await get(`?after=${iso(at - HOUR)}&before=${iso(at)}`)).body), ["tagged"], "and excluded by before");
   const plus2 = new Date(at + 2 * HOUR).toISOString().replace("Z", "+02:00");
-  t.same(names((await get(`?after=${encodeURIComponent(plus2)}&before=${iso(at + 1)}`)).body), ["connected"], "offsets are honoured");
+  t.same(
+    names((await get(`?after=${encodeURIComponent(plus2)}&before=${iso(at + 1)}`)).body),
+    ["connected"],
+    "offsets are honoured",
+  );
 });
 
 t.test("filters combine", async (t) => {
   t.same(names((await get(`?agent=web-1&category=state`)).body), ["applied"]);
   t.same(names((await get(`?agent=web-1&operator=bob`)).body), ["tagged"]);
   t.same(names((await get(`?operator=alice&event_type=secret.created`)).body), ["secret"]);
-  t.same(names((await get(`?category=agent&after=${iso(base + 2 * HOUR)}&before=${iso(base + 9 * HOUR)}`)).body), newestFirst("bare", "connected"), "approvedOther at +9h is excluded");
+  t.same(
+    names((await get(`?category=agent&after=${iso(base + 2 * HOUR)}&before=${iso(base + 9 * HOUR)}`)).body),
+    newestFirst("bare", "connected"),
+    "approvedOther at +9h is excluded",
+  );
 });
 
 t.test("cursor walk over 1,234 events with limit 100: no gaps, no repeats, newest first", async (t) => {
@@ -223,14 +295,35 @@ t.test("the SQL filters and the live-tail predicate select the same events", asy
   for (let round = 0; round < 60; round++) {
     const chosen = keys.filter(() => rand() < 0.4);
     const q: Record<string, string> = Object.fromEntries(chosen.map((k) => [k, pickOf(values[k])]));
-    const f: FilterValues = { agent: q.agent, operator: q.operator, eventType: q.event_type, category: q.category, after: q.after ? Date.parse(q.after) : undefined, before: q.before ? Date.parse(q.before) : undefined };
-    const expected = random.filter((e) => matchesFilter({ ...f, after: f.after ?? randStart, before: f.before ?? randStart + 400 * 60_000 }, e)).map((e) => e.id).reverse();
-    const qs = new URLSearchParams({ after: iso(randStart), before: iso(randStart + 400 * 60_000), ...q, limit: "500" });
+    const f: FilterValues = {
+      agent: q.agent,
+      operator: q.operator,
+      eventType: q.event_type,
+      category: q.category,
+      after: q.after ? Date.parse(q.after) : undefined,
+      before: q.before ? Date.parse(q.before) : undefined,
+    };
+    const expected = random
+      .filter((e) =>
+        matchesFilter({ ...f, after: f.after ?? randStart, before: f.before ?? randStart + 400 * 60_000 }, e),
+      )
+      .map((e) => e.id)
+      .reverse();
+    const qs = new URLSearchParams({
+      after: iso(randStart),
+      before: iso(randStart + 400 * 60_000),
+      ...q,
+      limit: "500",
+    });
     if (q.after && q.before && Date.parse(q.after) >= Date.parse(q.before)) continue;
     const r = await get(`?${qs}`);
     t.equal(r.status, 200);
     // A chosen after/before replaces the population's window, in the URL and in the predicate.
-    t.same(r.body.events.map((e: { id: string }) => e.id), expected, JSON.stringify(q));
+    t.same(
+      r.body.events.map((e: { id: string }) => e.id),
+      expected,
+      JSON.stringify(q),
+    );
   }
 });
 

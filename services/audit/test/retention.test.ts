@@ -23,7 +23,10 @@ t.teardown(async () => {
 });
 const admin = await login(gw.url, adminKey);
 const opKey = ed25519();
-const added = await call(gw.url, "POST", "/api/v1/operators", { token: admin, body: { name: "olga", public_key: opKey.publicKeyHex } });
+const added = await call(gw.url, "POST", "/api/v1/operators", {
+  token: admin,
+  body: { name: "olga", public_key: opKey.publicKeyHex },
+});
 if (added.status !== 201) throw new Error(`cannot add an operator: ${added.text}`);
 const operator = await login(gw.url, opKey);
 const nc = await nats.connect("publisher");
@@ -34,14 +37,23 @@ t.teardown(() => reader.end());
 
 const DAY = 86_400_000;
 const now = Date.now();
-const aged = { d40: event({ at: now - 40 * DAY }), d20: event({ at: now - 20 * DAY }), d5: event({ at: now - 5 * DAY }), d1: event({ at: now - DAY }) };
+const aged = {
+  d40: event({ at: now - 40 * DAY }),
+  d20: event({ at: now - 20 * DAY }),
+  d5: event({ at: now - 5 * DAY }),
+  d1: event({ at: now - DAY }),
+};
 await publish(Object.values(aged));
 const stored = async (id: string) => (await reader.query("SELECT 1 FROM events WHERE id = $1", [id])).rowCount === 1;
 await eventually(async () => (await Promise.all(Object.values(aged).map((e) => stored(e.id)))).every(Boolean), 20_000);
 
 const retention = (token = admin) => call(gw.url, "GET", "/api/v1/audit/retention", { token });
-const put = (body: unknown, token = admin) => call(gw.url, "PUT", "/api/v1/audit/retention", { token, ...(typeof body === "string" ? { raw: body } : { body }) });
-const eventsOf = async (type: string) => (await call(gw.url, "GET", `/api/v1/audit?event_type=${type}&limit=500`, { token: admin })).body.events as Array<Record<string, any>>;
+const put = (body: unknown, token = admin) =>
+  call(gw.url, "PUT", "/api/v1/audit/retention", { token, ...(typeof body === "string" ? { raw: body } : { body }) });
+const eventsOf = async (type: string) =>
+  (await call(gw.url, "GET", `/api/v1/audit?event_type=${type}&limit=500`, { token: admin })).body.events as Array<
+    Record<string, any>
+  >;
 const count = async () => Number((await reader.query("SELECT count(*) FROM events")).rows[0].count);
 
 t.test("GET retention: the configuration file's value until an override is set", async (t) => {
@@ -73,13 +85,17 @@ t.test("non-admins get 403 on PUT retention and DELETE /audit, whatever they sen
   t.ok(await stored(aged.d40.id), "nothing deleted");
   // A bus caller that skips the gateway is refused by the service too.
   const client = rpcClient(nc, "audit", AuditService, { timeoutMs: 5000 });
-  const err = await client.prune({ before: now }, { actor: { id: "x", name: "olga", type: "operator", role: "operator" } }).catch((e: unknown) => e);
+  const err = await client
+    .prune({ before: now }, { actor: { id: "x", name: "olga", type: "operator", role: "operator" } })
+    .catch((e: unknown) => e);
   t.ok(err instanceof OrchError && err.code === "PERMISSION_DENIED");
 });
 
 t.test("PUT 7 sets the override once and records audit.retention.updated", async (t) => {
   const bus: AuditEvent[] = [];
-  const sub = nc.subscribe("audit.audit.retention.updated", { callback: (_e, m) => void bus.push(fromBinary(AuditEventSchema, m.data)) });
+  const sub = nc.subscribe("audit.audit.retention.updated", {
+    callback: (_e, m) => void bus.push(fromBinary(AuditEventSchema, m.data)),
+  });
   t.teardown(() => sub.unsubscribe());
   const r = await put({ retention_days: 7 });
   t.equal(r.status, 200);
@@ -87,13 +103,27 @@ t.test("PUT 7 sets the override once and records audit.retention.updated", async
   t.same((await retention(operator)).body, r.body);
   const evs = await eventsOf("audit.retention.updated");
   t.equal(evs.length, 1, "visible as soon as the PUT returns");
-  t.match(evs[0], { actor: { name: "admin", type: "operator" }, target: { type: "audit" }, metadata: { previous_override: null, override: 7, previous_retention_days: 30, retention_days: 7, source: "override" } });
+  t.match(evs[0], {
+    actor: { name: "admin", type: "operator" },
+    target: { type: "audit" },
+    metadata: {
+      previous_override: null,
+      override: 7,
+      previous_retention_days: 30,
+      retention_days: 7,
+      source: "override",
+    },
+  });
   t.equal((await put({ retention_days: 7 })).status, 200);
   t.equal((await eventsOf("audit.retention.updated")).length, 1, "no event when nothing changed");
   await eventually(() => bus.length === 1, 10_000);
   t.equal(bus[0]!.id, evs[0]!.id, "the same event reached the bus");
   await new Promise((r) => setTimeout(r, 500));
-  t.equal((await reader.query("SELECT count(*)::int AS n FROM events WHERE id = $1", [evs[0]!.id])).rows[0].n, 1, "stored once though it also came back from the stream");
+  t.equal(
+    (await reader.query("SELECT count(*)::int AS n FROM events WHERE id = $1", [evs[0]!.id])).rows[0].n,
+    1,
+    "stored once though it also came back from the stream",
+  );
 });
 
 t.test("the retention job prunes under its advisory lock and records audit.pruned", async (t) => {
@@ -110,7 +140,10 @@ t.test("the retention job prunes under its advisory lock and records audit.prune
   t.ok(await stored(aged.d5.id));
   const pruned = await eventsOf("audit.pruned");
   t.equal(pruned.length, 1);
-  t.match(pruned[0], { actor: { id: "system", type: "system" }, metadata: { deleted: 2, trigger: "retention", retention_days: 7 } });
+  t.match(pruned[0], {
+    actor: { id: "system", type: "system" },
+    metadata: { deleted: 2, trigger: "retention", retention_days: 7 },
+  });
   t.equal(await audit.svc.runRetention(), 0, "nothing left to prune");
   t.equal((await eventsOf("audit.pruned")).length, 1, "an empty scheduled run records nothing");
 });
@@ -132,14 +165,23 @@ t.test("DELETE /audit?before=: 400 on a bad cutoff; deletes strictly earlier; au
   t.ok(await stored(aged.d1.id));
   const pruned = await eventsOf("audit.pruned");
   t.equal(pruned.length, 2);
-  t.match(pruned[0], { actor: { name: "admin", type: "operator" }, metadata: { cutoff: exact, deleted: 1, trigger: "manual" } });
+  t.match(pruned[0], {
+    actor: { name: "admin", type: "operator" },
+    metadata: { cutoff: exact, deleted: 1, trigger: "manual" },
+  });
 
   // A cutoff in the future takes everything except the record of the prunes themselves.
-  const all = await call(gw.url, "DELETE", `/api/v1/audit?before=${new Date(Date.now() + DAY).toISOString()}`, { token: admin });
+  const all = await call(gw.url, "DELETE", `/api/v1/audit?before=${new Date(Date.now() + DAY).toISOString()}`, {
+    token: admin,
+  });
   t.equal(all.status, 200);
   t.ok(all.body.deleted >= 1);
   const left = await call(gw.url, "GET", "/api/v1/audit?limit=500", { token: admin });
-  t.same([...new Set(left.body.events.map((e: { event_type: string }) => e.event_type))], ["audit.pruned"], "only audit.pruned events remain");
+  t.same(
+    [...new Set(left.body.events.map((e: { event_type: string }) => e.event_type))],
+    ["audit.pruned"],
+    "only audit.pruned events remain",
+  );
   t.equal(left.body.events.length, 3, "including the one this prune recorded, though it is earlier than the cutoff");
   t.equal(left.body.events[0].metadata.deleted, all.body.deleted);
 });
@@ -161,19 +203,38 @@ t.test("with audit.retention_days null in the configuration, null means pruning 
   t.same((await retention()).body, { retention_days: null, source: "config", default_retention_days: null });
   t.equal(await audit.svc.runRetention(), null, "off: the job does nothing");
   t.ok(await stored(old.id));
-  t.same((await put({ retention_days: 365 })).body, { retention_days: 365, source: "override", default_retention_days: null });
+  t.same((await put({ retention_days: 365 })).body, {
+    retention_days: 365,
+    source: "override",
+    default_retention_days: null,
+  });
   t.equal(await audit.svc.runRetention(), 1);
   t.notOk(await stored(old.id));
-  t.same((await put({ retention_days: null })).body, { retention_days: null, source: "config", default_retention_days: null });
+  t.same((await put({ retention_days: null })).body, {
+    retention_days: null,
+    source: "config",
+    default_retention_days: null,
+  });
   const evs = await eventsOf("audit.retention.updated");
-  t.match(evs[0], { metadata: { previous_override: 365, override: null, previous_retention_days: 365, retention_days: null } });
+  t.match(evs[0], {
+    metadata: { previous_override: 365, override: null, previous_retention_days: 365, retention_days: null },
+  });
 });
 
 t.test("the job runs on its own: shortly after start and then every interval", async (t) => {
   await audit.stop();
-  audit = await startAudit(nats, db, { audit: { retention_days: 1, prune_start_delay_seconds: 0.1, prune_interval_minutes: 0.01 } });
+  audit = await startAudit(nats, db, {
+    audit: { retention_days: 1, prune_start_delay_seconds: 0.1, prune_interval_minutes: 0.01 },
+  });
   const old = event({ at: now - 2 * DAY });
   await publish([old]);
-  await eventually(async () => (await eventsOf("audit.pruned")).some((e) => e.metadata.trigger === "retention" && e.metadata.retention_days === 1), 20_000, 100);
+  await eventually(
+    async () =>
+      (await eventsOf("audit.pruned")).some(
+        (e) => e.metadata.trigger === "retention" && e.metadata.retention_days === 1,
+      ),
+    20_000,
+    100,
+  );
   t.notOk(await stored(old.id), "the 2-day-old event is gone without anyone calling the job");
 });

@@ -84,7 +84,8 @@ export function openSse(url: string, o: { token?: string; lastEventId?: string }
             else if (line.startsWith("event: ")) ev.event = line.slice(7);
             else if (line.startsWith("data: ")) ev.data = line.slice(6);
           }
-          if (ev.data !== undefined) events.push({ id: ev.id ?? "", event: ev.event ?? "message", data: JSON.parse(ev.data) });
+          if (ev.data !== undefined)
+            events.push({ id: ev.id ?? "", event: ev.event ?? "message", data: JSON.parse(ev.data) });
         }
         for (const w of waiters) if (w()) waiters.delete(w);
       });

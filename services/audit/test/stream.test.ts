@@ -31,7 +31,8 @@ const event = eventFactory();
 const pool = new pg.Pool({ connectionString: db.url, max: 2, options: "-c search_path=audit" });
 t.teardown(() => pool.end());
 
-const stored = async (ids: string[]) => Number((await pool.query("SELECT count(*) FROM events WHERE id = ANY($1)", [ids])).rows[0].count) === ids.length;
+const stored = async (ids: string[]) =>
+  Number((await pool.query("SELECT count(*) FROM events WHERE id = ANY($1)", [ids])).rows[0].count) === ids.length;
 const open = async (qs = "", o: { lastEventId?: string; base?: string } = {}) => {
   const s = await openSse(`${o.base ?? gw.url}/api/v1/audit/stream${qs}`, { token, ...o });
   streams.push(s);
@@ -66,9 +67,19 @@ t.test("without a cursor the stream starts now and delivers live events as SSE",
   const live = [event({ type: "agent.approved", metadata: { k: "v" } }), event({ type: "secret.created" })];
   await publish(live);
   await s.waitFor(2);
-  t.same(ids(s), live.map((e) => e.id), "only what was stored after the stream opened");
+  t.same(
+    ids(s),
+    live.map((e) => e.id),
+    "only what was stored after the stream opened",
+  );
   t.equal(s.events[0]!.event, "audit");
-  t.match(s.events[0]!.data, { id: live[0]!.id, event_type: "agent.approved", timestamp: live[0]!.timestamp, metadata: { k: "v" }, actor: { type: "system" } });
+  t.match(s.events[0]!.data, {
+    id: live[0]!.id,
+    event_type: "agent.approved",
+    timestamp: live[0]!.timestamp,
+    metadata: { k: "v" },
+    actor: { type: "system" },
+  });
   s.close();
 });
 
@@ -84,7 +95,11 @@ t.test("with a cursor: the backlog (several pages) then live events, each exactl
   await s.waitFor(1150);
   await new Promise((r) => setTimeout(r, 300));
   t.equal(s.events.length, 1150, "nothing extra");
-  t.same(ids(s), [...backlog.slice(100), ...later].map((e) => e.id), "in order, no gap, no repeat, no other category");
+  t.same(
+    ids(s),
+    [...backlog.slice(100), ...later].map((e) => e.id),
+    "in order, no gap, no repeat, no other category",
+  );
   s.close();
 });
 
@@ -109,7 +124,11 @@ t.test("reconnecting with Last-Event-ID misses nothing, even an event that arriv
   await publish([live]);
   await s2.waitFor(3);
   await new Promise((r) => setTimeout(r, 300));
-  t.same(ids(s2).sort(), [straggler.id, missed[0]!.id, live.id].sort(), "the straggler, the missed one and the live one, nothing seen before");
+  t.same(
+    ids(s2).sort(),
+    [straggler.id, missed[0]!.id, live.id].sort(),
+    "the straggler, the missed one and the live one, nothing seen before",
+  );
   s2.close();
 });
 

@@ -18,13 +18,31 @@ const COLS = "id, name, public_key, role, active, created_at, created_by, agent_
 
 export const operatorsDb = {
   async byKey(db: Queryable, publicKey: string): Promise<OperatorRow | undefined> {
-    return (await db.query<OperatorRow>({ name: "auth.operator_by_key", text: `SELECT ${COLS} FROM operators WHERE public_key = $1`, values: [publicKey] })).rows[0];
+    return (
+      await db.query<OperatorRow>({
+        name: "auth.operator_by_key",
+        text: `SELECT ${COLS} FROM operators WHERE public_key = $1`,
+        values: [publicKey],
+      })
+    ).rows[0];
   },
   async byIdOrName(db: Queryable, idOrName: string): Promise<OperatorRow | undefined> {
-    return (await db.query<OperatorRow>({ name: "auth.operator_by_id_or_name", text: `SELECT ${COLS} FROM operators WHERE id = $1 OR name = $1 LIMIT 1`, values: [idOrName] })).rows[0];
+    return (
+      await db.query<OperatorRow>({
+        name: "auth.operator_by_id_or_name",
+        text: `SELECT ${COLS} FROM operators WHERE id = $1 OR name = $1 LIMIT 1`,
+        values: [idOrName],
+      })
+    ).rows[0];
   },
   async page(db: Queryable, limit: number, after: string): Promise<OperatorRow[]> {
-    return (await db.query<OperatorRow>({ name: "auth.operators_page", text: `SELECT ${COLS} FROM operators WHERE id > $1 ORDER BY id LIMIT $2`, values: [after, limit] })).rows;
+    return (
+      await db.query<OperatorRow>({
+        name: "auth.operators_page",
+        text: `SELECT ${COLS} FROM operators WHERE id > $1 ORDER BY id LIMIT $2`,
+        values: [after, limit],
+      })
+    ).rows;
   },
   async insert(db: Queryable, o: OperatorRow): Promise<void> {
     await db.query(`INSERT INTO operators (${COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, [
@@ -43,7 +61,9 @@ export const operatorsDb = {
     return (await db.query<OperatorRow>(sql, [id, selector])).rows[0]!;
   },
   async activeAdminIdsForUpdate(db: Queryable): Promise<string[]> {
-    return (await db.query<{ id: string }>("SELECT id FROM operators WHERE role = 'admin' AND active FOR UPDATE")).rows.map((r) => r.id);
+    return (
+      await db.query<{ id: string }>("SELECT id FROM operators WHERE role = 'admin' AND active FOR UPDATE")
+    ).rows.map((r) => r.id);
   },
   async remove(db: Queryable, id: string): Promise<void> {
     await db.query("DELETE FROM operators WHERE id = $1", [id]);
@@ -52,16 +72,34 @@ export const operatorsDb = {
 
 export const sessionsDb = {
   async addChallenge(db: Queryable, nonce: string, publicKey: string, expiresAt: number): Promise<void> {
-    await db.query("INSERT INTO challenges (nonce, public_key, expires_at) VALUES ($1, $2, $3)", [nonce, publicKey, expiresAt]);
+    await db.query("INSERT INTO challenges (nonce, public_key, expires_at) VALUES ($1, $2, $3)", [
+      nonce,
+      publicKey,
+      expiresAt,
+    ]);
   },
   /** Consumes the nonce: it can be used once, whatever the outcome. */
   async takeChallenge(db: Queryable, nonce: string): Promise<{ public_key: string; expires_at: number } | undefined> {
-    return (await db.query<{ public_key: string; expires_at: number }>("DELETE FROM challenges WHERE nonce = $1 RETURNING public_key, expires_at", [nonce])).rows[0];
+    return (
+      await db.query<{ public_key: string; expires_at: number }>(
+        "DELETE FROM challenges WHERE nonce = $1 RETURNING public_key, expires_at",
+        [nonce],
+      )
+    ).rows[0];
   },
   async addToken(db: Queryable, hash: string, operatorId: string, createdAt: number, expiresAt: number): Promise<void> {
-    await db.query("INSERT INTO tokens (hash, operator_id, created_at, expires_at) VALUES ($1, $2, $3, $4)", [hash, operatorId, createdAt, expiresAt]);
+    await db.query("INSERT INTO tokens (hash, operator_id, created_at, expires_at) VALUES ($1, $2, $3, $4)", [
+      hash,
+      operatorId,
+      createdAt,
+      expiresAt,
+    ]);
   },
-  async principal(db: Queryable, hash: string, now: number): Promise<(OperatorRow & { expires_at: number }) | undefined> {
+  async principal(
+    db: Queryable,
+    hash: string,
+    now: number,
+  ): Promise<(OperatorRow & { expires_at: number }) | undefined> {
     return (
       await db.query<OperatorRow & { expires_at: number }>({
         name: "auth.principal",

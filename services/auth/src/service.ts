@@ -9,7 +9,17 @@ import { normaliseKey } from "./keys.js";
 export type AuthDeps = ServiceDeps<Readonly<AuthConfig>>;
 
 export function toOperator(r: OperatorRow): Operator {
-  return { $typeName: "orch.v1.Operator", id: r.id, name: r.name, publicKey: r.public_key, role: r.role, active: r.active, createdAt: Number(r.created_at), createdBy: r.created_by, agentSelector: r.agent_selector ?? "" };
+  return {
+    $typeName: "orch.v1.Operator",
+    id: r.id,
+    name: r.name,
+    publicKey: r.public_key,
+    role: r.role,
+    active: r.active,
+    createdAt: Number(r.created_at),
+    createdBy: r.created_by,
+    agentSelector: r.agent_selector ?? "",
+  };
 }
 
 /** Creates the first admin from ORCH_BOOTSTRAP_ADMIN_KEY when no admin exists yet. */
@@ -22,10 +32,25 @@ export async function bootstrapAdmin(deps: AuthDeps): Promise<void> {
     if (has.rowCount) return;
     const existing = await operatorsDb.byKey(deps.pool, publicKey);
     if (existing) return;
-    const row = { id: deps.ids.next(), name: deps.config.auth.bootstrap_admin_name, public_key: publicKey, role: "admin", active: true, created_at: deps.clock.now(), created_by: "system", agent_selector: null } as const;
+    const row = {
+      id: deps.ids.next(),
+      name: deps.config.auth.bootstrap_admin_name,
+      public_key: publicKey,
+      role: "admin",
+      active: true,
+      created_at: deps.clock.now(),
+      created_by: "system",
+      agent_selector: null,
+    } as const;
     await deps.events.tx(async (db, emit) => {
       await operatorsDb.insert(db, row);
-      await emit({ type: "operator.created", summary: `bootstrap admin ${row.name} created`, actor: SYSTEM_ACTOR, target: { id: row.id, name: row.name, type: "operator" }, metadata: { role: "admin", bootstrap: true } });
+      await emit({
+        type: "operator.created",
+        summary: `bootstrap admin ${row.name} created`,
+        actor: SYSTEM_ACTOR,
+        target: { id: row.id, name: row.name, type: "operator" },
+        metadata: { role: "admin", bootstrap: true },
+      });
     });
     deps.log.info({ operator: row.name }, "bootstrap admin created");
   });
@@ -33,7 +58,14 @@ export async function bootstrapAdmin(deps: AuthDeps): Promise<void> {
 
 export async function createAuthService(deps: AuthDeps): Promise<Service> {
   await bootstrapAdmin(deps);
-  const rpc = serveRpc({ nc: deps.nc, idempotency: deps.idempotency, name: "auth", service: AuthService, log: deps.log, handlers: { ...loginHandlers(deps), ...operatorHandlers(deps) } });
+  const rpc = serveRpc({
+    nc: deps.nc,
+    idempotency: deps.idempotency,
+    name: "auth",
+    service: AuthService,
+    log: deps.log,
+    handlers: { ...loginHandlers(deps), ...operatorHandlers(deps) },
+  });
   const purge = schedulePeriodic(deps, "auth.purge", 600_000, (c) => sessionsDb.purgeExpired(c, deps.clock.now()));
   return {
     async stop() {

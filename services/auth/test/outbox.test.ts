@@ -28,16 +28,40 @@ t.test("outbox survives a NATS outage and publishes exactly once", async (t) => 
   await nats.kill();
   const handlers = operatorHandlers(auth.deps);
   const ctx = { requestId: "r1", actor: { ...SYSTEM_ACTOR }, deadline: Date.now() + 10_000, log: auth.deps.log };
-  const op = await handlers.createOperator({ $typeName: "orch.v1.CreateOperatorRequest", name: "offline-op", publicKey: ed25519().publicKeyHex, role: "operator" }, ctx);
-  t.equal(Number((await auth.deps.pool.query("SELECT count(*) FROM outbox")).rows[0].count), 1, "event waits in the outbox");
-  t.equal((await auth.deps.pool.query("SELECT name FROM operators WHERE id = $1", [op.id])).rowCount, 1, "the change is committed");
+  const op = await handlers.createOperator(
+    {
+      $typeName: "orch.v1.CreateOperatorRequest",
+      name: "offline-op",
+      publicKey: ed25519().publicKeyHex,
+      role: "operator",
+    },
+    ctx,
+  );
+  t.equal(
+    Number((await auth.deps.pool.query("SELECT count(*) FROM outbox")).rows[0].count),
+    1,
+    "event waits in the outbox",
+  );
+  t.equal(
+    (await auth.deps.pool.query("SELECT name FROM operators WHERE id = $1", [op.id])).rowCount,
+    1,
+    "the change is committed",
+  );
 
   await nats.restart();
-  await eventually(async () => Number((await auth.deps.pool.query("SELECT count(*) FROM outbox")).rows[0].count) === 0, 20_000);
+  await eventually(
+    async () => Number((await auth.deps.pool.query("SELECT count(*) FROM outbox")).rows[0].count) === 0,
+    20_000,
+  );
 
   const obs = await nats.connect("observer2");
   const jsm = await jetstreamManager(obs);
-  await jsm.consumers.add("AUDIT", { durable_name: "t", ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.All, filter_subject: "audit.operator.created" });
+  await jsm.consumers.add("AUDIT", {
+    durable_name: "t",
+    ack_policy: AckPolicy.None,
+    deliver_policy: DeliverPolicy.All,
+    filter_subject: "audit.operator.created",
+  });
   const consumer = await jetstream(obs).consumers.get("AUDIT", "t");
   const got: string[] = [];
   const batch = await consumer.fetch({ max_messages: 10, expires: 2000 });

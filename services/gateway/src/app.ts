@@ -1,7 +1,23 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from "fastify";
 import type { z } from "zod";
 import { AuthService } from "@orch/contracts";
-import { OrchError, forbidden, rejectInvalidStrings, rpcClient, unauthenticated, type Clock, type IdGenerator, type Logger, type NatsConnection } from "@orch/kit";
+import {
+  OrchError,
+  forbidden,
+  rejectInvalidStrings,
+  rpcClient,
+  unauthenticated,
+  type Clock,
+  type IdGenerator,
+  type Logger,
+  type NatsConnection,
+} from "@orch/kit";
 import { createTokenCache, type Principal, type TokenCache } from "./auth-cache.js";
 import type { GatewayConfig } from "./config.js";
 import { allowedMethods, clientErrorHandler, frameworkErrorHandler } from "./framework-errors.js";
@@ -43,7 +59,9 @@ function zodIssues(location: string, err: z.ZodError) {
   return err.issues.map((i) => ({ location, field: i.path.map(String).join(".") || "(root)", message: i.message }));
 }
 
-export async function buildGateway(deps: GatewayDeps): Promise<{ app: FastifyInstance; routes: RouteSpec[]; tokens: TokenCache }> {
+export async function buildGateway(
+  deps: GatewayDeps,
+): Promise<{ app: FastifyInstance; routes: RouteSpec[]; tokens: TokenCache }> {
   const { config, log } = deps;
   // A ULID per request costs 16 crypto calls; one per process plus a counter is just as unique.
   let reqPrefix: string | undefined;
@@ -74,9 +92,23 @@ export async function buildGateway(deps: GatewayDeps): Promise<{ app: FastifyIns
   });
 
   const auth = rpcClient(deps.nc, "auth", AuthService, { timeoutMs: config.nats.request_timeout_ms });
-  const live = startLiveSessions({ nc: deps.nc, clock: deps.clock, log, timeoutMs: config.nats.request_timeout_ms, revalidateMs: config.gateway.token_cache_ttl_ms });
+  const live = startLiveSessions({
+    nc: deps.nc,
+    clock: deps.clock,
+    log,
+    timeoutMs: config.nats.request_timeout_ms,
+    revalidateMs: config.gateway.token_cache_ttl_ms,
+  });
   app.addHook("onClose", async () => live.stop());
-  const tokens = createTokenCache({ nc: deps.nc, auth, clock: deps.clock, log, ttlMs: config.gateway.token_cache_ttl_ms, maxSize: config.gateway.token_cache_size, onRevocation: live.onRevocation });
+  const tokens = createTokenCache({
+    nc: deps.nc,
+    auth,
+    clock: deps.clock,
+    log,
+    ttlMs: config.gateway.token_cache_ttl_ms,
+    maxSize: config.gateway.token_cache_size,
+    onRevocation: live.onRevocation,
+  });
   const ctx: GatewayContext = { ...deps, tokens, live, timeoutMs: config.nats.request_timeout_ms, app };
   const routes = allRoutes(ctx);
   const openapi = buildOpenApi(routes);
@@ -90,13 +122,20 @@ export async function buildGateway(deps: GatewayDeps): Promise<{ app: FastifyIns
     }
     switch (err.code) {
       case "FST_ERR_CTP_BODY_TOO_LARGE":
-        return sendProblem(reply, problem(413, "body_too_large", `the request body exceeds ${config.http.body_limit} bytes`));
+        return sendProblem(
+          reply,
+          problem(413, "body_too_large", `the request body exceeds ${config.http.body_limit} bytes`),
+        );
       case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
-        return sendProblem(reply, problem(415, "unsupported_media_type", "send JSON with Content-Type: application/json"));
+        return sendProblem(
+          reply,
+          problem(415, "unsupported_media_type", "send JSON with Content-Type: application/json"),
+        );
       case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
         return sendProblem(reply, problem(400, "invalid_request", "invalid Content-Length"));
     }
-    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return sendProblem(reply, problem(err.statusCode, "invalid_request", err.message));
+    if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500)
+      return sendProblem(reply, problem(err.statusCode, "invalid_request", err.message));
     const e = OrchError.from(err);
     if (e.code === "INTERNAL") req.log.error({ err, requestId: req.id }, "unhandled error");
     return sendProblem(reply, problemFromError(e, req.id));
@@ -146,7 +185,15 @@ export async function buildGateway(deps: GatewayDeps): Promise<{ app: FastifyIns
             const first = errors[0]!;
             // Every paginated list refuses a cursor it did not hand out the same way (see pagination.ts).
             const code = location === "query" && first.field === "cursor" ? "invalid_cursor" : "invalid_request";
-            throw new OrchError("INVALID_ARGUMENT", code, `${location} ${first.field === "(root)" ? "" : `field '${first.field}' `}${first.message}`.replace(/\s+/g, " "), { errors });
+            throw new OrchError(
+              "INVALID_ARGUMENT",
+              code,
+              `${location} ${first.field === "(root)" ? "" : `field '${first.field}' `}${first.message}`.replace(
+                /\s+/g,
+                " ",
+              ),
+              { errors },
+            );
           }
           return r.data;
         };
@@ -166,7 +213,11 @@ export async function buildGateway(deps: GatewayDeps): Promise<{ app: FastifyIns
             body,
             principal: p,
             raw: req,
-            call: { requestId: req.id, ...(p ? { actor: { id: p.id, name: p.name, type: "operator", role: p.role, scope: p.scope } } : {}), ...idem },
+            call: {
+              requestId: req.id,
+              ...(p ? { actor: { id: p.id, name: p.name, type: "operator", role: p.role, scope: p.scope } } : {}),
+              ...idem,
+            },
           },
           reply,
         );

@@ -49,7 +49,8 @@ export function createTokenCache(deps: {
       try {
         const r = fromBinary(RevocationSchema, msg.data);
         for (const [token, e] of entries) {
-          if ((r.operatorId && e.principal.id === r.operatorId) || (r.tokenHash && e.tokenHash === r.tokenHash)) entries.delete(token);
+          if ((r.operatorId && e.principal.id === r.operatorId) || (r.tokenHash && e.tokenHash === r.tokenHash))
+            entries.delete(token);
         }
         deps.onRevocation?.(r);
       } catch (err) {

@@ -139,10 +139,13 @@ export function createLiveSessions(deps: LiveSessionsDeps) {
     if (!Number.isFinite(b.cred.expiresAt)) return;
     const left = b.cred.expiresAt - deps.clock.now();
     if (left <= 0) return end(b, "token_expired");
-    b.expiryTimer = timer.set(() => {
-      b.expiryTimer = undefined;
-      armExpiry(b);
-    }, Math.min(left, MAX_TIMER_MS));
+    b.expiryTimer = timer.set(
+      () => {
+        b.expiryTimer = undefined;
+        armExpiry(b);
+      },
+      Math.min(left, MAX_TIMER_MS),
+    );
   };
 
   /** `asked` shares one answer between the bindings of one token within a round. */

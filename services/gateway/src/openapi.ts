@@ -12,10 +12,19 @@ function jsonSchema(s: z.ZodType, io: "input" | "output"): Record<string, unknow
 
 function parameters(schema: z.ZodType | undefined, where: "path" | "query") {
   if (!schema) return [];
-  const js = jsonSchema(schema, "input") as { properties?: Record<string, Record<string, unknown>>; required?: string[] };
+  const js = jsonSchema(schema, "input") as {
+    properties?: Record<string, Record<string, unknown>>;
+    required?: string[];
+  };
   return Object.entries(js.properties ?? {}).map(([name, s]) => {
     const { description, ...rest } = s;
-    return { name, in: where, required: where === "path" || (js.required ?? []).includes(name), schema: rest, ...(description ? { description } : {}) };
+    return {
+      name,
+      in: where,
+      required: where === "path" || (js.required ?? []).includes(name),
+      schema: rest,
+      ...(description ? { description } : {}),
+    };
   });
 }
 
@@ -47,7 +56,9 @@ export function buildOpenApi(routes: RouteSpec[]): Record<string, unknown> {
   for (const r of routes) {
     const responses: Record<string, unknown> = {};
     for (const [status, schema] of Object.entries(r.responses)) {
-      responses[status] = schema ? { description: "success", content: { "application/json": { schema: jsonSchema(schema, "output") } } } : { description: "success, no body" };
+      responses[status] = schema
+        ? { description: "success", content: { "application/json": { schema: jsonSchema(schema, "output") } } }
+        : { description: "success, no body" };
     }
     const errs: Record<number, string[]> = { ...(r.errors ?? {}) };
     if (r.auth !== "public") errs[401] ??= ["unauthenticated", "invalid_token"];
@@ -60,12 +71,27 @@ export function buildOpenApi(routes: RouteSpec[]): Record<string, unknown> {
       errs[409] = [...(errs[409] ?? []), "idempotency_key_reused", "idempotency_key_in_flight"];
     }
     for (const [status, codes] of Object.entries(errs)) {
-      responses[status] = { description: `problem codes: ${codes.join(", ")}`, content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } } };
+      responses[status] = {
+        description: `problem codes: ${codes.join(", ")}`,
+        content: { "application/problem+json": { schema: { $ref: "#/components/schemas/Problem" } } },
+      };
     }
     const op: Record<string, unknown> = {
-      operationId: `${r.method.toLowerCase()}${r.path.replace(/^\/api\/v1/, "").replace(/[{}]/g, "").replace(/[^a-zA-Z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ""))}`,
+      operationId: `${r.method.toLowerCase()}${r.path
+        .replace(/^\/api\/v1/, "")
+        .replace(/[{}]/g, "")
+        .replace(/[^a-zA-Z0-9]+(.)?/g, (_m, c: string | undefined) => (c ? c.toUpperCase() : ""))}`,
       summary: r.summary,
-      description: [r.description, r.auth === "admin" ? "Requires the admin role." : r.auth === "public" ? "No authentication." : "Any authenticated operator."].filter(Boolean).join("\n\n"),
+      description: [
+        r.description,
+        r.auth === "admin"
+          ? "Requires the admin role."
+          : r.auth === "public"
+            ? "No authentication."
+            : "Any authenticated operator.",
+      ]
+        .filter(Boolean)
+        .join("\n\n"),
       tags: r.tags,
       parameters: [
         ...parameters(r.params, "path"),
@@ -76,17 +102,24 @@ export function buildOpenApi(routes: RouteSpec[]): Record<string, unknown> {
       security: r.auth === "public" ? [] : [{ bearer: [] }],
       "x-auth": r.auth,
     };
-    if (r.body) op.requestBody = { required: true, content: { "application/json": { schema: jsonSchema(r.body, "input") } } };
+    if (r.body)
+      op.requestBody = { required: true, content: { "application/json": { schema: jsonSchema(r.body, "input") } } };
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
   }
   return {
     openapi: "3.1.0",
-    info: { title: "Orchestrator Management API", version: API_VERSION, description: "Fleet orchestrator: agents, state, secrets, terminals, notifications and audit." },
+    info: {
+      title: "Orchestrator Management API",
+      version: API_VERSION,
+      description: "Fleet orchestrator: agents, state, secrets, terminals, notifications and audit.",
+    },
     servers: [{ url: "/" }],
     paths,
     components: {
       schemas: { Problem: PROBLEM },
-      securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "Session token from POST /api/v1/auth/verify" } },
+      securitySchemes: {
+        bearer: { type: "http", scheme: "bearer", description: "Session token from POST /api/v1/auth/verify" },
+      },
     },
     security: [{ bearer: [] }],
   };

@@ -32,7 +32,14 @@ export interface Problem {
 
 /** RFC 9457 body; `code` is the stable machine reason clients match on. */
 export function problem(status: number, code: string, detail: string, extra: Record<string, unknown> = {}): Problem {
-  return { type: `https://orch.dev/problems/${code}`, title: TITLES[status] ?? "Error", status, detail, code, ...extra };
+  return {
+    type: `https://orch.dev/problems/${code}`,
+    title: TITLES[status] ?? "Error",
+    status,
+    detail,
+    code,
+    ...extra,
+  };
 }
 
 export function problemFromError(err: OrchError, requestId?: string): Problem {

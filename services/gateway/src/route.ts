@@ -45,5 +45,6 @@ export function route<P = undefined, Q = undefined, B = undefined>(spec: RouteSp
   return spec;
 }
 
-export const successStatus = (spec: RouteSpec): number => Number(Object.keys(spec.responses).find((s) => Number(s) >= 200 && Number(s) < 300) ?? 200);
+export const successStatus = (spec: RouteSpec): number =>
+  Number(Object.keys(spec.responses).find((s) => Number(s) >= 200 && Number(s) < 300) ?? 200);
 export const fastifyPath = (p: string) => p.replace(/\{([a-zA-Z0-9_]+)\}/g, ":$1");

@@ -10,7 +10,13 @@ export const qInt = (min: number, max: number) =>
 
 export const qBool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
 
-export const rfc3339 = z.string().refine((s) => /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i.test(s) && !Number.isNaN(Date.parse(s)), "must be an RFC 3339 timestamp");
+export const rfc3339 = z
+  .string()
+  .refine(
+    (s) =>
+      /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i.test(s) && !Number.isNaN(Date.parse(s)),
+    "must be an RFC 3339 timestamp",
+  );
 
 export const pageQuery = z.object({
   limit: qInt(1, 500).optional(),

@@ -36,7 +36,12 @@ t.test("bootstrap admin logs in; whoami shows it", async (t) => {
 t.test("no token, garbage token, expired token → 401 problem+json", async (t) => {
   problemJson(t, await call(gw.url, "GET", "/api/v1/operators"), 401, "unauthenticated");
   problemJson(t, await call(gw.url, "GET", "/api/v1/operators", { token: "garbage" }), 401, "invalid_token");
-  problemJson(t, await call(gw.url, "GET", "/api/v1/operators", { headers: { authorization: "Basic abc" } }), 401, "unauthenticated");
+  problemJson(
+    t,
+    await call(gw.url, "GET", "/api/v1/operators", { headers: { authorization: "Basic abc" } }),
+    401,
+    "unauthenticated",
+  );
   const token = await login(gw.url, admin);
   t.equal((await call(gw.url, "GET", "/api/v1/operators", { token })).status, 200);
   clock.advance(12 * 3_600_000 + 1000);
@@ -53,21 +58,48 @@ t.test("nonce rules: reuse, expiry, another key's signature → 401; malformed k
 
   const ch2 = await call(gw.url, "POST", "/api/v1/auth/challenge", { body: { public_key: admin.publicKeyHex } });
   clock.advance(61_000);
-  problemJson(t, await call(gw.url, "POST", "/api/v1/auth/verify", { body: { public_key: admin.publicKeyHex, nonce: ch2.body.nonce, signature: signNonce(ch2.body.nonce) } }), 401, "invalid_nonce");
+  problemJson(
+    t,
+    await call(gw.url, "POST", "/api/v1/auth/verify", {
+      body: { public_key: admin.publicKeyHex, nonce: ch2.body.nonce, signature: signNonce(ch2.body.nonce) },
+    }),
+    401,
+    "invalid_nonce",
+  );
 
   const other = ed25519();
   const ch3 = await call(gw.url, "POST", "/api/v1/auth/challenge", { body: { public_key: admin.publicKeyHex } });
-  problemJson(t, await call(gw.url, "POST", "/api/v1/auth/verify", { body: { public_key: admin.publicKeyHex, nonce: ch3.body.nonce, signature: signNonce(ch3.body.nonce, other) } }), 401, "invalid_signature");
+  problemJson(
+    t,
+    await call(gw.url, "POST", "/api/v1/auth/verify", {
+      body: { public_key: admin.publicKeyHex, nonce: ch3.body.nonce, signature: signNonce(ch3.body.nonce, other) },
+    }),
+    401,
+    "invalid_signature",
+  );
 
-  problemJson(t, await call(gw.url, "POST", "/api/v1/auth/challenge", { body: { public_key: "zz" } }), 400, "invalid_public_key");
-  problemJson(t, await call(gw.url, "POST", "/api/v1/auth/challenge", { body: { public_key: 42 } }), 400, "invalid_request");
+  problemJson(
+    t,
+    await call(gw.url, "POST", "/api/v1/auth/challenge", { body: { public_key: "zz" } }),
+    400,
+    "invalid_public_key",
+  );
+  problemJson(
+    t,
+    await call(gw.url, "POST", "/api/v1/auth/challenge", { body: { public_key: 42 } }),
+    400,
+    "invalid_request",
+  );
   problemJson(t, await call(gw.url, "POST", "/api/v1/auth/challenge", { raw: "{not json" }), 400, "invalid_json");
 });
 
 t.test("unknown, inactive and active operators get the same challenge; the nonce fails verify alike", async (t) => {
   const token = await login(gw.url, admin);
   const inactive = ed25519();
-  const created = await call(gw.url, "POST", "/api/v1/operators", { token, body: { name: "dormant", public_key: inactive.publicKeyHex, role: "operator" } });
+  const created = await call(gw.url, "POST", "/api/v1/operators", {
+    token,
+    body: { name: "dormant", public_key: inactive.publicKeyHex, role: "operator" },
+  });
   t.equal(created.status, 201);
   await auth.deps.pool.query("UPDATE operators SET active = false WHERE name = 'dormant'");
   const stranger = ed25519();
@@ -77,7 +109,9 @@ t.test("unknown, inactive and active operators get the same challenge; the nonce
     t.equal(ch.status, 200);
     t.same(Object.keys(ch.body).sort(), ["expires_at", "nonce"]);
     // Signed with a key that is not the one claimed: what someone probing for operators can send.
-    const v = await call(gw.url, "POST", "/api/v1/auth/verify", { body: { public_key: key.publicKeyHex, nonce: ch.body.nonce, signature: signNonce(ch.body.nonce, ed25519()) } });
+    const v = await call(gw.url, "POST", "/api/v1/auth/verify", {
+      body: { public_key: key.publicKeyHex, nonce: ch.body.nonce, signature: signNonce(ch.body.nonce, ed25519()) },
+    });
     problemJson(t, v, 401, "invalid_signature");
     const { request_id: _r, ...body } = v.body;
     answers.push(body);
@@ -86,25 +120,61 @@ t.test("unknown, inactive and active operators get the same challenge; the nonce
   t.same(answers[2], answers[0]);
   // Even a correct signature by the unknown key's owner gets no token.
   const ch = await call(gw.url, "POST", "/api/v1/auth/challenge", { body: { public_key: stranger.publicKeyHex } });
-  const own = await call(gw.url, "POST", "/api/v1/auth/verify", { body: { public_key: stranger.publicKeyHex, nonce: ch.body.nonce, signature: signNonce(ch.body.nonce, stranger) } });
+  const own = await call(gw.url, "POST", "/api/v1/auth/verify", {
+    body: { public_key: stranger.publicKeyHex, nonce: ch.body.nonce, signature: signNonce(ch.body.nonce, stranger) },
+  });
   problemJson(t, own, 401, "unknown_operator");
 });
 
 t.test("operators CRUD; operator refused on admin routes; last admin protected", async (t) => {
   const token = await login(gw.url, admin);
   const bobKey = ed25519();
-  const bob = await call(gw.url, "POST", "/api/v1/operators", { token, body: { name: "bob", public_key: bobKey.publicKeyHex } });
+  const bob = await call(gw.url, "POST", "/api/v1/operators", {
+    token,
+    body: { name: "bob", public_key: bobKey.publicKeyHex },
+  });
   t.equal(bob.status, 201);
   t.equal(bob.body.role, "operator");
-  problemJson(t, await call(gw.url, "POST", "/api/v1/operators", { token, body: { name: "bob", public_key: ed25519().publicKeyHex } }), 409, "operator_exists");
-  problemJson(t, await call(gw.url, "POST", "/api/v1/operators", { token, body: { name: "bob2", public_key: bobKey.publicKeyHex } }), 409, "public_key_in_use");
-  problemJson(t, await call(gw.url, "POST", "/api/v1/operators", { token, body: { name: "Bad Name!", public_key: bobKey.publicKeyHex } }), 400, "invalid_request");
+  problemJson(
+    t,
+    await call(gw.url, "POST", "/api/v1/operators", {
+      token,
+      body: { name: "bob", public_key: ed25519().publicKeyHex },
+    }),
+    409,
+    "operator_exists",
+  );
+  problemJson(
+    t,
+    await call(gw.url, "POST", "/api/v1/operators", { token, body: { name: "bob2", public_key: bobKey.publicKeyHex } }),
+    409,
+    "public_key_in_use",
+  );
+  problemJson(
+    t,
+    await call(gw.url, "POST", "/api/v1/operators", {
+      token,
+      body: { name: "Bad Name!", public_key: bobKey.publicKeyHex },
+    }),
+    400,
+    "invalid_request",
+  );
 
   const bobToken = await login(gw.url, bobKey);
   t.equal((await call(gw.url, "GET", "/api/v1/operators/bob", { token: bobToken })).body.id, bob.body.id);
   // Authorization is decided before the body is looked at: garbage body, still 403.
-  problemJson(t, await call(gw.url, "POST", "/api/v1/operators", { token: bobToken, raw: "{broken" }), 403, "admin_required");
-  problemJson(t, await call(gw.url, "DELETE", `/api/v1/operators/${bob.body.id}`, { token: bobToken }), 403, "admin_required");
+  problemJson(
+    t,
+    await call(gw.url, "POST", "/api/v1/operators", { token: bobToken, raw: "{broken" }),
+    403,
+    "admin_required",
+  );
+  problemJson(
+    t,
+    await call(gw.url, "DELETE", `/api/v1/operators/${bob.body.id}`, { token: bobToken }),
+    403,
+    "admin_required",
+  );
   problemJson(t, await call(gw.url, "GET", "/api/v1/operators/nobody", { token }), 404, "operator_not_found");
 
   const me = await call(gw.url, "GET", "/api/v1/auth/whoami", { token });
@@ -114,7 +184,11 @@ t.test("operators CRUD; operator refused on admin routes; last admin protected",
 
 t.test("pagination walks every operator once", async (t) => {
   const token = await login(gw.url, admin);
-  for (let i = 0; i < 7; i++) await call(gw.url, "POST", "/api/v1/operators", { token, body: { name: `pager-${i}`, public_key: ed25519().publicKeyHex } });
+  for (let i = 0; i < 7; i++)
+    await call(gw.url, "POST", "/api/v1/operators", {
+      token,
+      body: { name: `pager-${i}`, public_key: ed25519().publicKeyHex },
+    });
   const seen: string[] = [];
   let cursor = "";
   for (let guard = 0; guard < 20; guard++) {
@@ -136,7 +210,10 @@ t.test("a removed operator's token stops working on every gateway within 2 s", a
   t.teardown(() => gw2.stop());
   const token = await login(gw.url, admin);
   const key = ed25519();
-  const carol = await call(gw.url, "POST", "/api/v1/operators", { token, body: { name: "carol", public_key: key.publicKeyHex } });
+  const carol = await call(gw.url, "POST", "/api/v1/operators", {
+    token,
+    body: { name: "carol", public_key: key.publicKeyHex },
+  });
   const carolToken = await login(gw.url, key);
   // Warm both caches so the check below is about revocation, not a cache miss.
   t.equal((await call(gw.url, "GET", "/api/v1/operators", { token: carolToken })).status, 200);
@@ -144,7 +221,13 @@ t.test("a removed operator's token stops working on every gateway within 2 s", a
   t.ok(gw.tokens.size() > 0 && gw2.tokens.size() > 0);
   t.equal((await call(gw.url, "DELETE", `/api/v1/operators/${carol.body.id}`, { token })).status, 204);
   const started = Date.now();
-  await eventually(async () => (await call(gw.url, "GET", "/api/v1/operators", { token: carolToken })).status === 401 && (await call(gw2.url, "GET", "/api/v1/operators", { token: carolToken })).status === 401, 2000, 20);
+  await eventually(
+    async () =>
+      (await call(gw.url, "GET", "/api/v1/operators", { token: carolToken })).status === 401 &&
+      (await call(gw2.url, "GET", "/api/v1/operators", { token: carolToken })).status === 401,
+    2000,
+    20,
+  );
   t.ok(Date.now() - started < 2000);
 });
 

@@ -95,7 +95,7 @@ t.test("same key with another body → 409 idempotency_key_reused, nothing chang
 });
 
 t.test("a malformed key → 400 invalid_idempotency_key before anything runs", async (t) => {
-  for (const bad of ["has space", "x".repeat(256), "quote\"d", "ünïcode"]) {
+  for (const bad of ["has space", "x".repeat(256), 'quote"d', "ünïcode"]) {
     // fetch refuses non-Latin-1 header values itself; what reaches the server is the same class of bad key.
     const header = bad.replace(/[^\x20-\x7e]/g, "?");
     const body = { name: "idem-bad", public_key: ed25519().publicKeyHex };

@@ -87,8 +87,11 @@ t.test("the same NUL sent straight to each service over NATS is INVALID_ARGUMENT
   const c = await clients("direct");
   t.teardown(() => c.nc.close());
   const now = Date.now();
-  const restriction = (nodeIds: string[], tags: Record<string, string>) =>
-    ({ name: "s1", value: "v", restriction: { nodeIds, tags } });
+  const restriction = (nodeIds: string[], tags: Record<string, string>) => ({
+    name: "s1",
+    value: "v",
+    restriction: { nodeIds, tags },
+  });
   const window = { startsAt: now, endsAt: now + 60_000, reason: "r\u0000" };
   const channel = { name: "c", channelType: "webhook", config: { headers: { "x-a": "\u0000" } } };
   const cases: Array<[string, string, () => Promise<unknown>]> = [

@@ -163,14 +163,23 @@ t.test("a revocation during a re-validation wins; the late verdict changes nothi
 
 t.test("a connection whose end() throws is still removed", async (t) => {
   const { live } = setup();
-  live.bind(alice("tok-a"), { kind: "bad", end: () => { throw new Error("boom"); } });
+  live.bind(alice("tok-a"), {
+    kind: "bad",
+    end: () => {
+      throw new Error("boom");
+    },
+  });
   live.revoke({ operatorId: "alice" });
   t.equal(live.count(), 0);
 });
 
 /** A terminal attached with its ticket alone: the token that obtained the ticket is known by hash only. */
-const ticketOnly = (token: string, expiresAt = Infinity): Credential =>
-  ({ operatorId: "alice", token: "", tokenHash: tokenHash(token), expiresAt });
+const ticketOnly = (token: string, expiresAt = Infinity): Credential => ({
+  operatorId: "alice",
+  token: "",
+  tokenHash: tokenHash(token),
+  expiresAt,
+});
 
 t.test("ticket-only, bound to the issuing token's hash: only that token's logout ends it", async (t) => {
   const { live, conn } = setup();
@@ -225,5 +234,9 @@ t.test("re-validation: a ticket-only binding shares the answer about its token w
   t.same(bearer.ended, ["token_invalid"]);
   t.same(ticketFirst.ended, ["token_invalid"], "shares the bearer binding's answer");
   t.same(alone.ended, [], "without a bearer binding of its token: checked through its operator");
-  t.same(asked.map((c) => c.token), ["tok-gone", ""], "one question for the token, one for the operator");
+  t.same(
+    asked.map((c) => c.token),
+    ["tok-gone", ""],
+    "one question for the token, one for the operator",
+  );
 });

@@ -40,10 +40,14 @@ t.test("with NATS stopped, /status is 503 unavailable with the same body shape",
   shape(t, r.body);
   await nats.restart();
   // The clients reconnect by themselves; the status follows.
-  const back = await eventually(async () => {
-    const s = await call(gw.url, "GET", "/api/v1/status");
-    return s.status === 200 ? s : undefined;
-  }, 20_000, 200);
+  const back = await eventually(
+    async () => {
+      const s = await call(gw.url, "GET", "/api/v1/status");
+      return s.status === 200 ? s : undefined;
+    },
+    20_000,
+    200,
+  );
   t.equal(back.body.services.auth, "ok");
 });
 

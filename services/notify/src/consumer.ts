@@ -1,5 +1,12 @@
 import { fromBinary } from "@bufbuild/protobuf";
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
+import {
+  AckPolicy,
+  DeliverPolicy,
+  jetstream,
+  jetstreamManager,
+  type ConsumerMessages,
+  type JsMsg,
+} from "@nats-io/jetstream";
 import { AuditEventSchema, isUnnotified } from "@orch/contracts";
 import { AUDIT_STREAM, ensureAuditStream, withTx } from "@orch/kit";
 import { atLeast, channelWants } from "./channels/config.js";
@@ -25,9 +32,16 @@ export interface AuditConsumer {
  * ack; the processed_events row is written in the same transaction as the notifications and
  * deliveries, so a redelivered message (crash before the ack) changes nothing.
  */
-export async function startAuditConsumer(deps: NotifyDeps, operators: ActiveOperators, onPending: () => void): Promise<AuditConsumer> {
+export async function startAuditConsumer(
+  deps: NotifyDeps,
+  operators: ActiveOperators,
+  onPending: () => void,
+): Promise<AuditConsumer> {
   const { nc, log, config, pool, ids, clock } = deps;
-  await ensureAuditStream(nc, { replicas: config.nats.audit_stream_replicas, maxAgeDays: config.nats.audit_stream_max_age_days });
+  await ensureAuditStream(nc, {
+    replicas: config.nats.audit_stream_replicas,
+    maxAgeDays: config.nats.audit_stream_max_age_days,
+  });
   const jsm = await jetstreamManager(nc, { timeout: 5000 });
   try {
     await jsm.consumers.info(AUDIT_STREAM, CONSUMER_NAME);
@@ -54,18 +68,32 @@ export async function startAuditConsumer(deps: NotifyDeps, operators: ActiveOper
     const notify = !quiet && atLeast(ev.severity, config.notify.min_severity);
     const operatorIds = notify ? await operators.ids() : [];
     const channels = (quiet ? [] : await channelsDb.enabled(pool)).filter(
-      (c) => channelWants(c.config, ev.event_type, ev.severity) && !(SELF_EVENTS.has(ev.event_type) && ev.target.type === "channel" && ev.target.id === c.id),
+      (c) =>
+        channelWants(c.config, ev.event_type, ev.severity) &&
+        !(SELF_EVENTS.has(ev.event_type) && ev.target.type === "channel" && ev.target.id === c.id),
     );
     const now = clock.now();
     const at = eventTimeMs(ev, now);
     let pending = 0;
     await withTx(pool, async (db) => {
-      const fresh = await db.query("INSERT INTO processed_events (event_id, processed_at) VALUES ($1, $2) ON CONFLICT DO NOTHING", [ev.id, now]);
+      const fresh = await db.query(
+        "INSERT INTO processed_events (event_id, processed_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+        [ev.id, now],
+      );
       if (!fresh.rowCount) return;
       if (ev.event_type === "operator.removed" && ev.target.id) await notificationsDb.removeOperator(db, ev.target.id);
       await notificationsDb.insertMany(
         db,
-        operatorIds.map((operator_id) => ({ id: ids.next(), operator_id, event_id: ev.id, event_type: ev.event_type, severity: ev.severity, summary: ev.summary, timestamp_ms: at, read_at: null })),
+        operatorIds.map((operator_id) => ({
+          id: ids.next(),
+          operator_id,
+          event_id: ev.id,
+          event_type: ev.event_type,
+          severity: ev.severity,
+          summary: ev.summary,
+          timestamp_ms: at,
+          read_at: null,
+        })),
       );
       if (channels.length === 0) return;
       // The window is judged at the event's time: an event from inside a window stays suppressed even if processed after it.

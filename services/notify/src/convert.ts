@@ -8,7 +8,11 @@ import type { DeliveryRow } from "./db/deliveries.js";
 import type { NotificationRow } from "./db/notifications.js";
 import type { WindowRow } from "./db/windows.js";
 
-export function toChannel(r: ChannelRow, box: CredentialBox, generatedSecret?: string): MessageInitShape<typeof ChannelSchema> {
+export function toChannel(
+  r: ChannelRow,
+  box: CredentialBox,
+  generatedSecret?: string,
+): MessageInitShape<typeof ChannelSchema> {
   let creds: Record<string, unknown>;
   try {
     creds = box.open(r.id, r.credentials);
@@ -29,11 +33,27 @@ export function toChannel(r: ChannelRow, box: CredentialBox, generatedSecret?: s
 }
 
 export function toWindow(w: WindowRow): MessageInitShape<typeof MaintenanceWindowSchema> {
-  return { id: w.id, startsAt: Number(w.starts_at), endsAt: Number(w.ends_at), reason: w.reason, createdBy: w.created_by, createdAt: Number(w.created_at), updatedAt: Number(w.updated_at) };
+  return {
+    id: w.id,
+    startsAt: Number(w.starts_at),
+    endsAt: Number(w.ends_at),
+    reason: w.reason,
+    createdBy: w.created_by,
+    createdAt: Number(w.created_at),
+    updatedAt: Number(w.updated_at),
+  };
 }
 
 export function toNotification(n: NotificationRow): MessageInitShape<typeof NotificationSchema> {
-  return { id: n.id, eventId: n.event_id, eventType: n.event_type, severity: n.severity, summary: n.summary, timestampMs: Number(n.timestamp_ms), read: n.read_at !== null };
+  return {
+    id: n.id,
+    eventId: n.event_id,
+    eventType: n.event_type,
+    severity: n.severity,
+    summary: n.summary,
+    timestampMs: Number(n.timestamp_ms),
+    read: n.read_at !== null,
+  };
 }
 
 export function toDelivery(d: DeliveryRow): MessageInitShape<typeof DeliverySchema> {
@@ -60,6 +80,7 @@ export function requireAdmin(ctx: CallContext): void {
 
 /** Notifications belong to an operator: the caller must be one. */
 export function requireOperator(ctx: CallContext): string {
-  if (ctx.actor.type !== "operator" || !ctx.actor.id) throw forbidden("operator_required", "notifications belong to an operator; call as one");
+  if (ctx.actor.type !== "operator" || !ctx.actor.id)
+    throw forbidden("operator_required", "notifications belong to an operator; call as one");
   return ctx.actor.id;
 }

@@ -12,7 +12,11 @@ export interface EventJson {
   metadata: Record<string, unknown>;
 }
 
-const ref = (r: { id: string; name: string; type: string } | undefined) => ({ id: r?.id ?? "", name: r?.name ?? "", type: r?.type ?? "" });
+const ref = (r: { id: string; name: string; type: string } | undefined) => ({
+  id: r?.id ?? "",
+  name: r?.name ?? "",
+  type: r?.type ?? "",
+});
 
 export function eventJson(ev: AuditEvent): EventJson {
   return {

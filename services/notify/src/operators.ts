@@ -9,7 +9,12 @@ export interface ActiveOperators {
 }
 
 /** Operators live in the auth service; notify asks over the bus and never reads the auth schema. */
-export function activeOperators(deps: { nc: NatsConnection; clock: Clock; timeoutMs: number; ttlMs: number }): ActiveOperators {
+export function activeOperators(deps: {
+  nc: NatsConnection;
+  clock: Clock;
+  timeoutMs: number;
+  ttlMs: number;
+}): ActiveOperators {
   const auth = rpcClient(deps.nc, "auth", AuthService, { timeoutMs: deps.timeoutMs });
   let cached: { at: number; ids: string[] } | undefined;
   return {

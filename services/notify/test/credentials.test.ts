@@ -19,9 +19,17 @@ const HEADER = "hdr-AT-REST-value";
 
 function startBuilt(env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
-    const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ORCH_NOTIFY_CREDENTIALS")));
+    const base = Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => !k.startsWith("ORCH_NOTIFY_CREDENTIALS")),
+    );
     // Unreachable NATS and Postgres: reaching them would hang, so an exit proves nothing was tried.
-    const env2 = { ...base, NODE_ENV: "production", NATS_URL: "nats://127.0.0.1:1", DATABASE_URL: "postgres://nobody@127.0.0.1:1/x", ...env };
+    const env2 = {
+      ...base,
+      NODE_ENV: "production",
+      NATS_URL: "nats://127.0.0.1:1",
+      DATABASE_URL: "postgres://nobody@127.0.0.1:1/x",
+      ...env,
+    };
     const p = spawn(process.execPath, [MAIN], { env: env2, stdio: ["ignore", "pipe", "pipe"] });
     let stderr = "";
     p.stderr.on("data", (d) => (stderr += d));
@@ -55,8 +63,13 @@ t.test("ciphertext at rest, clear rows sealed at start, rotation to [B, A]", asy
   // 1. Key A: a webhook with a secret header; the row holds no credential in clear.
   let notify = await startNotify(nats, db, { ...FAST, credentials_keys: keyA });
   t.teardown(() => notify.stop());
-  const ch = await client.createChannel({ name: "hook", channelType: "webhook", config: { url: `${rx.url}/hook`, headers: { "X-Api-Key": HEADER } } }, admin);
-  const rowOf = async (id: string) => (await notify.deps.pool.query<{ credentials: Buffer }>("SELECT credentials FROM channels WHERE id = $1", [id])).rows[0]!.credentials;
+  const ch = await client.createChannel(
+    { name: "hook", channelType: "webhook", config: { url: `${rx.url}/hook`, headers: { "X-Api-Key": HEADER } } },
+    admin,
+  );
+  const rowOf = async (id: string) =>
+    (await notify.deps.pool.query<{ credentials: Buffer }>("SELECT credentials FROM channels WHERE id = $1", [id]))
+      .rows[0]!.credentials;
   let row = await rowOf(ch.id);
   t.notOk(row.includes(HEADER), "the header value is not in the row");
   t.equal(row[0], 2, "keyring format");
@@ -66,7 +79,10 @@ t.test("ciphertext at rest, clear rows sealed at start, rotation to [B, A]", asy
   await notify.deps.pool.query(
     `INSERT INTO channels (id, name, channel_type, config, credentials, enabled, disabled_reason, created_at, created_by, updated_at)
      VALUES ('01OLDCLEAR', 'old-ntfy', 'ntfy', $1, $2, true, '', 1, 'x', 1)`,
-    [JSON.stringify({ topic: "alerts", server_url: rx.url }), Buffer.concat([Buffer.from([0]), Buffer.from(JSON.stringify({ token: TOKEN }))])],
+    [
+      JSON.stringify({ topic: "alerts", server_url: rx.url }),
+      Buffer.concat([Buffer.from([0]), Buffer.from(JSON.stringify({ token: TOKEN }))]),
+    ],
   );
   await notify.stop();
 
@@ -79,8 +95,14 @@ t.test("ciphertext at rest, clear rows sealed at start, rotation to [B, A]", asy
     t.equal(row.subarray(2, 2 + row[1]!).toString(), "b", `${id}: re-sealed with the active key b`);
     t.notOk(row.includes(TOKEN) || row.includes(HEADER), `${id}: no credential in clear`);
   }
-  t.ok(logs.lines.some((l) => l.includes("re-sealed with the active key")), "the re-seal is logged");
-  t.notOk(logs.lines.some((l) => l.includes(TOKEN) || l.includes(HEADER)), "no credential in the logs");
+  t.ok(
+    logs.lines.some((l) => l.includes("re-sealed with the active key")),
+    "the re-seal is logged",
+  );
+  t.notOk(
+    logs.lines.some((l) => l.includes(TOKEN) || l.includes(HEADER)),
+    "no credential in the logs",
+  );
 
   // 4. The channel created under A still works: its credentials reach the receiver.
   const sent = await client.testChannel({ id: ch.id }, admin);
@@ -102,11 +124,17 @@ t.test("a row sealed with a key that left the keyring is reported, not lost, and
   const client = rpcClient(nc, "notify", NotifyService, { timeoutMs: 10_000 });
   let notify = await startNotify(nats, db, { ...FAST, credentials_keys: keyA });
   t.teardown(() => notify.stop());
-  const ch = await client.createChannel({ name: "n", channelType: "ntfy", config: { topic: "x", server_url: "http://127.0.0.1:1", token: TOKEN } }, admin);
+  const ch = await client.createChannel(
+    { name: "n", channelType: "ntfy", config: { topic: "x", server_url: "http://127.0.0.1:1", token: TOKEN } },
+    admin,
+  );
   await notify.stop();
   const logs = memoryLogger("notify", "info");
   notify = await startNotify(nats, db, { ...FAST, credentials_keys: keyB }, { log: logs.log });
-  t.ok(logs.lines.some((l) => l.includes("not in notify.credentials_keys") && l.includes(ch.id)), "the unreadable channel is named");
+  t.ok(
+    logs.lines.some((l) => l.includes("not in notify.credentials_keys") && l.includes(ch.id)),
+    "the unreadable channel is named",
+  );
   // The test endpoint cannot send without the credentials: 409 naming the key, nothing in clear.
   const r = await client.testChannel({ id: ch.id }, admin).then(
     () => undefined,

@@ -16,7 +16,11 @@ const BATCH = 200;
  * are read, a batch at a time) with one `secret.reencrypted` event. A row that does not decrypt is
  * left as it is and reported, so one bad row does not block the rest.
  */
-export async function reencryptAll(deps: { events: Events; log: Logger }, keyring: Keyring, actor: Actor = SYSTEM_ACTOR): Promise<ReencryptResult> {
+export async function reencryptAll(
+  deps: { events: Events; log: Logger },
+  keyring: Keyring,
+  actor: Actor = SYSTEM_ACTOR,
+): Promise<ReencryptResult> {
   return deps.events.tx(async (db, emit) => {
     let after = "";
     let reencrypted = 0;

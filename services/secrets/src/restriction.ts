@@ -26,7 +26,10 @@ const bad = (field: string, message: string) => invalid("invalid_restriction", `
  * Checks and normalises a restriction (lower-case, de-duplicated, sorted node ids). An empty
  * restriction is refused: "no restriction" is spelled null, so nobody widens access by accident.
  */
-export function normaliseRestriction(r: { nodeIds: readonly string[]; tags: Readonly<Record<string, string>> }): Restriction {
+export function normaliseRestriction(r: {
+  nodeIds: readonly string[];
+  tags: Readonly<Record<string, string>>;
+}): Restriction {
   if (r.nodeIds.length > MAX_NODE_IDS) throw bad("restriction.node_ids", `must list at most ${MAX_NODE_IDS} node ids`);
   const ids = new Set<string>();
   r.nodeIds.forEach((id, i) => {
@@ -38,12 +41,18 @@ export function normaliseRestriction(r: { nodeIds: readonly string[]; tags: Read
   if (keys.length > MAX_TAGS) throw bad("restriction.tags", `must list at most ${MAX_TAGS} tags`);
   const tags: Record<string, string> = {};
   for (const k of keys.sort()) {
-    if (!TAG_KEY_RE.test(k)) throw bad(`restriction.tags.${k}`, "key must be 1-63 characters of a-z, 0-9, '.', '_', '/' and '-', starting with a letter or digit");
+    if (!TAG_KEY_RE.test(k))
+      throw bad(
+        `restriction.tags.${k}`,
+        "key must be 1-63 characters of a-z, 0-9, '.', '_', '/' and '-', starting with a letter or digit",
+      );
     const v = r.tags[k]!;
-    if ([...v].length > TAG_VALUE_MAX || !/^\P{C}*$/u.test(v)) throw bad(`restriction.tags.${k}`, `value must be at most ${TAG_VALUE_MAX} printable characters`);
+    if ([...v].length > TAG_VALUE_MAX || !/^\P{C}*$/u.test(v))
+      throw bad(`restriction.tags.${k}`, `value must be at most ${TAG_VALUE_MAX} printable characters`);
     tags[k] = v;
   }
-  if (ids.size === 0 && keys.length === 0) throw bad("restriction", "must list at least one node id or tag (send null for no restriction)");
+  if (ids.size === 0 && keys.length === 0)
+    throw bad("restriction", "must list at least one node id or tag (send null for no restriction)");
   return { node_ids: [...ids].sort(), tags };
 }
 
@@ -58,7 +67,11 @@ export function decide(restriction: Restriction | null, agent: AgentFacts): Deci
   if (!restriction) return { ok: true };
   if (restriction.node_ids.includes(agent.nodeId)) return { ok: true };
   const wanted = Object.entries(restriction.tags);
-  if (wanted.length > 0 && wanted.every(([k, v]) => Object.prototype.hasOwnProperty.call(agent.tags, k) && agent.tags[k] === v)) return { ok: true };
+  if (
+    wanted.length > 0 &&
+    wanted.every(([k, v]) => Object.prototype.hasOwnProperty.call(agent.tags, k) && agent.tags[k] === v)
+  )
+    return { ok: true };
   return { ok: false, reason: "secret_not_permitted" };
 }
 

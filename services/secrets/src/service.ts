@@ -14,9 +14,19 @@ export type { SecretsDeps };
 async function checkKeyUsage(deps: SecretsDeps, keyring: Keyring): Promise<void> {
   const usage = await secretsDb.keyUsage(deps.pool);
   const missing = usage.filter((u) => !keyring.has(u.key_id));
-  if (missing.length) deps.log.error({ missing_keys: missing }, "some secrets are sealed with keys that are not in ORCH_SECRETS_KEYS; they cannot be resolved");
-  const stale = usage.filter((u) => u.key_id !== keyring.active && keyring.has(u.key_id)).reduce((n, u) => n + u.count, 0);
-  if (stale) deps.log.info({ secrets: stale, active_key: keyring.active }, "secrets sealed with an older key; run `orchctl secrets reencrypt` to move them");
+  if (missing.length)
+    deps.log.error(
+      { missing_keys: missing },
+      "some secrets are sealed with keys that are not in ORCH_SECRETS_KEYS; they cannot be resolved",
+    );
+  const stale = usage
+    .filter((u) => u.key_id !== keyring.active && keyring.has(u.key_id))
+    .reduce((n, u) => n + u.count, 0);
+  if (stale)
+    deps.log.info(
+      { secrets: stale, active_key: keyring.active },
+      "secrets sealed with an older key; run `orchctl secrets reencrypt` to move them",
+    );
 }
 
 export async function createSecretsService(deps: SecretsDeps): Promise<Service> {
@@ -28,11 +38,21 @@ export async function createSecretsService(deps: SecretsDeps): Promise<Service> 
   if (deps.config.secrets.reencrypt_on_start) {
     await withJobLock(deps.pool, "secrets.reencrypt", async () => {
       const r = await reencryptAll(deps, keyring);
-      deps.log.info({ reencrypted: r.reencrypted, failed: r.failed.length, active_key: r.activeKey }, "re-encryption at start finished");
+      deps.log.info(
+        { reencrypted: r.reencrypted, failed: r.failed.length, active_key: r.activeKey },
+        "re-encryption at start finished",
+      );
     });
   }
   await checkKeyUsage(deps, keyring);
-  const rpc = serveRpc({ nc: deps.nc, idempotency: deps.idempotency, name: "secrets", service: SecretsService, log: deps.log, handlers: { ...secretHandlers(hc), ...resolveHandlers(hc), ...reencryptHandlers(hc) } });
+  const rpc = serveRpc({
+    nc: deps.nc,
+    idempotency: deps.idempotency,
+    name: "secrets",
+    service: SecretsService,
+    log: deps.log,
+    handlers: { ...secretHandlers(hc), ...resolveHandlers(hc), ...reencryptHandlers(hc) },
+  });
   return {
     async stop() {
       await rpc.stop();

@@ -13,7 +13,12 @@ export const ADMIN: Actor = { id: "01ADMIN", name: "root", type: "operator", rol
 export const OPERATOR: Actor = { id: "01OPERATOR", name: "olga", type: "operator", role: "operator" };
 
 /** One in-process secrets service with its own deps on the test NATS and database. */
-export async function startSecrets(nats: NatsHandle, db: DbHandle, keys: string, o: { clock?: Clock; log?: Logger; reencryptOnStart?: boolean } = {}) {
+export async function startSecrets(
+  nats: NatsHandle,
+  db: DbHandle,
+  keys: string,
+  o: { clock?: Clock; log?: Logger; reencryptOnStart?: boolean } = {},
+) {
   const deps = await serviceDeps({
     name: "secrets",
     nats,
@@ -63,7 +68,8 @@ export function auditLog(nc: NatsConnection) {
     events,
     raw,
     /** Waits until an event of `type` matching `pred` arrives and returns it. */
-    waitFor: (type: string, pred: (e: AuditEvent) => boolean = () => true, timeoutMs = 10_000) => eventually(() => events.find((e) => e.eventType === type && pred(e)), timeoutMs),
+    waitFor: (type: string, pred: (e: AuditEvent) => boolean = () => true, timeoutMs = 10_000) =>
+      eventually(() => events.find((e) => e.eventType === type && pred(e)), timeoutMs),
     stop: () => sub.unsubscribe(),
   };
 }
@@ -88,12 +94,18 @@ export async function startAgents(nats: NatsHandle, db: DbHandle) {
   return {
     client,
     /** Registers an agent as pending (what the link does on first contact) and returns its node id. */
-    async add(opts: { status?: "pending" | "approved" | "rejected"; name?: string; tags?: Record<string, string> } = {}): Promise<string> {
+    async add(
+      opts: { status?: "pending" | "approved" | "rejected"; name?: string; tags?: Record<string, string> } = {},
+    ): Promise<string> {
       const pub = randomBytes(32);
       const nodeId = nodeIdFromPublicKey(pub);
       const now = Date.now();
-      await deps.pool.query("INSERT INTO agents (node_id, public_key, status, first_seen, last_seen) VALUES ($1, $2, 'pending', $3, $3)", [nodeId, pub.toString("hex"), now]);
-      if (opts.status === "approved") await client.setApproval({ nodeId, status: "approved", name: opts.name ?? `n-${nodeId.slice(0, 8)}` }, actor);
+      await deps.pool.query(
+        "INSERT INTO agents (node_id, public_key, status, first_seen, last_seen) VALUES ($1, $2, 'pending', $3, $3)",
+        [nodeId, pub.toString("hex"), now],
+      );
+      if (opts.status === "approved")
+        await client.setApproval({ nodeId, status: "approved", name: opts.name ?? `n-${nodeId.slice(0, 8)}` }, actor);
       if (opts.status === "rejected") await client.setApproval({ nodeId, status: "rejected" }, actor);
       if (opts.tags) await client.replaceTags({ nodeId, tags: opts.tags }, actor);
       return nodeId;

@@ -48,7 +48,8 @@ t.test("two writes of the same value differ (fresh nonce each time)", async (t) 
 t.test("a flipped bit anywhere fails to decrypt", async (t) => {
   const ring = parseKeyring(`a:${k1}`);
   const s = ring.seal("x", "some secret value");
-  for (let i = 0; i < s.ciphertext.length; i++) failsWith(t, () => ring.open("x", { ...s, ciphertext: flip(s.ciphertext, i) }), "decrypt_failed");
+  for (let i = 0; i < s.ciphertext.length; i++)
+    failsWith(t, () => ring.open("x", { ...s, ciphertext: flip(s.ciphertext, i) }), "decrypt_failed");
   for (let i = 0; i < 12; i++) failsWith(t, () => ring.open("x", { ...s, nonce: flip(s.nonce, i) }), "decrypt_failed");
   for (let i = 0; i < 16; i++) failsWith(t, () => ring.open("x", { ...s, tag: flip(s.tag, i) }), "decrypt_failed");
   failsWith(t, () => ring.open("x", { ...s, tag: s.tag.subarray(0, 12) }), "decrypt_failed");
@@ -63,22 +64,25 @@ t.test("a ciphertext moved to another name fails (the name is the additional dat
   t.equal(ring.open("prod.db", s), "p4ss");
 });
 
-t.test("rotation: a new active key first keeps old secrets readable; the old key alone cannot read new ones", async (t) => {
-  const old = parseKeyring(`a:${k1}`);
-  const sealedOld = old.seal("x", "v1");
-  const rotated = parseKeyring(`b:${k2},a:${k1}`);
-  t.equal(rotated.active, "b");
-  t.same(rotated.ids, ["b", "a"]);
-  t.equal(rotated.open("x", sealedOld), "v1", "old secret still reads");
-  const sealedNew = rotated.seal("x", "v2");
-  t.equal(sealedNew.keyId, "b", "new writes use the active key");
-  failsWith(t, () => old.open("x", sealedNew), "unknown_key");
-  // Re-encryption then removal of the old key:
-  const moved: Sealed = rotated.seal("x", rotated.open("x", sealedOld));
-  const onlyNew = parseKeyring(`b:${k2}`);
-  t.equal(onlyNew.open("x", moved), "v1");
-  failsWith(t, () => onlyNew.open("x", sealedOld), "unknown_key");
-});
+t.test(
+  "rotation: a new active key first keeps old secrets readable; the old key alone cannot read new ones",
+  async (t) => {
+    const old = parseKeyring(`a:${k1}`);
+    const sealedOld = old.seal("x", "v1");
+    const rotated = parseKeyring(`b:${k2},a:${k1}`);
+    t.equal(rotated.active, "b");
+    t.same(rotated.ids, ["b", "a"]);
+    t.equal(rotated.open("x", sealedOld), "v1", "old secret still reads");
+    const sealedNew = rotated.seal("x", "v2");
+    t.equal(sealedNew.keyId, "b", "new writes use the active key");
+    failsWith(t, () => old.open("x", sealedNew), "unknown_key");
+    // Re-encryption then removal of the old key:
+    const moved: Sealed = rotated.seal("x", rotated.open("x", sealedOld));
+    const onlyNew = parseKeyring(`b:${k2}`);
+    t.equal(onlyNew.open("x", moved), "v1");
+    failsWith(t, () => onlyNew.open("x", sealedOld), "unknown_key");
+  },
+);
 
 t.test("a key id pointing at other key material fails to decrypt", async (t) => {
   const s = parseKeyring(`a:${k1}`).seal("x", "v");
@@ -113,7 +117,11 @@ t.test("keyring parsing fails with clear messages that never contain key materia
       for (const secret of [k1, k2, short]) t.notOk(msg.includes(secret), "message omits the key");
     }
   }
-  t.equal(parseKeyring(` a:${k1} , b:${Buffer.from(k2, "base64").toString("base64url")} `).ids.length, 2, "spaces and URL-safe base64 accepted");
+  t.equal(
+    parseKeyring(` a:${k1} , b:${Buffer.from(k2, "base64").toString("base64url")} `).ids.length,
+    2,
+    "spaces and URL-safe base64 accepted",
+  );
 });
 
 t.test("a keyring serialises and inspects without key material", async (t) => {

@@ -23,7 +23,10 @@ t.test("values and keyrings are redacted wherever they sit in a log object", asy
 });
 
 t.test("maskValues masks every occurrence, longest value first", async (t) => {
-  t.equal(maskValues("user=admin pass=hunter2 again hunter2", ["hunter2"]), "user=admin pass=[redacted] again [redacted]");
+  t.equal(
+    maskValues("user=admin pass=hunter2 again hunter2", ["hunter2"]),
+    "user=admin pass=[redacted] again [redacted]",
+  );
   t.equal(maskValues("token abc123456", ["abc", "abc123456"]), "token [redacted]");
   t.equal(maskValues("nothing here", ["", "zzz"]), "nothing here");
   t.equal(maskValues("a.b*c", ["b*c"], "***"), "a.***", "values are literal, not patterns");

@@ -77,7 +77,10 @@ t.test("node restriction: the listed node resolves, another node is not permitte
 
 t.test("tag restriction: agents carrying every tag resolve; approval still required", async (t) => {
   const v = value();
-  await secrets.createSecret({ name: "by-tag", value: v, restriction: { nodeIds: [], tags: { env: "prod", role: "db" } } }, call);
+  await secrets.createSecret(
+    { name: "by-tag", value: v, restriction: { nodeIds: [], tags: { env: "prod", role: "db" } } },
+    call,
+  );
   await resolves(t, "by-tag", approvedB, v);
   await refused(t, "by-tag", approvedA, "PERMISSION_DENIED", "secret_not_permitted");
   await refused(t, "by-tag", pendingC, "FAILED_PRECONDITION", "agent_not_approved");
@@ -103,7 +106,10 @@ t.test("unknown secret or agent", async (t) => {
   await refused(t, "open", "f".repeat(32), "NOT_FOUND", "agent_not_found");
   const e = await rejection(secrets.resolve({ name: "open", nodeId: "", operationId: "x" }, call));
   t.equal(e.reason, "invalid_node_id");
-  t.equal((await rejection(secrets.resolve({ name: "bad name", nodeId: approvedA, operationId: "x" }, call))).reason, "invalid_name");
+  t.equal(
+    (await rejection(secrets.resolve({ name: "bad name", nodeId: approvedA, operationId: "x" }, call))).reason,
+    "invalid_name",
+  );
 });
 
 t.test("rotation: old secrets read under a new active key; after re-encryption the old key can go", async (t) => {
@@ -115,7 +121,11 @@ t.test("rotation: old secrets read under a new active key; after re-encryption t
   await resolves(t, "rotated", approvedA, v);
   const v2 = value();
   await secrets.createSecret({ name: "after-rotation", value: v2 }, call);
-  t.equal((await sql.query("SELECT key_id FROM secrets.secrets WHERE name = 'after-rotation'")).rows[0].key_id, "b", "new writes use the new key");
+  t.equal(
+    (await sql.query("SELECT key_id FROM secrets.secrets WHERE name = 'after-rotation'")).rows[0].key_id,
+    "b",
+    "new writes use the new key",
+  );
   const r = await secrets.reencrypt({}, call);
   t.equal(r.activeKey, "b");
   t.ok(r.reencrypted >= 1);
@@ -129,10 +139,14 @@ t.test("rotation: old secrets read under a new active key; after re-encryption t
 t.test("tampered or relocated ciphertext does not resolve", async (t) => {
   await secrets.createSecret({ name: "victim", value: value() }, call);
   await secrets.createSecret({ name: "donor", value: value() }, call);
-  await sql.query("UPDATE secrets.secrets t SET nonce = f.nonce, ciphertext = f.ciphertext, auth_tag = f.auth_tag FROM secrets.secrets f WHERE f.name = 'donor' AND t.name = 'victim'");
+  await sql.query(
+    "UPDATE secrets.secrets t SET nonce = f.nonce, ciphertext = f.ciphertext, auth_tag = f.auth_tag FROM secrets.secrets f WHERE f.name = 'donor' AND t.name = 'victim'",
+  );
   const moved = await rejection(secrets.resolve({ name: "victim", nodeId: approvedA, operationId: "x" }, call));
   t.equal(moved.reason, "secret_undecryptable");
-  await sql.query("UPDATE secrets.secrets SET auth_tag = set_byte(auth_tag, 3, get_byte(auth_tag, 3) # 128) WHERE name = 'donor'");
+  await sql.query(
+    "UPDATE secrets.secrets SET auth_tag = set_byte(auth_tag, 3, get_byte(auth_tag, 3) # 128) WHERE name = 'donor'",
+  );
   const flipped = await rejection(secrets.resolve({ name: "donor", nodeId: approvedA, operationId: "x" }, call));
   t.equal(flipped.reason, "secret_undecryptable");
 });

@@ -17,7 +17,11 @@ t.test("node ids: listed → allowed, other → not permitted", async (t) => {
   const r = { node_ids: [A], tags: {} };
   t.same(decide(r, agent(A)), { ok: true });
   t.same(decide(r, agent(B)), { ok: false, reason: "secret_not_permitted" });
-  t.same(decide(r, agent(A, {}, "rejected")), { ok: false, reason: "agent_not_approved" }, "approval is checked even for a listed node");
+  t.same(
+    decide(r, agent(A, {}, "rejected")),
+    { ok: false, reason: "agent_not_approved" },
+    "approval is checked even for a listed node",
+  );
 });
 
 t.test("tags: every listed tag must be carried with the same value", async (t) => {
@@ -25,8 +29,16 @@ t.test("tags: every listed tag must be carried with the same value", async (t) =
   t.same(decide(r, agent(B, { env: "prod", role: "db", extra: "x" })), { ok: true });
   t.same(decide(r, agent(B, { env: "prod" })), { ok: false, reason: "secret_not_permitted" });
   t.same(decide(r, agent(B, { env: "prod", role: "web" })), { ok: false, reason: "secret_not_permitted" });
-  t.same(decide(r, agent(B, { env: "PROD", role: "db" })), { ok: false, reason: "secret_not_permitted" }, "values match exactly");
-  t.same(decide({ node_ids: [], tags: { constructor: "x" } }, agent(B)), { ok: false, reason: "secret_not_permitted" }, "no prototype keys");
+  t.same(
+    decide(r, agent(B, { env: "PROD", role: "db" })),
+    { ok: false, reason: "secret_not_permitted" },
+    "values match exactly",
+  );
+  t.same(
+    decide({ node_ids: [], tags: { constructor: "x" } }, agent(B)),
+    { ok: false, reason: "secret_not_permitted" },
+    "no prototype keys",
+  );
 });
 
 t.test("node ids OR tags; an empty tag list grants nothing by itself", async (t) => {
@@ -38,7 +50,10 @@ t.test("node ids OR tags; an empty tag list grants nothing by itself", async (t)
 });
 
 t.test("normalise: lower-cases, de-duplicates and sorts node ids; sorts tags", async (t) => {
-  t.same(normaliseRestriction({ nodeIds: [B.toUpperCase(), A, B], tags: { z: "1", a: "2" } }), { node_ids: [A, B], tags: { a: "2", z: "1" } });
+  t.same(normaliseRestriction({ nodeIds: [B.toUpperCase(), A, B], tags: { z: "1", a: "2" } }), {
+    node_ids: [A, B],
+    tags: { a: "2", z: "1" },
+  });
 });
 
 t.test("normalise refuses bad restrictions with invalid_restriction naming the field", async (t) => {

@@ -11,7 +11,10 @@ function start(env: Record<string, string>): Promise<{ code: number | null; stde
   return new Promise((resolve) => {
     const { ORCH_SECRETS_KEYS: _drop, ...base } = process.env;
     // Unreachable NATS and Postgres: reaching them would hang, so an exit proves nothing was tried.
-    const p = spawn(process.execPath, [MAIN], { env: { ...base, NATS_URL: "nats://127.0.0.1:1", DATABASE_URL: "postgres://nobody@127.0.0.1:1/x", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    const p = spawn(process.execPath, [MAIN], {
+      env: { ...base, NATS_URL: "nats://127.0.0.1:1", DATABASE_URL: "postgres://nobody@127.0.0.1:1/x", ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let stderr = "";
     p.stderr.on("data", (d) => (stderr += d));
     p.on("close", (code) => resolve({ code, stderr }));

@@ -1,5 +1,12 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
-import type { AssignmentRunSchema, AssignmentSchema, BelievedResourceSchema, DriftRecordSchema, ModuleSchema, OperationSchema } from "@orch/contracts";
+import type {
+  AssignmentRunSchema,
+  AssignmentSchema,
+  BelievedResourceSchema,
+  DriftRecordSchema,
+  ModuleSchema,
+  OperationSchema,
+} from "@orch/contracts";
 import type { AssignmentRow, ModuleRow } from "./db/catalog.js";
 import type { OperationRow } from "./db/operations.js";
 import type { RunRow } from "./db/runs.js";
@@ -42,7 +49,17 @@ export const operationMsg = (o: OperationRow, withResults: boolean): MessageInit
   actorName: o.actor_name,
   summary: o.summary,
   results: withResults
-    ? o.results.map((r) => ({ id: r.id, module: r.module, type: r.type, status: r.status, changed: r.changed, diff: r.diff, message: r.message, durationMs: r.duration_ms, hasOutput: r.has_output }))
+    ? o.results.map((r) => ({
+        id: r.id,
+        module: r.module,
+        type: r.type,
+        status: r.status,
+        changed: r.changed,
+        diff: r.diff,
+        message: r.message,
+        durationMs: r.duration_ms,
+        hasOutput: r.has_output,
+      }))
     : [],
   errorCode: o.error_code,
   error: o.error,
@@ -70,7 +87,10 @@ export const believedMsg = (b: BelievedRow): MessageInitShape<typeof BelievedRes
 });
 
 /** A run with each target's operation status (`queued` while waiting for its batch, `not_started` once the run ended without it). */
-export function runMsg(r: RunRow, ops: ReadonlyArray<Pick<OperationRow, "id" | "node_id" | "status">>): MessageInitShape<typeof AssignmentRunSchema> {
+export function runMsg(
+  r: RunRow,
+  ops: ReadonlyArray<Pick<OperationRow, "id" | "node_id" | "status">>,
+): MessageInitShape<typeof AssignmentRunSchema> {
   const byNode = new Map(ops.map((o) => [o.node_id, o]));
   return {
     id: r.id,
@@ -88,7 +108,13 @@ export function runMsg(r: RunRow, ops: ReadonlyArray<Pick<OperationRow, "id" | "
     actorId: r.actor_id,
     targets: r.targets.map((t) => {
       const op = byNode.get(t.node_id);
-      return { nodeId: t.node_id, name: t.name, batch: t.batch, operationId: op?.id ?? "", status: op?.status ?? (r.status === "running" ? "queued" : "not_started") };
+      return {
+        nodeId: t.node_id,
+        name: t.name,
+        batch: t.batch,
+        operationId: op?.id ?? "",
+        status: op?.status ?? (r.status === "running" ? "queued" : "not_started"),
+      };
     }),
   };
 }

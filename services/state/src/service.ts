@@ -24,7 +24,9 @@ function every(ms: number, fn: () => Promise<unknown>, onError: (err: unknown) =
   const t = setInterval(() => {
     if (busy) return;
     busy = true;
-    fn().catch(onError).finally(() => (busy = false));
+    fn()
+      .catch(onError)
+      .finally(() => (busy = false));
   }, ms);
   t.unref();
   return () => clearInterval(t);
@@ -46,9 +48,20 @@ export async function createStateService(deps: StateDeps): Promise<Service & { e
     name: "state",
     service: StateService,
     log,
-    handlers: { ...moduleHandlers(engine), ...assignmentHandlers(engine), ...operationHandlers(engine), ...driftHandlers(engine) },
+    handlers: {
+      ...moduleHandlers(engine),
+      ...assignmentHandlers(engine),
+      ...operationHandlers(engine),
+      ...driftHandlers(engine),
+    },
   });
-  const stops = [every(config.state.sweep_interval_seconds * 1000, () => sweep(deps), (err) => log.warn({ err }, "state sweep failed"))];
+  const stops = [
+    every(
+      config.state.sweep_interval_seconds * 1000,
+      () => sweep(deps),
+      (err) => log.warn({ err }, "state sweep failed"),
+    ),
+  ];
   if (config.state.drift_interval_seconds > 0) {
     // Once per interval across all replicas, whichever replica's timer comes first.
     const drift = schedulePeriodic(deps, "state.drift", config.state.drift_interval_seconds * 1000, async () => {
@@ -63,7 +76,10 @@ export async function createStateService(deps: StateDeps): Promise<Service & { e
       for (const s of stops) s();
       await rpc.stop();
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.all([runner.drain(), fanout.drain()]), new Promise((r) => (timer = setTimeout(r, STOP_GRACE_MS)))]);
+      await Promise.race([
+        Promise.all([runner.drain(), fanout.drain()]),
+        new Promise((r) => (timer = setTimeout(r, STOP_GRACE_MS))),
+      ]);
       clearTimeout(timer);
     },
   };

@@ -12,7 +12,15 @@ const dir = s.tempDir();
 const web = await s.addAgent({ name: "web-1", tags: { env: "test" } });
 const r = await s.api("POST", "/modules", {
   name: "conf",
-  content: ["name: conf", "resources:", `  - { id: dir, type: directory, path: '${dir}/etc' }`, `  - { id: app, type: file, path: '${dir}/etc/app.conf', content: "env={{ tags.env }}\\n", requires: [dir] }`, `  - { id: other, type: file, path: '${dir}/etc/other.conf', content: "x\\n", requires: [dir] }`, "  - { id: hello, type: exec, command: 'echo hi' }", ""].join("\n"),
+  content: [
+    "name: conf",
+    "resources:",
+    `  - { id: dir, type: directory, path: '${dir}/etc' }`,
+    `  - { id: app, type: file, path: '${dir}/etc/app.conf', content: "env={{ tags.env }}\\n", requires: [dir] }`,
+    `  - { id: other, type: file, path: '${dir}/etc/other.conf', content: "x\\n", requires: [dir] }`,
+    "  - { id: hello, type: exec, command: 'echo hi' }",
+    "",
+  ].join("\n"),
 });
 if (r.status !== 201) throw new Error(r.text);
 
@@ -33,12 +41,20 @@ t.test("a hand edit is reported as exactly that resource; re-apply clears it", a
   const clean = await drift();
   t.equal(clean.status, 200);
   t.equal(clean.body.operation.kind, "drift");
-  t.equal(clean.body.drift.drifted, false, "a changed tag does not drift: the snapshot keeps the values it applied; an unguarded exec holds no state");
+  t.equal(
+    clean.body.drift.drifted,
+    false,
+    "a changed tag does not drift: the snapshot keeps the values it applied; an unguarded exec holds no state",
+  );
 
   writeFileSync(join(dir, "etc/app.conf"), "env=hacked\n");
   const found = await drift();
   t.equal(found.body.drift.drifted, true);
-  t.same(found.body.drift.resources.map((x: any) => `${x.module}/${x.id}`), ["conf/app"], "exactly the edited resource");
+  t.same(
+    found.body.drift.resources.map((x: any) => `${x.module}/${x.id}`),
+    ["conf/app"],
+    "exactly the edited resource",
+  );
   t.match(found.body.drift.resources[0].diff, /^-env=hacked$/m);
   t.match(found.body.drift.resources[0].diff, /^\+env=test$/m);
   const detected = await eventually(async () => (await s.events("drift.detected")).filter((e) => e.target?.id === web));
@@ -48,21 +64,39 @@ t.test("a hand edit is reported as exactly that resource; re-apply clears it", a
 
   const again = await drift();
   t.equal(again.body.drift.drifted, true);
-  t.equal((await s.events("drift.detected")).filter((e) => e.target?.id === web).length, 1, "unchanged drift is not reported twice");
+  t.equal(
+    (await s.events("drift.detected")).filter((e) => e.target?.id === web).length,
+    1,
+    "unchanged drift is not reported twice",
+  );
 
   t.test("scheduled checks pause in a maintenance window and find drift once it ends", async (t) => {
     const before = (await s.api("GET", `/agents/${web}/state/operations?kind=drift&limit=500`)).body.operations.length;
-    t.equal(await driftPass(s.state.deps, s.state.svc.engine.clients, s.state.svc.engine.runner, s.state.svc.engine.cache), -1, "paused");
-    t.equal((await s.api("GET", `/agents/${web}/state/operations?kind=drift&limit=500`)).body.operations.length, before, "no check ran");
+    t.equal(
+      await driftPass(s.state.deps, s.state.svc.engine.clients, s.state.svc.engine.runner, s.state.svc.engine.cache),
+      -1,
+      "paused",
+    );
+    t.equal(
+      (await s.api("GET", `/agents/${web}/state/operations?kind=drift&limit=500`)).body.operations.length,
+      before,
+      "no check ran",
+    );
 
     s.maintenance.status.active = false;
     const scheduled = await eventually(async () => {
-      const ops = (await s.api("GET", `/agents/${web}/state/operations?kind=drift&status=succeeded&limit=500`)).body.operations;
+      const ops = (await s.api("GET", `/agents/${web}/state/operations?kind=drift&status=succeeded&limit=500`)).body
+        .operations;
       return ops.find((o: any) => o.actor.id === "system");
     }, 20_000);
-    const rec = (await s.api("GET", `/agents/${web}/drift?limit=500`)).body.records.find((d: any) => d.operation_id === scheduled.id);
+    const rec = (await s.api("GET", `/agents/${web}/drift?limit=500`)).body.records.find(
+      (d: any) => d.operation_id === scheduled.id,
+    );
     t.equal(rec.drifted, true, "the scheduled check found the edit");
-    t.same(rec.resources.map((x: any) => x.id), ["app"]);
+    t.same(
+      rec.resources.map((x: any) => x.id),
+      ["app"],
+    );
     s.maintenance.status.active = true;
   });
 

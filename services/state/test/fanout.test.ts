@@ -18,9 +18,14 @@ const agents = {
   pending: await s.addAgent({ name: "web-new", tags: { env: "test", role: "web" }, status: "pending" }),
 };
 
-const mod = (name: string, resources: string[]) => ({ name, content: ["name: " + name, "resources:", ...resources, ""].join("\n") });
+const mod = (name: string, resources: string[]) => ({
+  name,
+  content: ["name: " + name, "resources:", ...resources, ""].join("\n"),
+});
 for (const m of [
-  mod("marker", [`  - { id: mark, type: file, path: '${dir}/{{ attributes.hostname }}.mark', content: '{{ tags.role }}' }`]),
+  mod("marker", [
+    `  - { id: mark, type: file, path: '${dir}/{{ attributes.hostname }}.mark', content: '{{ tags.role }}' }`,
+  ]),
   mod("fails", [`  - { id: boom, type: exec, command: 'exit 1' }`]),
 ]) {
   const r = await s.api("POST", "/modules", m);
@@ -30,29 +35,43 @@ await s.api("POST", "/assignments", { name: "web-db", selector: "env=test,role i
 await s.api("POST", "/assignments", { name: "everyone-fails", selector: "*", modules: ["fails"] });
 await s.api("POST", "/assignments", { name: "everyone-marks", selector: "attr.os=linux", modules: ["marker"] });
 
-t.test("the selector picks exactly the matching approved agents; a matching offline agent is unreachable", async (t) => {
-  const r = await s.api("POST", "/assignments/web-db/apply?wait=60");
-  t.equal(r.status, 200, "finished within the wait");
-  t.equal(r.body.status, "completed");
-  t.same(r.body.operations.map((o: any) => [o.name, o.status]), [
-    ["db-1", "succeeded"],
-    ["db-offline", "unreachable"],
-    ["web-1", "succeeded"],
-  ]);
-  t.ok(existsSync(join(dir, "web-1.mark")) && existsSync(join(dir, "db-1.mark")));
-  t.notOk(existsSync(join(dir, "web-9.mark")), "env=prod is not matched");
-  t.notOk(existsSync(join(dir, "cache-1.mark")), "role=cache is not matched");
-  t.notOk(existsSync(join(dir, "web-new.mark")), "pending agents are never targeted");
-  t.equal(r.body.failures, 1);
+t.test(
+  "the selector picks exactly the matching approved agents; a matching offline agent is unreachable",
+  async (t) => {
+    const r = await s.api("POST", "/assignments/web-db/apply?wait=60");
+    t.equal(r.status, 200, "finished within the wait");
+    t.equal(r.body.status, "completed");
+    t.same(
+      r.body.operations.map((o: any) => [o.name, o.status]),
+      [
+        ["db-1", "succeeded"],
+        ["db-offline", "unreachable"],
+        ["web-1", "succeeded"],
+      ],
+    );
+    t.ok(existsSync(join(dir, "web-1.mark")) && existsSync(join(dir, "db-1.mark")));
+    t.notOk(existsSync(join(dir, "web-9.mark")), "env=prod is not matched");
+    t.notOk(existsSync(join(dir, "cache-1.mark")), "role=cache is not matched");
+    t.notOk(existsSync(join(dir, "web-new.mark")), "pending agents are never targeted");
+    t.equal(r.body.failures, 1);
 
-  const op = await s.api("GET", `/state/operations/${r.body.operations[0].operation_id}`);
-  t.equal(op.body.assignment, "web-db");
-  t.equal(op.body.run_id, r.body.run_id);
-  const view = await s.api("GET", `/assignments/web-db/runs/${r.body.run_id}`);
-  t.same(view.body, r.body, "the run can be fetched again");
-  t.equal((await s.api("GET", `/assignments/everyone-fails/runs/${r.body.run_id}`)).status, 404, "a run belongs to its assignment");
-  t.ok((await s.events("assignment.applied")).some((e) => e.metadata?.run_id === r.body.run_id && e.metadata?.agents === 3));
-});
+    const op = await s.api("GET", `/state/operations/${r.body.operations[0].operation_id}`);
+    t.equal(op.body.assignment, "web-db");
+    t.equal(op.body.run_id, r.body.run_id);
+    const view = await s.api("GET", `/assignments/web-db/runs/${r.body.run_id}`);
+    t.same(view.body, r.body, "the run can be fetched again");
+    t.equal(
+      (await s.api("GET", `/assignments/everyone-fails/runs/${r.body.run_id}`)).status,
+      404,
+      "a run belongs to its assignment",
+    );
+    t.ok(
+      (await s.events("assignment.applied")).some(
+        (e) => e.metadata?.run_id === r.body.run_id && e.metadata?.agents === 3,
+      ),
+    );
+  },
+);
 
 t.test("a rolling apply with batch 1 and max_failures 0 stops after the first failure", async (t) => {
   const r = await s.api("POST", "/assignments/everyone-fails/apply?wait=60", { batch: 1, max_failures: 0 });
@@ -60,15 +79,22 @@ t.test("a rolling apply with batch 1 and max_failures 0 stops after the first fa
   t.equal(r.body.batch_size, 1);
   t.equal(r.body.batches, 5);
   t.equal(r.body.failures, 1);
-  t.same(r.body.operations.map((o: any) => [o.name, o.batch, o.status, o.operation_id === null]), [
-    ["cache-1", 1, "failed", false],
-    ["db-1", 2, "not_started", true],
-    ["db-offline", 3, "not_started", true],
-    ["web-1", 4, "not_started", true],
-    ["web-9", 5, "not_started", true],
-  ]);
+  t.same(
+    r.body.operations.map((o: any) => [o.name, o.batch, o.status, o.operation_id === null]),
+    [
+      ["cache-1", 1, "failed", false],
+      ["db-1", 2, "not_started", true],
+      ["db-offline", 3, "not_started", true],
+      ["web-1", 4, "not_started", true],
+      ["web-9", 5, "not_started", true],
+    ],
+  );
   const ops = await s.api("GET", `/state/operations?limit=500`);
-  t.equal(ops.body.operations.filter((o: any) => o.run_id === r.body.run_id).length, 1, "only the first batch got an operation");
+  t.equal(
+    ops.body.operations.filter((o: any) => o.run_id === r.body.run_id).length,
+    1,
+    "only the first batch got an operation",
+  );
 });
 
 t.test("a rolling plan in 50% batches runs every batch; without wait it answers 202 and progresses", async (t) => {
@@ -77,7 +103,10 @@ t.test("a rolling plan in 50% batches runs every batch; without wait it answers 
   t.equal(r.body.kind, "plan");
   t.equal(r.body.batch_size, 3);
   t.equal(r.body.batches, 2);
-  t.ok(r.body.operations.filter((o: any) => o.batch === 1).every((o: any) => o.operation_id), "the first batch has operations at once");
+  t.ok(
+    r.body.operations.filter((o: any) => o.batch === 1).every((o: any) => o.operation_id),
+    "the first batch has operations at once",
+  );
   let view;
   for (let i = 0; i < 200; i++) {
     view = await s.api("GET", `/assignments/everyone-marks/runs/${r.body.run_id}`);
@@ -85,7 +114,13 @@ t.test("a rolling plan in 50% batches runs every batch; without wait it answers 
     await new Promise((res) => setTimeout(res, 50));
   }
   t.equal(view!.body.status, "completed");
-  t.same(view!.body.operations.map((o: any) => o.status).sort(), ["succeeded", "succeeded", "succeeded", "succeeded", "unreachable"]);
+  t.same(view!.body.operations.map((o: any) => o.status).sort(), [
+    "succeeded",
+    "succeeded",
+    "succeeded",
+    "succeeded",
+    "unreachable",
+  ]);
   t.ok((await s.events("state.plan.completed")).filter((e) => e.metadata?.run_id === r.body.run_id).length === 5);
 });
 

@@ -5,7 +5,15 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { fromBinary } from "@bufbuild/protobuf";
 import { jetstream } from "@nats-io/jetstream";
-import { AgentsService, AgentStateService, AuditEventSchema, NotifyService, SecretsService, type Agent, type AuditEvent } from "@orch/contracts";
+import {
+  AgentsService,
+  AgentStateService,
+  AuditEventSchema,
+  NotifyService,
+  SecretsService,
+  type Agent,
+  type AuditEvent,
+} from "@orch/contracts";
 import { OrchError, notFound, rpcClient, serveRpc, type Handlers, type RpcServer } from "@orch/kit";
 import { createTestDatabase, ed25519, serviceDeps, silentLogger, startNats, type NatsHandle } from "@orch/kit/testing";
 import { AgentError, type AgentHandlers, type AgentRuntime } from "../../../agent/src/runtime.js";
@@ -31,7 +39,9 @@ function startRegistry(nc: Awaited<ReturnType<NatsHandle["connect"]>>) {
   const refuse = async () => {
     throw new OrchError("INTERNAL", "not_in_test_registry", "not served by the test registry");
   };
-  const handlers = Object.fromEntries((AgentsService as unknown as { methods: Array<{ localName: string }> }).methods.map((m) => [m.localName, refuse])) as unknown as Handlers<typeof AgentsService>;
+  const handlers = Object.fromEntries(
+    (AgentsService as unknown as { methods: Array<{ localName: string }> }).methods.map((m) => [m.localName, refuse]),
+  ) as unknown as Handlers<typeof AgentsService>;
   const find = (id: string) => agents.get(id) ?? [...agents.values()].find((a) => a.name === id && a.name !== "");
   handlers.getAgent = async (req) => {
     const a = find(req.id);
@@ -39,7 +49,9 @@ function startRegistry(nc: Awaited<ReturnType<NatsHandle["connect"]>>) {
     return a;
   };
   handlers.listAgents = async (req) => {
-    const all = [...agents.values()].filter((a) => !req.status || a.status === req.status).sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
+    const all = [...agents.values()]
+      .filter((a) => !req.status || a.status === req.status)
+      .sort((a, b) => (a.nodeId < b.nodeId ? -1 : 1));
     const from = all.filter((a) => a.nodeId > req.cursor);
     const limit = req.limit || 50;
     const page = from.slice(0, limit);
@@ -55,7 +67,9 @@ function startMaintenance(nc: Awaited<ReturnType<NatsHandle["connect"]>>) {
   const refuse = async () => {
     throw new OrchError("INTERNAL", "not_in_test", "not served here");
   };
-  const handlers = Object.fromEntries((NotifyService as unknown as { methods: Array<{ localName: string }> }).methods.map((m) => [m.localName, refuse])) as unknown as Handlers<typeof NotifyService>;
+  const handlers = Object.fromEntries(
+    (NotifyService as unknown as { methods: Array<{ localName: string }> }).methods.map((m) => [m.localName, refuse]),
+  ) as unknown as Handlers<typeof NotifyService>;
   handlers.getMaintenanceStatus = async () => ({ active: status.active });
   const server = serveRpc({ nc, name: "notify", service: NotifyService, handlers, log: silentLogger() });
   return { status, server };
@@ -68,7 +82,15 @@ async function serveRealProviders(nc: Awaited<ReturnType<NatsHandle["connect"]>>
   const rt: AgentRuntime = {
     nodeId,
     dataDir: "/nonexistent",
-    options: { server: undefined, discover: false, discoveryPort: 0, terminalEnabled: false, shells: [], metricsIntervalSeconds: 60, tls: undefined },
+    options: {
+      server: undefined,
+      discover: false,
+      discoveryPort: 0,
+      terminalEnabled: false,
+      shells: [],
+      metricsIntervalSeconds: 60,
+      tls: undefined,
+    },
     log: silent,
     serve(_service, h) {
       handlers = h as unknown as AgentHandlers<typeof AgentStateService>;
@@ -124,9 +146,23 @@ export async function startStack(t: Tap.Test, opts: StackOptions = {}) {
   });
   const secrets = await createSecretsService(secretsDeps);
   const startState = async (overrides: StateOverrides = {}) => {
-    const deps = await serviceDeps({ name: "state", nats, db, schema: "state", migrations: STATE_MIGRATIONS, config: stateConfigSchema.parse({ state: { drift_interval_seconds: 0, ...opts.state, ...overrides } }) });
+    const deps = await serviceDeps({
+      name: "state",
+      nats,
+      db,
+      schema: "state",
+      migrations: STATE_MIGRATIONS,
+      config: stateConfigSchema.parse({ state: { drift_interval_seconds: 0, ...opts.state, ...overrides } }),
+    });
     const svc = await createStateService(deps);
-    return { deps, svc, async stop() { await svc.stop(); await deps.close(); } };
+    return {
+      deps,
+      svc,
+      async stop() {
+        await svc.stop();
+        await deps.close();
+      },
+    };
   };
   let state = await startState();
   const gw = await startGateway(nats);
@@ -151,9 +187,16 @@ export async function startStack(t: Tap.Test, opts: StackOptions = {}) {
       state = await startState(overrides);
       return state;
     },
-    api: (method: string, path: string, body?: unknown) => call(gw.url, method, `/api/v1${path}`, { token, ...(body !== undefined ? { body } : {}) }),
+    api: (method: string, path: string, body?: unknown) =>
+      call(gw.url, method, `/api/v1${path}`, { token, ...(body !== undefined ? { body } : {}) }),
     /** Registers an agent in the registry; `serve` runs the real providers for it. */
-    async addAgent(o: { name: string; tags?: Record<string, string>; attributes?: Record<string, string>; status?: string; serve?: boolean }) {
+    async addAgent(o: {
+      name: string;
+      tags?: Record<string, string>;
+      attributes?: Record<string, string>;
+      status?: string;
+      serve?: boolean;
+    }) {
       const nodeId = randomBytes(16).toString("hex");
       registry.agents.set(nodeId, {
         $typeName: "orch.v1.Agent",
@@ -180,8 +223,19 @@ export async function startStack(t: Tap.Test, opts: StackOptions = {}) {
       await infra.flush();
       return { nodeId, stop: () => sub.unsubscribe() };
     },
-    async createSecret(name: string, value: string, restriction?: { nodeIds?: string[]; tags?: Record<string, string> }) {
-      await secretsClient.createSecret({ name, value, ...(restriction ? { restriction: { nodeIds: restriction.nodeIds ?? [], tags: restriction.tags ?? {} } } : {}) }, { actor: { id: "admin", name: "admin", type: "operator", role: "admin" } });
+    async createSecret(
+      name: string,
+      value: string,
+      restriction?: { nodeIds?: string[]; tags?: Record<string, string> },
+    ) {
+      await secretsClient.createSecret(
+        {
+          name,
+          value,
+          ...(restriction ? { restriction: { nodeIds: restriction.nodeIds ?? [], tags: restriction.tags ?? {} } } : {}),
+        },
+        { actor: { id: "admin", name: "admin", type: "operator", role: "admin" } },
+      );
     },
     /** A temporary directory removed at teardown. */
     tempDir() {
@@ -204,9 +258,14 @@ export async function startStack(t: Tap.Test, opts: StackOptions = {}) {
     },
     /** Every row of every table of the state schema, as text (for leak checks). */
     async dumpStateSchema(): Promise<string> {
-      const tables = (await state.deps.pool.query<{ table_name: string }>("SELECT table_name FROM information_schema.tables WHERE table_schema = 'state'")).rows.map((r) => r.table_name);
+      const tables = (
+        await state.deps.pool.query<{ table_name: string }>(
+          "SELECT table_name FROM information_schema.tables WHERE table_schema = 'state'",
+        )
+      ).rows.map((r) => r.table_name);
       const parts: string[] = [];
-      for (const tname of tables) parts.push(JSON.stringify((await state.deps.pool.query(`SELECT * FROM state.${tname}`)).rows));
+      for (const tname of tables)
+        parts.push(JSON.stringify((await state.deps.pool.query(`SELECT * FROM state.${tname}`)).rows));
       return parts.join("\n");
     },
   };

@@ -3,7 +3,14 @@ import { OrchError } from "@orch/kit";
 import { MODULE_MAX_BYTES, parseModule } from "../src/module/parse.js";
 
 // Unit tests of the module schema v1: each refusal has its own reason and names the YAML path and line.
-const refuse = (t: Tap.Test, content: string, reason: string, path: string | undefined, line: number, message?: RegExp) => {
+const refuse = (
+  t: Tap.Test,
+  content: string,
+  reason: string,
+  path: string | undefined,
+  line: number,
+  message?: RegExp,
+) => {
   try {
     parseModule(content, "web-base");
     t.fail(`expected ${reason}`);
@@ -50,7 +57,17 @@ t.test("a valid module parses into typed resources with module-local requires", 
   t.equal(m.name, "web-base");
   t.equal(m.description, "test");
   t.equal(m.resources.length, 8);
-  t.same(m.resources[2], { id: "reload", type: "exec", requires: ["motd", "app-dir"], spec: { command: "systemctl reload app", unless: "test -f /run/app.reloaded", env: { A: 1, B: "x" }, timeout_seconds: 30 } });
+  t.same(m.resources[2], {
+    id: "reload",
+    type: "exec",
+    requires: ["motd", "app-dir"],
+    spec: {
+      command: "systemctl reload app",
+      unless: "test -f /run/app.reloaded",
+      env: { A: 1, B: "x" },
+      timeout_seconds: 30,
+    },
+  });
   t.same(m.resources[4]!.requires, ["nginx"], "a single requires string is a list of one");
   t.notOk("id" in m.resources[0]!.spec, "spec holds only the type's fields");
 });
@@ -62,39 +79,117 @@ t.test("bad YAML → invalid_yaml with the line", async (t) => {
 });
 
 t.test("name must equal the module name", async (t) => {
-  refuse(t, "description: x\nname: other\nresources: []\n", "name_mismatch", "name", 2, /'other' does not match 'web-base'/);
+  refuse(
+    t,
+    "description: x\nname: other\nresources: []\n",
+    "name_mismatch",
+    "name",
+    2,
+    /'other' does not match 'web-base'/,
+  );
   refuse(t, "resources: []\n", "invalid_module", "name", 1, /is required/);
   refuse(t, "name: Web Base\nresources: []\n", "invalid_module", "name", 1);
 });
 
 t.test("unknown resource type", async (t) => {
-  refuse(t, mod("  - id: a\n    type: file\n    path: /a\n  - id: b\n    type: registry\n    key: x\n"), "unknown_resource_type", "resources[1].type", 8, /unknown resource type 'registry'/);
+  refuse(
+    t,
+    mod("  - id: a\n    type: file\n    path: /a\n  - id: b\n    type: registry\n    key: x\n"),
+    "unknown_resource_type",
+    "resources[1].type",
+    8,
+    /unknown resource type 'registry'/,
+  );
 });
 
 t.test("duplicate ids", async (t) => {
-  refuse(t, mod("  - id: a\n    type: file\n    path: /a\n  - id: a\n    type: directory\n    path: /b\n"), "duplicate_resource_id", "resources[1].id", 7, /already used by resources\[0\]/);
+  refuse(
+    t,
+    mod("  - id: a\n    type: file\n    path: /a\n  - id: a\n    type: directory\n    path: /b\n"),
+    "duplicate_resource_id",
+    "resources[1].id",
+    7,
+    /already used by resources\[0\]/,
+  );
 });
 
 t.test("unknown and cyclic requires", async (t) => {
-  refuse(t, mod("  - id: a\n    type: file\n    path: /a\n    requires: [a2, b]\n  - id: a2\n    type: file\n    path: /a2\n"), "unknown_requirement", "resources[0].requires[1]", 7, /requires 'b'/);
   refuse(
     t,
-    mod("  - id: a\n    type: file\n    path: /a\n    requires: [c]\n  - id: b\n    type: file\n    path: /b\n    requires: [a]\n  - id: c\n    type: file\n    path: /c\n    requires: [b]\n"),
+    mod("  - id: a\n    type: file\n    path: /a\n    requires: [a2, b]\n  - id: a2\n    type: file\n    path: /a2\n"),
+    "unknown_requirement",
+    "resources[0].requires[1]",
+    7,
+    /requires 'b'/,
+  );
+  refuse(
+    t,
+    mod(
+      "  - id: a\n    type: file\n    path: /a\n    requires: [c]\n  - id: b\n    type: file\n    path: /b\n    requires: [a]\n  - id: c\n    type: file\n    path: /c\n    requires: [b]\n",
+    ),
     "cyclic_requires",
     "resources[0].requires",
     7,
     /a → c → b → a/,
   );
-  refuse(t, mod("  - id: a\n    type: file\n    path: /a\n    requires: [a]\n"), "cyclic_requires", "resources[0].requires", 7, /a → a/);
+  refuse(
+    t,
+    mod("  - id: a\n    type: file\n    path: /a\n    requires: [a]\n"),
+    "cyclic_requires",
+    "resources[0].requires",
+    7,
+    /a → a/,
+  );
 });
 
 t.test("field errors name the field and its line", async (t) => {
-  refuse(t, mod("  - id: a\n    type: file\n    path: /a\n    conent: hi\n"), "invalid_module", "resources[0].conent", 7, /unknown field 'conent'/);
-  refuse(t, mod("  - id: a\n    type: file\n    path: relative\n"), "invalid_module", "resources[0].path", 6, /absolute path/);
-  refuse(t, mod("  - id: a\n    type: file\n    path: /a\n    mode: rw\n"), "invalid_module", "resources[0].mode", 7, /octal/);
-  refuse(t, mod("  - id: a\n    type: exec\n    command: a\n    script: b\n"), "invalid_module", "resources[0].command", 6, /exactly one of command or script/);
-  refuse(t, mod("  - id: a\n    type: package\n    state: installed\n    name: x\n"), "invalid_module", "resources[0].state", 6);
-  refuse(t, mod("  - id: a\n    type: service\n    name: x\n"), "invalid_module", "resources[0].state", 4, /state or enabled/);
+  refuse(
+    t,
+    mod("  - id: a\n    type: file\n    path: /a\n    conent: hi\n"),
+    "invalid_module",
+    "resources[0].conent",
+    7,
+    /unknown field 'conent'/,
+  );
+  refuse(
+    t,
+    mod("  - id: a\n    type: file\n    path: relative\n"),
+    "invalid_module",
+    "resources[0].path",
+    6,
+    /absolute path/,
+  );
+  refuse(
+    t,
+    mod("  - id: a\n    type: file\n    path: /a\n    mode: rw\n"),
+    "invalid_module",
+    "resources[0].mode",
+    7,
+    /octal/,
+  );
+  refuse(
+    t,
+    mod("  - id: a\n    type: exec\n    command: a\n    script: b\n"),
+    "invalid_module",
+    "resources[0].command",
+    6,
+    /exactly one of command or script/,
+  );
+  refuse(
+    t,
+    mod("  - id: a\n    type: package\n    state: installed\n    name: x\n"),
+    "invalid_module",
+    "resources[0].state",
+    6,
+  );
+  refuse(
+    t,
+    mod("  - id: a\n    type: service\n    name: x\n"),
+    "invalid_module",
+    "resources[0].state",
+    4,
+    /state or enabled/,
+  );
   refuse(t, mod("  - id: bad/id\n    type: file\n    path: /a\n"), "invalid_module", "resources[0].id", 4);
   refuse(t, mod("  - type: file\n    path: /a\n"), "invalid_module", "resources[0].id", 4, /is required/);
   refuse(t, mod("  - just a string\n"), "invalid_module", "resources[0]", 4);
@@ -104,9 +199,25 @@ t.test("field errors name the field and its line", async (t) => {
 });
 
 t.test("misspelt template namespaces are refused; foreign templates pass", async (t) => {
-  refuse(t, mod("  - id: a\n    type: file\n    path: /a\n    content: \"{{ secret.db }}\"\n"), "invalid_template", "resources[0].content", 7, /did you mean \{\{ secrets/);
-  refuse(t, mod("  - id: a\n    type: exec\n    command: echo\n    env:\n      X: \"{{ attribute.os }}\"\n"), "invalid_template", "resources[0].env.X", 8);
-  const m = parseModule(mod("  - id: a\n    type: file\n    path: /a\n    content: \"{{ item.name }} {{ .Values }}\"\n"), "web-base");
+  refuse(
+    t,
+    mod('  - id: a\n    type: file\n    path: /a\n    content: "{{ secret.db }}"\n'),
+    "invalid_template",
+    "resources[0].content",
+    7,
+    /did you mean \{\{ secrets/,
+  );
+  refuse(
+    t,
+    mod('  - id: a\n    type: exec\n    command: echo\n    env:\n      X: "{{ attribute.os }}"\n'),
+    "invalid_template",
+    "resources[0].env.X",
+    8,
+  );
+  const m = parseModule(
+    mod('  - id: a\n    type: file\n    path: /a\n    content: "{{ item.name }} {{ .Values }}"\n'),
+    "web-base",
+  );
   t.equal(m.resources[0]!.spec.content, "{{ item.name }} {{ .Values }}");
 });
 

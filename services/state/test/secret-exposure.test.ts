@@ -59,7 +59,7 @@ t.test("a secret in a field that becomes a process argument is refused at upload
 t.test("a literal '..' path is refused at upload", async (t) => {
   for (const [resource, path] of [
     ["  - { id: f, type: file, path: /srv/app/../../etc/shadow, content: x }", "resources[0].path"],
-    ["  - { id: f, type: file, path: \"/srv/{{ tags.app }}/../x\", content: x }", "resources[0].path"],
+    ['  - { id: f, type: file, path: "/srv/{{ tags.app }}/../x", content: x }', "resources[0].path"],
     ["  - { id: l, type: symlink, path: /srv/l, target: ../../etc/shadow }", "resources[0].target"],
   ] as const) {
     try {
@@ -108,27 +108,29 @@ t.test("output of an operation that received a secret is redacted in its common 
   const reversed = [...SECRET].reverse().join("");
   const url = encodeURIComponent(SECRET);
   const forms = [SECRET, b.toString("base64"), b.toString("hex"), reversed, url, b.toString("base64url")];
-  t.notOk(forms.some((f) => out.text.includes(f)), "no form in the response");
+  t.notOk(
+    forms.some((f) => out.text.includes(f)),
+    "no form in the response",
+  );
   const dump = await s.dumpStateSchema();
-  t.notOk(forms.some((f) => dump.includes(f)), "no form stored");
+  t.notOk(
+    forms.some((f) => dump.includes(f)),
+    "no form stored",
+  );
 });
 
 t.test("believed state exposes no plain hash of content rendered with a secret", async (t) => {
   const content = `token=${SECRET}\n`;
   const plain = "no secret here\n";
-  const r = await s.api(
-    "POST",
-    "/modules",
-    {
-      name: "conf",
-      content: mod(
-        "conf",
-        `  - id: secret-file\n    type: file\n    path: ${join(dir, "secret.conf")}\n    mode: "0600"`,
-        `    content: ${JSON.stringify("token={{ secrets.token }}\n")}`,
-        `  - { id: plain-file, type: file, path: ${join(dir, "plain.conf")}, content: ${JSON.stringify(plain)} }`,
-      ),
-    },
-  );
+  const r = await s.api("POST", "/modules", {
+    name: "conf",
+    content: mod(
+      "conf",
+      `  - id: secret-file\n    type: file\n    path: ${join(dir, "secret.conf")}\n    mode: "0600"`,
+      `    content: ${JSON.stringify("token={{ secrets.token }}\n")}`,
+      `  - { id: plain-file, type: file, path: ${join(dir, "plain.conf")}, content: ${JSON.stringify(plain)} }`,
+    ),
+  });
   t.equal(r.status, 201, r.text);
   const op = await run("apply", ["conf"]);
   t.equal(op.body.status, "succeeded", op.text);

@@ -2,7 +2,12 @@ import t from "tap";
 import { matchSelector, parseSelector, SelectorError, type SelectorTarget } from "@orch/contracts";
 
 // Unit tests of the pure selector grammar (DESIGN §7).
-const agent = (name: string, tags: Record<string, string>, attributes: Record<string, string> = {}, node_id = `n-${name}`): SelectorTarget => ({ name, node_id, tags, attributes });
+const agent = (
+  name: string,
+  tags: Record<string, string>,
+  attributes: Record<string, string> = {},
+  node_id = `n-${name}`,
+): SelectorTarget => ({ name, node_id, tags, attributes });
 const fleet = [
   agent("web-1", { env: "test", role: "web", tier: "front" }, { os: "linux", arch: "x86_64" }),
   agent("web-2", { env: "prod", role: "web" }, { os: "linux", arch: "aarch64" }),
@@ -90,7 +95,11 @@ t.test("parsed form", async (t) => {
   ]);
   t.same(parseSelector(" * ").all, true);
   t.same(parseSelector("k notin (a)").terms, [{ op: "notin", key: "k", values: ["a"] }]);
-  t.same(parseSelector("index=1").terms, [{ op: "eq", key: "index", value: "1" }], "a key starting with 'in' is not the in operator");
+  t.same(
+    parseSelector("index=1").terms,
+    [{ op: "eq", key: "index", value: "1" }],
+    "a key starting with 'in' is not the in operator",
+  );
   t.same(parseSelector("k in(a)").terms, [{ op: "in", key: "k", values: ["a"] }]);
 });
 

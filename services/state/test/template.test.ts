@@ -4,21 +4,40 @@ import { renderResources, secretNames, usedInputs, type ModuleSource } from "../
 import { parseModule } from "../src/module/parse.js";
 
 // Unit tests of template rendering and secret masking (pure logic).
-const inputs = { attributes: { hostname: "h1", os: "linux" }, tags: { env: "test", "team/owner": "ops" }, secrets: new Map([["db_pass", "s3cr3t-VALUE"]]) };
+const inputs = {
+  attributes: { hostname: "h1", os: "linux" },
+  tags: { env: "test", "team/owner": "ops" },
+  secrets: new Map([["db_pass", "s3cr3t-VALUE"]]),
+};
 
 t.test("renders attributes, tags and secrets in nested strings only", async (t) => {
-  const out = renderValue({ a: "host={{ attributes.hostname }}", b: ["{{tags.env}}", 3, true], c: { d: "{{ tags.team/owner }}:{{ secrets.db_pass }}" }, e: "{{ item.x }}" }, inputs, "m/r");
+  const out = renderValue(
+    {
+      a: "host={{ attributes.hostname }}",
+      b: ["{{tags.env}}", 3, true],
+      c: { d: "{{ tags.team/owner }}:{{ secrets.db_pass }}" },
+      e: "{{ item.x }}",
+    },
+    inputs,
+    "m/r",
+  );
   t.same(out, { a: "host=h1", b: ["test", 3, true], c: { d: "ops:s3cr3t-VALUE" }, e: "{{ item.x }}" });
 });
 
 t.test("a missing attribute or tag is a TemplateError naming it, never a value", async (t) => {
-  t.throws(() => renderValue("{{ attributes.nope }}", inputs, "m/r"), new TemplateError("m/r: the agent has no attribute 'nope' ({{ attributes.nope }})"));
+  t.throws(
+    () => renderValue("{{ attributes.nope }}", inputs, "m/r"),
+    new TemplateError("m/r: the agent has no attribute 'nope' ({{ attributes.nope }})"),
+  );
   t.throws(() => renderValue("{{ tags.role }}", inputs, "m/r"), TemplateError);
   t.throws(() => renderValue("{{ secrets.other }}", inputs, "m/r"), /secret 'other' was not resolved/);
 });
 
 t.test("scan reports references and namespace typos", async (t) => {
-  t.same(scanTemplate("{{ attributes.a }}{{secrets.b}}").refs, [{ ns: "attributes", key: "a" }, { ns: "secrets", key: "b" }]);
+  t.same(scanTemplate("{{ attributes.a }}{{secrets.b}}").refs, [
+    { ns: "attributes", key: "a" },
+    { ns: "secrets", key: "b" },
+  ]);
   t.same(scanTemplate("{{ tag.env }}").typo, { found: "tag.env", meant: "tags" });
   t.same(scanTemplate("plain").refs, []);
 });
@@ -32,15 +51,25 @@ t.test("masking replaces values, and each line of a multi-line value", async (t)
 });
 
 t.test("resources render per agent with module-qualified requires; snapshots keep only the inputs used", async (t) => {
-  const parsed = parseModule("name: m\nresources:\n  - { id: f, type: file, path: /a, content: '{{ attributes.hostname }} {{ secrets.db_pass }}' }\n  - { id: g, type: exec, command: 'echo {{ tags.env }}', requires: [f] }\n", "m");
+  const parsed = parseModule(
+    "name: m\nresources:\n  - { id: f, type: file, path: /a, content: '{{ attributes.hostname }} {{ secrets.db_pass }}' }\n  - { id: g, type: exec, command: 'echo {{ tags.env }}', requires: [f] }\n",
+    "m",
+  );
   const src: ModuleSource = { name: "m", sha256: "x", parsed };
   t.same(secretNames([src]), ["db_pass"]);
   const r = renderResources([src], inputs, inputs.secrets);
-  t.same(r.map((x) => [x.id, x.module, x.type, x.requires, x.spec]), [
-    ["f", "m", "file", [], { path: "/a", content: "h1 s3cr3t-VALUE" }],
-    ["g", "m", "exec", ["m/f"], { command: "echo test" }],
-  ]);
+  t.same(
+    r.map((x) => [x.id, x.module, x.type, x.requires, x.spec]),
+    [
+      ["f", "m", "file", [], { path: "/a", content: "h1 s3cr3t-VALUE" }],
+      ["g", "m", "exec", ["m/f"], { command: "echo test" }],
+    ],
+  );
   t.same(usedInputs(src, inputs.attributes, inputs.tags), { attributes: { hostname: "h1" }, tags: { env: "test" } });
-  const drift = renderResources([{ ...src, inputs: { attributes: { hostname: "old" }, tags: { env: "old" } } }], inputs, inputs.secrets);
+  const drift = renderResources(
+    [{ ...src, inputs: { attributes: { hostname: "old" }, tags: { env: "old" } } }],
+    inputs,
+    inputs.secrets,
+  );
   t.equal(drift[0]!.spec!.content, "old s3cr3t-VALUE", "recorded inputs win over the agent's current ones");
 });

@@ -13,6 +13,7 @@ export const agentTerminal = (nc: NatsConnection, nodeId: string, timeoutMs: num
 export function agentError(err: unknown): OrchError {
   const e = OrchError.from(err);
   if (e.code === "UNAVAILABLE") return precondition("agent_not_connected", "the agent is not connected");
-  if (e.code === "DEADLINE_EXCEEDED") return new OrchError("DEADLINE_EXCEEDED", "agent_timeout", "the agent did not answer in time");
+  if (e.code === "DEADLINE_EXCEEDED")
+    return new OrchError("DEADLINE_EXCEEDED", "agent_timeout", "the agent did not answer in time");
   return e;
 }

@@ -26,7 +26,12 @@ export function parseControl(data: Uint8Array): Control | undefined {
     case "heartbeat":
       return { type: "heartbeat" };
     case "exit":
-      return { type: "exit", code: Number(m.code) || 0, signal: Number(m.signal) || 0, reason: typeof m.reason === "string" ? m.reason : "exit" };
+      return {
+        type: "exit",
+        code: Number(m.code) || 0,
+        signal: Number(m.signal) || 0,
+        reason: typeof m.reason === "string" ? m.reason : "exit",
+      };
     case "close":
       return { type: "close", reason: typeof m.reason === "string" ? m.reason : "closed" };
     default:

@@ -39,11 +39,41 @@ export interface Finalisation {
 }
 
 export const sessionsDb = {
-  async insert(db: Queryable, r: Pick<SessionRow, "id" | "node_id" | "node_name" | "operator_id" | "operator_name" | "shell" | "cols" | "rows" | "opened_at" | "transcript_file" | "owner" | "lease_expires_at">): Promise<void> {
+  async insert(
+    db: Queryable,
+    r: Pick<
+      SessionRow,
+      | "id"
+      | "node_id"
+      | "node_name"
+      | "operator_id"
+      | "operator_name"
+      | "shell"
+      | "cols"
+      | "rows"
+      | "opened_at"
+      | "transcript_file"
+      | "owner"
+      | "lease_expires_at"
+    >,
+  ): Promise<void> {
     await db.query(
       `INSERT INTO sessions (id, node_id, node_name, operator_id, operator_name, status, shell, cols, rows, opened_at, transcript_file, owner, lease_expires_at)
        VALUES ($1, $2, $3, $4, $5, 'opening', $6, $7, $8, $9, $10, $11, $12)`,
-      [r.id, r.node_id, r.node_name, r.operator_id, r.operator_name, r.shell, r.cols, r.rows, r.opened_at, r.transcript_file, r.owner, r.lease_expires_at],
+      [
+        r.id,
+        r.node_id,
+        r.node_name,
+        r.operator_id,
+        r.operator_name,
+        r.shell,
+        r.cols,
+        r.rows,
+        r.opened_at,
+        r.transcript_file,
+        r.owner,
+        r.lease_expires_at,
+      ],
     );
   },
   async get(db: Queryable, id: string): Promise<SessionRow | undefined> {
@@ -53,7 +83,10 @@ export const sessionsDb = {
     await db.query("DELETE FROM sessions WHERE id = $1", [id]);
   },
   /** Newest first; `operatorId` null = every operator's sessions. */
-  async page(db: Queryable, f: { status: string; operatorId: string | null; before: string; limit: number }): Promise<SessionRow[]> {
+  async page(
+    db: Queryable,
+    f: { status: string; operatorId: string | null; before: string; limit: number },
+  ): Promise<SessionRow[]> {
     return (
       await db.query<SessionRow>(
         `SELECT ${COLS} FROM sessions
@@ -64,11 +97,19 @@ export const sessionsDb = {
     ).rows;
   },
   async markOpen(db: Queryable, id: string, shell: string): Promise<SessionRow | undefined> {
-    return (await db.query<SessionRow>(`UPDATE sessions SET status = 'open', shell = $2 WHERE id = $1 AND status = 'opening' RETURNING ${COLS}`, [id, shell])).rows[0];
+    return (
+      await db.query<SessionRow>(
+        `UPDATE sessions SET status = 'open', shell = $2 WHERE id = $1 AND status = 'opening' RETURNING ${COLS}`,
+        [id, shell],
+      )
+    ).rows[0];
   },
   /** Records who asked for a close; the recording replica reads it when it finalises. */
   async requestClose(db: Queryable, id: string, by: { id: string; name: string }): Promise<void> {
-    await db.query(`UPDATE sessions SET close_reason = COALESCE(close_reason, 'closed_by_operator'), closed_by_id = $2, closed_by_name = $3 WHERE id = $1 AND ${LIVE}`, [id, by.id, by.name]);
+    await db.query(
+      `UPDATE sessions SET close_reason = COALESCE(close_reason, 'closed_by_operator'), closed_by_id = $2, closed_by_name = $3 WHERE id = $1 AND ${LIVE}`,
+      [id, by.id, by.name],
+    );
   },
   /** Ends a live session this replica owns; undefined when it is not (or no longer) ours. */
   async finalise(db: Queryable, id: string, owner: string, f: Finalisation): Promise<SessionRow | undefined> {
@@ -82,15 +123,30 @@ export const sessionsDb = {
   },
   /** Live sessions whose recorder's lease has lapsed. */
   async abandoned(db: Queryable, now: number, limit: number): Promise<SessionRow[]> {
-    return (await db.query<SessionRow>(`SELECT ${COLS} FROM sessions WHERE ${LIVE} AND lease_expires_at < $1 ORDER BY id LIMIT $2`, [now, limit])).rows;
+    return (
+      await db.query<SessionRow>(
+        `SELECT ${COLS} FROM sessions WHERE ${LIVE} AND lease_expires_at < $1 ORDER BY id LIMIT $2`,
+        [now, limit],
+      )
+    ).rows;
   },
   /** Takes over an abandoned session; atomic, so exactly one replica wins. */
   async claim(db: Queryable, id: string, owner: string, now: number, until: number): Promise<SessionRow | undefined> {
-    return (await db.query<SessionRow>(`UPDATE sessions SET owner = $2, lease_expires_at = $4 WHERE id = $1 AND ${LIVE} AND lease_expires_at < $3 RETURNING ${COLS}`, [id, owner, now, until])).rows[0];
+    return (
+      await db.query<SessionRow>(
+        `UPDATE sessions SET owner = $2, lease_expires_at = $4 WHERE id = $1 AND ${LIVE} AND lease_expires_at < $3 RETURNING ${COLS}`,
+        [id, owner, now, until],
+      )
+    ).rows[0];
   },
   /** Extends this replica's leases; returns the ids it still holds. */
   async refreshLeases(db: Queryable, owner: string, until: number): Promise<string[]> {
-    return (await db.query<{ id: string }>(`UPDATE sessions SET lease_expires_at = $2 WHERE owner = $1 AND ${LIVE} RETURNING id`, [owner, until])).rows.map((r) => r.id);
+    return (
+      await db.query<{ id: string }>(
+        `UPDATE sessions SET lease_expires_at = $2 WHERE owner = $1 AND ${LIVE} RETURNING id`,
+        [owner, until],
+      )
+    ).rows.map((r) => r.id);
   },
   /** Gives sessions up at a clean stop so another replica takes them over at once. */
   async releaseLeases(db: Queryable, owner: string): Promise<void> {

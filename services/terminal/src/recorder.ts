@@ -28,7 +28,14 @@ export interface Recorder {
  * password prompt (echo off) must not end up in a file. Subscribes before the PTY exists, so the
  * first byte is recorded.
  */
-export async function startRecorder(opts: { nc: NatsConnection; sessionId: string; openedAtMs: number; writer: TranscriptWriter; clock: Clock; hooks: RecorderHooks }): Promise<Recorder> {
+export async function startRecorder(opts: {
+  nc: NatsConnection;
+  sessionId: string;
+  openedAtMs: number;
+  writer: TranscriptWriter;
+  clock: Clock;
+  hooks: RecorderHooks;
+}): Promise<Recorder> {
   const { nc, sessionId, writer, clock, hooks } = opts;
   const decoder = new StringDecoder("utf8");
   // Whether the decoder holds the start of a UTF-8 character split across messages (were

@@ -60,10 +60,15 @@ export function createRecordings(deps: TerminalDeps, replicaId: string): Recordi
   const leaseMs = cfg.lease_seconds * 1000;
   const live = new Map<string, Live>();
   const finishing = new Set<Promise<void>>();
-  const publishCtl = (id: string, m: Parameters<typeof encodeControl>[0]) => nc.publish(termSubject(id, "ctl"), encodeControl(m));
+  const publishCtl = (id: string, m: Parameters<typeof encodeControl>[0]) =>
+    nc.publish(termSubject(id, "ctl"), encodeControl(m));
 
   const closedEvent = (r: SessionRow) => {
-    const by = r.closed_by_id ? { id: r.closed_by_id, name: r.closed_by_name ?? r.closed_by_id, type: "operator" } : r.close_reason === "exit" || r.close_reason === "detached" ? { id: r.operator_id, name: r.operator_name, type: "operator" } : SYSTEM_ACTOR;
+    const by = r.closed_by_id
+      ? { id: r.closed_by_id, name: r.closed_by_name ?? r.closed_by_id, type: "operator" }
+      : r.close_reason === "exit" || r.close_reason === "detached"
+        ? { id: r.operator_id, name: r.operator_name, type: "operator" }
+        : SYSTEM_ACTOR;
     const duration = Math.max(0, Math.round(((r.closed_at ?? r.opened_at) - r.opened_at) / 1000));
     return {
       type: "terminal.session.closed" as const,
@@ -71,7 +76,17 @@ export function createRecordings(deps: TerminalDeps, replicaId: string): Recordi
       summary: `terminal session of ${r.operator_name} on ${r.node_name || r.node_id} ${r.status} (${r.close_reason}) after ${duration}s`,
       actor: by,
       target: { id: r.id, name: r.node_name || r.node_id, type: "terminal_session" },
-      metadata: { node_id: r.node_id, node_name: r.node_name, operator_id: r.operator_id, operator_name: r.operator_name, status: r.status, reason: r.close_reason, exit_code: r.exit_code, duration_seconds: duration, sha256: r.sha256 },
+      metadata: {
+        node_id: r.node_id,
+        node_name: r.node_name,
+        operator_id: r.operator_id,
+        operator_name: r.operator_name,
+        status: r.status,
+        reason: r.close_reason,
+        exit_code: r.exit_code,
+        duration_seconds: duration,
+        sha256: r.sha256,
+      },
     };
   };
 
@@ -79,13 +94,24 @@ export function createRecordings(deps: TerminalDeps, replicaId: string): Recordi
   async function settle(row: SessionRow, o: Outcome): Promise<boolean> {
     const sha256 = await sha256File(pathOf(row.transcript_file));
     const done = await events.tx(async (db, emit) => {
-      const r = await sessionsDb.finalise(db, row.id, replicaId, { status: o.status, closedAt: clock.now(), exitCode: o.exitCode, reason: o.reason, sha256 });
+      const r = await sessionsDb.finalise(db, row.id, replicaId, {
+        status: o.status,
+        closedAt: clock.now(),
+        exitCode: o.exitCode,
+        reason: o.reason,
+        sha256,
+      });
       if (r) await emit(closedEvent(r));
       return r;
     });
     if (!done) return false;
     // Tells the gateways to close their sockets and the agent to end the PTY if it still runs.
-    publishCtl(row.id, { type: "ended", status: done.status, reason: done.close_reason ?? o.reason, exit_code: done.exit_code });
+    publishCtl(row.id, {
+      type: "ended",
+      status: done.status,
+      reason: done.close_reason ?? o.reason,
+      exit_code: done.exit_code,
+    });
     log.info({ session: row.id, status: done.status, reason: done.close_reason }, "terminal session finalised");
     return true;
   }
@@ -98,7 +124,10 @@ export function createRecordings(deps: TerminalDeps, replicaId: string): Recordi
         await entry.rec.stop();
         await settle(entry.row, o);
       } catch (err) {
-        log.error({ err, session: entry.row.id }, "finalising a terminal session failed; the sweep will retry once the lease lapses");
+        log.error(
+          { err, session: entry.row.id },
+          "finalising a terminal session failed; the sweep will retry once the lease lapses",
+        );
       } finally {
         live.delete(entry.row.id);
       }
@@ -112,10 +141,26 @@ export function createRecordings(deps: TerminalDeps, replicaId: string): Recordi
     const path = pathOf(row.transcript_file);
     if (resume) await repairTail(path);
     const writer = await openTranscript(path, cfg.flush_interval_ms);
-    if (resume) writer.append(markerLine(clock.now() - row.opened_at, "recording resumed by another terminal service replica"));
-    else writer.append(headerLine({ cols: row.cols, rows: row.rows, openedAtMs: row.opened_at, shell: row.shell, title: `${row.node_name || row.node_id} ${row.id}` }));
+    if (resume)
+      writer.append(markerLine(clock.now() - row.opened_at, "recording resumed by another terminal service replica"));
+    else
+      writer.append(
+        headerLine({
+          cols: row.cols,
+          rows: row.rows,
+          openedAtMs: row.opened_at,
+          shell: row.shell,
+          title: `${row.node_name || row.node_id} ${row.id}`,
+        }),
+      );
     await writer.flush();
-    const entry: Live = { row, rec: undefined as unknown as Recorder, closing: undefined, lastKeepalive: 0, finishing: false };
+    const entry: Live = {
+      row,
+      rec: undefined as unknown as Recorder,
+      closing: undefined,
+      lastKeepalive: 0,
+      finishing: false,
+    };
     entry.rec = await startRecorder({
       nc,
       sessionId: row.id,
@@ -132,7 +177,11 @@ export function createRecordings(deps: TerminalDeps, replicaId: string): Recordi
               ? { status: "failed", reason: "recorder_lost", exitCode }
               : reason === "agent_disconnected"
                 ? { status: "failed", reason: "agent_lost", exitCode: null }
-                : { status: "closed", reason: entry.closing?.reason ?? (reason === "detached" ? "detached" : "exit"), exitCode };
+                : {
+                    status: "closed",
+                    reason: entry.closing?.reason ?? (reason === "detached" ? "detached" : "exit"),
+                    exitCode,
+                  };
           void finish(entry, outcome);
         },
         closeRequested() {
@@ -149,11 +198,15 @@ export function createRecordings(deps: TerminalDeps, replicaId: string): Recordi
       if (e.finishing) continue;
       const id = e.row.id;
       if (e.closing) {
-        if (now - e.closing.since > CLOSE_GRACE_MS) void finish(e, { status: "closed", reason: e.closing.reason, exitCode: null });
+        if (now - e.closing.since > CLOSE_GRACE_MS)
+          void finish(e, { status: "closed", reason: e.closing.reason, exitCode: null });
       } else if (now - e.rec.lastAgentAt() > cfg.agent_silence_seconds * 1000) {
         void finish(e, { status: "failed", reason: "agent_lost", exitCode: null });
         continue;
-      } else if (now - e.rec.lastActivityAt() > cfg.idle_timeout_seconds * 1000 || now - e.row.opened_at > cfg.max_duration_seconds * 1000) {
+      } else if (
+        now - e.rec.lastActivityAt() > cfg.idle_timeout_seconds * 1000 ||
+        now - e.row.opened_at > cfg.max_duration_seconds * 1000
+      ) {
         const reason = now - e.row.opened_at > cfg.max_duration_seconds * 1000 ? "max_duration" : "idle_timeout";
         e.closing = { reason, since: now };
         publishCtl(id, { type: "close", reason });
@@ -217,11 +270,14 @@ export function createRecordings(deps: TerminalDeps, replicaId: string): Recordi
     return adopted;
   }
 
-  const leaseTimer = setInterval(() => {
-    void refreshLeases()
-      .then(() => sweep())
-      .catch((err) => log.warn({ err: (err as Error).message }, "terminal lease refresh or sweep failed"));
-  }, Math.max(200, leaseMs / 3));
+  const leaseTimer = setInterval(
+    () => {
+      void refreshLeases()
+        .then(() => sweep())
+        .catch((err) => log.warn({ err: (err as Error).message }, "terminal lease refresh or sweep failed"));
+    },
+    Math.max(200, leaseMs / 3),
+  );
   leaseTimer.unref();
 
   return {
@@ -248,7 +304,9 @@ export function createRecordings(deps: TerminalDeps, replicaId: string): Recordi
       const entries = [...live.values()].filter((e) => !e.finishing);
       live.clear();
       await Promise.all(entries.map((e) => e.rec.stop().catch(() => {})));
-      await sessionsDb.releaseLeases(pool, replicaId).catch((err) => log.warn({ err: (err as Error).message }, "releasing terminal leases failed"));
+      await sessionsDb
+        .releaseLeases(pool, replicaId)
+        .catch((err) => log.warn({ err: (err as Error).message }, "releasing terminal leases failed"));
     },
   };
 }

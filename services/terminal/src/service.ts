@@ -12,14 +12,21 @@ export async function createTerminalService(deps: TerminalDeps): Promise<Termina
   // A fresh identity per process: a restarted replica must not mistake its predecessor's leases for its own.
   const recordings = createRecordings(deps, `${deps.ids.next()}`);
   // Sessions abandoned by a previous run are settled (or resumed) before new work arrives.
-  await recordings.sweep().catch((err) => deps.log.warn({ err: (err as Error).message }, "initial terminal sweep failed"));
+  await recordings
+    .sweep()
+    .catch((err) => deps.log.warn({ err: (err as Error).message }, "initial terminal sweep failed"));
   const rpc = serveRpc({
     nc: deps.nc,
     idempotency: deps.idempotency,
     name: "terminal",
     service: TerminalService,
     log: deps.log,
-    handlers: { ...openHandlers(deps, recordings), ...sessionHandlers(deps, recordings), ...accessHandlers(deps, recordings), ...transcriptHandlers(deps, recordings) },
+    handlers: {
+      ...openHandlers(deps, recordings),
+      ...sessionHandlers(deps, recordings),
+      ...accessHandlers(deps, recordings),
+      ...transcriptHandlers(deps, recordings),
+    },
   });
   return {
     recordings,

@@ -4,7 +4,13 @@ import { createReadStream } from "node:fs";
 import { open, stat, truncate, type FileHandle } from "node:fs/promises";
 
 /** asciicast v2 (https://docs.asciinema.org/manual/asciicast/v2/): a JSON header line, then one JSON array per event. */
-export function headerLine(h: { cols: number; rows: number; openedAtMs: number; shell: string; title: string }): string {
+export function headerLine(h: {
+  cols: number;
+  rows: number;
+  openedAtMs: number;
+  shell: string;
+  title: string;
+}): string {
   return `${JSON.stringify({ version: 2, width: h.cols, height: h.rows, timestamp: Math.floor(h.openedAtMs / 1000), env: { ...(h.shell ? { SHELL: h.shell } : {}), TERM: "xterm-256color" }, title: h.title })}\n`;
 }
 
@@ -46,7 +52,8 @@ export function outputLineBytes(elapsedMs: number, data: Uint8Array): Buffer | u
   out[o++] = 0x0a; // \n
   return out.subarray(0, o);
 }
-export const resizeLine = (elapsedMs: number, cols: number, rows: number) => `${JSON.stringify([secs(elapsedMs), "r", `${cols}x${rows}`])}\n`;
+export const resizeLine = (elapsedMs: number, cols: number, rows: number) =>
+  `${JSON.stringify([secs(elapsedMs), "r", `${cols}x${rows}`])}\n`;
 export const markerLine = (elapsedMs: number, label: string) => `${JSON.stringify([secs(elapsedMs), "m", label])}\n`;
 
 /** Cuts a half-written last line (a crash mid-write) so appended events stay parseable. */

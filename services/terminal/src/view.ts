@@ -31,6 +31,7 @@ export const seesAll = (actor: Actor) => actor.type === "system" || actor.role =
  * one, so ids cannot be probed.
  */
 export function visible(row: SessionRow | undefined, actor: Actor, id: string): SessionRow {
-  if (!row || (!seesAll(actor) && row.operator_id !== actor.id)) throw notFound("session_not_found", `no terminal session '${id}'`);
+  if (!row || (!seesAll(actor) && row.operator_id !== actor.id))
+    throw notFound("session_not_found", `no terminal session '${id}'`);
   return row;
 }

@@ -21,13 +21,25 @@ export interface BridgedAgent {
   crash(): Promise<void>;
 }
 
-export async function startBridgedAgent(nats: NatsHandle, opts: { nodeId: string; features: Feature[]; options?: Partial<AgentOptions> }): Promise<BridgedAgent> {
+export async function startBridgedAgent(
+  nats: NatsHandle,
+  opts: { nodeId: string; features: Feature[]; options?: Partial<AgentOptions> },
+): Promise<BridgedAgent> {
   const nc = await nats.connect(`agent-${opts.nodeId}`);
   const log = silentLogger();
   const servers: RpcServer[] = [];
   const attributes = new Map<string, string>();
   const refused: string[] = [];
-  const options: AgentOptions = { server: undefined, discover: false, discoveryPort: 0, terminalEnabled: true, shells: ["/bin/bash", "/bin/sh"], metricsIntervalSeconds: 15, tls: undefined, ...opts.options };
+  const options: AgentOptions = {
+    server: undefined,
+    discover: false,
+    discoveryPort: 0,
+    terminalEnabled: true,
+    shells: ["/bin/bash", "/bin/sh"],
+    metricsIntervalSeconds: 15,
+    tls: undefined,
+    ...opts.options,
+  };
   const rt: AgentRuntime = {
     nodeId: opts.nodeId,
     dataDir: "",
@@ -35,7 +47,9 @@ export async function startBridgedAgent(nats: NatsHandle, opts: { nodeId: string
     log,
     serve<S extends GenService<GenServiceMethods>>(service: S, handlers: Parameters<AgentRuntime["serve"]>[1]) {
       const wrapped: Record<string, (req: unknown, ctx: { deadline: number }) => Promise<unknown>> = {};
-      for (const [name, h] of Object.entries(handlers as Record<string, (req: unknown, ctx: { deadline: number }) => Promise<unknown>>)) {
+      for (const [name, h] of Object.entries(
+        handlers as Record<string, (req: unknown, ctx: { deadline: number }) => Promise<unknown>>,
+      )) {
         wrapped[name] = async (req, ctx) => {
           try {
             return await h(req, { deadline: ctx.deadline });
@@ -45,7 +59,17 @@ export async function startBridgedAgent(nats: NatsHandle, opts: { nodeId: string
           }
         };
       }
-      servers.push(serveRpc({ nc, name: "agent", service, handlers: wrapped as unknown as Handlers<S>, log, subjectBase: `orch.agent.${opts.nodeId}`, queue: null }));
+      servers.push(
+        serveRpc({
+          nc,
+          name: "agent",
+          service,
+          handlers: wrapped as unknown as Handlers<S>,
+          log,
+          subjectBase: `orch.agent.${opts.nodeId}`,
+          queue: null,
+        }),
+      );
     },
     publish(subject, data) {
       if (!AGENT_PUBLISH_ALLOWED.some((re) => re.test(subject))) {
@@ -80,10 +104,20 @@ export async function startBridgedAgent(nats: NatsHandle, opts: { nodeId: string
     },
     async stop() {
       // End the PTYs the test left running (through the agent's own API), so the process can exit.
-      const agentApi = rpcClient(nc, "", AgentTerminalService, { timeoutMs: 5000, subjectBase: `orch.agent.${opts.nodeId}` });
-      const running = await agentApi.listTerminals({}).then((r) => r.sessionIds, () => [] as string[]);
-      for (const id of running) await agentApi.closeTerminal({ sessionId: id, reason: "test_teardown" }).catch(() => undefined);
-      if (running.length) await eventually(async () => (await agentApi.listTerminals({})).sessionIds.length === 0, 10_000).catch(() => undefined);
+      const agentApi = rpcClient(nc, "", AgentTerminalService, {
+        timeoutMs: 5000,
+        subjectBase: `orch.agent.${opts.nodeId}`,
+      });
+      const running = await agentApi.listTerminals({}).then(
+        (r) => r.sessionIds,
+        () => [] as string[],
+      );
+      for (const id of running)
+        await agentApi.closeTerminal({ sessionId: id, reason: "test_teardown" }).catch(() => undefined);
+      if (running.length)
+        await eventually(async () => (await agentApi.listTerminals({})).sessionIds.length === 0, 10_000).catch(
+          () => undefined,
+        );
       for (const s of servers) await s.stop();
       await nc.close().catch(() => {});
     },

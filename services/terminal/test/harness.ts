@@ -6,14 +6,27 @@ import pty from "node-pty";
 import WebSocket from "ws";
 import { create } from "@bufbuild/protobuf";
 import { AgentSchema, AgentsService, TerminalService } from "@orch/contracts";
-import { notFound, rpcClient, serveRpc, systemClock, type Actor, type Clock, type Handlers, type Logger } from "@orch/kit";
+import {
+  notFound,
+  rpcClient,
+  serveRpc,
+  systemClock,
+  type Actor,
+  type Clock,
+  type Handlers,
+  type Logger,
+} from "@orch/kit";
 import { serviceDeps, silentLogger, type DbHandle, type NatsHandle } from "@orch/kit/testing";
 import { terminalConfigSchema } from "../src/config.js";
 import { createTerminalService } from "../src/service.js";
 
 export const TERMINAL_MIGRATIONS = fileURLToPath(new URL("../migrations", import.meta.url));
 
-export async function startTerminal(nats: NatsHandle, db: DbHandle, o: { terminal?: Record<string, unknown>; clock?: Clock; log?: Logger; dir?: string } = {}) {
+export async function startTerminal(
+  nats: NatsHandle,
+  db: DbHandle,
+  o: { terminal?: Record<string, unknown>; clock?: Clock; log?: Logger; dir?: string } = {},
+) {
   const dir = o.dir ?? mkdtempSync(join(tmpdir(), "orch-transcripts-"));
   const deps = await serviceDeps({
     name: "terminal",
@@ -56,16 +69,28 @@ export async function startAgentsRegistry(nats: NatsHandle, agents: Record<strin
     return create(AgentSchema, { nodeId: entry[0], name: entry[1].name, status: entry[1].status, connected: true });
   };
   const handlers = new Proxy({ getAgent } as Record<string, unknown>, {
-    get: (target, key: string) => target[key] ?? (async () => Promise.reject(new Error(`${key} is not part of this stand-in`))),
+    get: (target, key: string) =>
+      target[key] ?? (async () => Promise.reject(new Error(`${key} is not part of this stand-in`))),
   }) as unknown as Handlers<typeof AgentsService>;
   const server = serveRpc({ nc, name: "agents", service: AgentsService, handlers, log: silentLogger() });
   await nc.flush();
-  return { async stop() { await server.stop(); await nc.close(); } };
+  return {
+    async stop() {
+      await server.stop();
+      await nc.close();
+    },
+  };
 }
 
-export const operatorActor = (id: string, role: "admin" | "operator" = "operator"): Actor => ({ id, name: `op-${id}`, type: "operator", role });
+export const operatorActor = (id: string, role: "admin" | "operator" = "operator"): Actor => ({
+  id,
+  name: `op-${id}`,
+  type: "operator",
+  role,
+});
 
-export const terminalClient = async (nats: NatsHandle) => rpcClient(await nats.connect("terminal-client"), "terminal", TerminalService, { timeoutMs: 30_000 });
+export const terminalClient = async (nats: NatsHandle) =>
+  rpcClient(await nats.connect("terminal-client"), "terminal", TerminalService, { timeoutMs: 30_000 });
 
 export interface Attached {
   ws: WebSocket;
@@ -78,7 +103,10 @@ export interface Attached {
 export type AttachResult = { ok: true; a: Attached } | { ok: false; status: number; body: any };
 
 /** Connects to a ws_url the way orchctl does; refusals come back as the HTTP problem. */
-export function attach(url: string, o: { origin?: string; token?: string; collect?: boolean } = {}): Promise<AttachResult> {
+export function attach(
+  url: string,
+  o: { origin?: string; token?: string; collect?: boolean } = {},
+): Promise<AttachResult> {
   return new Promise((resolve, reject) => {
     const headers: Record<string, string> = {};
     if (o.token) headers.authorization = `Bearer ${o.token}`;
@@ -87,7 +115,9 @@ export function attach(url: string, o: { origin?: string; token?: string; collec
     ws.on("message", (d: Buffer, binary: boolean) => {
       if (binary && o.collect !== false) out.push(d);
     });
-    const closed = new Promise<{ code: number; reason: string }>((r) => ws.on("close", (code, reason) => r({ code, reason: reason.toString() })));
+    const closed = new Promise<{ code: number; reason: string }>((r) =>
+      ws.on("close", (code, reason) => r({ code, reason: reason.toString() })),
+    );
     ws.on("unexpected-response", (_req, res) => {
       let body = "";
       res.on("data", (c: Buffer) => (body += c.toString()));
@@ -120,7 +150,12 @@ export function attach(url: string, o: { origin?: string; token?: string; collec
 /** `asciinema cat` needs a terminal (it opens /dev/tty), so it runs in a PTY here. */
 export function asciinemaCat(file: string): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
-    const p = pty.spawn("asciinema", ["cat", file], { cols: 200, rows: 50, cwd: "/", env: { ...process.env, TERM: "xterm" } as Record<string, string> });
+    const p = pty.spawn("asciinema", ["cat", file], {
+      cols: 200,
+      rows: 50,
+      cwd: "/",
+      env: { ...process.env, TERM: "xterm" } as Record<string, string>,
+    });
     let output = "";
     p.onData((d) => (output += d));
     p.onExit(({ exitCode }) => resolve({ code: exitCode, output }));

@@ -18,7 +18,11 @@ const nats = await startNats();
 const db = await createTestDatabase();
 const dir = mkdtempSync(join(tmpdir(), "orch-transcripts-"));
 const fast = { lease_seconds: 1, heartbeat_seconds: 0.2, agent_silence_seconds: 3, orphan_timeout_seconds: 2 };
-const web = await startBridgedAgent(nats, { nodeId: WEB, features: [createTerminalFeature()], options: { shells: ["/bin/sh"] } });
+const web = await startBridgedAgent(nats, {
+  nodeId: WEB,
+  features: [createTerminalFeature()],
+  options: { shells: ["/bin/sh"] },
+});
 const client = await terminalClient(nats);
 const obs = await nats.connect("observer");
 const pool = createPool({ url: db.url, schema: "terminal", max: 2 });
@@ -40,48 +44,67 @@ t.teardown(async () => {
 
 const row = async (id: string) => (await pool.query("SELECT * FROM sessions WHERE id = $1", [id])).rows[0];
 const castOf = (id: string) => readFileSync(join(dir, `${id}.cast`), "utf8");
-const events = (cast: string) => cast.trimEnd().split("\n").slice(1).map((l) => JSON.parse(l) as [number, string, string]);
-const output = (cast: string) => events(cast).filter((e) => e[1] === "o").map((e) => e[2]).join("");
+const events = (cast: string) =>
+  cast
+    .trimEnd()
+    .split("\n")
+    .slice(1)
+    .map((l) => JSON.parse(l) as [number, string, string]);
+const output = (cast: string) =>
+  events(cast)
+    .filter((e) => e[1] === "o")
+    .map((e) => e[2])
+    .join("");
 const say = (id: string, s: string) => obs.publish(`orch.term.${id}.in`, Buffer.from(s));
 const attachCtl = (id: string) => obs.publish(`orch.term.${id}.ctl`, Buffer.from('{"type":"attach"}'));
-const ended = (id: string, timeout = 20_000) => eventually(async () => {
-  const r = await row(id);
-  return r.status === "closed" || r.status === "failed" ? r : undefined;
-}, timeout);
+const ended = (id: string, timeout = 20_000) =>
+  eventually(async () => {
+    const r = await row(id);
+    return r.status === "closed" || r.status === "failed" ? r : undefined;
+  }, timeout);
 
-t.test("one replica records each session; a clean stop hands it over and the other resumes the same file", async (t) => {
-  const a = await replica();
-  const b = await replica();
-  const { session } = await client.openSession({ nodeId: WEB, nodeName: "web-1", cols: 80, rows: 24, shell: "" }, bob);
-  const id = session!.sessionId;
-  const owners = [a, b].filter((r) => r.svc.recordings.owned().includes(id));
-  t.equal(owners.length, 1, "exactly one replica records it");
-  const [owner, other] = owners[0] === a ? [a, b] : [b, a];
-  t.equal((await row(id)).owner, owner.svc.recordings.replicaId);
+t.test(
+  "one replica records each session; a clean stop hands it over and the other resumes the same file",
+  async (t) => {
+    const a = await replica();
+    const b = await replica();
+    const { session } = await client.openSession(
+      { nodeId: WEB, nodeName: "web-1", cols: 80, rows: 24, shell: "" },
+      bob,
+    );
+    const id = session!.sessionId;
+    const owners = [a, b].filter((r) => r.svc.recordings.owned().includes(id));
+    t.equal(owners.length, 1, "exactly one replica records it");
+    const [owner, other] = owners[0] === a ? [a, b] : [b, a];
+    t.equal((await row(id)).owner, owner.svc.recordings.replicaId);
 
-  attachCtl(id);
-  say(id, "echo one-$((1+1))\n");
-  await eventually(() => output(castOf(id)).includes("one-2"), 5000);
-  t.pass("output reaches the file while the session runs (flushed within the interval)");
+    attachCtl(id);
+    say(id, "echo one-$((1+1))\n");
+    await eventually(() => output(castOf(id)).includes("one-2"), 5000);
+    t.pass("output reaches the file while the session runs (flushed within the interval)");
 
-  await owner.stop();
-  started.splice(started.indexOf(owner), 1);
-  await eventually(() => other.svc.recordings.owned().includes(id), 10_000);
-  t.equal((await row(id)).owner, other.svc.recordings.replicaId, "the other replica took the lease");
-  say(id, "echo two-$((2+2))\n");
-  await eventually(() => output(castOf(id)).includes("two-4"), 5000);
-  say(id, "exit 5\n");
-  const done = await ended(id);
-  t.equal(done.status, "closed");
-  t.equal(done.exit_code, 5);
-  t.equal(done.close_reason, "exit");
-  const cast = castOf(id);
-  t.equal(output(cast).split("one-2").length - 1, 1, "output before the hand-over is recorded once");
-  t.ok(events(cast).some((e) => e[1] === "m"), "the resumption is marked in the transcript");
-  t.equal(done.sha256, createHash("sha256").update(cast).digest("hex"), "SHA-256 of the finished file");
-  await other.stop();
-  started.splice(started.indexOf(other), 1);
-});
+    await owner.stop();
+    started.splice(started.indexOf(owner), 1);
+    await eventually(() => other.svc.recordings.owned().includes(id), 10_000);
+    t.equal((await row(id)).owner, other.svc.recordings.replicaId, "the other replica took the lease");
+    say(id, "echo two-$((2+2))\n");
+    await eventually(() => output(castOf(id)).includes("two-4"), 5000);
+    say(id, "exit 5\n");
+    const done = await ended(id);
+    t.equal(done.status, "closed");
+    t.equal(done.exit_code, 5);
+    t.equal(done.close_reason, "exit");
+    const cast = castOf(id);
+    t.equal(output(cast).split("one-2").length - 1, 1, "output before the hand-over is recorded once");
+    t.ok(
+      events(cast).some((e) => e[1] === "m"),
+      "the resumption is marked in the transcript",
+    );
+    t.equal(done.sha256, createHash("sha256").update(cast).digest("hex"), "SHA-256 of the finished file");
+    await other.stop();
+    started.splice(started.indexOf(other), 1);
+  },
+);
 
 t.test("idle timeout and max duration close the session and end the PTY", async (t) => {
   for (const [cfg, reason] of [
@@ -89,7 +112,10 @@ t.test("idle timeout and max duration close the session and end the PTY", async 
     [{ max_duration_seconds: 1.5 }, "max_duration"],
   ] as const) {
     const r = await replica(cfg);
-    const { session } = await client.openSession({ nodeId: WEB, nodeName: "web-1", cols: 80, rows: 24, shell: "" }, bob);
+    const { session } = await client.openSession(
+      { nodeId: WEB, nodeName: "web-1", cols: 80, rows: 24, shell: "" },
+      bob,
+    );
     const id = session!.sessionId;
     attachCtl(id);
     if (reason === "max_duration") for (let i = 0; i < 4; i++) say(id, "\n"); // activity does not extend it
@@ -108,8 +134,15 @@ t.test("idle timeout and max duration close the session and end the PTY", async 
 t.test("an agent that goes silent fails the session (agent_lost); its PTY ends itself (orphaned)", async (t) => {
   const r = await replica();
   const lost = "f7".repeat(16);
-  const agent = await startBridgedAgent(nats, { nodeId: lost, features: [createTerminalFeature()], options: { shells: ["/bin/sh"] } });
-  const { session } = await client.openSession({ nodeId: lost, nodeName: "lost-1", cols: 80, rows: 24, shell: "" }, bob);
+  const agent = await startBridgedAgent(nats, {
+    nodeId: lost,
+    features: [createTerminalFeature()],
+    options: { shells: ["/bin/sh"] },
+  });
+  const { session } = await client.openSession(
+    { nodeId: lost, nodeName: "lost-1", cols: 80, rows: 24, shell: "" },
+    bob,
+  );
   const id = session!.sessionId;
   await agent.crash();
   const done = await ended(id);
@@ -130,7 +163,10 @@ t.test("sessions abandoned by a dead replica are settled at the next start, neve
   const gone = "01GONE0000000000000000000A";
   await insert(gone, GONE, "open");
   // A crash in the middle of a write: the last line is cut.
-  writeFileSync(join(dir, `${gone}.cast`), '{"version":2,"width":80,"height":24}\n[0.1,"o","before the crash"]\n[0.2,"o","half a li');
+  writeFileSync(
+    join(dir, `${gone}.cast`),
+    '{"version":2,"width":80,"height":24}\n[0.1,"o","before the crash"]\n[0.2,"o","half a li',
+  );
   const opening = "01OPEN0000000000000000000A";
   await insert(opening, WEB, "opening");
   const ended_ = "01ENDD0000000000000000000A";
@@ -142,7 +178,11 @@ t.test("sessions abandoned by a dead replica are settled at the next start, neve
   t.equal(g.status, "failed");
   t.equal(g.close_reason, "agent_lost", "its agent is not connected");
   const cast = castOf(gone);
-  t.equal(cast, '{"version":2,"width":80,"height":24}\n[0.1,"o","before the crash"]\n', "the torn line is cut, everything before it kept");
+  t.equal(
+    cast,
+    '{"version":2,"width":80,"height":24}\n[0.1,"o","before the crash"]\n',
+    "the torn line is cut, everything before it kept",
+  );
   t.equal(g.sha256, createHash("sha256").update(cast).digest("hex"));
   const o = await ended(opening);
   t.equal(o.status, "failed");

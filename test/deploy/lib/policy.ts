@@ -60,7 +60,11 @@ export function checkPolicy(objects: K8sObject[]): Violation[] {
       const d = (o as { data?: object; stringData?: object }).data ?? {};
       const sd = (o as { stringData?: object }).stringData ?? {};
       if (Object.keys(d).length || Object.keys(sd).length) {
-        out.push({ rule: "no-secret-values", object: obj, message: "a Secret with values is committed; reference Secrets created out of band" });
+        out.push({
+          rule: "no-secret-values",
+          object: obj,
+          message: "a Secret with values is committed; reference Secrets created out of band",
+        });
       }
     }
     const pod = podSpecOf(o);
@@ -92,10 +96,12 @@ export function checkPolicy(objects: K8sObject[]): Violation[] {
 
       if (csc.readOnlyRootFilesystem !== true) v("read-only-root-fs", "readOnlyRootFilesystem is not true");
       if (csc.allowPrivilegeEscalation !== false) v("no-privilege-escalation", "allowPrivilegeEscalation is not false");
-      if (!(csc.capabilities?.drop ?? []).includes("ALL")) v("drop-all-capabilities", "capabilities.drop does not include ALL");
+      if (!(csc.capabilities?.drop ?? []).includes("ALL"))
+        v("drop-all-capabilities", "capabilities.drop does not include ALL");
       if (csc.privileged === true) v("no-privilege-escalation", "privileged container");
       const seccomp = csc.seccompProfile?.type ?? psc.seccompProfile?.type;
-      if (seccomp !== "RuntimeDefault" && seccomp !== "Localhost") v("seccomp-runtime-default", "seccompProfile is not RuntimeDefault");
+      if (seccomp !== "RuntimeDefault" && seccomp !== "Localhost")
+        v("seccomp-runtime-default", "seccompProfile is not RuntimeDefault");
 
       const image: string | undefined = c.image;
       if (!image) v("image-tag", "no image");
@@ -106,12 +112,15 @@ export function checkPolicy(objects: K8sObject[]): Violation[] {
       }
 
       for (const e of c.env ?? []) {
-        if (SECRET_ENV.test(e.name) && e.value !== undefined) v("secret-env", `env ${e.name} has a literal value; use valueFrom.secretKeyRef`);
+        if (SECRET_ENV.test(e.name) && e.value !== undefined)
+          v("secret-env", `env ${e.name} has a literal value; use valueFrom.secretKeyRef`);
       }
 
       if (isOrchService && !isInit) {
         const ports = new Map<string, number>((c.ports ?? []).map((p: any) => [p.name, p.containerPort]));
-        const env = new Map<string, string>((c.env ?? []).filter((e: any) => e.value !== undefined).map((e: any) => [e.name, e.value]));
+        const env = new Map<string, string>(
+          (c.env ?? []).filter((e: any) => e.value !== undefined).map((e: any) => [e.name, e.value]),
+        );
         const port = (p: unknown) => (typeof p === "number" ? p : ports.get(String(p)));
         const healthPort = Number(env.get("ORCH_HEALTH_PORT"));
         if (!healthPort) v("health-port", "ORCH_HEALTH_PORT is not set");
@@ -123,7 +132,10 @@ export function checkPolicy(objects: K8sObject[]): Violation[] {
           if (!get) continue; // reported by "probes"
           if (get.path !== path) v("health-port", `${probe} path is ${get.path}, expected ${path}`);
           if (port(get.port) !== healthPort || healthPort !== 9090) {
-            v("health-port", `${probe} port ${get.port} is not the health port 9090 (ORCH_HEALTH_PORT=${env.get("ORCH_HEALTH_PORT")})`);
+            v(
+              "health-port",
+              `${probe} port ${get.port} is not the health port 9090 (ORCH_HEALTH_PORT=${env.get("ORCH_HEALTH_PORT")})`,
+            );
           }
         }
         const mounts: any[] = c.volumeMounts ?? [];

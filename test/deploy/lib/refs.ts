@@ -9,9 +9,15 @@ interface Selector {
   matchExpressions?: Array<{ key: string; operator: string; values?: string[] }>;
 }
 
-export function selects(sel: Selector | Record<string, string> | undefined, labels: Record<string, string> = {}): boolean {
+export function selects(
+  sel: Selector | Record<string, string> | undefined,
+  labels: Record<string, string> = {},
+): boolean {
   if (!sel) return false;
-  const s: Selector = "matchLabels" in sel || "matchExpressions" in sel ? (sel as Selector) : { matchLabels: sel as Record<string, string> };
+  const s: Selector =
+    "matchLabels" in sel || "matchExpressions" in sel
+      ? (sel as Selector)
+      : { matchLabels: sel as Record<string, string> };
   for (const [k, v] of Object.entries(s.matchLabels ?? {})) if (labels[k] !== v) return false;
   for (const e of s.matchExpressions ?? []) {
     const has = Object.prototype.hasOwnProperty.call(labels, e.key);
@@ -81,18 +87,21 @@ export function checkReferences(objects: K8sObject[]): string[] {
       if (typeof p.targetPort !== "string") continue;
       for (const t of targets) {
         const names = (t.pod.containers ?? []).flatMap((c: any) => (c.ports ?? []).map((x: any) => x.name));
-        if (!names.includes(p.targetPort)) problems.push(`${describe(s)}: targetPort ${p.targetPort} is not a port of ${describe(t.owner)}`);
+        if (!names.includes(p.targetPort))
+          problems.push(`${describe(s)}: targetPort ${p.targetPort} is not a port of ${describe(t.owner)}`);
       }
     }
   }
 
   for (const pdb of byKind("PodDisruptionBudget")) {
-    if (!pods.some((p) => p.pod && selects(pdb.spec?.selector, p.labels))) problems.push(`${describe(pdb)}: selector matches no pod template`);
+    if (!pods.some((p) => p.pod && selects(pdb.spec?.selector, p.labels)))
+      problems.push(`${describe(pdb)}: selector matches no pod template`);
   }
 
   for (const hpa of byKind("HorizontalPodAutoscaler")) {
     const ref = hpa.spec?.scaleTargetRef ?? {};
-    if (!named(ref.kind, ref.name)) problems.push(`${describe(hpa)}: scaleTargetRef ${ref.kind}/${ref.name} does not exist`);
+    if (!named(ref.kind, ref.name))
+      problems.push(`${describe(hpa)}: scaleTargetRef ${ref.kind}/${ref.name} does not exist`);
   }
 
   for (const ing of byKind("Ingress")) {
@@ -104,7 +113,9 @@ export function checkReferences(objects: K8sObject[]): string[] {
           problems.push(`${describe(ing)}: backend Service ${svc?.name} does not exist`);
           continue;
         }
-        const ok = (target.spec.ports ?? []).some((p: any) => (svc.port?.name ? p.name === svc.port.name : p.port === svc.port?.number));
+        const ok = (target.spec.ports ?? []).some((p: any) =>
+          svc.port?.name ? p.name === svc.port.name : p.port === svc.port?.number,
+        );
         if (!ok) problems.push(`${describe(ing)}: Service ${svc.name} has no port ${JSON.stringify(svc.port)}`);
       }
     }
@@ -116,7 +127,8 @@ export function checkReferences(objects: K8sObject[]): string[] {
     const claimsFromTemplates = new Set((w.spec?.volumeClaimTemplates ?? []).map((t: any) => t.metadata?.name));
     const volumes = new Set<string>([...(pod.volumes ?? []).map((v: any) => v.name), ...claimsFromTemplates]);
     for (const v of pod.volumes ?? []) {
-      if (v.configMap && !named("ConfigMap", v.configMap.name)) problems.push(`${describe(w)}: ConfigMap ${v.configMap.name} does not exist`);
+      if (v.configMap && !named("ConfigMap", v.configMap.name))
+        problems.push(`${describe(w)}: ConfigMap ${v.configMap.name} does not exist`);
       if (v.persistentVolumeClaim && !named("PersistentVolumeClaim", v.persistentVolumeClaim.claimName)) {
         problems.push(`${describe(w)}: PersistentVolumeClaim ${v.persistentVolumeClaim.claimName} does not exist`);
       }
@@ -131,7 +143,8 @@ export function checkReferences(objects: K8sObject[]): string[] {
   for (const np of byKind("NetworkPolicy")) {
     const sel = np.spec?.podSelector ?? {};
     const empty = !Object.keys(sel.matchLabels ?? {}).length && !(sel.matchExpressions ?? []).length;
-    if (!empty && !pods.some((p) => selects(sel, p.labels))) problems.push(`${describe(np)}: podSelector matches no pod`);
+    if (!empty && !pods.some((p) => selects(sel, p.labels)))
+      problems.push(`${describe(np)}: podSelector matches no pod`);
     for (const dir of ["ingress", "egress"] as const) {
       for (const rule of np.spec?.[dir] ?? []) {
         for (const peer of [...(rule.from ?? []), ...(rule.to ?? [])]) {

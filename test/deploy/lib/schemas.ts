@@ -123,7 +123,10 @@ export function validateCustom(objects: K8sObject[]): SchemaProblem[] {
     }
     if (!validate(o)) {
       for (const e of validate.errors ?? []) {
-        const extra = e.keyword === "additionalProperties" ? ` (${(e.params as { additionalProperty: string }).additionalProperty})` : "";
+        const extra =
+          e.keyword === "additionalProperties"
+            ? ` (${(e.params as { additionalProperty: string }).additionalProperty})`
+            : "";
         problems.push({ object: describe(o), message: `${e.instancePath || "/"} ${e.message}${extra}` });
       }
     }

@@ -33,7 +33,13 @@ t.test("a refusing gateway is skipped without using the retry", async (t) => {
   const c = retryingClient([down, up.url], "tok");
   const rec = await c.call("x", "GET", "/", ok);
   t.match(rec, { ok: true, requests: 1 });
-  t.same(rec.attempts.map((a) => [a.url, a.outcome]), [[down, "ECONNREFUSED"], [up.url, "200"]]);
+  t.same(
+    rec.attempts.map((a) => [a.url, a.outcome]),
+    [
+      [down, "ECONNREFUSED"],
+      [up.url, "200"],
+    ],
+  );
 });
 
 t.test("a 5xx is retried once on the other gateway", async (t) => {

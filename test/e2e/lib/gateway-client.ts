@@ -20,7 +20,12 @@ export interface CallRecord {
 }
 
 /** One HTTP request to one gateway; a connection failure throws. */
-export async function request(url: string, method: string, path: string, o: { token?: string; body?: unknown; timeoutMs?: number } = {}): Promise<Reply> {
+export async function request(
+  url: string,
+  method: string,
+  path: string,
+  o: { token?: string; body?: unknown; timeoutMs?: number } = {},
+): Promise<Reply> {
   const headers: Record<string, string> = {};
   if (o.token) headers.authorization = `Bearer ${o.token}`;
   if (o.body !== undefined) headers["content-type"] = "application/json";
@@ -45,7 +50,9 @@ export async function login(url: string, key: KeyPair): Promise<string> {
   const ch = await request(url, "POST", "/api/v1/auth/challenge", { body: { public_key: key.publicKeyHex } });
   if (ch.status !== 200) throw new Error(`challenge via ${url}: ${ch.status} ${ch.text}`);
   const signature = sign(null, Buffer.from(ch.body.nonce, "hex"), key.privateKey).toString("hex");
-  const v = await request(url, "POST", "/api/v1/auth/verify", { body: { public_key: key.publicKeyHex, nonce: ch.body.nonce, signature } });
+  const v = await request(url, "POST", "/api/v1/auth/verify", {
+    body: { public_key: key.publicKeyHex, nonce: ch.body.nonce, signature },
+  });
   if (v.status !== 200) throw new Error(`verify via ${url}: ${v.status} ${v.text}`);
   return v.body.token as string;
 }
@@ -64,7 +71,13 @@ export function retryingClient(urls: string[], token: string, timeoutMs = 15_000
   const log: CallRecord[] = [];
 
   /** One request, to the first gateway from `first` on that accepts the connection. */
-  async function send(rec: CallRecord, first: number, method: string, path: string, body: unknown): Promise<{ index: number; reply?: Reply }> {
+  async function send(
+    rec: CallRecord,
+    first: number,
+    method: string,
+    path: string,
+    body: unknown,
+  ): Promise<{ index: number; reply?: Reply }> {
     for (let k = 0; k < urls.length; k++) {
       const index = (first + k) % urls.length;
       const url = urls[index]!;
@@ -86,7 +99,13 @@ export function retryingClient(urls: string[], token: string, timeoutMs = 15_000
     return { index: first };
   }
 
-  async function call(label: string, method: string, path: string, accept: (r: Reply) => boolean, body?: unknown): Promise<CallRecord> {
+  async function call(
+    label: string,
+    method: string,
+    path: string,
+    accept: (r: Reply) => boolean,
+    body?: unknown,
+  ): Promise<CallRecord> {
     const rec: CallRecord = { label, attempts: [], requests: 0, ok: false };
     log.push(rec);
     let first = 0;
@@ -95,7 +114,10 @@ export function retryingClient(urls: string[], token: string, timeoutMs = 15_000
       if (reply) {
         const retriable = reply.status >= 500;
         rec.ok = !retriable && accept(reply);
-        rec.attempts.push({ url: reply.url, outcome: `${reply.status}${rec.ok ? "" : ` ${reply.text.slice(0, 200)}`}` });
+        rec.attempts.push({
+          url: reply.url,
+          outcome: `${reply.status}${rec.ok ? "" : ` ${reply.text.slice(0, 200)}`}`,
+        });
         if (!retriable) break;
       } else if (rec.requests === 0) {
         break; // no gateway accepted a connection at all

@@ -16,12 +16,20 @@ export function records(p: ServiceProcess): Array<Record<string, any>> {
 }
 
 /** The first record matching `pred`, waiting up to `timeoutMs` (the error names an exit of the process). */
-export function waitForRecord(p: ServiceProcess, pred: (r: Record<string, any>) => boolean, timeoutMs = 30_000): Promise<Record<string, any>> {
+export function waitForRecord(
+  p: ServiceProcess,
+  pred: (r: Record<string, any>) => boolean,
+  timeoutMs = 30_000,
+): Promise<Record<string, any>> {
   return eventually(() => {
-    if (p.child.exitCode !== null || p.child.signalCode !== null) throw new Error(`${p.name} exited (${p.child.exitCode ?? p.child.signalCode}):\n${p.output.join("").slice(-3000)}`);
+    if (p.child.exitCode !== null || p.child.signalCode !== null)
+      throw new Error(
+        `${p.name} exited (${p.child.exitCode ?? p.child.signalCode}):\n${p.output.join("").slice(-3000)}`,
+      );
     return records(p).find(pred);
   }, timeoutMs);
 }
 
 /** Resolves once a service printed "<name> started" (runMain: connected, migrated, serving). */
-export const started = (p: ServiceProcess, service: string, timeoutMs = 30_000) => waitForRecord(p, (r) => r.msg === `${service} started`, timeoutMs);
+export const started = (p: ServiceProcess, service: string, timeoutMs = 30_000) =>
+  waitForRecord(p, (r) => r.msg === `${service} started`, timeoutMs);

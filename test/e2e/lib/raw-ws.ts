@@ -28,10 +28,12 @@ export function rawAttach(wsUrl: string, token?: string): Promise<RawWs> {
     let gone = false;
     let resolveClose!: (v: { code: number; reason: string; at: number }) => void;
     const closeFrame = new Promise<{ code: number; reason: string; at: number }>((r) => (resolveClose = r));
-    const ended = new Promise<number>((r) => sock.on("close", () => {
-      gone = true;
-      r(Date.now());
-    }));
+    const ended = new Promise<number>((r) =>
+      sock.on("close", () => {
+        gone = true;
+        r(Date.now());
+      }),
+    );
     sock.on("error", (err) => {
       if (!upgraded) reject(err);
     });

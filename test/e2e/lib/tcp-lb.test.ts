@@ -43,12 +43,18 @@ function exchange(port: number, msg: string, want: number): Promise<{ text: stri
   });
 }
 
-const closedSoon = (s: Socket) => new Promise<void>((resolve) => (s.destroyed ? resolve() : s.once("close", () => resolve())));
+const closedSoon = (s: Socket) =>
+  new Promise<void>((resolve) => (s.destroyed ? resolve() : s.once("close", () => resolve())));
 
 t.test("round-robin over live backends, bytes relayed both ways", async (t) => {
   const a = await backend("a");
   const b = await backend("b");
-  const lb = await startTcpLoadBalancer({ backends: [{ host: "127.0.0.1", port: a.port }, { host: "127.0.0.1", port: b.port }] });
+  const lb = await startTcpLoadBalancer({
+    backends: [
+      { host: "127.0.0.1", port: a.port },
+      { host: "127.0.0.1", port: b.port },
+    ],
+  });
   t.teardown(async () => {
     await lb.close();
     await a.kill();
@@ -67,7 +73,12 @@ t.test("round-robin over live backends, bytes relayed both ways", async (t) => {
 t.test("a dead backend is skipped; its clients are cut and reconnect to the live one", async (t) => {
   const a = await backend("a");
   const b = await backend("b");
-  const lb = await startTcpLoadBalancer({ backends: [{ host: "127.0.0.1", port: a.port }, { host: "127.0.0.1", port: b.port }] });
+  const lb = await startTcpLoadBalancer({
+    backends: [
+      { host: "127.0.0.1", port: a.port },
+      { host: "127.0.0.1", port: b.port },
+    ],
+  });
   t.teardown(async () => {
     await lb.close();
     await b.kill();

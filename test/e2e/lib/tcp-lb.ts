@@ -41,7 +41,12 @@ function dial(b: Backend, timeoutMs: number): Promise<Socket | undefined> {
   });
 }
 
-export async function startTcpLoadBalancer(opts: { backends: Backend[]; host?: string; port?: number; connectTimeoutMs?: number }): Promise<TcpLoadBalancer> {
+export async function startTcpLoadBalancer(opts: {
+  backends: Backend[];
+  host?: string;
+  port?: number;
+  connectTimeoutMs?: number;
+}): Promise<TcpLoadBalancer> {
   const host = opts.host ?? "127.0.0.1";
   const connectTimeoutMs = opts.connectTimeoutMs ?? 2000;
   const counts: Record<string, number> = Object.fromEntries(opts.backends.map((b) => [key(b), 0]));

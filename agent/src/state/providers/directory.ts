@@ -59,7 +59,8 @@ async function strayEntries(dir: string, ids: ResolvedOwner, w: WantedAttrs): Pr
 async function observe(path: string): Promise<Record<string, unknown>> {
   const st = await lstatOrNull(path);
   if (!st) return { exists: false };
-  if (!st.isDirectory()) return { exists: true, kind: st.isFile() ? "file" : st.isSymbolicLink() ? "symlink" : "other" };
+  if (!st.isDirectory())
+    return { exists: true, kind: st.isFile() ? "file" : st.isSymbolicLink() ? "symlink" : "other" };
   return { exists: true, ...(await observeAttrs(st)) };
 }
 
@@ -75,16 +76,31 @@ async function plan(w: Want): Promise<Plan> {
   if (w.state === "absent") {
     if (!st) return { st, lines: [], stray: [] };
     const entries = await readdir(w.path);
-    if (entries.length && !w.force) throw new SpecError(`${w.path} is not empty (${entries.length} entries); set force: true to remove it with its contents`);
-    return { st, lines: [entries.length ? `remove directory with ${entries.length} top-level entries` : "remove directory"], stray: [] };
+    if (entries.length && !w.force)
+      throw new SpecError(
+        `${w.path} is not empty (${entries.length} entries); set force: true to remove it with its contents`,
+      );
+    return {
+      st,
+      lines: [entries.length ? `remove directory with ${entries.length} top-level entries` : "remove directory"],
+      stray: [],
+    };
   }
-  if (!st) return { st, lines: [`create directory (mode ${fmtMode(w.mode ?? NEW_DIR_MODE)}${w.owner ? `, owner ${w.owner}` : ""}${w.group ? `, group ${w.group}` : ""})`], stray: [] };
+  if (!st)
+    return {
+      st,
+      lines: [
+        `create directory (mode ${fmtMode(w.mode ?? NEW_DIR_MODE)}${w.owner ? `, owner ${w.owner}` : ""}${w.group ? `, group ${w.group}` : ""})`,
+      ],
+      stray: [],
+    };
   const ids = await resolveOwner(w);
   const lines = await attrChanges(st, w, ids);
   let stray: string[] = [];
   if (w.recurse && (w.owner !== undefined || w.group !== undefined)) {
     stray = await strayEntries(w.path, ids, w);
-    if (stray.length) lines.push(`owner/group of ${stray.length} entries below -> ${[w.owner, w.group].filter(Boolean).join(":")}`);
+    if (stray.length)
+      lines.push(`owner/group of ${stray.length} entries below -> ${[w.owner, w.group].filter(Boolean).join(":")}`);
   }
   return { st, lines, stray };
 }
@@ -101,7 +117,8 @@ export function directoryProvider(): Provider {
     async apply(spec) {
       const w = parse(spec);
       const p = await plan(w);
-      if (p.lines.length === 0) return { changed: false, diff: "", message: "", stdout: "", stderr: "", observed: await observe(w.path) };
+      if (p.lines.length === 0)
+        return { changed: false, diff: "", message: "", stdout: "", stderr: "", observed: await observe(w.path) };
       if (w.state === "absent") {
         if (w.force) await rm(w.path, { recursive: true });
         else await rmdir(w.path);
@@ -121,7 +138,14 @@ export function directoryProvider(): Provider {
         // mkdir's mode is filtered by the umask; set it exactly.
         if (w.mode !== undefined || !p.st) await chmod(w.path, w.mode ?? NEW_DIR_MODE);
       }
-      return { changed: true, diff: render(p.lines), message: w.state === "absent" ? "removed" : p.st ? "attributes updated" : "created", stdout: "", stderr: "", observed: await observe(w.path) };
+      return {
+        changed: true,
+        diff: render(p.lines),
+        message: w.state === "absent" ? "removed" : p.st ? "attributes updated" : "created",
+        stdout: "",
+        stderr: "",
+        observed: await observe(w.path),
+      };
     },
   };
 }

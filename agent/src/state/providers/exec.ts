@@ -23,7 +23,8 @@ function parse(spec: Spec): Want {
   onlyKeys(spec, FIELDS);
   const command = optStr(spec, "command");
   const script = optStr(spec, "script");
-  if ((command === undefined || command === "") === (script === undefined || script === "")) throw new SpecError(`exactly one of "command" or "script" is required`);
+  if ((command === undefined || command === "") === (script === undefined || script === ""))
+    throw new SpecError(`exactly one of "command" or "script" is required`);
   const timeout = optInt(spec, "timeout_seconds") ?? DEFAULT_TIMEOUT_S;
   if (timeout === 0) throw new SpecError(`field "timeout_seconds" must be at least 1`);
   return {
@@ -38,7 +39,11 @@ function parse(spec: Spec): Want {
   };
 }
 
-const exists = (p: string) => access(p).then(() => true, () => false);
+const exists = (p: string) =>
+  access(p).then(
+    () => true,
+    () => false,
+  );
 
 function describe(w: Want): string {
   return w.command !== undefined ? `run: ${w.command}\n` : `run script (${w.script!.split("\n").length} lines)\n`;
@@ -58,8 +63,12 @@ type Decision = { run: true; reason: string } | { run: false; reason: string } |
  * (`test -f`, `grep -q`), which is what makes an exec's plan exact.
  */
 async function decide(w: Want, ctx: ProviderContext): Promise<Decision> {
-  if (w.creates !== undefined && (await exists(w.creates))) return { run: false, reason: `skipped: ${w.creates} exists (creates)` };
-  for (const [kind, cmd] of [["onlyif", w.onlyif], ["unless", w.unless]] as const) {
+  if (w.creates !== undefined && (await exists(w.creates)))
+    return { run: false, reason: `skipped: ${w.creates} exists (creates)` };
+  for (const [kind, cmd] of [
+    ["onlyif", w.onlyif],
+    ["unless", w.unless],
+  ] as const) {
     if (cmd === undefined) continue;
     const timeoutMs = budget(w.timeoutMs, ctx.deadline);
     const r = await run("/bin/sh", ["-c", cmd], { cwd: w.cwd, env: w.env, timeoutMs });
@@ -72,18 +81,24 @@ async function decide(w: Want, ctx: ProviderContext): Promise<Decision> {
 
 async function cwdMissing(w: Want): Promise<boolean> {
   if (w.cwd === undefined) return false;
-  return !(await stat(w.cwd).then((s) => s.isDirectory(), () => false));
+  return !(await stat(w.cwd).then(
+    (s) => s.isDirectory(),
+    () => false,
+  ));
 }
 
 async function runMain(w: Want, ctx: ProviderContext): Promise<{ r: RunResult; timeoutMs: number }> {
   const timeoutMs = budget(w.timeoutMs, ctx.deadline);
-  if (w.command !== undefined) return { r: await run("/bin/sh", ["-c", w.command], { cwd: w.cwd, env: w.env, timeoutMs }), timeoutMs };
+  if (w.command !== undefined)
+    return { r: await run("/bin/sh", ["-c", w.command], { cwd: w.cwd, env: w.env, timeoutMs }), timeoutMs };
   const dir = await mkdtemp(join(tmpdir(), "orch-exec-"));
   try {
     const file = join(dir, "script");
     await writeFile(file, w.script!, { mode: 0o700 });
     // A script with its own interpreter line runs with it; anything else is a shell script.
-    const r = w.script!.startsWith("#!") ? await run(file, [], { cwd: w.cwd, env: w.env, timeoutMs }) : await run("/bin/sh", [file], { cwd: w.cwd, env: w.env, timeoutMs });
+    const r = w.script!.startsWith("#!")
+      ? await run(file, [], { cwd: w.cwd, env: w.env, timeoutMs })
+      : await run("/bin/sh", [file], { cwd: w.cwd, env: w.env, timeoutMs });
     return { r, timeoutMs };
   } finally {
     await rm(dir, { recursive: true, force: true });
@@ -95,17 +110,29 @@ export function execProvider(): Provider {
     async check(spec, ctx) {
       const w = parse(spec);
       // A cwd created by an earlier resource of the same apply does not exist yet in plan.
-      if (await cwdMissing(w)) return { changed: true, diff: describe(w), observed: { would_run: true }, message: `cwd ${w.cwd} does not exist yet; guards not evaluated` };
+      if (await cwdMissing(w))
+        return {
+          changed: true,
+          diff: describe(w),
+          observed: { would_run: true },
+          message: `cwd ${w.cwd} does not exist yet; guards not evaluated`,
+        };
       const d = await decide(w, ctx);
       if ("error" in d) throw new SpecError(d.error);
-      return { changed: d.run, diff: d.run ? describe(w) : "", observed: { would_run: d.run }, ...(d.run ? {} : { message: d.reason }) };
+      return {
+        changed: d.run,
+        diff: d.run ? describe(w) : "",
+        observed: { would_run: d.run },
+        ...(d.run ? {} : { message: d.reason }),
+      };
     },
     async apply(spec, ctx) {
       const w = parse(spec);
       if (await cwdMissing(w)) throw new SpecError(`cwd ${w.cwd} does not exist`);
       const d = await decide(w, ctx);
       if ("error" in d) throw new SpecError(d.error);
-      if (!d.run) return { changed: false, diff: "", message: d.reason, stdout: "", stderr: "", observed: { ran: false } };
+      if (!d.run)
+        return { changed: false, diff: "", message: d.reason, stdout: "", stderr: "", observed: { ran: false } };
       const { r, timeoutMs } = await runMain(w, ctx);
       const ok = !r.spawnError && !r.timedOut && r.code === 0;
       return {

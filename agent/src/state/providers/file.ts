@@ -20,7 +20,8 @@ interface Want extends WantedAttrs {
 
 function parse(spec: Spec): Want {
   onlyKeys(spec, FIELDS);
-  if (spec.source !== undefined) throw new UnsupportedError(`file "source" is not supported by this agent; render the file through "content"`);
+  if (spec.source !== undefined)
+    throw new UnsupportedError(`file "source" is not supported by this agent; render the file through "content"`);
   const content = optStr(spec, "content");
   return {
     path: absPath(spec),
@@ -50,29 +51,50 @@ function contentDiff(path: string, old: Buffer | null, next: Buffer | null): str
   if (a.length > DIFF_MAX || b.length > DIFF_MAX || !isText(a) || !isText(b)) {
     return `content ${old ? `sha256:${sha256(a)} (${a.length} bytes)` : "(none)"} -> ${next ? `sha256:${sha256(b)} (${b.length} bytes)` : "(none)"}\n`;
   }
-  return createTwoFilesPatch(old ? path : "/dev/null", next ? path : "/dev/null", a.toString("utf8"), b.toString("utf8"), "current", "desired");
+  return createTwoFilesPatch(
+    old ? path : "/dev/null",
+    next ? path : "/dev/null",
+    a.toString("utf8"),
+    b.toString("utf8"),
+    "current",
+    "desired",
+  );
 }
 
 async function observe(path: string): Promise<Record<string, unknown>> {
   const st = await lstatOrNull(path);
   if (!st) return { exists: false };
-  if (!st.isFile()) return { exists: true, kind: st.isDirectory() ? "directory" : st.isSymbolicLink() ? "symlink" : "other" };
+  if (!st.isFile())
+    return { exists: true, kind: st.isDirectory() ? "directory" : st.isSymbolicLink() ? "symlink" : "other" };
   const data = await readFile(path);
   return { exists: true, sha256: sha256(data), size: st.size, ...(await observeAttrs(st)) };
 }
 
 /** What would change: the header lines (attributes) and the content diff. */
-async function plan(w: Want): Promise<{ st: Stats | null; old: Buffer | null; contentChanged: boolean; attrLines: string[]; diff: string }> {
+async function plan(
+  w: Want,
+): Promise<{ st: Stats | null; old: Buffer | null; contentChanged: boolean; attrLines: string[]; diff: string }> {
   const st = await lstatOrNull(w.path);
-  if (st && !st.isFile()) throw new SpecError(`${w.path} exists and is a ${st.isDirectory() ? "directory" : st.isSymbolicLink() ? "symlink" : "special file"}, not a regular file`);
+  if (st && !st.isFile())
+    throw new SpecError(
+      `${w.path} exists and is a ${st.isDirectory() ? "directory" : st.isSymbolicLink() ? "symlink" : "special file"}, not a regular file`,
+    );
   if (w.state === "absent") {
     if (!st) return { st, old: null, contentChanged: false, attrLines: [], diff: "" };
     const old = await readFile(w.path);
     return { st, old, contentChanged: true, attrLines: [], diff: contentDiff(w.path, old, null) };
   }
   if (!st) {
-    const lines = [`create file (mode ${fmtMode(w.mode ?? NEW_FILE_MODE)}${w.owner ? `, owner ${w.owner}` : ""}${w.group ? `, group ${w.group}` : ""})`];
-    return { st, old: null, contentChanged: true, attrLines: lines, diff: lines.map((l) => `# ${l}\n`).join("") + contentDiff(w.path, null, w.content ?? Buffer.alloc(0)) };
+    const lines = [
+      `create file (mode ${fmtMode(w.mode ?? NEW_FILE_MODE)}${w.owner ? `, owner ${w.owner}` : ""}${w.group ? `, group ${w.group}` : ""})`,
+    ];
+    return {
+      st,
+      old: null,
+      contentChanged: true,
+      attrLines: lines,
+      diff: lines.map((l) => `# ${l}\n`).join("") + contentDiff(w.path, null, w.content ?? Buffer.alloc(0)),
+    };
   }
   const ids = await resolveOwner(w);
   const attrLines = await attrChanges(st, w, ids);
@@ -87,12 +109,24 @@ async function plan(w: Want): Promise<{ st: Stats | null; old: Buffer | null; co
     }
     if (contentChanged && old === null && st.size <= DIFF_MAX) old = await readFile(w.path);
   }
-  const diff = attrLines.map((l) => `# ${l}\n`).join("") + (contentChanged ? (old ? contentDiff(w.path, old, w.content!) : `content (${st.size} bytes) -> sha256:${sha256(w.content!)} (${w.content!.length} bytes)\n`) : "");
+  const diff =
+    attrLines.map((l) => `# ${l}\n`).join("") +
+    (contentChanged
+      ? old
+        ? contentDiff(w.path, old, w.content!)
+        : `content (${st.size} bytes) -> sha256:${sha256(w.content!)} (${w.content!.length} bytes)\n`
+      : "");
   return { st, old, contentChanged, attrLines, diff };
 }
 
 /** Writes next to the target and renames over it, so readers see the old or the new file, never half of one. */
-async function atomicWrite(path: string, data: Buffer, mode: number, uid: number | undefined, gid: number | undefined): Promise<void> {
+async function atomicWrite(
+  path: string,
+  data: Buffer,
+  mode: number,
+  uid: number | undefined,
+  gid: number | undefined,
+): Promise<void> {
   const tmp = join(dirname(path), `.${basename(path)}.orch-${randomBytes(6).toString("hex")}`);
   let fh: FileHandle | undefined;
   try {
@@ -122,7 +156,8 @@ export function fileProvider(): Provider {
       const w = parse(spec);
       const p = await plan(w);
       const changed = p.contentChanged || p.attrLines.length > 0;
-      if (!changed) return { changed: false, diff: "", message: "", stdout: "", stderr: "", observed: await observe(w.path) };
+      if (!changed)
+        return { changed: false, diff: "", message: "", stdout: "", stderr: "", observed: await observe(w.path) };
       let message: string;
       if (w.state === "absent") {
         await unlink(w.path);
@@ -138,7 +173,10 @@ export function fileProvider(): Provider {
           try {
             await atomicWrite(w.path, w.content ?? Buffer.alloc(0), mode, uid, gid);
           } catch (e) {
-            if ((e as NodeJS.ErrnoException).code === "ENOENT") throw new SpecError(`parent directory ${dirname(w.path)} does not exist (manage it with a directory resource)`);
+            if ((e as NodeJS.ErrnoException).code === "ENOENT")
+              throw new SpecError(
+                `parent directory ${dirname(w.path)} does not exist (manage it with a directory resource)`,
+              );
             throw e;
           }
           message = p.st ? "content updated" : "created";

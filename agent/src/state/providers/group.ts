@@ -9,20 +9,33 @@ function parse(spec: Spec) {
   onlyKeys(spec, FIELDS);
   const name = str(spec, "name");
   if (!ACCOUNT_NAME.test(name)) throw new SpecError(`field "name" is not a valid group name`);
-  return { name, gid: optInt(spec, "gid"), system: optBool(spec, "system") ?? false, state: state(spec, ["present", "absent"] as const, "present") };
+  return {
+    name,
+    gid: optInt(spec, "gid"),
+    system: optBool(spec, "system") ?? false,
+    state: state(spec, ["present", "absent"] as const, "present"),
+  };
 }
 
 type Want = ReturnType<typeof parse>;
 
-const observed = (g: GroupEntry | undefined) => (g ? { exists: true, gid: g.gid, members: g.members } : { exists: false });
+const observed = (g: GroupEntry | undefined) =>
+  g ? { exists: true, gid: g.gid, members: g.members } : { exists: false };
 
 function plan(w: Want, g: GroupEntry | undefined): { cmd: string[] | null; diff: string } {
-  if (w.state === "absent") return g ? { cmd: ["groupdel", "--", w.name], diff: `remove group ${w.name} (gid ${g.gid})\n` } : { cmd: null, diff: "" };
+  if (w.state === "absent")
+    return g
+      ? { cmd: ["groupdel", "--", w.name], diff: `remove group ${w.name} (gid ${g.gid})\n` }
+      : { cmd: null, diff: "" };
   if (!g) {
     const args = [...(w.system ? ["-r"] : []), ...(w.gid !== undefined ? ["-g", String(w.gid)] : [])];
-    return { cmd: ["groupadd", ...args, "--", w.name], diff: `create group ${w.name}${w.gid !== undefined ? ` gid ${w.gid}` : ""}${w.system ? " (system)" : ""}\n` };
+    return {
+      cmd: ["groupadd", ...args, "--", w.name],
+      diff: `create group ${w.name}${w.gid !== undefined ? ` gid ${w.gid}` : ""}${w.system ? " (system)" : ""}\n`,
+    };
   }
-  if (w.gid !== undefined && g.gid !== w.gid) return { cmd: ["groupmod", "-g", String(w.gid), "--", w.name], diff: `gid ${g.gid} -> ${w.gid}\n` };
+  if (w.gid !== undefined && g.gid !== w.gid)
+    return { cmd: ["groupmod", "-g", String(w.gid), "--", w.name], diff: `gid ${g.gid} -> ${w.gid}\n` };
   return { cmd: null, diff: "" };
 }
 

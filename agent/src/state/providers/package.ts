@@ -15,7 +15,8 @@ function parse(spec: Spec): Want {
   // Names go to the package manager as arguments (never through a shell); refuse option-like or odd ones.
   if (!/^[A-Za-z0-9][A-Za-z0-9.+_:@-]*$/.test(name)) throw new SpecError(`field "name" is not a valid package name`);
   const version = optStr(spec, "version");
-  if (version !== undefined && !/^[A-Za-z0-9.+~:_*-]+$/.test(version)) throw new SpecError(`field "version" is not a valid version`);
+  if (version !== undefined && !/^[A-Za-z0-9.+~:_*-]+$/.test(version))
+    throw new SpecError(`field "version" is not a valid version`);
   const s = state(spec, ["present", "absent", "latest"] as const, "present");
   if (version !== undefined && s !== "present") throw new SpecError(`field "version" only applies to state present`);
   return { name, state: s, version };
@@ -38,16 +39,26 @@ export interface Manager {
 
 const onPath = async (bin: string) => {
   for (const dir of ["/usr/bin", "/bin", "/usr/sbin", "/sbin", "/usr/local/bin"]) {
-    if (await access(`${dir}/${bin}`, constants.X_OK).then(() => true, () => false)) return true;
+    if (
+      await access(`${dir}/${bin}`, constants.X_OK).then(
+        () => true,
+        () => false,
+      )
+    )
+      return true;
   }
   return false;
 };
 
-const q = (args: string[], ctx: ProviderContext, env?: Record<string, string>) => run(args[0]!, args.slice(1), { timeoutMs: budget(QUERY_MS, ctx.deadline), env });
-const x = (args: string[], ctx: ProviderContext, env?: Record<string, string>) => run(args[0]!, args.slice(1), { timeoutMs: budget(INSTALL_MS, ctx.deadline), env });
+const q = (args: string[], ctx: ProviderContext, env?: Record<string, string>) =>
+  run(args[0]!, args.slice(1), { timeoutMs: budget(QUERY_MS, ctx.deadline), env });
+const x = (args: string[], ctx: ProviderContext, env?: Record<string, string>) =>
+  run(args[0]!, args.slice(1), { timeoutMs: budget(INSTALL_MS, ctx.deadline), env });
 
 function queryFailed(what: string, r: RunResult): Error {
-  return new Error(`${what} failed: ${r.spawnError ?? (r.timedOut ? "timed out" : `exit ${r.code}`)}${r.stderr ? `: ${r.stderr.trim().slice(0, 500)}` : ""}`);
+  return new Error(
+    `${what} failed: ${r.spawnError ?? (r.timedOut ? "timed out" : `exit ${r.code}`)}${r.stderr ? `: ${r.stderr.trim().slice(0, 500)}` : ""}`,
+  );
 }
 
 const APT_ENV = { DEBIAN_FRONTEND: "noninteractive", APT_LISTCHANGES_FRONTEND: "none" };
@@ -68,7 +79,22 @@ const apt: Manager = {
     const cand = /Candidate:\s*(\S+)/.exec(r.stdout)?.[1];
     return cand && cand !== "(none)" && cand !== inst ? cand : null;
   },
-  install: (pkg, version, ctx) => x(["apt-get", "install", "-y", "-q", "-o", "Dpkg::Options::=--force-confdef", "-o", "Dpkg::Options::=--force-confold", version ? `${pkg}=${version}` : pkg], ctx, APT_ENV),
+  install: (pkg, version, ctx) =>
+    x(
+      [
+        "apt-get",
+        "install",
+        "-y",
+        "-q",
+        "-o",
+        "Dpkg::Options::=--force-confdef",
+        "-o",
+        "Dpkg::Options::=--force-confold",
+        version ? `${pkg}=${version}` : pkg,
+      ],
+      ctx,
+      APT_ENV,
+    ),
   remove: (pkg, ctx) => x(["apt-get", "remove", "-y", "-q", pkg], ctx, APT_ENV),
 };
 
@@ -119,9 +145,14 @@ export async function detectManager(): Promise<Manager | null> {
 }
 
 /** `1.2*` matches by prefix; anything else must equal the installed version. */
-const versionMatches = (installed: string, want: string) => (want.endsWith("*") ? installed.startsWith(want.slice(0, -1)) : installed === want);
+const versionMatches = (installed: string, want: string) =>
+  want.endsWith("*") ? installed.startsWith(want.slice(0, -1)) : installed === want;
 
-async function plan(m: Manager, w: Want, ctx: ProviderContext): Promise<{ diff: string; observed: Record<string, unknown> }> {
+async function plan(
+  m: Manager,
+  w: Want,
+  ctx: ProviderContext,
+): Promise<{ diff: string; observed: Record<string, unknown> }> {
   const cur = await m.installed(w.name, ctx);
   const observed = { manager: m.name, installed: cur.version !== null, version: cur.version ?? "" };
   if (w.state === "absent") return { diff: cur.version !== null ? `remove ${w.name} ${cur.version}\n` : "", observed };
@@ -161,7 +192,9 @@ export function packageProvider(detect: () => Promise<Manager | null> = detectMa
         changed: true,
         failed: !ok,
         diff: p.diff,
-        message: ok ? p.diff.trim() : `${m.name} ${r.spawnError ? `could not start: ${r.spawnError}` : r.timedOut ? "timed out" : `exited with code ${r.code}`}`,
+        message: ok
+          ? p.diff.trim()
+          : `${m.name} ${r.spawnError ? `could not start: ${r.spawnError}` : r.timedOut ? "timed out" : `exited with code ${r.code}`}`,
         stdout: r.stdout,
         stderr: r.stderr,
         observed: { manager: m.name, installed: after.version !== null, version: after.version ?? "" },

@@ -12,18 +12,25 @@ type Want = { name: string; state: "running" | "stopped" | undefined; enabled: b
 function parse(spec: Spec): Want {
   onlyKeys(spec, FIELDS);
   const name = str(spec, "name");
-  if (!/^[A-Za-z0-9@_.:\\-]+$/.test(name) || name.startsWith("-")) throw new SpecError(`field "name" is not a valid unit name`);
+  if (!/^[A-Za-z0-9@_.:\\-]+$/.test(name) || name.startsWith("-"))
+    throw new SpecError(`field "name" is not a valid unit name`);
   const s = optStr(spec, "state");
-  if (s !== undefined && s !== "running" && s !== "stopped") throw new SpecError(`field "state" must be one of running, stopped`);
+  if (s !== undefined && s !== "running" && s !== "stopped")
+    throw new SpecError(`field "state" must be one of running, stopped`);
   const enabled = optBool(spec, "enabled");
   if (s === undefined && enabled === undefined) throw new SpecError(`at least one of "state" or "enabled" is required`);
   return { name, state: s, enabled };
 }
 
 /** The same test systemd's own tools use (sd_booted): this directory exists only when systemd is PID 1. */
-export const systemdBooted = () => stat("/run/systemd/system").then((s) => s.isDirectory(), () => false);
+export const systemdBooted = () =>
+  stat("/run/systemd/system").then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
 
-const systemctl = (args: string[], ms: number, ctx: ProviderContext) => run("systemctl", args, { timeoutMs: budget(ms, ctx.deadline) });
+const systemctl = (args: string[], ms: number, ctx: ProviderContext) =>
+  run("systemctl", args, { timeoutMs: budget(ms, ctx.deadline) });
 
 async function inspect(name: string, ctx: ProviderContext): Promise<{ active: string; enabled: string }> {
   const load = await systemctl(["show", "--property=LoadState", "--value", "--", name], QUERY_MS, ctx);
@@ -41,11 +48,16 @@ function changes(w: Want, cur: { active: string; enabled: string }): string[][] 
     const isEnabled = cur.enabled === "enabled" || cur.enabled === "enabled-runtime" || cur.enabled === "alias";
     // static/indirect units cannot be toggled: they count as satisfying either wish.
     const toggleable = !["static", "indirect", "generated", "transient"].includes(cur.enabled);
-    if (toggleable && isEnabled !== w.enabled) out.push([w.enabled ? "enable" : "disable", `${cur.enabled} -> ${w.enabled ? "enabled" : "disabled"}`]);
+    if (toggleable && isEnabled !== w.enabled)
+      out.push([w.enabled ? "enable" : "disable", `${cur.enabled} -> ${w.enabled ? "enabled" : "disabled"}`]);
   }
   if (w.state !== undefined) {
     const running = cur.active === "active" || cur.active === "activating" || cur.active === "reloading";
-    if (running !== (w.state === "running")) out.push([w.state === "running" ? "start" : "stop", `${cur.active} -> ${w.state === "running" ? "active" : "inactive"}`]);
+    if (running !== (w.state === "running"))
+      out.push([
+        w.state === "running" ? "start" : "stop",
+        `${cur.active} -> ${w.state === "running" ? "active" : "inactive"}`,
+      ]);
   }
   return out;
 }
@@ -54,7 +66,10 @@ const render = (c: string[][]) => c.map(([verb, what]) => `${verb}: ${what}\n`).
 
 export function serviceProvider(hasSystemd: () => Promise<boolean> = systemdBooted): Provider {
   const need = async () => {
-    if (!(await hasSystemd())) throw new UnsupportedError("service resources need systemd, and this machine is not running it (/run/systemd/system is missing)");
+    if (!(await hasSystemd()))
+      throw new UnsupportedError(
+        "service resources need systemd, and this machine is not running it (/run/systemd/system is missing)",
+      );
   };
   return {
     async check(spec, ctx) {
@@ -77,10 +92,25 @@ export function serviceProvider(hasSystemd: () => Promise<boolean> = systemdBoot
         stdout += r.stdout;
         stderr += r.stderr;
         if (r.code !== 0) {
-          return { changed: true, failed: true, diff: render(c), message: `systemctl ${verb} exited with code ${r.code ?? (r.timedOut ? "none (timed out)" : r.signal)}`, stdout, stderr, observed: await inspect(w.name, ctx) };
+          return {
+            changed: true,
+            failed: true,
+            diff: render(c),
+            message: `systemctl ${verb} exited with code ${r.code ?? (r.timedOut ? "none (timed out)" : r.signal)}`,
+            stdout,
+            stderr,
+            observed: await inspect(w.name, ctx),
+          };
         }
       }
-      return { changed: true, diff: render(c), message: c.map(([v]) => v).join(", "), stdout, stderr, observed: await inspect(w.name, ctx) };
+      return {
+        changed: true,
+        diff: render(c),
+        message: c.map(([v]) => v).join(", "),
+        stdout,
+        stderr,
+        observed: await inspect(w.name, ctx),
+      };
     },
   };
 }

@@ -36,11 +36,13 @@ async function lstatOrNull(p: string): Promise<Stats | null> {
 async function inspect(path: string): Promise<{ exists: boolean; target?: string }> {
   const st = await lstatOrNull(path);
   if (!st) return { exists: false };
-  if (!st.isSymbolicLink()) throw new SpecError(`${path} exists and is not a symlink; remove it first (it is never replaced implicitly)`);
+  if (!st.isSymbolicLink())
+    throw new SpecError(`${path} exists and is not a symlink; remove it first (it is never replaced implicitly)`);
   return { exists: true, target: await readlink(path) };
 }
 
-const observed = (cur: { exists: boolean; target?: string }) => (cur.exists ? { exists: true, target: cur.target ?? "" } : { exists: false });
+const observed = (cur: { exists: boolean; target?: string }) =>
+  cur.exists ? { exists: true, target: cur.target ?? "" } : { exists: false };
 
 function describe(w: ReturnType<typeof parse>, cur: { exists: boolean; target?: string }): string {
   if (w.state === "absent") return cur.exists ? `remove symlink -> ${cur.target}\n` : "";
@@ -68,7 +70,8 @@ export function symlinkProvider(): Provider {
         try {
           await symlink(w.target!, tmp);
         } catch (e) {
-          if ((e as NodeJS.ErrnoException).code === "ENOENT") throw new SpecError(`parent directory ${dirname(w.path)} does not exist`);
+          if ((e as NodeJS.ErrnoException).code === "ENOENT")
+            throw new SpecError(`parent directory ${dirname(w.path)} does not exist`);
           throw e;
         }
         await rename(tmp, w.path).catch(async (e) => {
@@ -76,7 +79,14 @@ export function symlinkProvider(): Provider {
           throw e;
         });
       }
-      return { changed: true, diff, message: w.state === "absent" ? "removed" : cur.exists ? "retargeted" : "created", stdout: "", stderr: "", observed: observed(await inspect(w.path)) };
+      return {
+        changed: true,
+        diff,
+        message: w.state === "absent" ? "removed" : cur.exists ? "retargeted" : "created",
+        stdout: "",
+        stderr: "",
+        observed: observed(await inspect(w.path)),
+      };
     },
   };
 }

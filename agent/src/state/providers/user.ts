@@ -25,18 +25,36 @@ function parse(spec: Spec): Want {
   const name = str(spec, "name");
   if (!ACCOUNT_NAME.test(name)) throw new SpecError(`field "name" is not a valid user name`);
   // The primary group is `group` (name or gid); `gid` is accepted as its numeric alias.
-  const primary = (key: string) => (spec[key] === undefined || spec[key] === null ? undefined : typeof spec[key] === "number" ? String(optInt(spec, key)) : str(spec, key));
+  const primary = (key: string) =>
+    spec[key] === undefined || spec[key] === null
+      ? undefined
+      : typeof spec[key] === "number"
+        ? String(optInt(spec, key))
+        : str(spec, key);
   const group = primary("group");
   const gidAlias = primary("gid");
-  if (group !== undefined && gidAlias !== undefined && group !== gidAlias) throw new SpecError(`fields "group" and "gid" disagree; give one`);
+  if (group !== undefined && gidAlias !== undefined && group !== gidAlias)
+    throw new SpecError(`fields "group" and "gid" disagree; give one`);
   const gid = group ?? gidAlias;
   const comment = optStr(spec, "comment");
-  if (comment !== undefined && /[:\n]/.test(comment)) throw new SpecError(`field "comment" must not contain ':' or a newline`);
+  if (comment !== undefined && /[:\n]/.test(comment))
+    throw new SpecError(`field "comment" must not contain ':' or a newline`);
   const groups = optStrList(spec, "groups");
-  for (const g of groups ?? []) if (!ACCOUNT_NAME.test(g)) throw new SpecError(`field "groups" has an invalid group name "${g}"`);
+  for (const g of groups ?? [])
+    if (!ACCOUNT_NAME.test(g)) throw new SpecError(`field "groups" has an invalid group name "${g}"`);
   const home = optStr(spec, "home");
   if (home !== undefined && !home.startsWith("/")) throw new SpecError(`field "home" must be an absolute path`);
-  return { name, state: state(spec, ["present", "absent"] as const, "present"), uid: optInt(spec, "uid"), gid, comment, groups, home, shell: optStr(spec, "shell"), system: optBool(spec, "system") ?? false };
+  return {
+    name,
+    state: state(spec, ["present", "absent"] as const, "present"),
+    uid: optInt(spec, "uid"),
+    gid,
+    comment,
+    groups,
+    home,
+    shell: optStr(spec, "shell"),
+    system: optBool(spec, "system") ?? false,
+  };
 }
 
 interface Current {
@@ -49,7 +67,18 @@ async function current(name: string): Promise<Current> {
   return { entry, groups: entry ? await supplementaryGroups(name) : [] };
 }
 
-const observed = (c: Current) => (c.entry ? { exists: true, uid: c.entry.uid, gid: c.entry.gid, comment: c.entry.comment, home: c.entry.home, shell: c.entry.shell, groups: c.groups } : { exists: false });
+const observed = (c: Current) =>
+  c.entry
+    ? {
+        exists: true,
+        uid: c.entry.uid,
+        gid: c.entry.gid,
+        comment: c.entry.comment,
+        home: c.entry.home,
+        shell: c.entry.shell,
+        groups: c.groups,
+      }
+    : { exists: false };
 
 /** usermod flags for what differs, with a description line each. */
 async function differences(w: Want, c: Current): Promise<{ flags: string[]; lines: string[] }> {
@@ -67,9 +96,11 @@ async function differences(w: Want, c: Current): Promise<{ flags: string[]; line
   }
   if (w.groups !== undefined) {
     const want = [...new Set(w.groups)].sort();
-    if (want.join(",") !== c.groups.join(",")) add("-G", want.join(","), `groups [${c.groups.join(", ")}] -> [${want.join(", ")}]`);
+    if (want.join(",") !== c.groups.join(","))
+      add("-G", want.join(","), `groups [${c.groups.join(", ")}] -> [${want.join(", ")}]`);
   }
-  if (w.comment !== undefined && e.comment !== w.comment) add("-c", w.comment, `comment "${e.comment}" -> "${w.comment}"`);
+  if (w.comment !== undefined && e.comment !== w.comment)
+    add("-c", w.comment, `comment "${e.comment}" -> "${w.comment}"`);
   if (w.home !== undefined && e.home !== w.home) add("-d", w.home, `home ${e.home} -> ${w.home}`);
   if (w.shell !== undefined && e.shell !== w.shell) add("-s", w.shell, `shell ${e.shell} -> ${w.shell}`);
   return { flags, lines };
@@ -89,16 +120,31 @@ function createArgs(w: Want): string[] {
 }
 
 async function plan(w: Want, c: Current): Promise<{ cmd: string[] | null; diff: string }> {
-  if (w.state === "absent") return c.entry ? { cmd: ["userdel", "--", w.name], diff: `remove user ${w.name} (uid ${c.entry.uid}; home directory kept)\n` } : { cmd: null, diff: "" };
-  if (!c.entry) return { cmd: ["useradd", ...createArgs(w)], diff: `create user ${w.name}${w.uid !== undefined ? ` uid ${w.uid}` : ""}${w.system ? " (system)" : ""}\n` };
+  if (w.state === "absent")
+    return c.entry
+      ? { cmd: ["userdel", "--", w.name], diff: `remove user ${w.name} (uid ${c.entry.uid}; home directory kept)\n` }
+      : { cmd: null, diff: "" };
+  if (!c.entry)
+    return {
+      cmd: ["useradd", ...createArgs(w)],
+      diff: `create user ${w.name}${w.uid !== undefined ? ` uid ${w.uid}` : ""}${w.system ? " (system)" : ""}\n`,
+    };
   const d = await differences(w, c);
-  return d.flags.length ? { cmd: ["usermod", ...d.flags, "--", w.name], diff: d.lines.map((l) => `${l}\n`).join("") } : { cmd: null, diff: "" };
+  return d.flags.length
+    ? { cmd: ["usermod", ...d.flags, "--", w.name], diff: d.lines.map((l) => `${l}\n`).join("") }
+    : { cmd: null, diff: "" };
 }
 
-const runAccountCmd = (cmd: string[], ctx: ProviderContext): Promise<RunResult> => run(cmd[0]!, cmd.slice(1), { timeoutMs: budget(CMD_MS, ctx.deadline) });
+const runAccountCmd = (cmd: string[], ctx: ProviderContext): Promise<RunResult> =>
+  run(cmd[0]!, cmd.slice(1), { timeoutMs: budget(CMD_MS, ctx.deadline) });
 
 /** Apply step shared by user and group: run the planned command (if any) and observe the result. */
-export async function applyAccountPlan(p: { cmd: string[] | null; diff: string }, ctx: ProviderContext, before: Record<string, unknown>, after: () => Promise<Record<string, unknown>>): Promise<ApplyResult> {
+export async function applyAccountPlan(
+  p: { cmd: string[] | null; diff: string },
+  ctx: ProviderContext,
+  before: Record<string, unknown>,
+  after: () => Promise<Record<string, unknown>>,
+): Promise<ApplyResult> {
   if (!p.cmd) return { changed: false, diff: "", message: "", stdout: "", stderr: "", observed: before };
   const r = await runAccountCmd(p.cmd, ctx);
   const ok = r.code === 0;
@@ -106,7 +152,9 @@ export async function applyAccountPlan(p: { cmd: string[] | null; diff: string }
     changed: true,
     failed: !ok,
     diff: p.diff,
-    message: ok ? p.diff.trim() : `${p.cmd[0]} exited with code ${r.code ?? (r.spawnError ? `none (${r.spawnError})` : r.timedOut ? "none (timed out)" : r.signal)}`,
+    message: ok
+      ? p.diff.trim()
+      : `${p.cmd[0]} exited with code ${r.code ?? (r.spawnError ? `none (${r.spawnError})` : r.timedOut ? "none (timed out)" : r.signal)}`,
     stdout: r.stdout,
     stderr: r.stderr,
     observed: await after(),

@@ -156,13 +156,19 @@ function generate(plan: MsgPlan, subs: MsgPlan[]): { zero: string; decode: strin
   const cases: string[] = [];
   for (const f of plan.fields) {
     const key = `o[${JSON.stringify(f.local)}]`;
-    const set = (value: string) => (f.oneof !== undefined ? `o[${JSON.stringify(f.oneof)}] = { case: ${JSON.stringify(f.local)}, value: ${value} };` : `${key} = ${value};`);
+    const set = (value: string) =>
+      f.oneof !== undefined
+        ? `o[${JSON.stringify(f.oneof)}] = { case: ${JSON.stringify(f.local)}, value: ${value} };`
+        : `${key} = ${value};`;
     switch (f.shape) {
       case "scalar":
         cases.push(`case ${f.tagValue}: ${set(read(f.kind!))} break;`);
         break;
       case "message": {
-        const present = f.oneof !== undefined ? `o[${JSON.stringify(f.oneof)}].case === ${JSON.stringify(f.local)}` : `${key} !== undefined`;
+        const present =
+          f.oneof !== undefined
+            ? `o[${JSON.stringify(f.oneof)}].case === ${JSON.stringify(f.local)}`
+            : `${key} !== undefined`;
         cases.push(`case ${f.tagValue}: if (${present}) throw BAIL; ${set(`dec[${sub(f.sub!)}](r.len())`)} break;`);
         break;
       }
@@ -170,7 +176,9 @@ function generate(plan: MsgPlan, subs: MsgPlan[]): { zero: string; decode: strin
         if (f.sub) cases.push(`case ${f.tagValue}: ${key}.push(dec[${sub(f.sub)}](r.len())); break;`);
         else if (f.packed) {
           // protobuf-es takes packed and unpacked encodings alike.
-          cases.push(`case ${f.tagValue}: { const e = r.len(); const a = ${key}; while (r.more(e)) a.push(${read(f.kind!)}); r.end(e); break; }`);
+          cases.push(
+            `case ${f.tagValue}: { const e = r.len(); const a = ${key}; while (r.more(e)) a.push(${read(f.kind!)}); r.end(e); break; }`,
+          );
           cases.push(`case ${f.unpackedTag}: ${key}.push(${read(f.kind!)}); break;`);
         } else cases.push(`case ${f.tagValue}: ${key}.push(${read(f.kind!)}); break;`);
         break;
@@ -218,7 +226,12 @@ export function createDecoder() {
     try {
       entry = {
         zero: new Function(src.zero) as () => Record<string, unknown>,
-        decode: new Function("BAIL", "r", "dec", "zero", `return function decode(end) {\n${src.decode}\n};`)(BAIL, r, dec, zero) as Decode,
+        decode: new Function("BAIL", "r", "dec", "zero", `return function decode(end) {\n${src.decode}\n};`)(
+          BAIL,
+          r,
+          dec,
+          zero,
+        ) as Decode,
       };
     } catch {
       // Code generation disallowed (--disallow-code-generation-from-strings): protobuf-es it is.

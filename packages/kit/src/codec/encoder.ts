@@ -4,7 +4,8 @@ import type { FieldPlan, Kind, MsgPlan } from "./plan.js";
 export const BAIL: unique symbol = Symbol("bail");
 
 const FLOAT32_MAX = 3.4028234663852886e38;
-const isInt32 = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v <= 0x7fffffff && v >= -0x80000000;
+const isInt32 = (v: unknown): v is number =>
+  typeof v === "number" && Number.isInteger(v) && v <= 0x7fffffff && v >= -0x80000000;
 const isUint32 = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v <= 0xffffffff && v >= 0;
 
 /** What generated encoders call: a growing scratch buffer and one writer per scalar kind. */
@@ -214,7 +215,8 @@ function generate(plan: MsgPlan, subs: MsgPlan[], tags: number[][]): string {
     if (i < 0) i = subs.push(p) - 1;
     return `subs[${i}]`;
   };
-  const bytes = (t: number[]) => (t.length === 1 ? `w.b(${t[0]});` : t.length === 2 ? `w.b2(${t[0]}, ${t[1]});` : `w.tag(tags[${tags.push(t) - 1}]);`);
+  const bytes = (t: number[]) =>
+    t.length === 1 ? `w.b(${t[0]});` : t.length === 2 ? `w.b2(${t[0]}, ${t[1]});` : `w.tag(tags[${tags.push(t) - 1}]);`;
   const tag = (f: FieldPlan) => bytes(f.tag);
   const out: string[] = [
     'if (typeof o !== "object" || o === null) throw BAIL;',
@@ -229,16 +231,21 @@ function generate(plan: MsgPlan, subs: MsgPlan[], tags: number[][]): string {
       case "scalar": {
         const k = f.kind!;
         const write = `${tag(f)} w.${k}(v);`;
-        body = f.implicit ? `if (${TYPE_CHECK[k]("v")}) throw BAIL; if (!(${isZeroSource(k, "v", f.enumZero)})) { ${write} }` : write;
+        body = f.implicit
+          ? `if (${TYPE_CHECK[k]("v")}) throw BAIL; if (!(${isZeroSource(k, "v", f.enumZero)})) { ${write} }`
+          : write;
         break;
       }
       case "message":
         body = `${tag(f)} s = w.open(); ${sub(f.sub!)}(v); w.close(s);`;
         break;
       case "list":
-        if (f.sub) body = `if (!Array.isArray(v)) throw BAIL; for (let i = 0; i < v.length; i++) { ${tag(f)} s = w.open(); ${sub(f.sub)}(v[i]); w.close(s); }`;
-        else if (f.packed) body = `if (!Array.isArray(v)) throw BAIL; if (v.length > 0) { ${tag(f)} s = w.open(); for (let i = 0; i < v.length; i++) w.${f.kind}(v[i]); w.close(s); }`;
-        else body = `if (!Array.isArray(v)) throw BAIL; for (let i = 0; i < v.length; i++) { ${tag(f)} w.${f.kind}(v[i]); }`;
+        if (f.sub)
+          body = `if (!Array.isArray(v)) throw BAIL; for (let i = 0; i < v.length; i++) { ${tag(f)} s = w.open(); ${sub(f.sub)}(v[i]); w.close(s); }`;
+        else if (f.packed)
+          body = `if (!Array.isArray(v)) throw BAIL; if (v.length > 0) { ${tag(f)} s = w.open(); for (let i = 0; i < v.length; i++) w.${f.kind}(v[i]); w.close(s); }`;
+        else
+          body = `if (!Array.isArray(v)) throw BAIL; for (let i = 0; i < v.length; i++) { ${tag(f)} w.${f.kind}(v[i]); }`;
         break;
       case "map": {
         const value = f.sub ? `const t = w.open(); ${sub(f.sub)}(x); w.close(t);` : `w.${f.kind}(x);`;
@@ -250,7 +257,9 @@ function generate(plan: MsgPlan, subs: MsgPlan[], tags: number[][]): string {
     }
     if (f.oneof !== undefined) {
       // Set only when the oneof selects this field; its value must then be present.
-      out.push(`v = o[${JSON.stringify(f.oneof)}]; if (v != null && v.case === ${key}) { v = v.value; if (v == null) throw BAIL; ${body} }`);
+      out.push(
+        `v = o[${JSON.stringify(f.oneof)}]; if (v != null && v.case === ${key}) { v = v.value; if (v == null) throw BAIL; ${body} }`,
+      );
     } else {
       out.push(`v = o[${key}]; if (v != null) { ${body} }`);
     }
@@ -277,7 +286,12 @@ export function createEncoder() {
     const subFns: Encode[] = [];
     let encode: Encode;
     try {
-      encode = new Function("BAIL", "w", "subs", "tags", `return function encode(o) {\n${source}\n};`)(BAIL, w, subFns, tags) as Encode;
+      encode = new Function("BAIL", "w", "subs", "tags", `return function encode(o) {\n${source}\n};`)(
+        BAIL,
+        w,
+        subFns,
+        tags,
+      ) as Encode;
     } catch {
       // Code generation disallowed (--disallow-code-generation-from-strings): protobuf-es it is.
       encode = () => {

@@ -5,7 +5,18 @@ import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf
  * shapes that the codec reproduces exactly get a plan; everything else stays with protobuf-es.
  */
 
-export type Kind = "string" | "bool" | "double" | "float" | "int32" | "uint32" | "sint32" | "fixed32" | "sfixed32" | "bytes" | "enum";
+export type Kind =
+  | "string"
+  | "bool"
+  | "double"
+  | "float"
+  | "int32"
+  | "uint32"
+  | "sint32"
+  | "fixed32"
+  | "sfixed32"
+  | "bytes"
+  | "enum";
 
 export interface FieldPlan {
   no: number;
@@ -85,13 +96,27 @@ export function varintBytes(v: number): number[] {
 export const tagBytes = (no: number, wt: number) => varintBytes(((no << 3) | wt) >>> 0);
 
 const valueKind = (f: DescField): Kind | undefined => {
-  if (f.fieldKind === "enum" || (f.fieldKind === "list" && f.listKind === "enum") || (f.fieldKind === "map" && f.mapKind === "enum")) return "enum";
-  if (f.fieldKind === "message" || (f.fieldKind === "list" && f.listKind === "message") || (f.fieldKind === "map" && f.mapKind === "message")) return undefined;
+  if (
+    f.fieldKind === "enum" ||
+    (f.fieldKind === "list" && f.listKind === "enum") ||
+    (f.fieldKind === "map" && f.mapKind === "enum")
+  )
+    return "enum";
+  if (
+    f.fieldKind === "message" ||
+    (f.fieldKind === "list" && f.listKind === "message") ||
+    (f.fieldKind === "map" && f.mapKind === "message")
+  )
+    return undefined;
   return KIND[f.scalar ?? ScalarType.INT32];
 };
 
 const fieldMessage = (f: DescField): DescMessage | undefined =>
-  f.fieldKind === "message" || (f.fieldKind === "list" && f.listKind === "message") || (f.fieldKind === "map" && f.mapKind === "message") ? f.message : undefined;
+  f.fieldKind === "message" ||
+  (f.fieldKind === "list" && f.listKind === "message") ||
+  (f.fieldKind === "map" && f.mapKind === "message")
+    ? f.message
+    : undefined;
 
 /** Whether every type reachable from `desc` has shapes the codec handles. */
 function supported(desc: DescMessage, seen: Set<DescMessage>): boolean {
@@ -99,7 +124,8 @@ function supported(desc: DescMessage, seen: Set<DescMessage>): boolean {
   seen.add(desc);
   if (desc.file.edition !== PROTO3 || desc.typeName.startsWith("google.protobuf.")) return false;
   for (const f of desc.fields) {
-    if ((f.fieldKind === "message" || (f.fieldKind === "list" && f.listKind === "message")) && f.delimitedEncoding) return false;
+    if ((f.fieldKind === "message" || (f.fieldKind === "list" && f.listKind === "message")) && f.delimitedEncoding)
+      return false;
     if (f.fieldKind === "map" && f.mapKey !== ScalarType.STRING) return false;
     if (f.fieldKind === "enum" && !f.enum.open) return false;
     const sub = fieldMessage(f);
@@ -110,7 +136,12 @@ function supported(desc: DescMessage, seen: Set<DescMessage>): boolean {
   return true;
 }
 
-const enumOf = (f: DescField) => (f.fieldKind === "enum" || (f.fieldKind === "list" && f.listKind === "enum") || (f.fieldKind === "map" && f.mapKind === "enum") ? f.enum : undefined);
+const enumOf = (f: DescField) =>
+  f.fieldKind === "enum" ||
+  (f.fieldKind === "list" && f.listKind === "enum") ||
+  (f.fieldKind === "map" && f.mapKind === "enum")
+    ? f.enum
+    : undefined;
 
 /** Source text of a field's zero value (a fresh object for lists, maps and bytes). */
 function zeroSource(f: DescField): string {
@@ -143,7 +174,8 @@ function build(desc: DescMessage, plans: Map<DescMessage, MsgPlan | null>): MsgP
   plans.set(desc, plan);
   for (const m of desc.members) {
     if (m.kind === "oneof") plan.zeros.push({ key: m.localName, source: "{ case: undefined }" });
-    else if (m.presence === IMPLICIT && m.fieldKind !== "message") plan.zeros.push({ key: m.localName, source: zeroSource(m) });
+    else if (m.presence === IMPLICIT && m.fieldKind !== "message")
+      plan.zeros.push({ key: m.localName, source: zeroSource(m) });
   }
   for (const f of [...desc.fields].sort((a, b) => a.number - b.number)) {
     const kind = valueKind(f);

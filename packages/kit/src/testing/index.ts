@@ -142,7 +142,11 @@ export function memoryLogger(name = "test", level = "debug"): { log: Logger; lin
 export const silentLogger = (): Logger => createLogger({ name: "test", level: "silent" });
 
 /** Polls until `fn` returns a truthy value or the timeout passes. */
-export async function eventually<T>(fn: () => Promise<T | undefined | null | false> | T | undefined | null | false, timeoutMs = 10_000, stepMs = 50): Promise<T> {
+export async function eventually<T>(
+  fn: () => Promise<T | undefined | null | false> | T | undefined | null | false,
+  timeoutMs = 10_000,
+  stepMs = 50,
+): Promise<T> {
   const until = Date.now() + timeoutMs;
   let lastErr: unknown;
   for (;;) {
@@ -152,7 +156,8 @@ export async function eventually<T>(fn: () => Promise<T | undefined | null | fal
     } catch (err) {
       lastErr = err;
     }
-    if (Date.now() > until) throw new Error(`condition not met within ${timeoutMs} ms${lastErr ? `: ${(lastErr as Error).message}` : ""}`);
+    if (Date.now() > until)
+      throw new Error(`condition not met within ${timeoutMs} ms${lastErr ? `: ${(lastErr as Error).message}` : ""}`);
     await new Promise((r) => setTimeout(r, stepMs));
   }
 }

@@ -39,7 +39,11 @@ export interface SystemHandle {
   /** Logs in with a key pair; returns the bearer token. */
   login(key: KeyPair): Promise<string>;
   /** fetch against the gateway with an optional bearer token and JSON body. */
-  api(method: string, path: string, opts?: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: any; headers: Headers; text: string }>;
+  api(
+    method: string,
+    path: string,
+    opts?: { token?: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: any; headers: Headers; text: string }>;
 }
 
 /**
@@ -82,7 +86,10 @@ export async function startSystem(opts: {
   const start = async (name: string, extraEnv: Record<string, string> = {}, as = name): Promise<ServiceProcess> => {
     const main = `${ROOT}services/${name}/dist/main.js`;
     if (!existsSync(main)) throw new Error(`${main} is missing: run npm run build`);
-    const child = spawn(process.execPath, [main], { env: { ...process.env, ...env, ...(opts.serviceEnv?.(name) ?? {}), ...extraEnv }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [main], {
+      env: { ...process.env, ...env, ...(opts.serviceEnv?.(name) ?? {}), ...extraEnv },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const p: ServiceProcess = { name: as, child, output: [] };
     child.stdout!.on("data", (d: Buffer) => p.output.push(d.toString()));
     child.stderr!.on("data", (d: Buffer) => p.output.push(d.toString()));
@@ -113,7 +120,9 @@ export async function startSystem(opts: {
       const ch = await handle.api("POST", "/api/v1/auth/challenge", { body: { public_key: key.publicKeyHex } });
       if (ch.status !== 200) throw new Error(`challenge failed: ${ch.status} ${ch.text}`);
       const signature = sign(null, Buffer.from(ch.body.nonce, "hex"), key.privateKey).toString("hex");
-      const v = await handle.api("POST", "/api/v1/auth/verify", { body: { public_key: key.publicKeyHex, nonce: ch.body.nonce, signature } });
+      const v = await handle.api("POST", "/api/v1/auth/verify", {
+        body: { public_key: key.publicKeyHex, nonce: ch.body.nonce, signature },
+      });
       if (v.status !== 200) throw new Error(`verify failed: ${v.status} ${v.text}`);
       return v.body.token as string;
     },
@@ -121,7 +130,12 @@ export async function startSystem(opts: {
       const headers: Record<string, string> = { ...(o.headers ?? {}) };
       if (o.token) headers.authorization = `Bearer ${o.token}`;
       if (o.body !== undefined) headers["content-type"] ??= "application/json";
-      const res = await fetch(`${handle.url}${path}`, { method, headers, ...(o.body !== undefined ? { body: typeof o.body === "string" ? o.body : JSON.stringify(o.body) } : {}), signal: AbortSignal.timeout(30_000) });
+      const res = await fetch(`${handle.url}${path}`, {
+        method,
+        headers,
+        ...(o.body !== undefined ? { body: typeof o.body === "string" ? o.body : JSON.stringify(o.body) } : {}),
+        signal: AbortSignal.timeout(30_000),
+      });
       const text = await res.text();
       let body: unknown = undefined;
       try {
@@ -140,7 +154,8 @@ export async function startSystem(opts: {
     for (;;) {
       const st = await handle.api("GET", "/api/v1/status").catch(() => undefined);
       if (st?.status === 200 && st.body.status === "ok") break;
-      if (Date.now() > until) throw new Error(`services did not become ready: ${JSON.stringify(st?.body)}\n${handle.output().slice(-4000)}`);
+      if (Date.now() > until)
+        throw new Error(`services did not become ready: ${JSON.stringify(st?.body)}\n${handle.output().slice(-4000)}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   } catch (err) {

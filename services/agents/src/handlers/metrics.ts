@@ -19,12 +19,18 @@ export function metricsHandlers(deps: AgentsDeps): MetricsHandlers {
   return {
     async getMetrics(req, ctx) {
       const limit = req.limit === 0 ? METRICS_DEFAULT_LIMIT : req.limit;
-      if (!Number.isInteger(limit) || limit < 1 || limit > METRICS_MAX_LIMIT) throw invalid("invalid_limit", `limit must be between 1 and ${METRICS_MAX_LIMIT}`, { field: "limit" });
+      if (!Number.isInteger(limit) || limit < 1 || limit > METRICS_MAX_LIMIT)
+        throw invalid("invalid_limit", `limit must be between 1 and ${METRICS_MAX_LIMIT}`, { field: "limit" });
       if (!validTime(req.since)) throw invalid("invalid_since", "since must be a time (Unix ms)", { field: "since" });
       if (!validTime(req.until)) throw invalid("invalid_until", "until must be a time (Unix ms)", { field: "until" });
-      if (req.until && req.since >= req.until) throw invalid("invalid_range", "since must be before until", { field: "since" });
+      if (req.until && req.since >= req.until)
+        throw invalid("invalid_range", "since must be before until", { field: "since" });
       const agent = await resolve(req.nodeId, ctx.actor);
-      const rows = await metricsDb.history(pool, agent.node_id, { since: Math.floor(req.since), until: Math.ceil(req.until), limit });
+      const rows = await metricsDb.history(pool, agent.node_id, {
+        since: Math.floor(req.since),
+        until: Math.ceil(req.until),
+        limit,
+      });
       return { samples: rows.map(toSample) };
     },
     async getLatestMetrics(req, ctx) {

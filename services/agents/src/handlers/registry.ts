@@ -1,5 +1,18 @@
 import type { AgentsService } from "@orch/contracts";
-import { keysetPage, conflict, inScope, invalid, isScoped, notFound, pageCursor, pageLimit, precondition, type Actor, type Handlers, type Queryable } from "@orch/kit";
+import {
+  keysetPage,
+  conflict,
+  inScope,
+  invalid,
+  isScoped,
+  notFound,
+  pageCursor,
+  pageLimit,
+  precondition,
+  type Actor,
+  type Handlers,
+  type Queryable,
+} from "@orch/kit";
 import { agentsDb, type AgentRow } from "../db.js";
 import type { AgentsDeps } from "../deps.js";
 import { agentRef } from "../link/presence.js";
@@ -22,7 +35,12 @@ export function reachable(row: AgentRow | undefined, actor: Actor, ref: string):
   return row;
 }
 
-const scopeTarget = (r: AgentRow) => ({ node_id: r.node_id, name: r.name ?? "", tags: r.tags, attributes: r.attributes });
+const scopeTarget = (r: AgentRow) => ({
+  node_id: r.node_id,
+  name: r.name ?? "",
+  tags: r.tags,
+  attributes: r.attributes,
+});
 
 const SCAN_BATCH = 500;
 
@@ -62,7 +80,9 @@ export function requireRef(ref: string, field = "node_id"): string {
  * when the RPC returns the link already reflects the change.
  */
 export async function notifyLink(deps: AgentsDeps, nodeId: string): Promise<void> {
-  await deps.nc.request(`${agentSubject(nodeId)}.${INTERNAL.status}`, new Uint8Array(), { timeout: 3000 }).catch(() => undefined);
+  await deps.nc
+    .request(`${agentSubject(nodeId)}.${INTERNAL.status}`, new Uint8Array(), { timeout: 3000 })
+    .catch(() => undefined);
 }
 
 export function registryHandlers(deps: AgentsDeps): RegistryHandlers {
@@ -74,7 +94,8 @@ export function registryHandlers(deps: AgentsDeps): RegistryHandlers {
 
     async listAgents(req, ctx) {
       const limit = pageLimit(req.limit);
-      if (req.status && !STATUSES.includes(req.status)) throw invalid("invalid_status", "status must be pending, approved or rejected", { field: "status" });
+      if (req.status && !STATUSES.includes(req.status))
+        throw invalid("invalid_status", "status must be pending, approved or rejected", { field: "status" });
       const rows = await reachablePage(pool, ctx.actor, limit + 1, pageCursor(req.cursor, "node_id"), req.status);
       const { page, nextCursor } = keysetPage(rows, limit, (r) => r.node_id);
       return { agents: page.map(toAgent), nextCursor };
@@ -82,7 +103,8 @@ export function registryHandlers(deps: AgentsDeps): RegistryHandlers {
 
     async setApproval(req, ctx) {
       requireRef(req.nodeId);
-      if (req.status !== "approved" && req.status !== "rejected") throw invalid("invalid_status", "status must be approved or rejected", { field: "status" });
+      if (req.status !== "approved" && req.status !== "rejected")
+        throw invalid("invalid_status", "status must be approved or rejected", { field: "status" });
       if (req.status === "approved") checkName(req.name);
       let changed = false;
       const row = await events.tx(async (db, emit) => {
@@ -90,21 +112,38 @@ export function registryHandlers(deps: AgentsDeps): RegistryHandlers {
         let next: AgentRow;
         if (req.status === "approved") {
           // The name is given once and never changes, even across a reject and re-approve.
-          if (cur.name && cur.name !== req.name) throw precondition("name_immutable", `agent ${cur.node_id} is already named '${cur.name}'`, { field: "name" });
+          if (cur.name && cur.name !== req.name)
+            throw precondition("name_immutable", `agent ${cur.node_id} is already named '${cur.name}'`, {
+              field: "name",
+            });
           const holder = await agentsDb.byName(db, req.name);
-          if (holder && holder.node_id !== cur.node_id) throw conflict("name_taken", `the name '${req.name}' belongs to another agent`, { field: "name" });
+          if (holder && holder.node_id !== cur.node_id)
+            throw conflict("name_taken", `the name '${req.name}' belongs to another agent`, { field: "name" });
           if (cur.status === "approved") return cur;
           try {
             next = await agentsDb.setStatus(db, cur.node_id, "approved", req.name);
           } catch (err) {
-            if ((err as { code?: string }).code === "23505") throw conflict("name_taken", `the name '${req.name}' belongs to another agent`, { field: "name" });
+            if ((err as { code?: string }).code === "23505")
+              throw conflict("name_taken", `the name '${req.name}' belongs to another agent`, { field: "name" });
             throw err;
           }
-          await emit({ type: "agent.approved", summary: `agent ${req.name} (${cur.node_id}) approved by ${ctx.actor.name}`, actor: ctx.actor, target: agentRef(cur.node_id, req.name), metadata: { name: req.name, previous_status: cur.status } });
+          await emit({
+            type: "agent.approved",
+            summary: `agent ${req.name} (${cur.node_id}) approved by ${ctx.actor.name}`,
+            actor: ctx.actor,
+            target: agentRef(cur.node_id, req.name),
+            metadata: { name: req.name, previous_status: cur.status },
+          });
         } else {
           if (cur.status === "rejected") return cur;
           next = await agentsDb.setStatus(db, cur.node_id, "rejected", cur.name);
-          await emit({ type: "agent.rejected", summary: `agent ${cur.name || cur.node_id} rejected by ${ctx.actor.name}`, actor: ctx.actor, target: agentRef(cur.node_id, cur.name), metadata: { previous_status: cur.status } });
+          await emit({
+            type: "agent.rejected",
+            summary: `agent ${cur.name || cur.node_id} rejected by ${ctx.actor.name}`,
+            actor: ctx.actor,
+            target: agentRef(cur.node_id, cur.name),
+            metadata: { previous_status: cur.status },
+          });
         }
         changed = true;
         return next;
@@ -117,9 +156,18 @@ export function registryHandlers(deps: AgentsDeps): RegistryHandlers {
     async removeAgent(req, ctx) {
       const removed = await events.tx(async (db, emit) => {
         const cur = reachable(await agentsDb.byRef(db, requireRef(req.id, "id"), true), ctx.actor, req.id);
-        if (cur.status !== "rejected") throw precondition("agent_not_rejected", "only a rejected agent's record can be removed; reject it first", { field: "node_id" });
+        if (cur.status !== "rejected")
+          throw precondition("agent_not_rejected", "only a rejected agent's record can be removed; reject it first", {
+            field: "node_id",
+          });
         await agentsDb.remove(db, cur.node_id);
-        await emit({ type: "agent.removed", summary: `rejected agent ${cur.name || cur.node_id} removed by ${ctx.actor.name}`, actor: ctx.actor, target: agentRef(cur.node_id, cur.name), metadata: {} });
+        await emit({
+          type: "agent.removed",
+          summary: `rejected agent ${cur.name || cur.node_id} removed by ${ctx.actor.name}`,
+          actor: ctx.actor,
+          target: agentRef(cur.node_id, cur.name),
+          metadata: {},
+        });
         return cur;
       });
       await notifyLink(deps, removed.node_id);

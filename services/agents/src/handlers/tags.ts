@@ -11,20 +11,28 @@ type TagHandlers = Pick<Handlers<typeof AgentsService>, "replaceTags" | "setTag"
 
 const sameTags = (a: Record<string, string>, b: Record<string, string>) => {
   const ka = Object.keys(a);
-  return ka.length === Object.keys(b).length && ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && b[k] === a[k]);
+  return (
+    ka.length === Object.keys(b).length && ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && b[k] === a[k])
+  );
 };
 
-const sorted = (t: Record<string, string>) => Object.fromEntries(Object.entries(t).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+const sorted = (t: Record<string, string>) =>
+  Object.fromEntries(Object.entries(t).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 
 export function tagHandlers(deps: AgentsDeps): TagHandlers {
   const { pool, events } = deps;
 
   /** Applies `change` to the agent's tags under a row lock; emits agent.tags.updated when they differ. */
-  async function update(ref: string, ctx: CallContext, change: (old: Record<string, string>) => Record<string, string>) {
+  async function update(
+    ref: string,
+    ctx: CallContext,
+    change: (old: Record<string, string>) => Record<string, string>,
+  ) {
     const row = await events.tx(async (db, emit) => {
       const cur = reachable(await agentsDb.byRef(db, requireRef(ref), true), ctx.actor, ref);
       const next = sorted(change(cur.tags));
-      if (Object.keys(next).length > MAX_TAGS) throw invalid("too_many_tags", `an agent has at most ${MAX_TAGS} tags`, { field: "tags" });
+      if (Object.keys(next).length > MAX_TAGS)
+        throw invalid("too_many_tags", `an agent has at most ${MAX_TAGS} tags`, { field: "tags" });
       if (sameTags(cur.tags, next)) return cur;
       const updated = await agentsDb.setTags(db, cur.node_id, next);
       await emit({
@@ -52,7 +60,8 @@ export function tagHandlers(deps: AgentsDeps): TagHandlers {
     async deleteTag(req, ctx) {
       checkTagKey(req.key);
       return update(req.nodeId, ctx, (old) => {
-        if (!Object.prototype.hasOwnProperty.call(old, req.key)) throw notFound("tag_not_found", `the agent has no tag '${req.key}'`, { field: "key" });
+        if (!Object.prototype.hasOwnProperty.call(old, req.key))
+          throw notFound("tag_not_found", `the agent has no tag '${req.key}'`, { field: "key" });
         const { [req.key]: _gone, ...rest } = old;
         return rest;
       });

@@ -21,7 +21,9 @@ export interface BusBridge {
 type Direction = "publish" | "subscribe";
 
 /** Same shape as the agent's own exit message (agent/src/terminal/control.ts, docs/terminal.md). */
-export const AGENT_GONE_EXIT = Buffer.from(JSON.stringify({ type: "exit", code: -1, signal: 0, reason: "agent_disconnected" }));
+export const AGENT_GONE_EXIT = Buffer.from(
+  JSON.stringify({ type: "exit", code: -1, signal: 0, reason: "agent_disconnected" }),
+);
 
 const TERM_SUB_RE = /^orch\.term\.([0-9A-Za-z]+)\.(?:in|ctl)$/;
 /** One warning per refused subject in this window; repeats go to debug (a flooding agent must not flood the log). */
@@ -54,7 +56,8 @@ export function createBusBridge(opts: {
   // node_id is bound on the link's logger; payloads are never logged.
   const refuse = (direction: Direction, subject: string, why: string) => {
     const now = Date.now();
-    if ((warned.get(subject) ?? 0) > now) return log.debug({ subject, direction }, `agent ${direction} refused: ${why}`);
+    if ((warned.get(subject) ?? 0) > now)
+      return log.debug({ subject, direction }, `agent ${direction} refused: ${why}`);
     if (warned.size >= 1024) warned.clear();
     warned.set(subject, now + WARN_EVERY_MS);
     log.warn({ subject, direction }, `agent ${direction} refused: ${why}`);

@@ -1,5 +1,12 @@
 import { fromBinary } from "@bufbuild/protobuf";
-import { AGENT_PUBLISH_ALLOWED, AGENT_SUBSCRIBE_ALLOWED, AgentStateService, AgentTerminalService, ExecuteRequestSchema, OpenTerminalRequestSchema } from "@orch/contracts";
+import {
+  AGENT_PUBLISH_ALLOWED,
+  AGENT_SUBSCRIBE_ALLOWED,
+  AgentStateService,
+  AgentTerminalService,
+  ExecuteRequestSchema,
+  OpenTerminalRequestSchema,
+} from "@orch/contracts";
 import type { Clock, Logger, Queryable } from "@orch/kit";
 import type { RelayObserver } from "./relay.js";
 
@@ -51,7 +58,10 @@ export const grantsDb = {
     return r.rows.map((row) => ({ kind: row.kind, ref: row.ref, expires_at: Number(row.expires_at) }));
   },
   async expiry(db: Queryable, nodeId: string, g: Grant, now: number): Promise<number | undefined> {
-    const r = await db.query<{ expires_at: string }>("SELECT expires_at FROM link_grants WHERE node_id = $1 AND kind = $2 AND ref = $3 AND expires_at > $4", [nodeId, g.kind, g.ref, now]);
+    const r = await db.query<{ expires_at: string }>(
+      "SELECT expires_at FROM link_grants WHERE node_id = $1 AND kind = $2 AND ref = $3 AND expires_at > $4",
+      [nodeId, g.kind, g.ref, now],
+    );
     return r.rows[0] ? Number(r.rows[0].expires_at) : undefined;
   },
   /** Never shortens a grant (a re-grant of the same session only extends it). */
@@ -66,7 +76,13 @@ export const grantsDb = {
   async prune(db: Queryable, now: number, batch = 10_000): Promise<number> {
     let total = 0;
     for (let n = batch; n === batch; total += n) {
-      n = (await db.query("DELETE FROM link_grants WHERE ctid IN (SELECT ctid FROM link_grants WHERE expires_at <= $1 LIMIT $2)", [now, batch])).rowCount ?? 0;
+      n =
+        (
+          await db.query(
+            "DELETE FROM link_grants WHERE ctid IN (SELECT ctid FROM link_grants WHERE expires_at <= $1 LIMIT $2)",
+            [now, batch],
+          )
+        ).rowCount ?? 0;
     }
     return total;
   },
@@ -174,7 +190,10 @@ export function createLinkGrants(opts: { pool: Queryable; nodeId: string; clock:
  * before it answers), and an operation's progress subject as soon as its Execute is relayed.
  * `withdrawn` is told when an open failed and the session was never granted.
  */
-export function grantOnRelay(grants: LinkGrants, opts: { terminalMs: number; progressMs?: number; clock: Clock; log: Logger; withdrawn(g: Grant): void }): RelayObserver {
+export function grantOnRelay(
+  grants: LinkGrants,
+  opts: { terminalMs: number; progressMs?: number; clock: Clock; log: Logger; withdrawn(g: Grant): void },
+): RelayObserver {
   const decodeRef = (decode: () => string): string | undefined => {
     try {
       const ref = decode();
@@ -206,7 +225,11 @@ export function grantOnRelay(grants: LinkGrants, opts: { terminalMs: number; pro
       if (!ref) return undefined;
       const ttl = Math.max(deadline - opts.clock.now(), 0) + (opts.progressMs ?? PROGRESS_GRANT_MS);
       // Allowed at once (progress flows before the answer); the answer waits until it is stored.
-      const stored = grants.grant({ kind: "progress", ref }, ttl).catch((err) => opts.log.error({ err: (err as Error).message, operation_id: ref }, "progress grant not stored"));
+      const stored = grants
+        .grant({ kind: "progress", ref }, ttl)
+        .catch((err) =>
+          opts.log.error({ err: (err as Error).message, operation_id: ref }, "progress grant not stored"),
+        );
       return () => stored;
     }
     return undefined;

@@ -1,7 +1,11 @@
 import type { Events, Queryable, Ref } from "@orch/kit";
 import { agentsDb, type AgentRow, type LinkUp } from "../db.js";
 
-export const agentRef = (nodeId: string, name: string | null | undefined): Ref => ({ id: nodeId, name: name || nodeId, type: "agent" });
+export const agentRef = (nodeId: string, name: string | null | undefined): Ref => ({
+  id: nodeId,
+  name: name || nodeId,
+  type: "agent",
+});
 
 /**
  * The registry side of a link's life: first contact, connect, disconnect. Each change and its audit

@@ -20,7 +20,11 @@ export const INTERNAL = {
  * completion that is told whether the agent answered successfully (false for an error, a timeout or
  * a dropped link). A successful answer reaches the caller once the completion has settled.
  */
-export type RelayObserver = (method: string, payload: Uint8Array, deadline: number) => ((ok: boolean) => void | Promise<void>) | undefined;
+export type RelayObserver = (
+  method: string,
+  payload: Uint8Array,
+  deadline: number,
+) => ((ok: boolean) => void | Promise<void>) | undefined;
 
 export interface RelayOptions {
   nc: NatsConnection;
@@ -67,7 +71,9 @@ export function createRelay(opts: RelayOptions): Relay {
     if (!done) return undefined;
     try {
       const r = done(ok);
-      return r ? r.catch((err: unknown) => opts.log.warn({ err: (err as Error).message }, "relay completion failed")) : undefined;
+      return r
+        ? r.catch((err: unknown) => opts.log.warn({ err: (err as Error).message }, "relay completion failed"))
+        : undefined;
     } catch (err) {
       opts.log.warn({ err: (err as Error).message }, "relay completion failed");
       return undefined;
@@ -77,7 +83,9 @@ export function createRelay(opts: RelayOptions): Relay {
   const onRequest = (msg: Msg) => {
     const method = msg.subject.slice(msg.subject.lastIndexOf(".") + 1);
     if (method.startsWith("_")) {
-      void opts.internal(method, msg).catch((err) => opts.log.warn({ err: (err as Error).message, method }, "internal link request failed"));
+      void opts
+        .internal(method, msg)
+        .catch((err) => opts.log.warn({ err: (err as Error).message, method }, "internal link request failed"));
       return;
     }
     if (!msg.reply) return; // nothing would carry the answer back
@@ -130,7 +138,15 @@ export function createRelay(opts: RelayOptions): Relay {
       if (res.error) {
         const e = res.error;
         void settle(p.done, false);
-        respondError(p.msg, new OrchError(isCode(e.code) ? e.code : "INTERNAL", e.reason || undefined, e.message || "the agent reported an error", e.details ?? {}));
+        respondError(
+          p.msg,
+          new OrchError(
+            isCode(e.code) ? e.code : "INTERNAL",
+            e.reason || undefined,
+            e.message || "the agent reported an error",
+            e.details ?? {},
+          ),
+        );
         return;
       }
       const reply = () => {
@@ -147,7 +163,10 @@ export function createRelay(opts: RelayOptions): Relay {
       for (const [id, p] of pending) {
         clearTimeout(p.timer);
         void settle(p.done, false);
-        respondError(p.msg, new OrchError("UNAVAILABLE", "agent_disconnected", "the agent disconnected before answering"));
+        respondError(
+          p.msg,
+          new OrchError("UNAVAILABLE", "agent_disconnected", "the agent disconnected before answering"),
+        );
         pending.delete(id);
       }
     },

@@ -55,7 +55,9 @@ export async function startLinkServer(opts: LinkServerOptions): Promise<LinkServ
   const creds = identity
     ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: identity.certChain, private_key: identity.privateKey }])
     : grpc.ServerCredentials.createInsecure();
-  const port = await new Promise<number>((resolve, reject) => server.bindAsync(hostPort(opts.host, opts.port), creds, (err, p) => (err ? reject(err) : resolve(p))));
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(hostPort(opts.host, opts.port), creds, (err, p) => (err ? reject(err) : resolve(p))),
+  );
   const bound = hostPort(opts.host, port);
   let accepting = true;
   const stopAccepting = () => {

@@ -47,7 +47,8 @@ export function peerHost(peer: string): string {
 
 function cleanAttributes(a: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(a).slice(0, MAX_ATTRIBUTES)) out[k.slice(0, 128)] = v.slice(0, MAX_ATTRIBUTE_VALUE);
+  for (const [k, v] of Object.entries(a).slice(0, MAX_ATTRIBUTES))
+    out[k.slice(0, 128)] = v.slice(0, MAX_ATTRIBUTE_VALUE);
   return out;
 }
 
@@ -80,7 +81,14 @@ export function acceptLink(call: LinkCall, deps: LinkDeps): void {
     }
   };
 
-  const handshakeTimer = setTimeout(() => void finish("handshake_timeout", { reason: "handshake_timeout", message: "the handshake did not complete in time" }), deps.handshakeTimeoutMs);
+  const handshakeTimer = setTimeout(
+    () =>
+      void finish("handshake_timeout", {
+        reason: "handshake_timeout",
+        message: "the handshake did not complete in time",
+      }),
+    deps.handshakeTimeoutMs,
+  );
   handshakeTimer.unref();
 
   function finish(reason: string, refusal?: Refusal): Promise<void> {
@@ -99,7 +107,9 @@ export function acceptLink(call: LinkCall, deps: LinkDeps): void {
       bridge?.stop({ agentGone: !AGENT_STILL_THERE.has(reason) });
       if (link) deps.hub.remove(link);
       if (wasUp && up) {
-        await deps.presence.disconnected(up.nodeId, session, deps.clock.now(), reason).catch((err) => log.error({ err }, "could not record the disconnect"));
+        await deps.presence
+          .disconnected(up.nodeId, session, deps.clock.now(), reason)
+          .catch((err) => log.error({ err }, "could not record the disconnect"));
       }
       if (refusal) log.info({ reason: refusal.reason }, "agent link refused");
       else log.info({ reason }, "agent link closed");
@@ -114,7 +124,8 @@ export function acceptLink(call: LinkCall, deps: LinkDeps): void {
     } else if (method === INTERNAL.status && link && up) {
       const row = await agentsDb.byNodeId(deps.pool, up.nodeId);
       if (!row) await finish("removed", { reason: "agent_removed", message: "the agent's record was removed" });
-      else if (row.status === "rejected") await finish("rejected", { reason: "agent_rejected", message: "this agent was rejected by an operator" });
+      else if (row.status === "rejected")
+        await finish("rejected", { reason: "agent_rejected", message: "this agent was rejected by an operator" });
       else if (row.status !== link.status || (row.name ?? "") !== link.name) {
         link.status = row.status;
         link.name = row.name ?? "";
@@ -126,18 +137,39 @@ export function acceptLink(call: LinkCall, deps: LinkDeps): void {
 
   function welcome() {
     if (!link) return;
-    send({ frame: { case: "welcome", value: { nodeId: link.up.nodeId, status: link.status, name: link.name, metricsIntervalSeconds: deps.metricsIntervalSeconds } } });
+    send({
+      frame: {
+        case: "welcome",
+        value: {
+          nodeId: link.up.nodeId,
+          status: link.status,
+          name: link.name,
+          metricsIntervalSeconds: deps.metricsIntervalSeconds,
+        },
+      },
+    });
   }
 
   /** Asks whichever replica may still hold an older link of this agent to drop it. */
   async function evictElsewhere(nodeId: string) {
-    await deps.nc.request(`${agentSubject(nodeId)}.${INTERNAL.evict}`, new TextEncoder().encode(session), { timeout: 1000 }).catch(() => undefined);
+    await deps.nc
+      .request(`${agentSubject(nodeId)}.${INTERNAL.evict}`, new TextEncoder().encode(session), { timeout: 1000 })
+      .catch(() => undefined);
   }
 
   async function admit(id: ClaimedIdentity, hello: { version: string; attributes: Record<string, string> }) {
     phase = "admitting";
     log = log.child({ node_id: id.nodeId });
-    const linkUp: LinkUp = { nodeId: id.nodeId, publicKey: id.publicKeyHex, replica: deps.replica, session, address, version: hello.version.slice(0, 64), attributes: cleanAttributes(hello.attributes), now: deps.clock.now() };
+    const linkUp: LinkUp = {
+      nodeId: id.nodeId,
+      publicKey: id.publicKeyHex,
+      replica: deps.replica,
+      session,
+      address,
+      version: hello.version.slice(0, 64),
+      attributes: cleanAttributes(hello.attributes),
+      now: deps.clock.now(),
+    };
     up = linkUp;
     const row = await deps.presence.admit(linkUp);
     if (phase !== "admitting") return;
@@ -150,17 +182,37 @@ export function acceptLink(call: LinkCall, deps: LinkDeps): void {
       await evictElsewhere(id.nodeId);
       if (phase !== "admitting") return;
     }
-    const held: HeldLink = { up: linkUp, status: row.status, name: row.name ?? "", close: (reason, refusal) => finish(reason, refusal) };
+    const held: HeldLink = {
+      up: linkUp,
+      status: row.status,
+      name: row.name ?? "",
+      close: (reason, refusal) => finish(reason, refusal),
+    };
     link = held;
     const replaced = deps.hub.add(held);
     if (replaced) void replaced.close("replaced");
     const grants = createLinkGrants({ pool: deps.pool, nodeId: id.nodeId, clock: deps.clock, log });
     const busBridge = createBusBridge({ nc: deps.nc, send, grants, log });
     bridge = busBridge;
-    const observe = grantOnRelay(grants, { terminalMs: deps.terminalGrantMs, clock: deps.clock, log, withdrawn: (g) => busBridge.withdraw(g) });
-    relay = createRelay({ nc: deps.nc, nodeId: id.nodeId, send, approved: () => held.status === "approved", internal, observe, log });
+    const observe = grantOnRelay(grants, {
+      terminalMs: deps.terminalGrantMs,
+      clock: deps.clock,
+      log,
+      withdrawn: (g) => busBridge.withdraw(g),
+    });
+    relay = createRelay({
+      nc: deps.nc,
+      nodeId: id.nodeId,
+      send,
+      approved: () => held.status === "approved",
+      internal,
+      observe,
+      log,
+    });
     // Grants made through other replicas come with the link (a miss still asks the database).
-    const loaded = grants.load().catch((err) => log.warn({ err: (err as Error).message }, "link grants not loaded; looking them up one by one"));
+    const loaded = grants
+      .load()
+      .catch((err) => log.warn({ err: (err as Error).message }, "link grants not loaded; looking them up one by one"));
     await Promise.all([relay.ready, loaded]);
     if (phase !== "admitting") return;
     // Routing is live before the registry says "connected", so a caller who sees connected can reach it.
@@ -223,9 +275,14 @@ export function acceptLink(call: LinkCall, deps: LinkDeps): void {
   function onFrame(f: AgentFrame) {
     switch (phase) {
       case "hello": {
-        if (f.frame.case !== "hello") return void finish("protocol_error", { reason: "protocol_error", message: "the first frame must be hello" });
+        if (f.frame.case !== "hello")
+          return void finish("protocol_error", { reason: "protocol_error", message: "the first frame must be hello" });
         identity = parseIdentity(f.frame.value.publicKey);
-        if (!identity) return void finish("invalid_public_key", { reason: "invalid_public_key", message: "public_key must be a hex Ed25519 key" });
+        if (!identity)
+          return void finish("invalid_public_key", {
+            reason: "invalid_public_key",
+            message: "public_key must be a hex Ed25519 key",
+          });
         const hello = { version: f.frame.value.version, attributes: { ...f.frame.value.attributes } };
         nonce = newNonce();
         phase = "signature";
@@ -234,14 +291,24 @@ export function acceptLink(call: LinkCall, deps: LinkDeps): void {
         return;
       }
       case "signature": {
-        if (f.frame.case !== "signature") return void finish("protocol_error", { reason: "protocol_error", message: "expected the challenge signature" });
+        if (f.frame.case !== "signature")
+          return void finish("protocol_error", {
+            reason: "protocol_error",
+            message: "expected the challenge signature",
+          });
         if (!signatureValid(identity!, nonce!, f.frame.value.signature)) {
           log.warn({ node_id: identity!.nodeId }, "agent handshake: bad signature");
-          return void finish("bad_signature", { reason: "bad_signature", message: "the signature does not match the public key" });
+          return void finish("bad_signature", {
+            reason: "bad_signature",
+            message: "the signature does not match the public key",
+          });
         }
         void admit(identity!, pendingHello!).catch((err) => {
           log.error({ err }, "agent admission failed");
-          void finish("internal_error", { reason: "server_error", message: "the server could not admit the agent; retry later" });
+          void finish("internal_error", {
+            reason: "server_error",
+            message: "the server could not admit the agent; retry later",
+          });
         });
         return;
       }

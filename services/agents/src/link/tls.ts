@@ -26,12 +26,15 @@ export function linkTlsIssues(s: LinkTlsSettings): Array<{ key: keyof LinkTlsSet
     return [{ key: "insecure", message }];
   }
   if (!s.tls_cert && !s.insecure) {
-    return [{
-      key: "tls_cert",
-      message: "the agent link needs a TLS identity: set agents.tls_cert and agents.tls_key (ORCH_AGENTS_TLS_CERT, " +
-        "ORCH_AGENTS_TLS_KEY; `npm run up` makes a development CA in .orch/tls), or agents.insecure: true " +
-        "(ORCH_AGENTS_INSECURE=true) for a plaintext link agents cannot authenticate",
-    }];
+    return [
+      {
+        key: "tls_cert",
+        message:
+          "the agent link needs a TLS identity: set agents.tls_cert and agents.tls_key (ORCH_AGENTS_TLS_CERT, " +
+          "ORCH_AGENTS_TLS_KEY; `npm run up` makes a development CA in .orch/tls), or agents.insecure: true " +
+          "(ORCH_AGENTS_INSECURE=true) for a plaintext link agents cannot authenticate",
+      },
+    ];
   }
   return [];
 }

@@ -25,7 +25,8 @@ export function queryHandlers(deps: AuditDeps): QueryHandlers {
       const limit = pageLimit(req.limit, TAIL_PAGE);
       let position: number;
       if (req.afterSeq !== undefined) {
-        if (!Number.isInteger(req.afterSeq) || req.afterSeq < 0) throw invalid("invalid_cursor", "after_seq must be a storage position", { parameter: "after_seq" });
+        if (!Number.isInteger(req.afterSeq) || req.afterSeq < 0)
+          throw invalid("invalid_cursor", "after_seq must be a storage position", { parameter: "after_seq" });
         position = req.afterSeq;
       } else {
         const after = parseCursor("cursor", req.afterId);
@@ -36,7 +37,11 @@ export function queryHandlers(deps: AuditDeps): QueryHandlers {
       const { head, rows } = await eventsDb.tail(pool, filter, position, limit + 1);
       const page = rows.slice(0, limit);
       const hasMore = rows.length > limit;
-      return { events: page.map(storedEvent), position: hasMore ? page.at(-1)!.seq : Math.max(position, head), hasMore };
+      return {
+        events: page.map(storedEvent),
+        position: hasMore ? page.at(-1)!.seq : Math.max(position, head),
+        hasMore,
+      };
     },
   };
 }

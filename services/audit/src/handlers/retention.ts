@@ -16,22 +16,35 @@ function requireAdmin(ctx: CallContext) {
 }
 
 /** The retention in force: the API override if set, else `audit.retention_days` (null = off). */
-export function effectiveRetention(deps: AuditDeps, o: RetentionOverride | undefined): { days: number | null; source: "override" | "config" } {
-  return o ? { days: o.retention_days, source: "override" } : { days: deps.config.audit.retention_days, source: "config" };
+export function effectiveRetention(
+  deps: AuditDeps,
+  o: RetentionOverride | undefined,
+): { days: number | null; source: "override" | "config" } {
+  return o
+    ? { days: o.retention_days, source: "override" }
+    : { days: deps.config.audit.retention_days, source: "config" };
 }
 
-export function retentionHandlers(deps: AuditDeps, io: { prune: Pruner; onStored(events: Stored[]): void }): RetentionHandlers {
+export function retentionHandlers(
+  deps: AuditDeps,
+  io: { prune: Pruner; onStored(events: Stored[]): void },
+): RetentionHandlers {
   const { pool, clock } = deps;
   const view = (o: RetentionOverride | undefined) => {
     const e = effectiveRetention(deps, o);
     const def = deps.config.audit.retention_days;
-    return { source: e.source, ...(e.days !== null ? { retentionDays: e.days } : {}), ...(def !== null ? { defaultRetentionDays: def } : {}) };
+    return {
+      source: e.source,
+      ...(e.days !== null ? { retentionDays: e.days } : {}),
+      ...(def !== null ? { defaultRetentionDays: def } : {}),
+    };
   };
 
   return {
     async prune(req, ctx) {
       requireAdmin(ctx);
-      if (!Number.isFinite(req.before) || req.before <= 0 || req.before > MAX_TIME) throw invalid("invalid_timestamp", "before must be a time after 1970", { parameter: "before" });
+      if (!Number.isFinite(req.before) || req.before <= 0 || req.before > MAX_TIME)
+        throw invalid("invalid_timestamp", "before must be a time after 1970", { parameter: "before" });
       return { deleted: await io.prune(req.before, ctx.actor, "manual") };
     },
 
@@ -43,7 +56,11 @@ export function retentionHandlers(deps: AuditDeps, io: { prune: Pruner; onStored
       requireAdmin(ctx);
       const days = req.retentionDays;
       if (days !== undefined && (!Number.isInteger(days) || days < 1 || days > MAX_DAYS)) {
-        throw invalid("invalid_retention", `retention_days must be an integer from 1 to ${MAX_DAYS}, or null to fall back to the configuration file`, { field: "retention_days" });
+        throw invalid(
+          "invalid_retention",
+          `retention_days must be an integer from 1 to ${MAX_DAYS}, or null to fall back to the configuration file`,
+          { field: "retention_days" },
+        );
       }
       const { after, stored } = await deps.events.tx(async (db, emit) => {
         await retentionDb.lock(db);
@@ -51,7 +68,8 @@ export function retentionHandlers(deps: AuditDeps, io: { prune: Pruner; onStored
         if ((before?.retention_days ?? null) === (days ?? null)) return { after: before, stored: [] };
         if (days === undefined) await retentionDb.clear(db);
         else await retentionDb.set(db, days, clock.now(), ctx.actor.id);
-        const after = days === undefined ? undefined : { retention_days: days, updated_at: clock.now(), updated_by: ctx.actor.id };
+        const after =
+          days === undefined ? undefined : { retention_days: days, updated_at: clock.now(), updated_by: ctx.actor.id };
         const was = effectiveRetention(deps, before);
         const now = effectiveRetention(deps, after);
         const stored = await recordOwnEvent(db, emit, {
@@ -59,7 +77,13 @@ export function retentionHandlers(deps: AuditDeps, io: { prune: Pruner; onStored
           summary: `${ctx.actor.name} ${days === undefined ? "cleared the audit retention override" : `set audit retention to ${days} days`}${days === undefined ? ` (now ${now.days === null ? "off" : `${now.days} days`} from the configuration file)` : ""}`,
           actor: ctx.actor,
           target: AUDIT_TARGET,
-          metadata: { previous_override: before?.retention_days ?? null, override: days ?? null, previous_retention_days: was.days, retention_days: now.days, source: now.source },
+          metadata: {
+            previous_override: before?.retention_days ?? null,
+            override: days ?? null,
+            previous_retention_days: was.days,
+            retention_days: now.days,
+            source: now.source,
+          },
         });
         return { after, stored };
       });

@@ -12,7 +12,8 @@ export const hashToken = (token: string) => createHash("sha256").update(token).d
 
 // One message for unknown and inactive operators, so a caller cannot probe which keys exist.
 const unknownOperator = () => unauthenticated("unknown_operator", "unknown or inactive operator");
-const badNonce = () => unauthenticated("invalid_nonce", "the nonce is unknown, used or expired; request a new challenge");
+const badNonce = () =>
+  unauthenticated("invalid_nonce", "the nonce is unknown, used or expired; request a new challenge");
 const badSignature = () => unauthenticated("invalid_signature", "the signature does not verify with this public key");
 
 type LoginHandlers = Pick<Handlers<typeof AuthService>, "challenge" | "verify" | "authenticate" | "logout">;
@@ -64,7 +65,13 @@ export function loginHandlers(deps: AuthDeps): LoginHandlers {
         if (!o || !o.active) return undefined;
         await sessionsDb.addToken(db, hashToken(token), o.id, now, expiresAt);
         const actor = { id: o.id, name: o.name, type: "operator" };
-        await emit({ type: "auth.login.succeeded", summary: `${o.name} logged in`, actor, target: actor, metadata: { remote_address: req.remoteAddress, expires_at: new Date(expiresAt).toISOString() } });
+        await emit({
+          type: "auth.login.succeeded",
+          summary: `${o.name} logged in`,
+          actor,
+          target: actor,
+          metadata: { remote_address: req.remoteAddress, expires_at: new Date(expiresAt).toISOString() },
+        });
         return o;
       });
       if (!op) {
@@ -84,7 +91,12 @@ export function loginHandlers(deps: AuthDeps): LoginHandlers {
       const hash = hashToken(req.token);
       await events.tx(async (db, emit) => {
         await sessionsDb.removeToken(db, hash);
-        await emit({ type: "auth.logout", summary: `${ctx.actor.name} logged out`, actor: ctx.actor, target: { id: ctx.actor.id, name: ctx.actor.name, type: "operator" } });
+        await emit({
+          type: "auth.logout",
+          summary: `${ctx.actor.name} logged out`,
+          actor: ctx.actor,
+          target: { id: ctx.actor.id, name: ctx.actor.name, type: "operator" },
+        });
       });
       // The owner lets gateways also end that operator's connections opened without a known token.
       const revocation = create(RevocationSchema, { tokenHash: hash, tokenOperatorId: ctx.actor.id });

@@ -1,12 +1,26 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { RevocationSchema, parseSelector, SelectorError, type AuthService } from "@orch/contracts";
-import { keysetPage, conflict, forbidden, invalid, notFound, pageCursor, pageLimit, precondition, type CallContext, type Handlers } from "@orch/kit";
+import {
+  keysetPage,
+  conflict,
+  forbidden,
+  invalid,
+  notFound,
+  pageCursor,
+  pageLimit,
+  precondition,
+  type CallContext,
+  type Handlers,
+} from "@orch/kit";
 import { operatorsDb } from "../db.js";
 import { normaliseKey, publicKeyObject } from "../keys.js";
 import { toOperator, type AuthDeps } from "../service.js";
 import { REVOCATION_SUBJECT } from "./login.js";
 
-type OperatorHandlers = Pick<Handlers<typeof AuthService>, "listOperators" | "getOperator" | "createOperator" | "removeOperator" | "updateOperator">;
+type OperatorHandlers = Pick<
+  Handlers<typeof AuthService>,
+  "listOperators" | "getOperator" | "createOperator" | "removeOperator" | "updateOperator"
+>;
 
 // The gateway enforces roles; the service checks again so a bus caller cannot skip it.
 function requireAdmin(ctx: CallContext) {
@@ -28,7 +42,11 @@ export function agentSelector(text: string, role: string): string | null {
   const folded = text.replace(/\s+/g, " ").trim();
   if (folded === "") return null;
   if (role === "admin") {
-    throw invalid("admin_cannot_be_scoped", "admins reach every agent; an agent selector applies to the operator role only", field);
+    throw invalid(
+      "admin_cannot_be_scoped",
+      "admins reach every agent; an agent selector applies to the operator role only",
+      field,
+    );
   }
   try {
     parseSelector(folded);
@@ -59,17 +77,36 @@ export function operatorHandlers(deps: AuthDeps): OperatorHandlers {
 
     async createOperator(req, ctx) {
       requireAdmin(ctx);
-      if (!NAME_RE.test(req.name)) throw invalid("invalid_request", "name must be 1-63 characters of a-z, 0-9, '.', '_' or '-'", { field: "name" });
-      if (req.role !== "admin" && req.role !== "operator") throw invalid("invalid_request", "role must be admin or operator", { field: "role" });
+      if (!NAME_RE.test(req.name))
+        throw invalid("invalid_request", "name must be 1-63 characters of a-z, 0-9, '.', '_' or '-'", {
+          field: "name",
+        });
+      if (req.role !== "admin" && req.role !== "operator")
+        throw invalid("invalid_request", "role must be admin or operator", { field: "role" });
       const publicKey = normaliseKey(req.publicKey);
       publicKeyObject(publicKey);
       // `?? ""`: in-process callers may build the request without the (newer) field.
       const selector = agentSelector(req.agentSelector ?? "", req.role);
-      const row = { id: ids.next(), name: req.name, public_key: publicKey, role: req.role, active: true, created_at: clock.now(), created_by: ctx.actor.id, agent_selector: selector } as const;
+      const row = {
+        id: ids.next(),
+        name: req.name,
+        public_key: publicKey,
+        role: req.role,
+        active: true,
+        created_at: clock.now(),
+        created_by: ctx.actor.id,
+        agent_selector: selector,
+      } as const;
       try {
         await events.tx(async (db, emit) => {
           await operatorsDb.insert(db, row);
-          await emit({ type: "operator.created", summary: `operator ${row.name} (${row.role}) added by ${ctx.actor.name}`, actor: ctx.actor, target: { id: row.id, name: row.name, type: "operator" }, metadata: { role: row.role, public_key: publicKey, agent_selector: selector } });
+          await emit({
+            type: "operator.created",
+            summary: `operator ${row.name} (${row.role}) added by ${ctx.actor.name}`,
+            actor: ctx.actor,
+            target: { id: row.id, name: row.name, type: "operator" },
+            metadata: { role: row.role, public_key: publicKey, agent_selector: selector },
+          });
         });
       } catch (err) {
         const e = err as { code?: string; constraint?: string };
@@ -126,7 +163,13 @@ export function operatorHandlers(deps: AuthDeps): OperatorHandlers {
           throw precondition("last_admin", "the last active admin cannot be removed");
         }
         await operatorsDb.remove(db, row.id);
-        await emit({ type: "operator.removed", summary: `operator ${row.name} removed by ${ctx.actor.name}`, actor: ctx.actor, target: { id: row.id, name: row.name, type: "operator" }, metadata: { role: row.role } });
+        await emit({
+          type: "operator.removed",
+          summary: `operator ${row.name} removed by ${ctx.actor.name}`,
+          actor: ctx.actor,
+          target: { id: row.id, name: row.name, type: "operator" },
+          metadata: { role: row.role },
+        });
         return row;
       });
       // Tokens are gone from the database; tell every gateway to drop its cached copies now.

@@ -16,12 +16,18 @@ const NODE_ID_RE = /^[0-9a-f]{32}$/;
 /** Printable: no control characters (C0, DEL, C1). */
 const PRINTABLE_RE = /^[^\p{Cc}]*$/u;
 
-export const NAME_RULE = "must be a DNS label: 1-63 characters of a-z, 0-9 and '-', starting and ending with a letter or digit";
+export const NAME_RULE =
+  "must be a DNS label: 1-63 characters of a-z, 0-9 and '-', starting and ending with a letter or digit";
 export const KEY_RULE = "must be 1-63 characters of a-z, 0-9, '.', '_', '/' and '-', starting with a letter or digit";
 export const VALUE_RULE = `must be at most ${TAG_VALUE_MAX} printable characters`;
 
 /** A 400 naming the field, with the same `errors` list the gateway's schema failures carry. */
-export function fieldError(location: "body" | "path" | "query", field: string, message: string, reason = "invalid_request") {
+export function fieldError(
+  location: "body" | "path" | "query",
+  field: string,
+  message: string,
+  reason = "invalid_request",
+) {
   return invalid(reason, `${location} field '${field}' ${message}`, { field, errors: [{ location, field, message }] });
 }
 
@@ -36,7 +42,8 @@ export function checkTagKey(key: string, location: "body" | "path", field: strin
 }
 
 export function checkTagValue(value: string, field: string): void {
-  if ([...value].length > TAG_VALUE_MAX || !PRINTABLE_RE.test(value)) throw fieldError("body", field, `(tag value) ${VALUE_RULE}`, "invalid_tag_value");
+  if ([...value].length > TAG_VALUE_MAX || !PRINTABLE_RE.test(value))
+    throw fieldError("body", field, `(tag value) ${VALUE_RULE}`, "invalid_tag_value");
 }
 
 export function checkTags(tags: Record<string, string>): void {
@@ -63,7 +70,10 @@ export function validTarget(t: string): boolean {
   if (m[1] !== undefined) return isIP(m[1]) === 6;
   const host = m[2]!;
   if (/^[\d.]+$/.test(host)) return isIP(host) === 4;
-  return host.length <= 253 && /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/.test(host);
+  return (
+    host.length <= 253 &&
+    /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/.test(host)
+  );
 }
 export const TARGET_RULE = "must be host:port (hostname, IPv4 or [IPv6] address, port 1-65535)";
 

@@ -47,11 +47,19 @@ export function agentRoutes(ctx: GatewayContext) {
       query: z.object({
         status: AgentStatus.optional(),
         limit: qInt(1, 500).optional(),
-        cursor: z.string().regex(/^[0-9a-f]{32}$/, "must be the next_cursor of a previous page").optional(),
+        cursor: z
+          .string()
+          .regex(/^[0-9a-f]{32}$/, "must be the next_cursor of a previous page")
+          .optional(),
       }),
-      responses: { 200: z.object({ agents: z.array(AgentOut), has_more: z.boolean(), next_cursor: z.string().nullable() }) },
+      responses: {
+        200: z.object({ agents: z.array(AgentOut), has_more: z.boolean(), next_cursor: z.string().nullable() }),
+      },
       async handler({ query, call }) {
-        const r = await agents.listAgents({ limit: query.limit ?? 0, cursor: query.cursor ?? "", status: query.status ?? "" }, call);
+        const r = await agents.listAgents(
+          { limit: query.limit ?? 0, cursor: query.cursor ?? "", status: query.status ?? "" },
+          call,
+        );
         return { agents: r.agents.map(agentJson), has_more: r.nextCursor !== "", next_cursor: r.nextCursor || null };
       },
     }),
@@ -73,12 +81,20 @@ export function agentRoutes(ctx: GatewayContext) {
       path: "/api/v1/agents/{node_id}",
       auth: "operator",
       summary: "Approve (with an immutable name) or reject an agent",
-      description: "`name` is required when approving and ignored when rejecting. A different name for an already named agent is refused (name_immutable), as is a name another agent holds (name_taken).",
+      description:
+        "`name` is required when approving and ignored when rejecting. A different name for an already named agent is refused (name_immutable), as is a name another agent holds (name_taken).",
       tags: ["agents"],
       params: AgentParams,
-      body: z.object({ status: z.enum(["approved", "rejected"]), name: z.string().nullish().describe(`required when approving; ${NAME_RULE}`) }),
+      body: z.object({
+        status: z.enum(["approved", "rejected"]),
+        name: z.string().nullish().describe(`required when approving; ${NAME_RULE}`),
+      }),
       responses: { 200: AgentOut },
-      errors: { 400: ["invalid_request", "name_required", "invalid_name"], ...NOT_FOUND, 409: ["name_taken", "name_immutable"] },
+      errors: {
+        400: ["invalid_request", "name_required", "invalid_name"],
+        ...NOT_FOUND,
+        409: ["name_taken", "name_immutable"],
+      },
       async handler({ params, body, call }) {
         const name = body.status === "approved" ? checkName(body.name) : "";
         return agentJson(await agents.setApproval({ nodeId: params.node_id, status: body.status, name }, call));
@@ -118,7 +134,11 @@ export function agentRoutes(ctx: GatewayContext) {
       summary: "Replace all tags of an agent",
       tags: ["agents"],
       params: AgentParams,
-      body: z.object({ tags: z.record(z.string(), TagValueField).describe(`at most ${MAX_TAGS} tags; keys ${KEY_RULE}; values ${VALUE_RULE}`) }),
+      body: z.object({
+        tags: z
+          .record(z.string(), TagValueField)
+          .describe(`at most ${MAX_TAGS} tags; keys ${KEY_RULE}; values ${VALUE_RULE}`),
+      }),
       responses: { 200: AgentOut },
       errors: { 400: ["invalid_request", "invalid_tag_key", "invalid_tag_value", "too_many_tags"], ...NOT_FOUND },
       async handler({ params, body, call }) {
@@ -183,9 +203,12 @@ export function agentRoutes(ctx: GatewayContext) {
       async handler({ params, query, call }) {
         const since = query.since ? Date.parse(query.since) : 0;
         const until = query.until ? Date.parse(query.until) : 0;
-        if (since && until && until <= since) throw fieldError("query", "since", "must be earlier than until", "invalid_range");
+        if (since && until && until <= since)
+          throw fieldError("query", "since", "must be earlier than until", "invalid_range");
         // The reply carries no node id; a name is resolved first so the answer always names the node.
-        const nodeId = isNodeId(params.node_id) ? params.node_id : (await agents.getAgent({ id: params.node_id }, call)).nodeId;
+        const nodeId = isNodeId(params.node_id)
+          ? params.node_id
+          : (await agents.getAgent({ id: params.node_id }, call)).nodeId;
         const r = await agents.getMetrics({ nodeId, since, until, limit: query.limit ?? 0 }, call);
         return { node_id: nodeId, samples: r.samples.map(sampleJson) };
       },
@@ -215,7 +238,11 @@ export function agentRoutes(ctx: GatewayContext) {
         "outside them unicast is admin-only, and loopback, link-local, multicast or reserved addresses are refused " +
         "unless a configured network covers them (decided by the agents service).",
       tags: ["agents"],
-      body: z.object({ target: z.string().nullish().describe(`unicast address; ${TARGET_RULE}; absent or null = broadcast`) }).prefault({}),
+      body: z
+        .object({
+          target: z.string().nullish().describe(`unicast address; ${TARGET_RULE}; absent or null = broadcast`),
+        })
+        .prefault({}),
       responses: { 202: z.object({ sent_to: z.array(z.string()), announced: z.string() }) },
       errors: {
         400: ["invalid_request", "invalid_target", "discovery_port_not_allowed"],
@@ -223,7 +250,8 @@ export function agentRoutes(ctx: GatewayContext) {
         503: ["discovery_failed"],
       },
       async handler({ body, call }) {
-        if (body.target != null && !validTarget(body.target)) throw fieldError("body", "target", TARGET_RULE, "invalid_target");
+        if (body.target != null && !validTarget(body.target))
+          throw fieldError("body", "target", TARGET_RULE, "invalid_target");
         const r = await agents.discover({ target: body.target ?? "" }, call);
         return { sent_to: [...r.sentTo], announced: r.announced };
       },

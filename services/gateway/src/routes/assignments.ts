@@ -47,7 +47,9 @@ export const RunOut = z.object({
       node_id: z.string(),
       name: z.string(),
       batch: z.number().int(),
-      status: z.string().describe("the operation's status, or queued (waiting for its batch) / not_started (the run stopped first)"),
+      status: z
+        .string()
+        .describe("the operation's status, or queued (waiting for its batch) / not_started (the run stopped first)"),
     }),
   ),
 });
@@ -66,18 +68,34 @@ export const runJson = (r: AssignmentRun) => ({
   created_at: iso(r.createdAt),
   finished_at: isoOrNull(r.finishedAt),
   started_by: r.actorId,
-  operations: r.targets.map((t) => ({ operation_id: t.operationId || null, node_id: t.nodeId, name: t.name, batch: t.batch, status: t.status })),
+  operations: r.targets.map((t) => ({
+    operation_id: t.operationId || null,
+    node_id: t.nodeId,
+    name: t.name,
+    batch: t.batch,
+    status: t.status,
+  })),
 });
 
 const AssignmentName = z.object({ name: z.string().min(1).max(128) });
-const WaitQuery = z.object({ wait: qInt(0, 300).optional().describe("block up to this many seconds for the whole fan-out; 200 when it finished") });
+const WaitQuery = z.object({
+  wait: qInt(0, 300).optional().describe("block up to this many seconds for the whole fan-out; 200 when it finished"),
+});
 const RunBody = z
   .object({
     batch: z
-      .union([z.number().int().min(1), z.string().regex(/^([1-9]\d*|([1-9]\d?|100)%)$/, 'must be a positive integer or a percentage such as "25%"')])
+      .union([
+        z.number().int().min(1),
+        z.string().regex(/^([1-9]\d*|([1-9]\d?|100)%)$/, 'must be a positive integer or a percentage such as "25%"'),
+      ])
       .optional()
       .describe("rolling apply: agents per batch, or a percentage of the matched agents"),
-    max_failures: z.number().int().min(0).optional().describe("stop launching batches once more operations than this failed"),
+    max_failures: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe("stop launching batches once more operations than this failed"),
   })
   .optional();
 
@@ -106,7 +124,13 @@ export function assignmentRoutes(ctx: GatewayContext) {
       async handler({ params, query, body, call }, reply) {
         const wait = query.wait ?? 0;
         const run = await state.runAssignment(
-          { name: params.name, kind, batch: body?.batch === undefined ? "" : String(body.batch), ...(body?.max_failures !== undefined ? { maxFailures: body.max_failures } : {}), waitSeconds: wait },
+          {
+            name: params.name,
+            kind,
+            batch: body?.batch === undefined ? "" : String(body.batch),
+            ...(body?.max_failures !== undefined ? { maxFailures: body.max_failures } : {}),
+            waitSeconds: wait,
+          },
           { ...call, timeoutMs: ctx.timeoutMs + wait * 1000 },
         );
         return sendRun(reply, run);
@@ -119,13 +143,27 @@ export function assignmentRoutes(ctx: GatewayContext) {
       path: "/api/v1/assignments",
       auth: "operator",
       summary: "Create an assignment: modules for the agents a selector matches",
-      description: "Selector grammar: `*`, or comma-separated terms that must all hold: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; keys are tags, or `name`, `node_id`, `attr.<attribute>`; values may use `*` globs. A parse error is 400 `invalid_selector` with the `position`.",
+      description:
+        "Selector grammar: `*`, or comma-separated terms that must all hold: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; keys are tags, or `name`, `node_id`, `attr.<attribute>`; values may use `*` globs. A parse error is 400 `invalid_selector` with the `position`.",
       tags: ["assignments"],
-      body: z.object({ name: NAME, selector: z.string().min(1).max(4096), modules: z.array(NAME).min(1).max(100), description: z.string().max(1000).nullable().optional() }),
+      body: z.object({
+        name: NAME,
+        selector: z.string().min(1).max(4096),
+        modules: z.array(NAME).min(1).max(100),
+        description: z.string().max(1000).nullable().optional(),
+      }),
       responses: { 201: AssignmentOut },
       errors: { 400: ["invalid_selector"], 404: ["module_not_found"], 409: ["assignment_exists"] },
       async handler({ body, call }) {
-        const a: Assignment = await state.createAssignment({ name: body.name, selector: body.selector, modules: body.modules, ...(body.description != null ? { description: body.description } : {}) }, call);
+        const a: Assignment = await state.createAssignment(
+          {
+            name: body.name,
+            selector: body.selector,
+            modules: body.modules,
+            ...(body.description != null ? { description: body.description } : {}),
+          },
+          call,
+        );
         return assignmentJson(a);
       },
     }),
@@ -136,10 +174,20 @@ export function assignmentRoutes(ctx: GatewayContext) {
       summary: "List assignments by name",
       tags: ["assignments"],
       query: pageQuery,
-      responses: { 200: z.object({ assignments: z.array(AssignmentOut), has_more: z.boolean(), next_cursor: z.string().nullable() }) },
+      responses: {
+        200: z.object({
+          assignments: z.array(AssignmentOut),
+          has_more: z.boolean(),
+          next_cursor: z.string().nullable(),
+        }),
+      },
       async handler({ query, call }) {
         const r = await state.listAssignments({ limit: query.limit ?? 0, cursor: query.cursor ?? "" }, call);
-        return { assignments: r.assignments.map(assignmentJson), has_more: r.nextCursor !== "", next_cursor: r.nextCursor || null };
+        return {
+          assignments: r.assignments.map(assignmentJson),
+          has_more: r.nextCursor !== "",
+          next_cursor: r.nextCursor || null,
+        };
       },
     }),
     route({

@@ -31,13 +31,28 @@ export const AuditEventOut = z.object({
 });
 const RetentionOut = z.object({
   retention_days: z.number().int().nullable().describe("retention in force, days; null = pruning off"),
-  source: z.enum(["override", "config"]).describe("override = set through this API; config = audit.retention_days of orch.yaml"),
+  source: z
+    .enum(["override", "config"])
+    .describe("override = set through this API; config = audit.retention_days of orch.yaml"),
   default_retention_days: z.number().int().nullable().describe("audit.retention_days of orch.yaml"),
 });
 
 export function auditEventJson(e: AuditEvent): z.infer<typeof AuditEventOut> {
-  const ref = (r: { id: string; name: string; type: string } | undefined) => ({ id: r?.id ?? "", name: r?.name ?? "", type: r?.type ?? "" });
-  return { id: e.id, timestamp: e.timestamp, event_type: e.eventType, severity: e.severity, summary: e.summary, actor: ref(e.actor), target: ref(e.target), metadata: (e.metadata ?? {}) as JsonObject };
+  const ref = (r: { id: string; name: string; type: string } | undefined) => ({
+    id: r?.id ?? "",
+    name: r?.name ?? "",
+    type: r?.type ?? "",
+  });
+  return {
+    id: e.id,
+    timestamp: e.timestamp,
+    event_type: e.eventType,
+    severity: e.severity,
+    summary: e.summary,
+    actor: ref(e.actor),
+    target: ref(e.target),
+    metadata: (e.metadata ?? {}) as JsonObject,
+  };
 }
 
 // Query values are validated here rather than by zod so each failure carries its own code and names
@@ -47,20 +62,35 @@ const FILTER_DOCS = {
   agent: param("agent node id or name, matched on the actor or target of type agent"),
   operator: param("operator id or name (the actor)"),
   event_type: param("exact dotted event type"),
-  category: param("event type prefix at a dot boundary: `agent` matches agent.approved and agent.tags.updated, not agents.x"),
+  category: param(
+    "event type prefix at a dot boundary: `agent` matches agent.approved and agent.tags.updated, not agents.x",
+  ),
   after: param("earliest timestamp included, RFC 3339"),
   before: param("timestamp excluded (and everything later), RFC 3339"),
 };
 const ListQuery = z.object({
   ...FILTER_DOCS,
   cursor: param("ULID: the last event id of the previous page"),
-  limit: z.unknown().optional().meta({ type: "integer", minimum: 1, maximum: 500, default: 50, description: "page size" }),
+  limit: z
+    .unknown()
+    .optional()
+    .meta({ type: "integer", minimum: 1, maximum: 500, default: 50, description: "page size" }),
 });
-const StreamQuery = z.object({ ...FILTER_DOCS, cursor: param("ULID: start after this event (the Last-Event-ID header takes precedence)") });
+const StreamQuery = z.object({
+  ...FILTER_DOCS,
+  cursor: param("ULID: start after this event (the Last-Event-ID header takes precedence)"),
+});
 // Required, but checked in the handler so a missing value gets the same code as a bad one.
-const PruneQuery = z.object({ before: param("RFC 3339; events strictly earlier are deleted") }).meta({ required: ["before"] });
+const PruneQuery = z
+  .object({ before: param("RFC 3339; events strictly earlier are deleted") })
+  .meta({ required: ["before"] });
 
-const CODES: Record<string, string> = { after: "invalid_timestamp", before: "invalid_timestamp", cursor: "invalid_cursor", limit: "invalid_limit" };
+const CODES: Record<string, string> = {
+  after: "invalid_timestamp",
+  before: "invalid_timestamp",
+  cursor: "invalid_cursor",
+  limit: "invalid_limit",
+};
 const codeOf = (name: string) => CODES[name] ?? "invalid_filter";
 const FILTER_NAMES = Object.keys(FILTER_DOCS);
 const CURSOR_RE = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/i;
@@ -83,7 +113,9 @@ export function parseRfc3339(input: string): number | undefined {
   const daysInMonth = new Date(Date.UTC(y, mo, 0)).getUTCDate();
   if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth || h > 23 || mi > 59 || sec > 59) return undefined;
   if (m[9] && (Number(m[10]) > 23 || Number(m[11]) > 59)) return undefined;
-  const ms = Date.parse(`${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6] ?? "00"}${(m[7] ?? "").slice(0, 4)}${m[8]!.toUpperCase()}`);
+  const ms = Date.parse(
+    `${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6] ?? "00"}${(m[7] ?? "").slice(0, 4)}${m[8]!.toUpperCase()}`,
+  );
   return Number.isFinite(ms) ? ms : undefined;
 }
 
@@ -98,7 +130,10 @@ export function parseAuditQuery(raw: unknown, allowed: readonly string[]): Audit
   const q = (raw ?? {}) as Record<string, unknown>;
   const out: AuditQuery = { filter: {} };
   for (const name of Object.keys(q)) {
-    if (!allowed.includes(name)) throw invalid("invalid_filter", `unknown query parameter '${name}' (allowed: ${allowed.join(", ")})`, { parameter: name });
+    if (!allowed.includes(name))
+      throw invalid("invalid_filter", `unknown query parameter '${name}' (allowed: ${allowed.join(", ")})`, {
+        parameter: name,
+      });
   }
   const value = (name: string): string | undefined => {
     const v = q[name];
@@ -111,7 +146,10 @@ export function parseAuditQuery(raw: unknown, allowed: readonly string[]): Audit
     const v = value(name);
     if (v === undefined) return undefined;
     const ms = parseRfc3339(v);
-    if (ms === undefined) throw invalid("invalid_timestamp", `${name} must be an RFC 3339 timestamp, e.g. 2025-01-31T12:00:00Z`, { parameter: name });
+    if (ms === undefined)
+      throw invalid("invalid_timestamp", `${name} must be an RFC 3339 timestamp, e.g. 2025-01-31T12:00:00Z`, {
+        parameter: name,
+      });
     return Date.parse(v);
   };
   for (const name of ["agent", "operator", "event_type", "category"] as const) {
@@ -130,14 +168,16 @@ export function parseAuditQuery(raw: unknown, allowed: readonly string[]): Audit
   }
   if (allowed.includes("cursor")) {
     const cursor = value("cursor");
-    if (cursor !== undefined && !CURSOR_RE.test(cursor)) throw invalid("invalid_cursor", "cursor must be the id (ULID) of an audit event", { parameter: "cursor" });
+    if (cursor !== undefined && !CURSOR_RE.test(cursor))
+      throw invalid("invalid_cursor", "cursor must be the id (ULID) of an audit event", { parameter: "cursor" });
     if (cursor !== undefined) out.cursor = cursor.toUpperCase();
   }
   if (allowed.includes("limit")) {
     const limit = value("limit");
     if (limit !== undefined) {
       const n = /^\d{1,4}$/.test(limit) ? Number(limit) : NaN;
-      if (!(n >= 1 && n <= 500)) throw invalid("invalid_limit", "limit must be an integer between 1 and 500", { parameter: "limit" });
+      if (!(n >= 1 && n <= 500))
+        throw invalid("invalid_limit", "limit must be an integer between 1 and 500", { parameter: "limit" });
       out.limit = n;
     }
   }
@@ -228,7 +268,10 @@ class AuditTail {
     this.held = undefined;
     for (const e of held) this.onLive(e);
     if (this.closed) return;
-    this.timers.push(setInterval(() => void this.poll(), POLL_MS), setInterval(() => this.write(": heartbeat\n\n"), HEARTBEAT_MS));
+    this.timers.push(
+      setInterval(() => void this.poll(), POLL_MS),
+      setInterval(() => this.write(": heartbeat\n\n"), HEARTBEAT_MS),
+    );
   }
 
   private onLive(e: StoredEvent) {
@@ -247,7 +290,10 @@ class AuditTail {
     this.polling = true;
     try {
       for (;;) {
-        const page = await this.d.audit.tail({ filter: this.d.filter, limit: 500, afterSeq: this.position }, this.d.call);
+        const page = await this.d.audit.tail(
+          { filter: this.d.filter, limit: 500, afterSeq: this.position },
+          this.d.call,
+        );
         for (const e of page.events) if (!this.liveSent.has(e.event?.id ?? "")) this.send(e);
         this.position = page.position;
         if (!page.hasMore || this.closed) break;
@@ -319,12 +365,18 @@ export function auditRoutes(ctx: GatewayContext) {
       summary: "Query audit events, newest first",
       tags: ["audit"],
       query: ListQuery,
-      responses: { 200: z.object({ events: z.array(AuditEventOut), has_more: z.boolean(), next_cursor: z.string().nullable() }) },
+      responses: {
+        200: z.object({ events: z.array(AuditEventOut), has_more: z.boolean(), next_cursor: z.string().nullable() }),
+      },
       errors: { 400: [...queryErrors, "invalid_limit"] },
       async handler({ raw, call }) {
         const q = parseAuditQuery(raw.query, listParams);
         const r = await audit.listEvents({ filter: q.filter, limit: q.limit ?? 0, cursor: q.cursor ?? "" }, call);
-        return { events: r.events.map(auditEventJson), has_more: r.nextCursor !== "", next_cursor: r.nextCursor || null };
+        return {
+          events: r.events.map(auditEventJson),
+          has_more: r.nextCursor !== "",
+          next_cursor: r.nextCursor || null,
+        };
       },
     }),
     route({
@@ -332,14 +384,16 @@ export function auditRoutes(ctx: GatewayContext) {
       path: "/api/v1/audit",
       auth: "admin",
       summary: "Delete audit events strictly earlier than a timestamp",
-      description: "Records an `audit.pruned` event (who, cutoff, count) afterwards. `audit.pruned` events themselves are never deleted.",
+      description:
+        "Records an `audit.pruned` event (who, cutoff, count) afterwards. `audit.pruned` events themselves are never deleted.",
       tags: ["audit"],
       query: PruneQuery,
       responses: { 200: z.object({ deleted: z.number().int() }) },
       errors: { 400: ["invalid_timestamp"] },
       async handler({ raw, call }) {
         const q = parseAuditQuery(raw.query, ["before"]);
-        if (q.filter.before === undefined) throw invalid("invalid_timestamp", "before is required (RFC 3339)", { parameter: "before" });
+        if (q.filter.before === undefined)
+          throw invalid("invalid_timestamp", "before is required (RFC 3339)", { parameter: "before" });
         const r = await audit.prune({ before: q.filter.before }, call);
         return { deleted: r.deleted };
       },
@@ -360,14 +414,22 @@ export function auditRoutes(ctx: GatewayContext) {
       path: "/api/v1/audit/retention",
       auth: "admin",
       summary: "Set or clear the audit retention override",
-      description: "An integer ≥ 1 sets the override; null clears it and falls back to `audit.retention_days` of orch.yaml (null there = pruning off). The hourly pruning job applies it.",
+      description:
+        "An integer ≥ 1 sets the override; null clears it and falls back to `audit.retention_days` of orch.yaml (null there = pruning off). The hourly pruning job applies it.",
       tags: ["audit"],
-      body: z.object({ retention_days: z.unknown().meta({ type: ["integer", "null"], minimum: 1, description: "days; null clears the override" }) }),
+      body: z.object({
+        retention_days: z
+          .unknown()
+          .meta({ type: ["integer", "null"], minimum: 1, description: "days; null clears the override" }),
+      }),
       responses: { 200: RetentionOut },
       errors: { 400: ["invalid_retention"] },
       async handler({ body, call }) {
         const v = body.retention_days;
-        if (v !== null && typeof v !== "number") throw invalid("invalid_retention", "retention_days must be an integer ≥ 1 or null", { field: "retention_days" });
+        if (v !== null && typeof v !== "number")
+          throw invalid("invalid_retention", "retention_days must be an integer ≥ 1 or null", {
+            field: "retention_days",
+          });
         return retentionJson(await audit.setRetention(v === null ? {} : { retentionDays: v }, call));
       },
     }),
@@ -387,7 +449,10 @@ export function auditRoutes(ctx: GatewayContext) {
         const header = raw.headers["last-event-id"];
         let after = q.cursor;
         if (typeof header === "string" && header !== "") {
-          if (!CURSOR_RE.test(header)) throw invalid("invalid_cursor", "Last-Event-ID must be the id (ULID) of an audit event", { parameter: "Last-Event-ID" });
+          if (!CURSOR_RE.test(header))
+            throw invalid("invalid_cursor", "Last-Event-ID must be the id (ULID) of an audit event", {
+              parameter: "Last-Event-ID",
+            });
           after = header.toUpperCase();
         }
         const tail = new AuditTail({ ctx, registry: open, audit, call, filter: q.filter, res: reply.raw });
@@ -396,7 +461,12 @@ export function auditRoutes(ctx: GatewayContext) {
         const first = await tail.open(after);
         if (tail.endedBy) throw unauthenticated("invalid_token", "the token is invalid, expired or revoked");
         reply.hijack();
-        reply.raw.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" });
+        reply.raw.writeHead(200, {
+          "content-type": "text/event-stream; charset=utf-8",
+          "cache-control": "no-cache",
+          connection: "keep-alive",
+          "x-accel-buffering": "no",
+        });
         await tail.run(first).catch((err) => {
           ctx.log.debug({ err: (err as Error).message }, "audit stream ended");
           tail.close();
@@ -407,6 +477,14 @@ export function auditRoutes(ctx: GatewayContext) {
   ];
 }
 
-function retentionJson(r: { retentionDays?: number; source: string; defaultRetentionDays?: number }): z.infer<typeof RetentionOut> {
-  return { retention_days: r.retentionDays ?? null, source: r.source === "override" ? "override" : "config", default_retention_days: r.defaultRetentionDays ?? null };
+function retentionJson(r: {
+  retentionDays?: number;
+  source: string;
+  defaultRetentionDays?: number;
+}): z.infer<typeof RetentionOut> {
+  return {
+    retention_days: r.retentionDays ?? null,
+    source: r.source === "override" ? "override" : "config",
+    default_retention_days: r.defaultRetentionDays ?? null,
+  };
 }

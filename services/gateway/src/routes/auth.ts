@@ -6,7 +6,8 @@ import { route } from "../route.js";
 import { OperatorOut, iso } from "../schemas.js";
 import { operatorJson } from "./operators.js";
 
-const Hex = (bytes: number, what: string) => z.string().regex(new RegExp(`^[0-9a-fA-F]{${bytes * 2}}$`), `must be ${what}: ${bytes} bytes, hex-encoded`);
+const Hex = (bytes: number, what: string) =>
+  z.string().regex(new RegExp(`^[0-9a-fA-F]{${bytes * 2}}$`), `must be ${what}: ${bytes} bytes, hex-encoded`);
 
 export function authRoutes(ctx: GatewayContext) {
   const auth = rpcClient(ctx.nc, "auth", AuthService, { timeoutMs: ctx.timeoutMs });
@@ -34,9 +35,16 @@ export function authRoutes(ctx: GatewayContext) {
       tags: ["auth"],
       body: z.object({ public_key: z.string().max(200), nonce: Hex(32, "the nonce"), signature: z.string().max(200) }),
       responses: { 200: z.object({ token: z.string(), expires_at: z.string(), operator: OperatorOut }) },
-      errors: { 400: ["invalid_public_key", "invalid_signature_format"], 401: ["invalid_nonce", "invalid_signature", "unknown_operator"], 429: ["rate_limited"] },
+      errors: {
+        400: ["invalid_public_key", "invalid_signature_format"],
+        401: ["invalid_nonce", "invalid_signature", "unknown_operator"],
+        429: ["rate_limited"],
+      },
       async handler({ body, call, raw }) {
-        const r = await auth.verify({ publicKey: body.public_key, nonce: body.nonce, signature: body.signature, remoteAddress: raw.ip }, call);
+        const r = await auth.verify(
+          { publicKey: body.public_key, nonce: body.nonce, signature: body.signature, remoteAddress: raw.ip },
+          call,
+        );
         return { token: r.token, expires_at: iso(r.expiresAt), operator: operatorJson(r.operator!) };
       },
     }),

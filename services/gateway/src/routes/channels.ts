@@ -12,7 +12,9 @@ const ChannelOut = z.object({
   id: z.string(),
   name: z.string(),
   channel_type: z.enum(["webhook", "discord", "slack", "ntfy"]),
-  config: z.record(z.string(), z.unknown()).describe("type-specific; credentials masked (a generated webhook secret is shown once, on create)"),
+  config: z
+    .record(z.string(), z.unknown())
+    .describe("type-specific; credentials masked (a generated webhook secret is shown once, on create)"),
   enabled: z.boolean(),
   disabled_reason: z.string().nullable(),
   created_at: z.number().int().describe("Unix seconds"),
@@ -67,9 +69,19 @@ function deliveryJson(d: Delivery): z.infer<typeof DeliveryOut> {
 }
 
 const ChannelId = z.object({ id: z.string().min(1).max(128) });
-const Name = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9 ._-]{0,99}$/, "must be 1-100 characters of letters, digits, space, '.', '_' or '-', starting with a letter or digit");
+const Name = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,99}$/,
+    "must be 1-100 characters of letters, digits, space, '.', '_' or '-', starting with a letter or digit",
+  );
 const Config = z.record(z.string(), z.unknown());
-const TestOut = z.object({ delivered: z.boolean(), status_code: z.number().int().nullable(), response_snippet: z.string().nullable().describe("first 200 characters of the receiver's answer"), error: z.string().nullable() });
+const TestOut = z.object({
+  delivered: z.boolean(),
+  status_code: z.number().int().nullable(),
+  response_snippet: z.string().nullable().describe("first 200 characters of the receiver's answer"),
+  error: z.string().nullable(),
+});
 
 export function channelRoutes(ctx: GatewayContext) {
   const notify = rpcClient(ctx.nc, "notify", NotifyService, { timeoutMs: ctx.timeoutMs });
@@ -81,10 +93,16 @@ export function channelRoutes(ctx: GatewayContext) {
       summary: "List notification channels (credentials masked)",
       tags: ["channels"],
       query: pageQuery,
-      responses: { 200: z.object({ channels: z.array(ChannelOut), has_more: z.boolean(), next_cursor: z.string().nullable() }) },
+      responses: {
+        200: z.object({ channels: z.array(ChannelOut), has_more: z.boolean(), next_cursor: z.string().nullable() }),
+      },
       async handler({ query, call }) {
         const r = await notify.listChannels({ limit: query.limit ?? 0, cursor: query.cursor ?? "" }, call);
-        return { channels: r.channels.map(channelJson), has_more: r.nextCursor !== "", next_cursor: r.nextCursor || null };
+        return {
+          channels: r.channels.map(channelJson),
+          has_more: r.nextCursor !== "",
+          next_cursor: r.nextCursor || null,
+        };
       },
     }),
     route({
@@ -99,7 +117,12 @@ export function channelRoutes(ctx: GatewayContext) {
       responses: { 201: ChannelOut },
       errors: { 400: ["invalid_request", "invalid_channel_type", "invalid_config"], 409: ["channel_exists"] },
       async handler({ body, call }) {
-        return channelJson(await notify.createChannel({ name: body.name, channelType: body.channel_type, config: body.config as JsonObject }, call));
+        return channelJson(
+          await notify.createChannel(
+            { name: body.name, channelType: body.channel_type, config: body.config as JsonObject },
+            call,
+          ),
+        );
       },
     }),
     route({
@@ -120,15 +143,33 @@ export function channelRoutes(ctx: GatewayContext) {
       path: "/api/v1/channels/{id}",
       auth: "admin",
       summary: "Update a channel's name, config or enabled flag",
-      description: "channel_type cannot change. config replaces the stored config; credentials omitted or sent back masked keep their stored value; `secret: null` rotates a webhook secret (the new one is returned once).",
+      description:
+        "channel_type cannot change. config replaces the stored config; credentials omitted or sent back masked keep their stored value; `secret: null` rotates a webhook secret (the new one is returned once).",
       tags: ["channels"],
       params: ChannelId,
-      body: z.object({ name: Name.nullable().optional(), config: Config.optional(), enabled: z.boolean().optional(), channel_type: z.unknown().optional() }),
+      body: z.object({
+        name: Name.nullable().optional(),
+        config: Config.optional(),
+        enabled: z.boolean().optional(),
+        channel_type: z.unknown().optional(),
+      }),
       responses: { 200: ChannelOut },
-      errors: { 400: ["invalid_request", "invalid_config", "channel_type_immutable"], 404: ["channel_not_found"], 409: ["channel_exists"] },
+      errors: {
+        400: ["invalid_request", "invalid_config", "channel_type_immutable"],
+        404: ["channel_not_found"],
+        409: ["channel_exists"],
+      },
       async handler({ params, body, call }) {
-        if (body.channel_type !== undefined) throw invalid("channel_type_immutable", "channel_type cannot be changed; create a new channel instead", { field: "channel_type" });
-        const req = { id: params.id, ...(body.name != null ? { name: body.name } : {}), ...(body.config ? { config: body.config as JsonObject } : {}), ...(body.enabled !== undefined ? { enabled: body.enabled } : {}) };
+        if (body.channel_type !== undefined)
+          throw invalid("channel_type_immutable", "channel_type cannot be changed; create a new channel instead", {
+            field: "channel_type",
+          });
+        const req = {
+          id: params.id,
+          ...(body.name != null ? { name: body.name } : {}),
+          ...(body.config ? { config: body.config as JsonObject } : {}),
+          ...(body.enabled !== undefined ? { enabled: body.enabled } : {}),
+        };
         return channelJson(await notify.updateChannel(req, call));
       },
     }),
@@ -157,7 +198,12 @@ export function channelRoutes(ctx: GatewayContext) {
       async handler({ params, call }) {
         // The send itself may take the notify service's whole request timeout (10 s by default).
         const r = await notify.testChannel({ id: params.id }, { ...call, timeoutMs: Math.max(ctx.timeoutMs, 20_000) });
-        return { delivered: r.delivered, status_code: r.statusCode || null, response_snippet: r.statusCode ? r.responseSnippet : null, error: r.error || null };
+        return {
+          delivered: r.delivered,
+          status_code: r.statusCode || null,
+          response_snippet: r.statusCode ? r.responseSnippet : null,
+          error: r.error || null,
+        };
       },
     }),
     route({
@@ -167,12 +213,23 @@ export function channelRoutes(ctx: GatewayContext) {
       summary: "List a channel's deliveries, newest first",
       tags: ["channels"],
       params: ChannelId,
-      query: pageQuery.extend({ status: z.enum(["pending", "in_flight", "delivered", "failed", "suppressed", "cancelled"]).optional() }),
-      responses: { 200: z.object({ deliveries: z.array(DeliveryOut), has_more: z.boolean(), next_cursor: z.string().nullable() }) },
+      query: pageQuery.extend({
+        status: z.enum(["pending", "in_flight", "delivered", "failed", "suppressed", "cancelled"]).optional(),
+      }),
+      responses: {
+        200: z.object({ deliveries: z.array(DeliveryOut), has_more: z.boolean(), next_cursor: z.string().nullable() }),
+      },
       errors: { 404: ["channel_not_found"] },
       async handler({ params, query, call }) {
-        const r = await notify.listDeliveries({ channelId: params.id, status: query.status ?? "", limit: query.limit ?? 0, cursor: query.cursor ?? "" }, call);
-        return { deliveries: r.deliveries.map(deliveryJson), has_more: r.nextCursor !== "", next_cursor: r.nextCursor || null };
+        const r = await notify.listDeliveries(
+          { channelId: params.id, status: query.status ?? "", limit: query.limit ?? 0, cursor: query.cursor ?? "" },
+          call,
+        );
+        return {
+          deliveries: r.deliveries.map(deliveryJson),
+          has_more: r.nextCursor !== "",
+          next_cursor: r.nextCursor || null,
+        };
       },
     }),
   ];

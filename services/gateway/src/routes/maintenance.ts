@@ -23,7 +23,14 @@ export function maintenanceRoutes(ctx: GatewayContext) {
   const notify = rpcClient(ctx.nc, "notify", NotifyService, { timeoutMs: ctx.timeoutMs });
   const windowJson = (w: MaintenanceWindow): z.infer<typeof WindowOut> => {
     const now = ctx.clock.now();
-    return { id: w.id, starts_at: Math.floor(w.startsAt / 1000), ends_at: Math.floor(w.endsAt / 1000), reason: w.reason, created_by: w.createdBy, active: w.startsAt <= now && now < w.endsAt };
+    return {
+      id: w.id,
+      starts_at: Math.floor(w.startsAt / 1000),
+      ends_at: Math.floor(w.endsAt / 1000),
+      reason: w.reason,
+      created_by: w.createdBy,
+      active: w.startsAt <= now && now < w.endsAt,
+    };
   };
   return [
     route({
@@ -33,7 +40,9 @@ export function maintenanceRoutes(ctx: GatewayContext) {
       summary: "List maintenance windows",
       tags: ["maintenance"],
       query: pageQuery,
-      responses: { 200: z.object({ windows: z.array(WindowOut), has_more: z.boolean(), next_cursor: z.string().nullable() }) },
+      responses: {
+        200: z.object({ windows: z.array(WindowOut), has_more: z.boolean(), next_cursor: z.string().nullable() }),
+      },
       async handler({ query, call }) {
         const r = await notify.listWindows({ limit: query.limit ?? 0, cursor: query.cursor ?? "" }, call);
         return { windows: r.windows.map(windowJson), has_more: r.nextCursor !== "", next_cursor: r.nextCursor || null };
@@ -49,7 +58,12 @@ export function maintenanceRoutes(ctx: GatewayContext) {
       responses: { 201: WindowOut },
       errors: { 400: ["invalid_request", "invalid_window"] },
       async handler({ body, call }) {
-        return windowJson(await notify.createWindow({ startsAt: body.starts_at * 1000, endsAt: body.ends_at * 1000, reason: body.reason }, call));
+        return windowJson(
+          await notify.createWindow(
+            { startsAt: body.starts_at * 1000, endsAt: body.ends_at * 1000, reason: body.reason },
+            call,
+          ),
+        );
       },
     }),
     route({
@@ -72,7 +86,11 @@ export function maintenanceRoutes(ctx: GatewayContext) {
       summary: "Update a maintenance window (typically ends_at = now to end it early)",
       tags: ["maintenance"],
       params: WindowId,
-      body: z.object({ starts_at: UnixSeconds.optional(), ends_at: UnixSeconds.optional(), reason: z.string().min(1).max(1000).optional() }),
+      body: z.object({
+        starts_at: UnixSeconds.optional(),
+        ends_at: UnixSeconds.optional(),
+        reason: z.string().min(1).max(1000).optional(),
+      }),
       responses: { 200: WindowOut },
       errors: { 400: ["invalid_request", "invalid_window"], 404: ["window_not_found"] },
       async handler({ params, body, call }) {

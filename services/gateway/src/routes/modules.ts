@@ -25,7 +25,12 @@ export const moduleJson = (m: Module) => ({
   sha256: m.sha256,
 });
 
-export const NAME = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, "must be 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit");
+export const NAME = z
+  .string()
+  .regex(
+    /^[a-z0-9][a-z0-9._-]{0,62}$/,
+    "must be 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit",
+  );
 const ModuleName = z.object({ name: z.string().min(1).max(128) });
 
 export function moduleRoutes(ctx: GatewayContext) {
@@ -36,12 +41,24 @@ export function moduleRoutes(ctx: GatewayContext) {
       path: "/api/v1/modules",
       auth: "operator",
       summary: "Upload a module (YAML schema v1); replaces a module of the same name",
-      description: "Invalid content is refused with 400 and the YAML path and line of the problem (`path`, `line`, `column` in the problem body). Content is limited to 256 KiB.",
+      description:
+        "Invalid content is refused with 400 and the YAML path and line of the problem (`path`, `line`, `column` in the problem body). Content is limited to 256 KiB.",
       tags: ["modules"],
       body: z.object({ name: NAME, content: z.string().describe("raw YAML, at most 256 KiB") }),
       responses: { 201: ModuleOut },
       errors: {
-        400: ["invalid_yaml", "invalid_module", "name_mismatch", "unknown_resource_type", "duplicate_resource_id", "unknown_requirement", "cyclic_requires", "invalid_template", "module_too_large", "secret_in_argument"],
+        400: [
+          "invalid_yaml",
+          "invalid_module",
+          "name_mismatch",
+          "unknown_resource_type",
+          "duplicate_resource_id",
+          "unknown_requirement",
+          "cyclic_requires",
+          "invalid_template",
+          "module_too_large",
+          "secret_in_argument",
+        ],
       },
       async handler({ body, call }) {
         return moduleJson(await state.uploadModule({ name: body.name, content: body.content }, call));
@@ -54,7 +71,9 @@ export function moduleRoutes(ctx: GatewayContext) {
       summary: "List modules by name",
       tags: ["modules"],
       query: pageQuery,
-      responses: { 200: z.object({ modules: z.array(ModuleOut), has_more: z.boolean(), next_cursor: z.string().nullable() }) },
+      responses: {
+        200: z.object({ modules: z.array(ModuleOut), has_more: z.boolean(), next_cursor: z.string().nullable() }),
+      },
       async handler({ query, call }) {
         const r = await state.listModules({ limit: query.limit ?? 0, cursor: query.cursor ?? "" }, call);
         return { modules: r.modules.map(moduleJson), has_more: r.nextCursor !== "", next_cursor: r.nextCursor || null };

@@ -16,7 +16,15 @@ const NotificationOut = z.object({
 });
 
 function notificationJson(n: Notification): z.infer<typeof NotificationOut> {
-  return { id: n.id, event_id: n.eventId, event_type: n.eventType, severity: n.severity, summary: n.summary, timestamp_ms: n.timestampMs, read: n.read };
+  return {
+    id: n.id,
+    event_id: n.eventId,
+    event_type: n.eventType,
+    severity: n.severity,
+    summary: n.summary,
+    timestamp_ms: n.timestampMs,
+    read: n.read,
+  };
 }
 
 /** Every route here acts on the calling operator's own notifications only. */
@@ -29,11 +37,30 @@ export function notificationRoutes(ctx: GatewayContext) {
       auth: "operator",
       summary: "List the calling operator's notifications, newest first",
       tags: ["notifications"],
-      query: z.object({ unread: qBool.optional(), limit: qInt(1, 200).optional().describe("default 50, max 200"), cursor: z.string().max(200).optional() }),
-      responses: { 200: z.object({ notifications: z.array(NotificationOut), unread_count: z.number().int(), has_more: z.boolean(), next_cursor: z.string().nullable() }) },
+      query: z.object({
+        unread: qBool.optional(),
+        limit: qInt(1, 200).optional().describe("default 50, max 200"),
+        cursor: z.string().max(200).optional(),
+      }),
+      responses: {
+        200: z.object({
+          notifications: z.array(NotificationOut),
+          unread_count: z.number().int(),
+          has_more: z.boolean(),
+          next_cursor: z.string().nullable(),
+        }),
+      },
       async handler({ query, call }) {
-        const r = await notify.listNotifications({ unreadOnly: query.unread ?? false, limit: query.limit ?? 0, cursor: query.cursor ?? "" }, call);
-        return { notifications: r.notifications.map(notificationJson), unread_count: r.unreadCount, has_more: r.nextCursor !== "", next_cursor: r.nextCursor || null };
+        const r = await notify.listNotifications(
+          { unreadOnly: query.unread ?? false, limit: query.limit ?? 0, cursor: query.cursor ?? "" },
+          call,
+        );
+        return {
+          notifications: r.notifications.map(notificationJson),
+          unread_count: r.unreadCount,
+          has_more: r.nextCursor !== "",
+          next_cursor: r.nextCursor || null,
+        };
       },
     }),
     route({

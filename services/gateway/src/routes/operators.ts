@@ -22,7 +22,9 @@ export function operatorJson(o: Operator): z.infer<typeof OperatorOut> {
 const AgentSelector = z
   .string()
   .max(SELECTOR_MAX_LENGTH)
-  .describe("agent selector (assignment grammar, e.g. `role=web`) limiting the agents the operator reaches; operators only");
+  .describe(
+    "agent selector (assignment grammar, e.g. `role=web`) limiting the agents the operator reaches; operators only",
+  );
 const SCOPE_ERRORS = ["invalid_selector", "admin_cannot_be_scoped"];
 
 const OperatorId = z.object({ operator_id: z.string().min(1).max(128) });
@@ -37,10 +39,16 @@ export function operatorRoutes(ctx: GatewayContext) {
       summary: "List operators",
       tags: ["operators"],
       query: pageQuery,
-      responses: { 200: z.object({ operators: z.array(OperatorOut), has_more: z.boolean(), next_cursor: z.string().nullable() }) },
+      responses: {
+        200: z.object({ operators: z.array(OperatorOut), has_more: z.boolean(), next_cursor: z.string().nullable() }),
+      },
       async handler({ query, call }) {
         const r = await auth.listOperators({ limit: query.limit ?? 0, cursor: query.cursor ?? "" }, call);
-        return { operators: r.operators.map(operatorJson), has_more: r.nextCursor !== "", next_cursor: r.nextCursor || null };
+        return {
+          operators: r.operators.map(operatorJson),
+          has_more: r.nextCursor !== "",
+          next_cursor: r.nextCursor || null,
+        };
       },
     }),
     route({
@@ -50,7 +58,12 @@ export function operatorRoutes(ctx: GatewayContext) {
       summary: "Add an operator",
       tags: ["operators"],
       body: z.object({
-        name: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,62}$/, "must be 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit"),
+        name: z
+          .string()
+          .regex(
+            /^[a-z0-9][a-z0-9._-]{0,62}$/,
+            "must be 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit",
+          ),
         public_key: z.string().max(200),
         role: z.enum(["admin", "operator"]).default("operator"),
         agent_selector: AgentSelector.nullable().optional(),
@@ -67,7 +80,7 @@ export function operatorRoutes(ctx: GatewayContext) {
       method: "PATCH",
       path: "/api/v1/operators/{operator_id}",
       auth: "admin",
-      summary: "Change an operator's agent selector (scope); null or \"\" clears it",
+      summary: 'Change an operator\'s agent selector (scope); null or "" clears it',
       description:
         "Open streams of the operator end (as on a revocation) so nothing outlives the old scope; its tokens stay valid.",
       tags: ["operators"],

@@ -11,7 +11,10 @@ const NAME_RE = /^[A-Za-z0-9_.-]{1,128}$/;
 const NAME_RULE = "must be 1-128 characters of A-Z, a-z, 0-9, '_', '.' and '-' (not '.' or '..')";
 const MAX_VALUE_CHARS = 65_536;
 
-const SecretName = z.string().regex(NAME_RE, NAME_RULE).refine((n) => n !== "." && n !== "..", NAME_RULE);
+const SecretName = z
+  .string()
+  .regex(NAME_RE, NAME_RULE)
+  .refine((n) => n !== "." && n !== "..", NAME_RULE);
 // Checked here: the bus encodes strings as UTF-8, which would silently replace a lone surrogate.
 const Value = z
   .string()
@@ -42,7 +45,10 @@ const restrictionDoc = (() => {
 const RestrictionField = z
   .unknown()
   .optional()
-  .meta({ description: "null = any approved agent; else the agent's node id is listed, or it carries every listed tag", anyOf: [{ type: "null" }, restrictionDoc] });
+  .meta({
+    description: "null = any approved agent; else the agent's node id is listed, or it carries every listed tag",
+    anyOf: [{ type: "null" }, restrictionDoc],
+  });
 
 const RestrictionOut = z.object({ node_ids: z.array(z.string()), tags: z.record(z.string(), z.string()) });
 export const SecretOut = z.object({
@@ -76,13 +82,23 @@ function parseRestriction(raw: unknown): { nodeIds: string[]; tags: Record<strin
   if (!r.success) {
     const issue = r.error.issues[0]!;
     const field = ["restriction", ...issue.path.map(String)].join(".");
-    throw invalid("invalid_restriction", `body field '${field}' ${issue.message}`, { field, errors: [{ location: "body", field, message: issue.message }] });
+    throw invalid("invalid_restriction", `body field '${field}' ${issue.message}`, {
+      field,
+      errors: [{ location: "body", field, message: issue.message }],
+    });
   }
   return r.data ? { nodeIds: r.data.node_ids ?? [], tags: r.data.tags ?? {} } : null;
 }
 
 const NameParams = z.object({ name: SecretName });
-const ERR_400 = ["invalid_request", "invalid_restriction", "invalid_name", "invalid_value", "value_too_large", "expires_at_in_past"];
+const ERR_400 = [
+  "invalid_request",
+  "invalid_restriction",
+  "invalid_name",
+  "invalid_value",
+  "value_too_large",
+  "expires_at_in_past",
+];
 
 export function secretRoutes(ctx: GatewayContext) {
   const secrets = rpcClient(ctx.nc, "secrets", SecretsService, { timeoutMs: ctx.timeoutMs });
@@ -93,13 +109,27 @@ export function secretRoutes(ctx: GatewayContext) {
       auth: "operator",
       summary: "Create a secret (the value is write-only)",
       tags: ["secrets"],
-      body: z.object({ name: SecretName, value: Value, description: Description.optional(), expires_at: ExpiresAt.optional(), restriction: RestrictionField }).strict(),
+      body: z
+        .object({
+          name: SecretName,
+          value: Value,
+          description: Description.optional(),
+          expires_at: ExpiresAt.optional(),
+          restriction: RestrictionField,
+        })
+        .strict(),
       responses: { 201: SecretOut },
       errors: { 400: ERR_400, 409: ["secret_exists"] },
       async handler({ body, call }) {
         const restriction = parseRestriction(body.restriction);
         const s = await secrets.createSecret(
-          { name: body.name, value: body.value, description: body.description ?? "", expiresAt: body.expires_at ? Date.parse(body.expires_at) : 0, ...(restriction ? { restriction } : {}) },
+          {
+            name: body.name,
+            value: body.value,
+            description: body.description ?? "",
+            expiresAt: body.expires_at ? Date.parse(body.expires_at) : 0,
+            ...(restriction ? { restriction } : {}),
+          },
           call,
         );
         return secretJson(s);
@@ -112,7 +142,9 @@ export function secretRoutes(ctx: GatewayContext) {
       summary: "List secrets (metadata only)",
       tags: ["secrets"],
       query: pageQuery,
-      responses: { 200: z.object({ secrets: z.array(SecretOut), has_more: z.boolean(), next_cursor: z.string().nullable() }) },
+      responses: {
+        200: z.object({ secrets: z.array(SecretOut), has_more: z.boolean(), next_cursor: z.string().nullable() }),
+      },
       async handler({ query, call }) {
         const r = await secrets.listSecrets({ limit: query.limit ?? 0, cursor: query.cursor ?? "" }, call);
         return { secrets: r.secrets.map(secretJson), has_more: r.nextCursor !== "", next_cursor: r.nextCursor || null };
@@ -125,7 +157,13 @@ export function secretRoutes(ctx: GatewayContext) {
       summary: "Re-encrypt every secret with the active key",
       description: "Run after putting a new key first in ORCH_SECRETS_KEYS; afterwards the old key can be removed.",
       tags: ["secrets"],
-      responses: { 200: z.object({ active_key: z.string(), reencrypted: z.number().int(), failed: z.array(z.string()).describe("secrets that did not decrypt with the keyring") }) },
+      responses: {
+        200: z.object({
+          active_key: z.string(),
+          reencrypted: z.number().int(),
+          failed: z.array(z.string()).describe("secrets that did not decrypt with the keyring"),
+        }),
+      },
       async handler({ call }) {
         const r = await secrets.reencrypt({}, call);
         return { active_key: r.activeKey, reencrypted: r.reencrypted, failed: [...r.failed] };
@@ -155,7 +193,14 @@ export function secretRoutes(ctx: GatewayContext) {
         "moving expires_at later (or clearing it) need the admin role; operators may only narrow.",
       tags: ["secrets"],
       params: NameParams,
-      body: z.object({ value: Value.optional(), description: Description.optional(), expires_at: ExpiresAt.optional(), restriction: RestrictionField }).strict(),
+      body: z
+        .object({
+          value: Value.optional(),
+          description: Description.optional(),
+          expires_at: ExpiresAt.optional(),
+          restriction: RestrictionField,
+        })
+        .strict(),
       responses: { 200: SecretOut },
       // Operators may call it; the secrets service refuses (403) an operator's change that widens who
       // may receive the secret, which needs the stored restriction to decide.

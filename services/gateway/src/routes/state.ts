@@ -1,6 +1,13 @@
 import type { FastifyReply } from "fastify";
 import { z } from "zod";
-import { StateService, type BelievedState, type DriftCheck, type DriftRecord, type Operation, type OperationOutput } from "@orch/contracts";
+import {
+  StateService,
+  type BelievedState,
+  type DriftCheck,
+  type DriftRecord,
+  type Operation,
+  type OperationOutput,
+} from "@orch/contracts";
 import { rpcClient } from "@orch/kit";
 import type { GatewayContext } from "../app.js";
 import { route, type RouteSpec } from "../route.js";
@@ -15,7 +22,13 @@ import { moduleRoutes, NAME } from "./modules.js";
 
 const isoOrNull = (ms: number) => (ms > 0 ? iso(ms) : null);
 
-const Summary = z.object({ ok: z.number().int(), changed: z.number().int(), failed: z.number().int(), skipped: z.number().int(), unsupported: z.number().int() });
+const Summary = z.object({
+  ok: z.number().int(),
+  changed: z.number().int(),
+  failed: z.number().int(),
+  skipped: z.number().int(),
+  unsupported: z.number().int(),
+});
 const ResultOut = z.object({
   id: z.string(),
   module: z.string(),
@@ -41,7 +54,12 @@ export const OperationOut = z.object({
   deadline: z.string(),
   actor: z.object({ id: z.string(), name: z.string() }),
   summary: Summary,
-  error_code: z.string().nullable().describe("stable reason when the operation failed as a whole, e.g. template_error, secret_not_permitted, agent_unreachable"),
+  error_code: z
+    .string()
+    .nullable()
+    .describe(
+      "stable reason when the operation failed as a whole, e.g. template_error, secret_not_permitted, agent_unreachable",
+    ),
   error: z.string().nullable(),
   assignment: z.string().nullable(),
   run_id: z.string().nullable(),
@@ -61,7 +79,13 @@ export function operationJson(o: Operation) {
     finished_at: isoOrNull(o.finishedAt),
     deadline: iso(o.deadline),
     actor: { id: o.actorId, name: o.actorName },
-    summary: { ok: o.summary?.ok ?? 0, changed: o.summary?.changed ?? 0, failed: o.summary?.failed ?? 0, skipped: o.summary?.skipped ?? 0, unsupported: o.summary?.unsupported ?? 0 },
+    summary: {
+      ok: o.summary?.ok ?? 0,
+      changed: o.summary?.changed ?? 0,
+      failed: o.summary?.failed ?? 0,
+      skipped: o.summary?.skipped ?? 0,
+      unsupported: o.summary?.unsupported ?? 0,
+    },
     error_code: o.errorCode || null,
     error: o.error || null,
     assignment: o.assignment || null,
@@ -71,7 +95,17 @@ export function operationJson(o: Operation) {
 
 export const operationDetailJson = (o: Operation) => ({
   ...operationJson(o),
-  results: o.results.map((r) => ({ id: r.id, module: r.module, type: r.type, status: r.status as z.infer<typeof ResultOut>["status"], changed: r.changed, diff: r.diff, message: r.message, duration_ms: r.durationMs, has_output: r.hasOutput })),
+  results: o.results.map((r) => ({
+    id: r.id,
+    module: r.module,
+    type: r.type,
+    status: r.status as z.infer<typeof ResultOut>["status"],
+    changed: r.changed,
+    diff: r.diff,
+    message: r.message,
+    duration_ms: r.durationMs,
+    has_output: r.hasOutput,
+  })),
 });
 
 export const isOpen = (status: string) => status === "pending" || status === "running";
@@ -81,7 +115,11 @@ export const OutputOut = z.object({
   node_id: z.string(),
   outputs: z.array(z.object({ id: z.string(), module: z.string(), stdout: z.string(), stderr: z.string() })),
 });
-export const outputJson = (o: OperationOutput) => ({ operation_id: o.operationId, node_id: o.nodeId, outputs: o.outputs.map((x) => ({ id: x.id, module: x.module, stdout: x.stdout, stderr: x.stderr })) });
+export const outputJson = (o: OperationOutput) => ({
+  operation_id: o.operationId,
+  node_id: o.nodeId,
+  outputs: o.outputs.map((x) => ({ id: x.id, module: x.module, stdout: x.stdout, stderr: x.stderr })),
+});
 
 export const DriftOut = z.object({
   id: z.string(),
@@ -89,7 +127,16 @@ export const DriftOut = z.object({
   operation_id: z.string(),
   checked_at: z.string(),
   drifted: z.boolean(),
-  resources: z.array(z.object({ module: z.string(), id: z.string(), type: z.string(), status: z.string(), diff: z.string(), message: z.string() })),
+  resources: z.array(
+    z.object({
+      module: z.string(),
+      id: z.string(),
+      type: z.string(),
+      status: z.string(),
+      diff: z.string(),
+      message: z.string(),
+    }),
+  ),
 });
 export const driftJson = (d: DriftRecord) => ({
   id: d.id,
@@ -97,27 +144,58 @@ export const driftJson = (d: DriftRecord) => ({
   operation_id: d.operationId,
   checked_at: iso(d.checkedAt),
   drifted: d.drifted,
-  resources: d.resources.map((r) => ({ module: r.module, id: r.id, type: r.type, status: r.status, diff: r.diff, message: r.message })),
+  resources: d.resources.map((r) => ({
+    module: r.module,
+    id: r.id,
+    type: r.type,
+    status: r.status,
+    diff: r.diff,
+    message: r.message,
+  })),
 });
 
 export const BelievedOut = z.object({
   node_id: z.string(),
   resources: z.array(
-    z.object({ module: z.string(), id: z.string(), type: z.string(), status: z.string(), observed: z.record(z.string(), z.unknown()), operation_id: z.string(), applied_at: z.string() }),
+    z.object({
+      module: z.string(),
+      id: z.string(),
+      type: z.string(),
+      status: z.string(),
+      observed: z.record(z.string(), z.unknown()),
+      operation_id: z.string(),
+      applied_at: z.string(),
+    }),
   ),
 });
 export const believedJson = (b: BelievedState) => ({
   node_id: b.nodeId,
-  resources: b.resources.map((r) => ({ module: r.module, id: r.id, type: r.type, status: r.status, observed: (r.observed ?? {}) as Record<string, unknown>, operation_id: r.operationId, applied_at: iso(r.appliedAt) })),
+  resources: b.resources.map((r) => ({
+    module: r.module,
+    id: r.id,
+    type: r.type,
+    status: r.status,
+    observed: (r.observed ?? {}) as Record<string, unknown>,
+    operation_id: r.operationId,
+    applied_at: iso(r.appliedAt),
+  })),
 });
 
 const NodeId = z.object({ node_id: z.string().min(1).max(128) });
-const WaitQuery = z.object({ wait: qInt(0, 300).optional().describe("block up to this many seconds; 200 with the finished operation when it ended in time") });
+const WaitQuery = z.object({
+  wait: qInt(0, 300)
+    .optional()
+    .describe("block up to this many seconds; 200 with the finished operation when it ended in time"),
+});
 const OperationsQuery = pageQuery.extend({
   kind: z.enum(["apply", "plan", "drift"]).optional(),
   status: OperationStatus.optional(),
 });
-const OperationsPage = z.object({ operations: z.array(OperationOut), has_more: z.boolean(), next_cursor: z.string().nullable() });
+const OperationsPage = z.object({
+  operations: z.array(OperationOut),
+  has_more: z.boolean(),
+  next_cursor: z.string().nullable(),
+});
 const DriftCheckOut = z.object({ operation: OperationDetailOut, drift: DriftOut.nullable() });
 
 function sendOperation(reply: FastifyReply, op: Operation) {
@@ -127,7 +205,9 @@ function sendOperation(reply: FastifyReply, op: Operation) {
 
 function sendDriftCheck(reply: FastifyReply, c: DriftCheck) {
   const op = c.operation!;
-  reply.code(isOpen(op.status) ? 202 : 200).send({ operation: operationDetailJson(op), drift: c.drift ? driftJson(c.drift) : null });
+  reply
+    .code(isOpen(op.status) ? 202 : 200)
+    .send({ operation: operationDetailJson(op), drift: c.drift ? driftJson(c.drift) : null });
   return reply;
 }
 
@@ -139,8 +219,12 @@ export function stateRoutes(ctx: GatewayContext): RouteSpec[] {
       method: "POST",
       path: `/api/v1/agents/{node_id}/${kind}`,
       auth: "operator",
-      summary: kind === "apply" ? "Apply modules to one agent" : "Plan modules against one agent (check mode: nothing changes)",
-      description: "Starts an operation (202). A disconnected agent gives an `unreachable` operation; every operation ends by `state.operation_timeout_seconds` (`timed_out`).",
+      summary:
+        kind === "apply"
+          ? "Apply modules to one agent"
+          : "Plan modules against one agent (check mode: nothing changes)",
+      description:
+        "Starts an operation (202). A disconnected agent gives an `unreachable` operation; every operation ends by `state.operation_timeout_seconds` (`timed_out`).",
       tags: ["state"],
       params: NodeId,
       query: WaitQuery,
@@ -149,12 +233,31 @@ export function stateRoutes(ctx: GatewayContext): RouteSpec[] {
       errors: { 404: ["agent_not_found", "module_not_found"], 409: ["agent_not_approved"] },
       async handler({ params, query, body, call }, reply) {
         const wait = query.wait ?? 0;
-        return sendOperation(reply, await state.runAgent({ nodeId: params.node_id, kind, modules: body.modules, waitSeconds: wait }, waitCall(call, wait)));
+        return sendOperation(
+          reply,
+          await state.runAgent(
+            { nodeId: params.node_id, kind, modules: body.modules, waitSeconds: wait },
+            waitCall(call, wait),
+          ),
+        );
       },
     });
   const listOps = async (nodeId: string, query: z.infer<typeof OperationsQuery>, call: object) => {
-    const r = await state.listOperations({ nodeId, limit: query.limit ?? 0, cursor: query.cursor ?? "", kind: query.kind ?? "", status: query.status ?? "" }, call);
-    return { operations: r.operations.map(operationJson), has_more: r.nextCursor !== "", next_cursor: r.nextCursor || null };
+    const r = await state.listOperations(
+      {
+        nodeId,
+        limit: query.limit ?? 0,
+        cursor: query.cursor ?? "",
+        kind: query.kind ?? "",
+        status: query.status ?? "",
+      },
+      call,
+    );
+    return {
+      operations: r.operations.map(operationJson),
+      has_more: r.nextCursor !== "",
+      next_cursor: r.nextCursor || null,
+    };
   };
 
   return [
@@ -174,7 +277,10 @@ export function stateRoutes(ctx: GatewayContext): RouteSpec[] {
       errors: { 404: ["agent_not_found"], 409: ["agent_not_approved", "no_snapshot"] },
       async handler({ params, query, call }, reply) {
         const wait = query.wait ?? 0;
-        return sendDriftCheck(reply, await state.checkDrift({ nodeId: params.node_id, waitSeconds: wait }, waitCall(call, wait)));
+        return sendDriftCheck(
+          reply,
+          await state.checkDrift({ nodeId: params.node_id, waitSeconds: wait }, waitCall(call, wait)),
+        );
       },
     }),
     route({
@@ -185,9 +291,14 @@ export function stateRoutes(ctx: GatewayContext): RouteSpec[] {
       tags: ["state"],
       params: NodeId,
       query: pageQuery,
-      responses: { 200: z.object({ records: z.array(DriftOut), has_more: z.boolean(), next_cursor: z.string().nullable() }) },
+      responses: {
+        200: z.object({ records: z.array(DriftOut), has_more: z.boolean(), next_cursor: z.string().nullable() }),
+      },
       async handler({ params, query, call }) {
-        const r = await state.listDrift({ nodeId: params.node_id, limit: query.limit ?? 0, cursor: query.cursor ?? "" }, call);
+        const r = await state.listDrift(
+          { nodeId: params.node_id, limit: query.limit ?? 0, cursor: query.cursor ?? "" },
+          call,
+        );
         return { records: r.records.map(driftJson), has_more: r.nextCursor !== "", next_cursor: r.nextCursor || null };
       },
     }),

@@ -31,7 +31,10 @@ const SessionDetail = SessionOut.extend({
   transcript_path: z.string().nullable().describe("the asciicast v2 file on the terminal service's storage"),
   sha256: z.string().nullable().describe("SHA-256 of the finished transcript (null while live)"),
 });
-const OpenOut = z.object({ session_id: z.string(), ws_url: z.string().describe("WebSocket URL with a single-use ticket, valid for terminal.ticket_ttl_seconds (30 s)") });
+const OpenOut = z.object({
+  session_id: z.string(),
+  ws_url: z.string().describe("WebSocket URL with a single-use ticket, valid for terminal.ticket_ttl_seconds (30 s)"),
+});
 const SessionParams = z.object({ session_id: Ulid });
 
 const secs = (ms: number) => Math.floor(ms / 1000);
@@ -54,7 +57,11 @@ export function sessionJson(s: TerminalSession): z.infer<typeof SessionOut> {
   };
 }
 
-const detailJson = (s: TerminalSession) => ({ ...sessionJson(s), transcript_path: s.transcriptPath || null, sha256: s.sha256 || null });
+const detailJson = (s: TerminalSession) => ({
+  ...sessionJson(s),
+  transcript_path: s.transcriptPath || null,
+  sha256: s.sha256 || null,
+});
 
 /** From http.public_url or the listener address, never the Host header (public-url.ts). */
 function wsUrl(ctx: GatewayContext, req: FastifyRequest, t: Ticket): string {
@@ -90,16 +97,27 @@ export function terminalRoutes(ctx: GatewayContext) {
       path: "/api/v1/terminal/{node_id}",
       auth: "operator",
       summary: "Open a terminal session on an agent",
-      description: "Spawns the shell on the agent, starts recording, and answers with the WebSocket URL to attach (binary frames = bytes, text frames = resize).",
+      description:
+        "Spawns the shell on the agent, starts recording, and answers with the WebSocket URL to attach (binary frames = bytes, text frames = resize).",
       tags: ["terminal"],
       params: z.object({ node_id: z.string().min(1).max(128).describe("node id or approved name") }),
       query: z.object({
         cols: qInt(1, 1000).optional().describe("width in columns (default 80)"),
         rows: qInt(1, 1000).optional().describe("height in rows (default 24)"),
-        shell: z.string().max(4096).regex(/^\/[^\x00-\x1f\x7f]*$/, "must be an absolute path").optional().describe("shell binary; must be in the agent's allow-list (default: the agent's first)"),
+        shell: z
+          .string()
+          .max(4096)
+          .regex(/^\/[^\x00-\x1f\x7f]*$/, "must be an absolute path")
+          .optional()
+          .describe("shell binary; must be in the agent's allow-list (default: the agent's first)"),
       }),
       responses: { 201: OpenOut },
-      errors: { 400: ["invalid_request", "shell_not_allowed"], 404: ["agent_not_found"], 409: ["agent_not_connected", "terminal_disabled", "agent_not_approved", "shell_not_found"], 504: ["agent_timeout"] },
+      errors: {
+        400: ["invalid_request", "shell_not_allowed"],
+        404: ["agent_not_found"],
+        409: ["agent_not_connected", "terminal_disabled", "agent_not_approved", "shell_not_found"],
+        504: ["agent_timeout"],
+      },
       async handler({ params, query, principal, call, raw }) {
         let nodeId: string;
         let nodeName: string;
@@ -107,9 +125,11 @@ export function terminalRoutes(ctx: GatewayContext) {
           const a = await agents.getAgent({ id: params.node_id }, call);
           nodeId = a.nodeId;
           nodeName = a.name;
-          if (a.status !== "approved") throw precondition("agent_not_approved", `agent ${a.name || a.nodeId} is ${a.status}, not approved`);
+          if (a.status !== "approved")
+            throw precondition("agent_not_approved", `agent ${a.name || a.nodeId} is ${a.status}, not approved`);
         } catch (err) {
-          if (err instanceof OrchError && err.code === "NOT_FOUND") throw notFound("agent_not_found", `no agent '${params.node_id}'`);
+          if (err instanceof OrchError && err.code === "NOT_FOUND")
+            throw notFound("agent_not_found", `no agent '${params.node_id}'`);
           throw err;
         }
         const credential = ticketCredential(principal, raw);
@@ -124,12 +144,16 @@ export function terminalRoutes(ctx: GatewayContext) {
       path: "/api/v1/terminal",
       auth: "operator",
       summary: "List terminal sessions (operators see their own, admins all)",
-      description: "An array, newest first, as in the seed. Pages with limit/cursor: when more sessions exist the response carries `X-Next-Cursor`; pass it back as `cursor`.",
+      description:
+        "An array, newest first, as in the seed. Pages with limit/cursor: when more sessions exist the response carries `X-Next-Cursor`; pass it back as `cursor`.",
       tags: ["terminal"],
       query: z.object({ status: Status.optional(), limit: qInt(1, 500).optional(), cursor: Ulid.optional() }),
       responses: { 200: z.array(SessionOut) },
       async handler({ query, call }, reply) {
-        const r = await terminal.listSessions({ status: query.status ?? "", limit: query.limit ?? 0, cursor: query.cursor ?? "" }, call);
+        const r = await terminal.listSessions(
+          { status: query.status ?? "", limit: query.limit ?? 0, cursor: query.cursor ?? "" },
+          call,
+        );
         if (r.nextCursor) reply.header("x-next-cursor", r.nextCursor);
         return r.sessions.map(sessionJson);
       },
@@ -180,7 +204,8 @@ export function terminalRoutes(ctx: GatewayContext) {
       path: "/api/v1/terminal/session/{session_id}/transcript",
       auth: "operator",
       summary: "Download the transcript (asciicast v2, application/x-asciicast)",
-      description: "`X-Transcript-SHA256` carries the SHA-256 stored when the session ended; compare it with the download to detect tampering.",
+      description:
+        "`X-Transcript-SHA256` carries the SHA-256 stored when the session ended; compare it with the download to detect tampering.",
       tags: ["terminal"],
       params: SessionParams,
       responses: { 200: z.string().describe("asciicast v2: a JSON header line, then one JSON event per line") },
@@ -198,7 +223,10 @@ export function terminalRoutes(ctx: GatewayContext) {
             chunk = await terminal.readTranscript({ sessionId, offset, limit: 0 }, call);
           }
         }
-        reply.code(200).header("content-type", "application/x-asciicast").header("content-disposition", `attachment; filename="${sessionId}.cast"`);
+        reply
+          .code(200)
+          .header("content-type", "application/x-asciicast")
+          .header("content-disposition", `attachment; filename="${sessionId}.cast"`);
         if (first.sha256) reply.header("x-transcript-sha256", first.sha256);
         return reply.send(Readable.from(chunks()));
       },
@@ -209,16 +237,24 @@ export function terminalRoutes(ctx: GatewayContext) {
       auth: "public",
       summary: "WebSocket attach (ws_url): upgrade with the single-use ticket",
       description:
-        "Authorised by the `ticket` query parameter (single use, 30 s, bound to the operator who got it; never the bearer token). The attach ends with the token that obtained the ticket (its logout, its expiry) or the operator's removal: close code 4401. The Origin must be the gateway's own host or in http.allowed_origins. Binary frames carry terminal bytes both ways; text frames carry `{\"type\":\"resize\",\"cols\":N,\"rows\":N}`. The server closes with reason `exit:<code>` when the shell exits. Refusals are HTTP problem+json on the upgrade: 401 invalid_ticket / ticket_expired / ticket_required, 403 origin_not_allowed / ticket_operator_mismatch, 409 session_not_open.",
+        'Authorised by the `ticket` query parameter (single use, 30 s, bound to the operator who got it; never the bearer token). The attach ends with the token that obtained the ticket (its logout, its expiry) or the operator\'s removal: close code 4401. The Origin must be the gateway\'s own host or in http.allowed_origins. Binary frames carry terminal bytes both ways; text frames carry `{"type":"resize","cols":N,"rows":N}`. The server closes with reason `exit:<code>` when the shell exits. Refusals are HTTP problem+json on the upgrade: 401 invalid_ticket / ticket_expired / ticket_required, 403 origin_not_allowed / ticket_operator_mismatch, 409 session_not_open.',
       tags: ["terminal"],
       params: SessionParams,
       query: z.object({ ticket: z.string().max(200).optional() }),
       responses: { 101: null },
-      errors: { 401: ["ticket_required", "invalid_ticket", "ticket_expired"], 403: ["origin_not_allowed", "ticket_operator_mismatch"], 409: ["session_not_open"], 426: ["upgrade_required"] },
+      errors: {
+        401: ["ticket_required", "invalid_ticket", "ticket_expired"],
+        403: ["origin_not_allowed", "ticket_operator_mismatch"],
+        409: ["session_not_open"],
+        426: ["upgrade_required"],
+      },
       async handler(_req, reply) {
         // Only reached without an Upgrade header: upgrades are taken by the server's upgrade listener (ws/).
         reply.header("upgrade", "websocket");
-        return sendProblem(reply, problem(426, "upgrade_required", "this endpoint is a WebSocket; connect with Upgrade: websocket"));
+        return sendProblem(
+          reply,
+          problem(426, "upgrade_required", "this endpoint is a WebSocket; connect with Upgrade: websocket"),
+        );
       },
     }),
   ];

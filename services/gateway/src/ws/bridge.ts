@@ -33,7 +33,12 @@ export function endReason(end: NonNullable<ReturnType<typeof parseEnd>>): string
  * The socket closes when the session ends; closing the socket leaves the session running (the
  * agent ends it after its detach grace, the terminal service after the idle timeout).
  */
-export async function bridgeSocket(opts: { ws: WebSocket; nc: NatsConnection; sessionId: string; log: Logger }): Promise<Bridge> {
+export async function bridgeSocket(opts: {
+  ws: WebSocket;
+  nc: NatsConnection;
+  sessionId: string;
+  log: Logger;
+}): Promise<Bridge> {
   const { ws, nc, sessionId, log } = opts;
   const ctl = termSubject(sessionId, "ctl");
   const input = termSubject(sessionId, "in");
@@ -74,7 +79,14 @@ export async function bridgeSocket(opts: { ws: WebSocket; nc: NatsConnection; se
     }
     const m = parseClientControl(data);
     if (m) nc.publish(ctl, encodeControl(m));
-    else if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "error", code: "invalid_control", detail: 'text frames must be {"type":"resize","cols":1-1000,"rows":1-1000}' }));
+    else if (ws.readyState === WebSocket.OPEN)
+      ws.send(
+        JSON.stringify({
+          type: "error",
+          code: "invalid_control",
+          detail: 'text frames must be {"type":"resize","cols":1-1000,"rows":1-1000}',
+        }),
+      );
   });
   ws.on("pong", () => (alive = true));
   const ping = setInterval(() => {

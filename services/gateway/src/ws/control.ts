@@ -20,15 +20,29 @@ function parse(data: Uint8Array): Record<string, unknown> | undefined {
 /** What the bus says about the session's end (the agent's exit, or the terminal service's finalisation). */
 export function parseEnd(data: Uint8Array): Extract<Control, { type: "exit" | "ended" }> | undefined {
   const m = parse(data);
-  if (m?.type === "exit") return { type: "exit", code: Number(m.code) || 0, signal: Number(m.signal) || 0, reason: String(m.reason ?? "exit") };
-  if (m?.type === "ended") return { type: "ended", status: String(m.status ?? "closed"), reason: String(m.reason ?? ""), exit_code: typeof m.exit_code === "number" ? m.exit_code : null };
+  if (m?.type === "exit")
+    return {
+      type: "exit",
+      code: Number(m.code) || 0,
+      signal: Number(m.signal) || 0,
+      reason: String(m.reason ?? "exit"),
+    };
+  if (m?.type === "ended")
+    return {
+      type: "ended",
+      status: String(m.status ?? "closed"),
+      reason: String(m.reason ?? ""),
+      exit_code: typeof m.exit_code === "number" ? m.exit_code : null,
+    };
   return undefined;
 }
 
 /** A client's text frame: only `{"type":"resize","cols":N,"rows":N}` (1..1000) is accepted. */
 export function parseClientControl(data: Uint8Array): Extract<Control, { type: "resize" }> | undefined {
   const m = parse(data);
-  return m?.type === "resize" && dim(m.cols) && dim(m.rows) ? { type: "resize", cols: m.cols, rows: m.rows } : undefined;
+  return m?.type === "resize" && dim(m.cols) && dim(m.rows)
+    ? { type: "resize", cols: m.cols, rows: m.rows }
+    : undefined;
 }
 
 export const encodeControl = (m: Control): Uint8Array => Buffer.from(JSON.stringify(m));

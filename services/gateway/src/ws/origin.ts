@@ -3,7 +3,11 @@
  * always send Origin; a page on another site gets refused. Clients that send none (orchctl, curl)
  * are not browsers and carry no ambient credentials, so they pass: the ticket is what authorises.
  */
-export function originAllowed(origin: string | undefined, host: string | undefined, cfg: { allowed_origins: readonly string[]; public_url: string }): boolean {
+export function originAllowed(
+  origin: string | undefined,
+  host: string | undefined,
+  cfg: { allowed_origins: readonly string[]; public_url: string },
+): boolean {
   if (origin === undefined || origin === "") return true;
   if (cfg.allowed_origins.includes(origin)) return true;
   let o: URL;

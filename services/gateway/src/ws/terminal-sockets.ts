@@ -43,10 +43,21 @@ export function installTerminalSockets(ctx: GatewayContext, terminal: Client<typ
     if (!m) return rejectUpgrade(socket, problem(404, "route_not_found", `no WebSocket endpoint at ${url.pathname}`));
     const sessionId = m[1]!;
     if (!originAllowed(req.headers.origin, req.headers.host, ctx.config.http)) {
-      return rejectUpgrade(socket, problem(403, "origin_not_allowed", "this Origin may not open terminal sessions (http.allowed_origins)"));
+      return rejectUpgrade(
+        socket,
+        problem(403, "origin_not_allowed", "this Origin may not open terminal sessions (http.allowed_origins)"),
+      );
     }
     const ticket = url.searchParams.get("ticket");
-    if (!ticket) return rejectUpgrade(socket, problem(401, "ticket_required", "the attach URL carries a ticket; use the ws_url returned when the session was opened"));
+    if (!ticket)
+      return rejectUpgrade(
+        socket,
+        problem(
+          401,
+          "ticket_required",
+          "the attach URL carries a ticket; use the ws_url returned when the session was opened",
+        ),
+      );
     const bearer = bearerToken(req.headers.authorization);
     const requestId = ctx.ids.next();
     let cred: Credential;

@@ -17,20 +17,29 @@ const httpUrl = z
   .refine((s) => {
     try {
       const u = new URL(s);
-      return (u.protocol === "http:" || u.protocol === "https:") && u.hostname !== "" && u.username === "" && u.password === "";
+      return (
+        (u.protocol === "http:" || u.protocol === "https:") &&
+        u.hostname !== "" &&
+        u.username === "" &&
+        u.password === ""
+      );
     } catch {
       return false;
     }
   }, "must be an http(s) URL without user:password");
 
 // Headers we set ourselves (or that would corrupt the request) cannot be overridden.
-const RESERVED_HEADERS = /^(host|content-length|content-type|transfer-encoding|connection|webhook-id|webhook-timestamp|webhook-signature)$/i;
+const RESERVED_HEADERS =
+  /^(host|content-length|content-type|transfer-encoding|connection|webhook-id|webhook-timestamp|webhook-signature)$/i;
 const headerName = z
   .string()
   .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/, "must be an HTTP header name")
   .refine((n) => !RESERVED_HEADERS.test(n), "is set by the notify service and cannot be overridden");
 // Latin-1 without control characters: what an HTTP header value can carry.
-const headerValue = z.string().max(4096).regex(/^[\t\x20-\x7e\x80-\xff]*$/, "must not contain control characters");
+const headerValue = z
+  .string()
+  .max(4096)
+  .regex(/^[\t\x20-\x7e\x80-\xff]*$/, "must not contain control characters");
 
 /** Standard Webhooks secret: `whsec_` + base64 of 24..64 random bytes. */
 const whsec = z.string().refine((s) => {
@@ -52,13 +61,23 @@ const common = {
 };
 
 export const configSchemas = {
-  webhook: z.strictObject({ url: httpUrl, secret: whsec.optional(), headers: z.record(headerName, headerValue).optional(), ...common }),
+  webhook: z.strictObject({
+    url: httpUrl,
+    secret: whsec.optional(),
+    headers: z.record(headerName, headerValue).optional(),
+    ...common,
+  }),
   discord: z.strictObject({ webhook_url: httpUrl, ...common }),
   slack: z.strictObject({ webhook_url: httpUrl, ...common }),
   ntfy: z.strictObject({
     server_url: httpUrl.optional(),
     topic: z.string().regex(/^[-_A-Za-z0-9]{1,64}$/, "must be 1-64 characters of A-Z, a-z, 0-9, '-' or '_'"),
-    token: z.string().min(1).max(512).regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces").optional(),
+    token: z
+      .string()
+      .min(1)
+      .max(512)
+      .regex(/^[\x21-\x7e]+$/, "must be printable ASCII without spaces")
+      .optional(),
     priority: z.number().int().min(1).max(5).optional(),
     ...common,
   }),
@@ -108,11 +127,16 @@ function validate(type: ChannelType, raw: unknown): ChannelConfig {
   const r = configSchemas[type].safeParse(raw);
   if (!r.success) {
     const errors = r.error.issues.map((i) => {
-      const path = [...i.path.map(String), ...(i.code === "unrecognized_keys" ? [i.keys[0] ?? ""] : [])].filter(Boolean);
+      const path = [...i.path.map(String), ...(i.code === "unrecognized_keys" ? [i.keys[0] ?? ""] : [])].filter(
+        Boolean,
+      );
       return { location: "body", field: ["config", ...path].join("."), message: i.message };
     });
     const first = errors[0]!;
-    throw invalid("invalid_config", `${type} config field '${first.field}': ${first.message}`, { field: first.field, errors });
+    throw invalid("invalid_config", `${type} config field '${first.field}': ${first.message}`, {
+      field: first.field,
+      errors,
+    });
   }
   return r.data;
 }
@@ -146,7 +170,11 @@ const isMasked = (key: string, sent: unknown, stored: unknown) =>
  * stored value (so a GET → edit → PUT round trip never wipes them); `null` removes an optional
  * credential, and `secret: null` rotates a webhook secret.
  */
-export function prepareUpdate(type: ChannelType, raw: Record<string, unknown>, stored: Record<string, unknown>): SplitConfig {
+export function prepareUpdate(
+  type: ChannelType,
+  raw: Record<string, unknown>,
+  stored: Record<string, unknown>,
+): SplitConfig {
   const merged: Record<string, unknown> = { ...raw };
   let rotate = false;
   for (const key of CREDENTIAL_KEYS[type]) {
@@ -159,9 +187,16 @@ export function prepareUpdate(type: ChannelType, raw: Record<string, unknown>, s
       if (key === "secret") rotate = true;
     } else if (key === "headers" && sent && typeof sent === "object" && !Array.isArray(sent)) {
       const oldHeaders = (old ?? {}) as Record<string, unknown>;
-      merged[key] = Object.fromEntries(Object.entries(sent).map(([h, v]) => [h, v === MASK && oldHeaders[h] !== undefined ? oldHeaders[h] : v]));
+      merged[key] = Object.fromEntries(
+        Object.entries(sent).map(([h, v]) => [h, v === MASK && oldHeaders[h] !== undefined ? oldHeaders[h] : v]),
+      );
     } else if (isMasked(key, sent, old)) {
-      if (old === undefined) throw invalid("invalid_config", `config field 'config.${key}' is masked but no value is stored; send the real value`, { field: `config.${key}` });
+      if (old === undefined)
+        throw invalid(
+          "invalid_config",
+          `config field 'config.${key}' is masked but no value is stored; send the real value`,
+          { field: `config.${key}` },
+        );
       merged[key] = old;
     }
   }
@@ -175,7 +210,12 @@ export function prepareUpdate(type: ChannelType, raw: Record<string, unknown>, s
 }
 
 /** The config as responses show it: public fields plus masked credentials (a just-generated secret in clear). */
-export function viewConfig(type: ChannelType, pub: Record<string, unknown>, creds: Record<string, unknown>, generatedSecret?: string): Record<string, unknown> {
+export function viewConfig(
+  type: ChannelType,
+  pub: Record<string, unknown>,
+  creds: Record<string, unknown>,
+  generatedSecret?: string,
+): Record<string, unknown> {
   const out: Record<string, unknown> = { ...pub };
   if (type === "ntfy" && out.server_url === undefined) out.server_url = DEFAULT_NTFY_SERVER;
   for (const [k, v] of Object.entries(creds)) out[k] = maskValue(k, v);

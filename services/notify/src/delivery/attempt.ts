@@ -56,15 +56,28 @@ export async function attempt(input: AttemptInput, policy: SendPolicy): Promise<
     const ans = await send(req, policy);
     const snippet = scrub(ans.body, input.creds).slice(0, SNIPPET_CHARS);
     if (ans.status >= 200 && ans.status < 300) return { kind: "delivered", status: ans.status, snippet };
-    if (ans.status === 410) return { kind: "gone", status: 410, snippet, error: "HTTP 410: the receiver says the endpoint is gone" };
-    const error = ans.status >= 300 && ans.status < 400 ? `HTTP ${ans.status}: redirects are not followed` : `HTTP ${ans.status}`;
+    if (ans.status === 410)
+      return { kind: "gone", status: 410, snippet, error: "HTTP 410: the receiver says the endpoint is gone" };
+    const error =
+      ans.status >= 300 && ans.status < 400 ? `HTTP ${ans.status}: redirects are not followed` : `HTTP ${ans.status}`;
     const retryAfterMs = parseRetryAfter(ans.headers["retry-after"], input.now);
-    return { kind: "retry", status: ans.status, snippet, error, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
+    return {
+      kind: "retry",
+      status: ans.status,
+      snippet,
+      error,
+      ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+    };
   } catch (err) {
     if (err instanceof TargetRefused) return { kind: "refused", status: 0, snippet: "", error: err.message };
     const e = err as NodeJS.ErrnoException;
     const host = safeHost(req.url);
-    return { kind: "retry", status: 0, snippet: "", error: `${host}: ${e.code ?? ""} ${e.message}`.replace(/\s+/g, " ").slice(0, 500) };
+    return {
+      kind: "retry",
+      status: 0,
+      snippet: "",
+      error: `${host}: ${e.code ?? ""} ${e.message}`.replace(/\s+/g, " ").slice(0, 500),
+    };
   }
 }
 

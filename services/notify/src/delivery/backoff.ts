@@ -17,7 +17,14 @@ export function parseRetryAfter(value: string | string[] | undefined, now: numbe
 }
 
 /** When to try again: the backoff, or later if the receiver asked (bounded by `maxMs`). */
-export function nextAttemptAt(now: number, attempt: number, retryAfterMs: number | undefined, baseMs: number, maxMs: number, rand?: () => number): number {
+export function nextAttemptAt(
+  now: number,
+  attempt: number,
+  retryAfterMs: number | undefined,
+  baseMs: number,
+  maxMs: number,
+  rand?: () => number,
+): number {
   const backoff = retryDelay(attempt, baseMs, maxMs, rand);
   return now + Math.max(backoff, Math.min(retryAfterMs ?? 0, maxMs));
 }

@@ -6,12 +6,23 @@ import { signWebhook } from "./signing.js";
 
 /** Each channel type's native payload, built from the audit event at send time. */
 
-export const SEVERITY_COLOR: Record<string, number> = { info: 0x3498db, warning: 0xf1c40f, error: 0xe74c3c, critical: 0x992d22 };
+export const SEVERITY_COLOR: Record<string, number> = {
+  info: 0x3498db,
+  warning: 0xf1c40f,
+  error: 0xe74c3c,
+  critical: 0x992d22,
+};
 export const NTFY_PRIORITY: Record<string, number> = { info: 3, warning: 4, error: 5, critical: 5 };
-const EMOJI: Record<string, string> = { info: "information_source", warning: "warning", error: "rotating_light", critical: "rotating_light" };
+const EMOJI: Record<string, string> = {
+  info: "information_source",
+  warning: "warning",
+  error: "rotating_light",
+  critical: "rotating_light",
+};
 
 const clip = (s: string, n: number) => (s.length <= n ? s : `${s.slice(0, n - 1)}…`);
-const refText = (r: { id: string; name: string; type: string }) => (r.name && r.name !== r.id ? `${r.name} (${r.type} ${r.id})` : `${r.id} (${r.type})`);
+const refText = (r: { id: string; name: string; type: string }) =>
+  r.name && r.name !== r.id ? `${r.name} (${r.type} ${r.id})` : `${r.id} (${r.type})`;
 // Slack mrkdwn control characters.
 const slackEscape = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 // Header values must be Latin-1; titles are built from ASCII-safe parts anyway.
@@ -22,7 +33,10 @@ export function slackPayload(ev: EventJson): Record<string, unknown> {
   return {
     text: clip(`${title(ev)}: ${ev.summary}`, 3000),
     blocks: [
-      { type: "section", text: { type: "mrkdwn", text: clip(`*${slackEscape(title(ev))}*\n${slackEscape(ev.summary)}`, 3000) } },
+      {
+        type: "section",
+        text: { type: "mrkdwn", text: clip(`*${slackEscape(title(ev))}*\n${slackEscape(ev.summary)}`, 3000) },
+      },
       {
         type: "section",
         fields: [
@@ -59,12 +73,29 @@ export function discordPayload(ev: EventJson): Record<string, unknown> {
 }
 
 /** The HTTP request a delivery makes. `now` is Unix ms (webhook-timestamp). */
-export function render(type: ChannelType, pub: Record<string, unknown>, creds: Record<string, unknown>, ev: EventJson, deliveryId: string, now: number): OutgoingRequest {
+export function render(
+  type: ChannelType,
+  pub: Record<string, unknown>,
+  creds: Record<string, unknown>,
+  ev: EventJson,
+  deliveryId: string,
+  now: number,
+): OutgoingRequest {
   switch (type) {
     case "slack":
-      return { url: String(creds.webhook_url), method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(slackPayload(ev)) };
+      return {
+        url: String(creds.webhook_url),
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(slackPayload(ev)),
+      };
     case "discord":
-      return { url: String(creds.webhook_url), method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(discordPayload(ev)) };
+      return {
+        url: String(creds.webhook_url),
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(discordPayload(ev)),
+      };
     case "ntfy": {
       const server = String(pub.server_url ?? DEFAULT_NTFY_SERVER).replace(/\/+$/, "");
       const headers: Record<string, string> = {
@@ -82,7 +113,11 @@ export function render(type: ChannelType, pub: Record<string, unknown>, creds: R
       return {
         url: String(pub.url),
         method: "POST",
-        headers: { ...custom, "content-type": "application/json", ...signWebhook(String(creds.secret), deliveryId, Math.floor(now / 1000), body) },
+        headers: {
+          ...custom,
+          "content-type": "application/json",
+          ...signWebhook(String(creds.secret), deliveryId, Math.floor(now / 1000), body),
+        },
         body,
       };
     }

@@ -75,7 +75,12 @@ export async function send(req: OutgoingRequest, policy: SendPolicy): Promise<Ht
           // A huge answer is not read to the end: the status is what matters.
           if (size >= MAX_BODY) res.destroy();
         });
-        const done = () => finish(undefined, { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).subarray(0, MAX_BODY).toString("utf8") });
+        const done = () =>
+          finish(undefined, {
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks).subarray(0, MAX_BODY).toString("utf8"),
+          });
         res.on("end", done);
         res.on("close", done);
         res.on("error", done);

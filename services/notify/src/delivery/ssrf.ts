@@ -23,7 +23,11 @@ export interface ResolvedAddress {
 
 export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
 
-export const systemResolver: Resolver = async (hostname) => (await dnsLookup(hostname, { all: true, verbatim: true })).map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+export const systemResolver: Resolver = async (hostname) =>
+  (await dnsLookup(hostname, { all: true, verbatim: true })).map((a) => ({
+    address: a.address,
+    family: a.family === 6 ? 6 : 4,
+  }));
 
 export class TargetRefused extends Error {
   constructor(
@@ -41,10 +45,15 @@ export class TargetRefused extends Error {
  * allowed (a name that also resolves into a private range is refused as a whole); the caller pins
  * the returned address for the connection so a second, rebinding lookup never happens.
  */
-export async function resolveTarget(hostname: string, opts: { allowPrivate: boolean; resolver: Resolver }): Promise<ResolvedAddress> {
+export async function resolveTarget(
+  hostname: string,
+  opts: { allowPrivate: boolean; resolver: Resolver },
+): Promise<ResolvedAddress> {
   const host = hostname.replace(/^\[|\]$/g, "");
   const literal = isIP(host);
-  const addrs: ResolvedAddress[] = literal ? [{ address: host, family: literal === 6 ? 6 : 4 }] : await opts.resolver(host);
+  const addrs: ResolvedAddress[] = literal
+    ? [{ address: host, family: literal === 6 ? 6 : 4 }]
+    : await opts.resolver(host);
   if (addrs.length === 0) throw new Error(`${host} does not resolve`);
   if (!opts.allowPrivate) {
     for (const a of addrs) {

@@ -36,7 +36,12 @@ export function startDeliveryWorker(deps: NotifyDeps, box: CredentialBox, resolv
         summary: `channel ${ch.name} disabled: its receiver answered 410 Gone`,
         actor: { id: "notify", name: "notify", type: "system" },
         target: { id: ch.id, name: ch.name, type: "channel" },
-        metadata: { channel_type: ch.channel_type, delivery_id: d.id, event_id: d.event_id, cancelled_deliveries: cancelled },
+        metadata: {
+          channel_type: ch.channel_type,
+          delivery_id: d.id,
+          event_id: d.event_id,
+          cancelled_deliveries: cancelled,
+        },
       });
     });
     log.warn({ channel: ch.id, delivery: d.id }, "channel disabled after 410 Gone");
@@ -50,7 +55,15 @@ export function startDeliveryWorker(deps: NotifyDeps, box: CredentialBox, resolv
         summary: `delivery of ${d.event_type} through channel ${ch.name} failed after ${d.attempts} attempt(s): ${error.slice(0, 120)}`,
         actor: { id: "notify", name: "notify", type: "system" },
         target: { id: ch.id, name: ch.name, type: "channel" },
-        metadata: { channel_type: ch.channel_type, delivery_id: d.id, event_id: d.event_id, event_type: d.event_type, attempts: d.attempts, last_status_code: status, last_error: error.slice(0, 500) },
+        metadata: {
+          channel_type: ch.channel_type,
+          delivery_id: d.id,
+          event_id: d.event_id,
+          event_type: d.event_type,
+          attempts: d.attempts,
+          last_status_code: status,
+          last_error: error.slice(0, 500),
+        },
       });
     });
   }
@@ -65,11 +78,22 @@ export function startDeliveryWorker(deps: NotifyDeps, box: CredentialBox, resolv
       await giveUp(d, ch, 0, `credentials unreadable: ${(err as Error).message}`);
       return;
     }
-    const o = await attempt({ type: ch.channel_type, pub: ch.config, creds, event: d.event as unknown as EventJson, deliveryId: d.id, now: clock.now() }, policy);
+    const o = await attempt(
+      {
+        type: ch.channel_type,
+        pub: ch.config,
+        creds,
+        event: d.event as unknown as EventJson,
+        deliveryId: d.id,
+        now: clock.now(),
+      },
+      policy,
+    );
     const now = clock.now();
     switch (o.kind) {
       case "delivered":
-        if (!(await deliveriesDb.markDelivered(pool, d.id, d.attempts, o.status, now))) log.warn({ delivery: d.id }, "delivered after the claim was lost");
+        if (!(await deliveriesDb.markDelivered(pool, d.id, d.attempts, o.status, now)))
+          log.warn({ delivery: d.id }, "delivered after the claim was lost");
         return;
       case "gone":
         return disableGone(d, ch, o);
@@ -78,8 +102,18 @@ export function startDeliveryWorker(deps: NotifyDeps, box: CredentialBox, resolv
         return giveUp(d, ch, 0, o.error);
       case "retry":
         if (d.attempts >= cfg.max_attempts) return giveUp(d, ch, o.status, o.error);
-        await deliveriesDb.markRetry(pool, d.id, d.attempts, o.status, o.snippet ? `${o.error}: ${o.snippet}` : o.error, nextAttemptAt(now, d.attempts, o.retryAfterMs, cfg.retry_base_ms, cfg.retry_max_ms));
-        log.debug({ channel: ch.id, delivery: d.id, attempt: d.attempts, status: o.status }, "delivery will be retried");
+        await deliveriesDb.markRetry(
+          pool,
+          d.id,
+          d.attempts,
+          o.status,
+          o.snippet ? `${o.error}: ${o.snippet}` : o.error,
+          nextAttemptAt(now, d.attempts, o.retryAfterMs, cfg.retry_base_ms, cfg.retry_max_ms),
+        );
+        log.debug(
+          { channel: ch.id, delivery: d.id, attempt: d.attempts, status: o.status },
+          "delivery will be retried",
+        );
     }
   }
 
@@ -87,7 +121,12 @@ export function startDeliveryWorker(deps: NotifyDeps, box: CredentialBox, resolv
     const claimed = await deliveriesDb.claim(pool, clock.now(), cfg.lease_ms, cfg.batch_size);
     await Promise.all(
       claimed.map((d) =>
-        deliver(d).catch((err) => log.error({ err: (err as Error).message, delivery: d.id }, "delivery bookkeeping failed; the lease will expire and it is retried")),
+        deliver(d).catch((err) =>
+          log.error(
+            { err: (err as Error).message, delivery: d.id },
+            "delivery bookkeeping failed; the lease will expire and it is retried",
+          ),
+        ),
       ),
     );
     return claimed.length;

@@ -1,5 +1,15 @@
 import type { NotifyService } from "@orch/contracts";
-import { keysetPage, conflict, invalid, notFound, pageCursor, pageLimit, type CallContext, type Handlers, type Queryable } from "@orch/kit";
+import {
+  keysetPage,
+  conflict,
+  invalid,
+  notFound,
+  pageCursor,
+  pageLimit,
+  type CallContext,
+  type Handlers,
+  type Queryable,
+} from "@orch/kit";
 import { isChannelType, prepareCreate, prepareUpdate, CHANNEL_TYPES } from "../channels/config.js";
 import { channelsDb, type ChannelRow } from "../db/channels.js";
 import { deliveriesDb, DELIVERY_STATUSES } from "../db/deliveries.js";
@@ -8,14 +18,25 @@ import { toChannel, toDelivery, requireAdmin } from "../convert.js";
 import type { EventJson } from "../events.js";
 import type { NotifyRuntime } from "../service.js";
 
-type ChannelHandlers = Pick<Handlers<typeof NotifyService>, "createChannel" | "listChannels" | "getChannel" | "updateChannel" | "deleteChannel" | "testChannel" | "listDeliveries">;
+type ChannelHandlers = Pick<
+  Handlers<typeof NotifyService>,
+  "createChannel" | "listChannels" | "getChannel" | "updateChannel" | "deleteChannel" | "testChannel" | "listDeliveries"
+>;
 
 const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,99}$/;
 const checkName = (name: string) => {
-  if (!NAME_RE.test(name)) throw invalid("invalid_request", "name must be 1-100 characters of letters, digits, space, '.', '_' or '-', starting with a letter or digit", { field: "name" });
+  if (!NAME_RE.test(name))
+    throw invalid(
+      "invalid_request",
+      "name must be 1-100 characters of letters, digits, space, '.', '_' or '-', starting with a letter or digit",
+      { field: "name" },
+    );
 };
 // Events carry the filter, not the config: URLs may embed tokens.
-const filterOf = (pub: Record<string, unknown>) => ({ min_severity: (pub.min_severity as string | undefined) ?? "warning", event_types: (pub.event_types as string[] | undefined) ?? [] });
+const filterOf = (pub: Record<string, unknown>) => ({
+  min_severity: (pub.min_severity as string | undefined) ?? "warning",
+  event_types: (pub.event_types as string[] | undefined) ?? [],
+});
 const ref = (c: { id: string; name: string }) => ({ id: c.id, name: c.name, type: "channel" });
 
 async function find(db: Queryable, id: string, forUpdate = false): Promise<ChannelRow> {
@@ -26,7 +47,8 @@ async function find(db: Queryable, id: string, forUpdate = false): Promise<Chann
 
 function nameTaken(err: unknown, name: string): never {
   const e = err as { code?: string };
-  if (e.code === "23505") throw conflict("channel_exists", `a channel named '${name}' already exists`, { field: "name" });
+  if (e.code === "23505")
+    throw conflict("channel_exists", `a channel named '${name}' already exists`, { field: "name" });
   throw err;
 }
 
@@ -38,15 +60,35 @@ export function channelHandlers(rt: NotifyRuntime): ChannelHandlers {
     async createChannel(req, ctx) {
       requireAdmin(ctx);
       checkName(req.name);
-      if (!isChannelType(req.channelType)) throw invalid("invalid_channel_type", `channel_type must be one of ${CHANNEL_TYPES.join(", ")}`, { field: "channel_type" });
+      if (!isChannelType(req.channelType))
+        throw invalid("invalid_channel_type", `channel_type must be one of ${CHANNEL_TYPES.join(", ")}`, {
+          field: "channel_type",
+        });
       const cfg = prepareCreate(req.channelType, (req.config ?? {}) as Record<string, unknown>);
       const now = clock.now();
       const id = ids.next();
-      const row: ChannelRow = { id, name: req.name, channel_type: req.channelType, config: cfg.public, credentials: box.seal(id, cfg.credentials), enabled: true, disabled_reason: "", created_at: now, created_by: ctx.actor.id, updated_at: now };
+      const row: ChannelRow = {
+        id,
+        name: req.name,
+        channel_type: req.channelType,
+        config: cfg.public,
+        credentials: box.seal(id, cfg.credentials),
+        enabled: true,
+        disabled_reason: "",
+        created_at: now,
+        created_by: ctx.actor.id,
+        updated_at: now,
+      };
       await events
         .tx(async (db, emit) => {
           await channelsDb.insert(db, row);
-          await emit({ type: "channel.created", summary: `${req.channelType} channel ${row.name} created by ${ctx.actor.name}`, actor: ctx.actor, target: ref(row), metadata: { channel_type: row.channel_type, ...filterOf(cfg.public) } });
+          await emit({
+            type: "channel.created",
+            summary: `${req.channelType} channel ${row.name} created by ${ctx.actor.name}`,
+            actor: ctx.actor,
+            target: ref(row),
+            metadata: { channel_type: row.channel_type, ...filterOf(cfg.public) },
+          });
         })
         .catch((err) => nameTaken(err, row.name));
       return toChannel(row, box, cfg.generatedSecret);
@@ -77,7 +119,11 @@ export function channelHandlers(rt: NotifyRuntime): ChannelHandlers {
             changed.push("name");
           }
           if (req.config !== undefined) {
-            const cfg = prepareUpdate(old.channel_type, req.config as Record<string, unknown>, box.open(old.id, old.credentials));
+            const cfg = prepareUpdate(
+              old.channel_type,
+              req.config as Record<string, unknown>,
+              box.open(old.id, old.credentials),
+            );
             row.config = cfg.public;
             row.credentials = box.seal(old.id, cfg.credentials);
             generated = cfg.generatedSecret;
@@ -95,7 +141,12 @@ export function channelHandlers(rt: NotifyRuntime): ChannelHandlers {
             summary: `channel ${row.name} updated by ${ctx.actor.name}${changed.length ? ` (${changed.join(", ")})` : ""}`,
             actor: ctx.actor,
             target: ref(row),
-            metadata: { channel_type: row.channel_type, changed, enabled: row.enabled, secret_rotated: generated !== undefined },
+            metadata: {
+              channel_type: row.channel_type,
+              changed,
+              enabled: row.enabled,
+              secret_rotated: generated !== undefined,
+            },
           });
           return { row, generated };
         })
@@ -108,7 +159,13 @@ export function channelHandlers(rt: NotifyRuntime): ChannelHandlers {
       await events.tx(async (db, emit) => {
         const row = await find(db, req.id, true);
         await channelsDb.remove(db, row.id);
-        await emit({ type: "channel.deleted", summary: `channel ${row.name} deleted by ${ctx.actor.name}`, actor: ctx.actor, target: ref(row), metadata: { channel_type: row.channel_type } });
+        await emit({
+          type: "channel.deleted",
+          summary: `channel ${row.name} deleted by ${ctx.actor.name}`,
+          actor: ctx.actor,
+          target: ref(row),
+          metadata: { channel_type: row.channel_type },
+        });
       });
       return {};
     },
@@ -118,7 +175,17 @@ export function channelHandlers(rt: NotifyRuntime): ChannelHandlers {
       const row = await find(pool, req.id);
       const now = clock.now();
       const event = testEvent(ids.next(), now, row, ctx);
-      const o = await attempt({ type: row.channel_type, pub: row.config, creds: box.open(row.id, row.credentials), event, deliveryId: ids.next(), now }, rt.sendPolicy);
+      const o = await attempt(
+        {
+          type: row.channel_type,
+          pub: row.config,
+          creds: box.open(row.id, row.credentials),
+          event,
+          deliveryId: ids.next(),
+          now,
+        },
+        rt.sendPolicy,
+      );
       const delivered = o.kind === "delivered";
       const error = o.kind === "delivered" ? "" : o.error;
       await events.tx(async (_db, emit) => {
@@ -136,7 +203,10 @@ export function channelHandlers(rt: NotifyRuntime): ChannelHandlers {
     async listDeliveries(req) {
       const limit = pageLimit(req.limit);
       const cursor = pageCursor(req.cursor, "ulid");
-      if (req.status && !(DELIVERY_STATUSES as readonly string[]).includes(req.status)) throw invalid("invalid_status", `status must be one of ${DELIVERY_STATUSES.join(", ")}`, { parameter: "status" });
+      if (req.status && !(DELIVERY_STATUSES as readonly string[]).includes(req.status))
+        throw invalid("invalid_status", `status must be one of ${DELIVERY_STATUSES.join(", ")}`, {
+          parameter: "status",
+        });
       const ch = await find(pool, req.channelId);
       const rows = await deliveriesDb.page(pool, ch.id, { status: req.status, limit: limit + 1, before: cursor });
       const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);

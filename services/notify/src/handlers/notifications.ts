@@ -15,9 +15,17 @@ export function notificationHandlers(rt: NotifyRuntime): NotificationHandlers {
     async listNotifications(req, ctx) {
       const me = requireOperator(ctx);
       const limit = pageLimit(req.limit, 50, NOTIFICATIONS_MAX_LIMIT);
-      const rows = await notificationsDb.page(pool, me, { unreadOnly: req.unreadOnly, limit: limit + 1, before: pageCursor(req.cursor, "ulid") });
+      const rows = await notificationsDb.page(pool, me, {
+        unreadOnly: req.unreadOnly,
+        limit: limit + 1,
+        before: pageCursor(req.cursor, "ulid"),
+      });
       const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
-      return { notifications: page.map(toNotification), unreadCount: await notificationsDb.unreadCount(pool, me), nextCursor };
+      return {
+        notifications: page.map(toNotification),
+        unreadCount: await notificationsDb.unreadCount(pool, me),
+        nextCursor,
+      };
     },
 
     async markRead(req, ctx) {
@@ -29,7 +37,13 @@ export function notificationHandlers(rt: NotifyRuntime): NotificationHandlers {
         if (!n) throw notFound("notification_not_found", `no notification '${req.id}'`);
         if (await notificationsDb.markRead(db, me, n.id, clock.now())) {
           n.read_at = clock.now();
-          await emit({ type: "notification.read", summary: `${ctx.actor.name} read notification ${n.id}`, actor: ctx.actor, target: { id: n.id, name: n.event_type, type: "notification" }, metadata: { count: 1, event_id: n.event_id } });
+          await emit({
+            type: "notification.read",
+            summary: `${ctx.actor.name} read notification ${n.id}`,
+            actor: ctx.actor,
+            target: { id: n.id, name: n.event_type, type: "notification" },
+            metadata: { count: 1, event_id: n.event_id },
+          });
         }
         return { notification: toNotification(n), unreadCount: await notificationsDb.unreadCount(db, me) };
       });
@@ -40,7 +54,13 @@ export function notificationHandlers(rt: NotifyRuntime): NotificationHandlers {
       return events.tx(async (db, emit) => {
         const marked = await notificationsDb.markAllRead(db, me, clock.now());
         if (marked > 0) {
-          await emit({ type: "notification.read", summary: `${ctx.actor.name} marked ${marked} notification(s) read`, actor: ctx.actor, target: { id: me, name: ctx.actor.name, type: "operator" }, metadata: { count: marked, all: true } });
+          await emit({
+            type: "notification.read",
+            summary: `${ctx.actor.name} marked ${marked} notification(s) read`,
+            actor: ctx.actor,
+            target: { id: me, name: ctx.actor.name, type: "operator" },
+            metadata: { count: marked, all: true },
+          });
         }
         return { marked, unreadCount: await notificationsDb.unreadCount(db, me) };
       });

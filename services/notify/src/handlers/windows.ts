@@ -4,19 +4,25 @@ import { windowsDb, type WindowRow } from "../db/windows.js";
 import { requireAdmin, toWindow } from "../convert.js";
 import type { NotifyRuntime } from "../service.js";
 
-type WindowHandlers = Pick<Handlers<typeof NotifyService>, "createWindow" | "listWindows" | "getWindow" | "updateWindow" | "deleteWindow" | "getMaintenanceStatus">;
+type WindowHandlers = Pick<
+  Handlers<typeof NotifyService>,
+  "createWindow" | "listWindows" | "getWindow" | "updateWindow" | "deleteWindow" | "getMaintenanceStatus"
+>;
 
 // Year 9999: beyond it ISO strings and most clients break.
 const MAX_MS = 253_402_300_799_000;
 
 function checkTime(field: string, v: number) {
-  if (!Number.isInteger(v) || v < 0 || v > MAX_MS) throw invalid("invalid_request", `${field} must be a Unix time between 0 and year 9999`, { field });
+  if (!Number.isInteger(v) || v < 0 || v > MAX_MS)
+    throw invalid("invalid_request", `${field} must be a Unix time between 0 and year 9999`, { field });
 }
 function checkSpan(w: { starts_at: number; ends_at: number }) {
-  if (!(w.starts_at < w.ends_at)) throw invalid("invalid_window", "starts_at must be before ends_at", { field: "ends_at" });
+  if (!(w.starts_at < w.ends_at))
+    throw invalid("invalid_window", "starts_at must be before ends_at", { field: "ends_at" });
 }
 function checkReason(reason: string) {
-  if (reason.trim() === "" || reason.length > 1000) throw invalid("invalid_request", "reason must be 1-1000 characters", { field: "reason" });
+  if (reason.trim() === "" || reason.length > 1000)
+    throw invalid("invalid_request", "reason must be 1-1000 characters", { field: "reason" });
 }
 
 async function find(db: Queryable, id: string, forUpdate = false): Promise<WindowRow> {
@@ -26,7 +32,10 @@ async function find(db: Queryable, id: string, forUpdate = false): Promise<Windo
 }
 
 const ref = (w: WindowRow) => ({ id: w.id, name: w.reason.slice(0, 80), type: "maintenance_window" });
-const span = (w: WindowRow) => ({ starts_at: new Date(w.starts_at).toISOString(), ends_at: new Date(w.ends_at).toISOString() });
+const span = (w: WindowRow) => ({
+  starts_at: new Date(w.starts_at).toISOString(),
+  ends_at: new Date(w.ends_at).toISOString(),
+});
 
 export function windowHandlers(rt: NotifyRuntime): WindowHandlers {
   const { pool, events, clock, ids } = rt.deps;
@@ -37,11 +46,25 @@ export function windowHandlers(rt: NotifyRuntime): WindowHandlers {
       checkTime("ends_at", req.endsAt);
       checkReason(req.reason);
       const now = clock.now();
-      const w: WindowRow = { id: ids.next(), starts_at: req.startsAt, ends_at: req.endsAt, reason: req.reason, created_by: ctx.actor.id, created_at: now, updated_at: now };
+      const w: WindowRow = {
+        id: ids.next(),
+        starts_at: req.startsAt,
+        ends_at: req.endsAt,
+        reason: req.reason,
+        created_by: ctx.actor.id,
+        created_at: now,
+        updated_at: now,
+      };
       checkSpan(w);
       await events.tx(async (db, emit) => {
         await windowsDb.insert(db, w);
-        await emit({ type: "maintenance.window.created", summary: `maintenance window ${span(w).starts_at} – ${span(w).ends_at} created by ${ctx.actor.name}: ${w.reason}`, actor: ctx.actor, target: ref(w), metadata: span(w) });
+        await emit({
+          type: "maintenance.window.created",
+          summary: `maintenance window ${span(w).starts_at} – ${span(w).ends_at} created by ${ctx.actor.name}: ${w.reason}`,
+          actor: ctx.actor,
+          target: ref(w),
+          metadata: span(w),
+        });
       });
       return toWindow(w);
     },
@@ -64,7 +87,13 @@ export function windowHandlers(rt: NotifyRuntime): WindowHandlers {
       if (req.reason !== undefined) checkReason(req.reason);
       const w = await events.tx(async (db, emit) => {
         const old = await find(db, req.id, true);
-        const w: WindowRow = { ...old, starts_at: req.startsAt ?? old.starts_at, ends_at: req.endsAt ?? old.ends_at, reason: req.reason ?? old.reason, updated_at: clock.now() };
+        const w: WindowRow = {
+          ...old,
+          starts_at: req.startsAt ?? old.starts_at,
+          ends_at: req.endsAt ?? old.ends_at,
+          reason: req.reason ?? old.reason,
+          updated_at: clock.now(),
+        };
         checkSpan(w);
         await windowsDb.update(db, w);
         const endedEarly = w.ends_at < old.ends_at && w.ends_at <= clock.now();
@@ -85,7 +114,13 @@ export function windowHandlers(rt: NotifyRuntime): WindowHandlers {
       await events.tx(async (db, emit) => {
         const w = await find(db, req.id, true);
         await windowsDb.remove(db, w.id);
-        await emit({ type: "maintenance.window.deleted", summary: `maintenance window ${w.id} deleted by ${ctx.actor.name}`, actor: ctx.actor, target: ref(w), metadata: span(w) });
+        await emit({
+          type: "maintenance.window.deleted",
+          summary: `maintenance window ${w.id} deleted by ${ctx.actor.name}`,
+          actor: ctx.actor,
+          target: ref(w),
+          metadata: span(w),
+        });
       });
       return {};
     },

@@ -6,7 +6,10 @@ import { requireAdminToWiden } from "../widening.js";
 import { checkDescription, checkExpiry, checkName, checkValue } from "../validate.js";
 import { eventMetadata, secretRef, toSecret, type HandlerContext } from "./context.js";
 
-type CrudHandlers = Pick<Handlers<typeof SecretsService>, "createSecret" | "listSecrets" | "getSecret" | "updateSecret" | "deleteSecret">;
+type CrudHandlers = Pick<
+  Handlers<typeof SecretsService>,
+  "createSecret" | "listSecrets" | "getSecret" | "updateSecret" | "deleteSecret"
+>;
 
 const notFoundError = (name: string) => notFound("secret_not_found", `no secret '${name}'`, { field: "name" });
 
@@ -31,10 +34,17 @@ export function secretHandlers({ deps, keyring }: HandlerContext): CrudHandlers 
       try {
         await events.tx(async (db, emit) => {
           await secretsDb.insert(db, meta, sealed);
-          await emit({ type: "secret.created", summary: `secret ${name} created by ${ctx.actor.name}`, actor: ctx.actor, target: secretRef(name), metadata: { ...eventMetadata(meta), key_id: sealed.keyId } });
+          await emit({
+            type: "secret.created",
+            summary: `secret ${name} created by ${ctx.actor.name}`,
+            actor: ctx.actor,
+            target: secretRef(name),
+            metadata: { ...eventMetadata(meta), key_id: sealed.keyId },
+          });
         });
       } catch (err) {
-        if ((err as { code?: string }).code === "23505") throw conflict("secret_exists", `a secret named '${name}' already exists`, { field: "name" });
+        if ((err as { code?: string }).code === "23505")
+          throw conflict("secret_exists", `a secret named '${name}' already exists`, { field: "name" });
         throw err;
       }
       return toSecret(meta);
@@ -91,7 +101,13 @@ export function secretHandlers({ deps, keyring }: HandlerContext): CrudHandlers 
           metadata.key_id = sealed.keyId;
         }
         await secretsDb.updateMeta(db, next);
-        await emit({ type: "secret.updated", summary: `secret ${row.name} updated by ${ctx.actor.name} (${changed.join(", ")})`, actor: ctx.actor, target: secretRef(row.name), metadata: { changed, ...eventMetadata(next), ...metadata } });
+        await emit({
+          type: "secret.updated",
+          summary: `secret ${row.name} updated by ${ctx.actor.name} (${changed.join(", ")})`,
+          actor: ctx.actor,
+          target: secretRef(row.name),
+          metadata: { changed, ...eventMetadata(next), ...metadata },
+        });
         return toSecret(next);
       });
     },
@@ -100,7 +116,13 @@ export function secretHandlers({ deps, keyring }: HandlerContext): CrudHandlers 
       await events.tx(async (db, emit) => {
         const row = await secretsDb.remove(db, req.name);
         if (!row) throw notFoundError(req.name);
-        await emit({ type: "secret.deleted", summary: `secret ${row.name} deleted by ${ctx.actor.name}`, actor: ctx.actor, target: secretRef(row.name), metadata: eventMetadata(row) });
+        await emit({
+          type: "secret.deleted",
+          summary: `secret ${row.name} deleted by ${ctx.actor.name}`,
+          actor: ctx.actor,
+          target: secretRef(row.name),
+          metadata: eventMetadata(row),
+        });
       });
       return {};
     },

@@ -21,7 +21,8 @@ export interface AssignmentRow {
 }
 
 const MODULE_COLS = "name, content, sha256, description, resource_count, uploaded_at, uploaded_by, uploaded_by_name";
-const MODULE_LIST_COLS = "name, ''::text AS content, sha256, description, resource_count, uploaded_at, uploaded_by, uploaded_by_name";
+const MODULE_LIST_COLS =
+  "name, ''::text AS content, sha256, description, resource_count, uploaded_at, uploaded_by, uploaded_by_name";
 const ASSIGNMENT_COLS = "name, selector, modules, description, created_at, created_by";
 
 export const modulesDb = {
@@ -30,17 +31,29 @@ export const modulesDb = {
   },
   /** The named modules that exist, locked against deletion until the transaction ends. */
   async getManyForShare(db: Queryable, names: string[]): Promise<ModuleRow[]> {
-    return (await db.query<ModuleRow>(`SELECT ${MODULE_COLS} FROM modules WHERE name = ANY($1) ORDER BY name FOR SHARE`, [names])).rows;
+    return (
+      await db.query<ModuleRow>(`SELECT ${MODULE_COLS} FROM modules WHERE name = ANY($1) ORDER BY name FOR SHARE`, [
+        names,
+      ])
+    ).rows;
   },
   async getMany(db: Queryable, names: string[]): Promise<ModuleRow[]> {
     return (await db.query<ModuleRow>(`SELECT ${MODULE_COLS} FROM modules WHERE name = ANY($1)`, [names])).rows;
   },
   async page(db: Queryable, limit: number, after: string): Promise<ModuleRow[]> {
-    return (await db.query<ModuleRow>(`SELECT ${MODULE_LIST_COLS} FROM modules WHERE name > $1 ORDER BY name LIMIT $2`, [after, limit])).rows;
+    return (
+      await db.query<ModuleRow>(`SELECT ${MODULE_LIST_COLS} FROM modules WHERE name > $1 ORDER BY name LIMIT $2`, [
+        after,
+        limit,
+      ])
+    ).rows;
   },
   /** Upserts; returns whether a module of that name existed. */
   async upsert(db: Queryable, m: ModuleRow): Promise<boolean> {
-    await db.query("INSERT INTO module_versions (sha256, name, content, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (sha256) DO NOTHING", [m.sha256, m.name, m.content, m.uploaded_at]);
+    await db.query(
+      "INSERT INTO module_versions (sha256, name, content, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (sha256) DO NOTHING",
+      [m.sha256, m.name, m.content, m.uploaded_at],
+    );
     const r = await db.query<{ inserted: boolean }>(
       `INSERT INTO modules (${MODULE_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
        ON CONFLICT (name) DO UPDATE SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256, description = EXCLUDED.description,
@@ -57,7 +70,8 @@ export const modulesDb = {
     await db.query("DELETE FROM modules WHERE name = $1", [name]);
   },
   async version(db: Queryable, sha256: string): Promise<string | undefined> {
-    return (await db.query<{ content: string }>("SELECT content FROM module_versions WHERE sha256 = $1", [sha256])).rows[0]?.content;
+    return (await db.query<{ content: string }>("SELECT content FROM module_versions WHERE sha256 = $1", [sha256]))
+      .rows[0]?.content;
   },
   /** Drops versions no module and no snapshot refers to. */
   async pruneVersions(db: Queryable, olderThan: number): Promise<number> {
@@ -73,18 +87,38 @@ export const modulesDb = {
 
 export const assignmentsDb = {
   async get(db: Queryable, name: string): Promise<AssignmentRow | undefined> {
-    return (await db.query<AssignmentRow>(`SELECT ${ASSIGNMENT_COLS} FROM assignments WHERE name = $1`, [name])).rows[0];
+    return (await db.query<AssignmentRow>(`SELECT ${ASSIGNMENT_COLS} FROM assignments WHERE name = $1`, [name]))
+      .rows[0];
   },
   async page(db: Queryable, limit: number, after: string): Promise<AssignmentRow[]> {
-    return (await db.query<AssignmentRow>(`SELECT ${ASSIGNMENT_COLS} FROM assignments WHERE name > $1 ORDER BY name LIMIT $2`, [after, limit])).rows;
+    return (
+      await db.query<AssignmentRow>(
+        `SELECT ${ASSIGNMENT_COLS} FROM assignments WHERE name > $1 ORDER BY name LIMIT $2`,
+        [after, limit],
+      )
+    ).rows;
   },
   async insert(db: Queryable, a: AssignmentRow): Promise<void> {
-    await db.query(`INSERT INTO assignments (${ASSIGNMENT_COLS}) VALUES ($1, $2, $3, $4, $5, $6)`, [a.name, a.selector, a.modules, a.description, a.created_at, a.created_by]);
+    await db.query(`INSERT INTO assignments (${ASSIGNMENT_COLS}) VALUES ($1, $2, $3, $4, $5, $6)`, [
+      a.name,
+      a.selector,
+      a.modules,
+      a.description,
+      a.created_at,
+      a.created_by,
+    ]);
   },
   async remove(db: Queryable, name: string): Promise<AssignmentRow | undefined> {
-    return (await db.query<AssignmentRow>(`DELETE FROM assignments WHERE name = $1 RETURNING ${ASSIGNMENT_COLS}`, [name])).rows[0];
+    return (
+      await db.query<AssignmentRow>(`DELETE FROM assignments WHERE name = $1 RETURNING ${ASSIGNMENT_COLS}`, [name])
+    ).rows[0];
   },
   async usingModule(db: Queryable, module: string): Promise<string[]> {
-    return (await db.query<{ name: string }>("SELECT name FROM assignments WHERE modules @> ARRAY[$1]::text[] ORDER BY name LIMIT 10", [module])).rows.map((r) => r.name);
+    return (
+      await db.query<{ name: string }>(
+        "SELECT name FROM assignments WHERE modules @> ARRAY[$1]::text[] ORDER BY name LIMIT 10",
+        [module],
+      )
+    ).rows.map((r) => r.name);
   },
 };

@@ -56,7 +56,20 @@ export interface OperationRow {
   assignment: string;
 }
 
-export type NewOperation = Pick<OperationRow, "id" | "node_id" | "node_name" | "kind" | "modules" | "actor_id" | "actor_name" | "created_at" | "deadline" | "run_id" | "assignment">;
+export type NewOperation = Pick<
+  OperationRow,
+  | "id"
+  | "node_id"
+  | "node_name"
+  | "kind"
+  | "modules"
+  | "actor_id"
+  | "actor_name"
+  | "created_at"
+  | "deadline"
+  | "run_id"
+  | "assignment"
+>;
 
 export interface Finish {
   status: OperationStatus;
@@ -68,9 +81,11 @@ export interface Finish {
   error?: string;
 }
 
-const COLS = "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, results, output, error_code, error, run_id, assignment";
+const COLS =
+  "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, results, output, error_code, error, run_id, assignment";
 /** Lists skip the heavy columns. */
-const LIST_COLS = "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, '[]'::jsonb AS results, '[]'::jsonb AS output, error_code, error, run_id, assignment";
+const LIST_COLS =
+  "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, '[]'::jsonb AS results, '[]'::jsonb AS output, error_code, error, run_id, assignment";
 
 export interface OperationFilter {
   node_id?: string;
@@ -108,14 +123,22 @@ export const operationsDb = {
     if (f.kind) add("kind = ?", f.kind);
     if (f.status) add("status = ?", f.status);
     args.push(limit);
-    return (await db.query<OperationRow>(`SELECT ${LIST_COLS} FROM operations ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT $${args.length}`, args)).rows;
+    return (
+      await db.query<OperationRow>(
+        `SELECT ${LIST_COLS} FROM operations ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT $${args.length}`,
+        args,
+      )
+    ).rows;
   },
   /**
    * pending → running with a fresh deadline (a fan-out's queued operations wait for a slot);
    * false when the operation already ended (e.g. swept as timed out).
    */
   async markRunning(db: Queryable, id: string, now: number, deadline: number): Promise<boolean> {
-    const r = await db.query("UPDATE operations SET status = 'running', started_at = $2, deadline = $3 WHERE id = $1 AND status = 'pending'", [id, now, deadline]);
+    const r = await db.query(
+      "UPDATE operations SET status = 'running', started_at = $2, deadline = $3 WHERE id = $1 AND status = 'pending'",
+      [id, now, deadline],
+    );
     return r.rowCount === 1;
   },
   /** Ends an open operation; undefined when it had already ended (first writer wins). */
@@ -154,6 +177,11 @@ export const operationsDb = {
     ).rows;
   },
   async ofRun(db: Queryable, runId: string): Promise<Array<Pick<OperationRow, "id" | "node_id" | "status">>> {
-    return (await db.query<Pick<OperationRow, "id" | "node_id" | "status">>("SELECT id, node_id, status FROM operations WHERE run_id = $1", [runId])).rows;
+    return (
+      await db.query<Pick<OperationRow, "id" | "node_id" | "status">>(
+        "SELECT id, node_id, status FROM operations WHERE run_id = $1",
+        [runId],
+      )
+    ).rows;
   },
 };

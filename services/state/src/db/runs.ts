@@ -27,42 +27,55 @@ export interface RunRow {
   finished_at: number | null;
 }
 
-const COLS = "id, assignment, kind, status, selector, modules, batch_size, batches, max_failures, failures, targets, actor_id, actor_name, created_at, updated_at, finished_at";
+const COLS =
+  "id, assignment, kind, status, selector, modules, batch_size, batches, max_failures, failures, targets, actor_id, actor_name, created_at, updated_at, finished_at";
 
 export const runsDb = {
   async insert(db: Queryable, r: RunRow): Promise<void> {
-    await db.query(`INSERT INTO runs (${COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`, [
-      r.id,
-      r.assignment,
-      r.kind,
-      r.status,
-      r.selector,
-      r.modules,
-      r.batch_size,
-      r.batches,
-      r.max_failures,
-      r.failures,
-      JSON.stringify(r.targets),
-      r.actor_id,
-      r.actor_name,
-      r.created_at,
-      r.updated_at,
-      r.finished_at,
-    ]);
+    await db.query(
+      `INSERT INTO runs (${COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+      [
+        r.id,
+        r.assignment,
+        r.kind,
+        r.status,
+        r.selector,
+        r.modules,
+        r.batch_size,
+        r.batches,
+        r.max_failures,
+        r.failures,
+        JSON.stringify(r.targets),
+        r.actor_id,
+        r.actor_name,
+        r.created_at,
+        r.updated_at,
+        r.finished_at,
+      ],
+    );
   },
   async get(db: Queryable, id: string): Promise<RunRow | undefined> {
     return (await db.query<RunRow>(`SELECT ${COLS} FROM runs WHERE id = $1`, [id])).rows[0];
   },
   /** Heartbeat and failure count of a live run. */
   async touch(db: Queryable, id: string, now: number, failures?: number): Promise<void> {
-    await db.query("UPDATE runs SET updated_at = $2, failures = COALESCE($3, failures) WHERE id = $1 AND status = 'running'", [id, now, failures ?? null]);
+    await db.query(
+      "UPDATE runs SET updated_at = $2, failures = COALESCE($3, failures) WHERE id = $1 AND status = 'running'",
+      [id, now, failures ?? null],
+    );
   },
   async end(db: Queryable, id: string, status: RunStatus, now: number, failures: number): Promise<void> {
-    await db.query("UPDATE runs SET status = $2, finished_at = $3, updated_at = $3, failures = $4 WHERE id = $1 AND status = 'running'", [id, status, now, failures]);
+    await db.query(
+      "UPDATE runs SET status = $2, finished_at = $3, updated_at = $3, failures = $4 WHERE id = $1 AND status = 'running'",
+      [id, status, now, failures],
+    );
   },
   /** Runs whose replica stopped beating: nothing will launch their remaining batches. */
   async interruptStale(db: Queryable, aliveSince: number, now: number): Promise<string[]> {
-    const r = await db.query<{ id: string }>("UPDATE runs SET status = 'interrupted', finished_at = $2, updated_at = $2 WHERE status = 'running' AND updated_at < $1 RETURNING id", [aliveSince, now]);
+    const r = await db.query<{ id: string }>(
+      "UPDATE runs SET status = 'interrupted', finished_at = $2, updated_at = $2 WHERE status = 'running' AND updated_at < $1 RETURNING id",
+      [aliveSince, now],
+    );
     return r.rows.map((x) => x.id);
   },
 };

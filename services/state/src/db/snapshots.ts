@@ -45,18 +45,34 @@ const DRIFT_COLS = "id, node_id, operation_id, checked_at, drifted, resources";
 
 export const snapshotsDb = {
   async ofNode(db: Queryable, nodeId: string): Promise<SnapshotRow[]> {
-    return (await db.query<SnapshotRow>(`SELECT ${SNAP_COLS} FROM snapshots WHERE node_id = $1 ORDER BY applied_at, position`, [nodeId])).rows;
+    return (
+      await db.query<SnapshotRow>(
+        `SELECT ${SNAP_COLS} FROM snapshots WHERE node_id = $1 ORDER BY applied_at, position`,
+        [nodeId],
+      )
+    ).rows;
   },
   async upsert(db: Queryable, s: SnapshotRow): Promise<void> {
     await db.query(
       `INSERT INTO snapshots (${SNAP_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
        ON CONFLICT (node_id, module) DO UPDATE SET module_sha256 = EXCLUDED.module_sha256, position = EXCLUDED.position, attributes = EXCLUDED.attributes,
          tags = EXCLUDED.tags, operation_id = EXCLUDED.operation_id, applied_at = EXCLUDED.applied_at`,
-      [s.node_id, s.module, s.module_sha256, s.position, JSON.stringify(s.attributes), JSON.stringify(s.tags), s.operation_id, s.applied_at],
+      [
+        s.node_id,
+        s.module,
+        s.module_sha256,
+        s.position,
+        JSON.stringify(s.attributes),
+        JSON.stringify(s.tags),
+        s.operation_id,
+        s.applied_at,
+      ],
     );
   },
   async nodes(db: Queryable): Promise<string[]> {
-    return (await db.query<{ node_id: string }>("SELECT DISTINCT node_id FROM snapshots ORDER BY node_id")).rows.map((r) => r.node_id);
+    return (await db.query<{ node_id: string }>("SELECT DISTINCT node_id FROM snapshots ORDER BY node_id")).rows.map(
+      (r) => r.node_id,
+    );
   },
 };
 
@@ -73,26 +89,47 @@ export const believedDb = {
     );
   },
   async ofNode(db: Queryable, nodeId: string): Promise<BelievedRow[]> {
-    return (await db.query<BelievedRow>("SELECT node_id, module, resource_id, type, status, observed, operation_id, applied_at FROM believed WHERE node_id = $1 ORDER BY module, resource_id", [nodeId])).rows;
+    return (
+      await db.query<BelievedRow>(
+        "SELECT node_id, module, resource_id, type, status, observed, operation_id, applied_at FROM believed WHERE node_id = $1 ORDER BY module, resource_id",
+        [nodeId],
+      )
+    ).rows;
   },
 };
 
 export const driftDb = {
   async insert(db: Queryable, d: DriftRow): Promise<void> {
-    await db.query(`INSERT INTO drift (${DRIFT_COLS}) VALUES ($1, $2, $3, $4, $5, $6)`, [d.id, d.node_id, d.operation_id, d.checked_at, d.drifted, JSON.stringify(d.resources)]);
+    await db.query(`INSERT INTO drift (${DRIFT_COLS}) VALUES ($1, $2, $3, $4, $5, $6)`, [
+      d.id,
+      d.node_id,
+      d.operation_id,
+      d.checked_at,
+      d.drifted,
+      JSON.stringify(d.resources),
+    ]);
   },
   async latest(db: Queryable, nodeId: string): Promise<DriftRow | undefined> {
-    return (await db.query<DriftRow>(`SELECT ${DRIFT_COLS} FROM drift WHERE node_id = $1 ORDER BY id DESC LIMIT 1`, [nodeId])).rows[0];
+    return (
+      await db.query<DriftRow>(`SELECT ${DRIFT_COLS} FROM drift WHERE node_id = $1 ORDER BY id DESC LIMIT 1`, [nodeId])
+    ).rows[0];
   },
   async get(db: Queryable, id: string): Promise<DriftRow | undefined> {
     return (await db.query<DriftRow>(`SELECT ${DRIFT_COLS} FROM drift WHERE id = $1`, [id])).rows[0];
   },
   async byOperation(db: Queryable, operationId: string): Promise<DriftRow | undefined> {
-    return (await db.query<DriftRow>(`SELECT ${DRIFT_COLS} FROM drift WHERE operation_id = $1 ORDER BY id DESC LIMIT 1`, [operationId])).rows[0];
+    return (
+      await db.query<DriftRow>(`SELECT ${DRIFT_COLS} FROM drift WHERE operation_id = $1 ORDER BY id DESC LIMIT 1`, [
+        operationId,
+      ])
+    ).rows[0];
   },
   async page(db: Queryable, nodeId: string, limit: number, before: string): Promise<DriftRow[]> {
     return (
-      await db.query<DriftRow>(`SELECT ${DRIFT_COLS} FROM drift WHERE node_id = $1 AND ($2 = '' OR id < $2) ORDER BY id DESC LIMIT $3`, [nodeId, before, limit])
+      await db.query<DriftRow>(
+        `SELECT ${DRIFT_COLS} FROM drift WHERE node_id = $1 AND ($2 = '' OR id < $2) ORDER BY id DESC LIMIT $3`,
+        [nodeId, before, limit],
+      )
     ).rows;
   },
 };

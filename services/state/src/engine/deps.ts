@@ -32,4 +32,11 @@ export interface AgentInfo {
   attributes: Record<string, string>;
 }
 
-export const agentInfo = (a: Agent): AgentInfo => ({ nodeId: a.nodeId, name: a.name, status: a.status, connected: a.connected, tags: { ...a.tags }, attributes: { ...a.attributes } });
+export const agentInfo = (a: Agent): AgentInfo => ({
+  nodeId: a.nodeId,
+  name: a.name,
+  status: a.status,
+  connected: a.connected,
+  tags: { ...a.tags },
+  attributes: { ...a.attributes },
+});

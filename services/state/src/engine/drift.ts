@@ -14,14 +14,23 @@ export async function snapshotSources(deps: StateDeps, cache: ModuleCache, nodeI
   for (const s of snaps) {
     const content = await modulesDb.version(deps.pool, s.module_sha256);
     if (content === undefined) continue;
-    out.push({ name: s.module, sha256: s.module_sha256, parsed: cache.parse(s.module, s.module_sha256, content), inputs: { attributes: s.attributes, tags: s.tags } });
+    out.push({
+      name: s.module,
+      sha256: s.module_sha256,
+      parsed: cache.parse(s.module, s.module_sha256, content),
+      inputs: { attributes: s.attributes, tags: s.tags },
+    });
   }
   return out;
 }
 
 export async function requireSnapshot(deps: StateDeps, cache: ModuleCache, agent: AgentInfo): Promise<ModuleSource[]> {
   const sources = await snapshotSources(deps, cache, agent.nodeId);
-  if (sources.length === 0) throw precondition("no_snapshot", `agent ${agent.name || agent.nodeId} has no successful apply to check drift against`);
+  if (sources.length === 0)
+    throw precondition(
+      "no_snapshot",
+      `agent ${agent.name || agent.nodeId} has no successful apply to check drift against`,
+    );
   return sources;
 }
 
@@ -40,7 +49,12 @@ async function maintenanceActive(deps: StateDeps, clients: Clients): Promise<boo
  * while a maintenance window is active. The caller makes it run once per period across replicas
  * (schedulePeriodic). Returns the number of checks run, -1 when paused.
  */
-export async function driftPass(deps: StateDeps, clients: Clients, runner: Runner, cache: ModuleCache): Promise<number> {
+export async function driftPass(
+  deps: StateDeps,
+  clients: Clients,
+  runner: Runner,
+  cache: ModuleCache,
+): Promise<number> {
   if (await maintenanceActive(deps, clients)) {
     deps.log.info("scheduled drift checks paused: maintenance window active");
     return -1;

@@ -20,7 +20,9 @@ export function batchSize(spec: string, total: number): number {
   if (m) return Math.min(Number(m[1]), all);
   m = /^([1-9]\d?|100)%$/.exec(spec);
   if (m) return Math.min(all, Math.max(1, Math.ceil((Number(m[1]) / 100) * total)));
-  throw invalid("invalid_batch", `batch must be a positive integer or a percentage such as "25%", got '${spec}'`, { field: "batch" });
+  throw invalid("invalid_batch", `batch must be a positive integer or a percentage such as "25%", got '${spec}'`, {
+    field: "batch",
+  });
 }
 
 /** Every approved agent, following the registry's pages. */
@@ -70,7 +72,14 @@ export function createFanOut(deps: StateDeps, runner: Runner, limiter: Limiter):
 
   async function drive(run: RunRow, input: RunInput, first: NewOperation[]): Promise<void> {
     const byNode = new Map(input.agents.map((a) => [a.nodeId, a]));
-    const opInput = (agent: AgentInfo) => ({ agent, kind: input.kind, sources: input.sources, actor: input.actor, runId: run.id, assignment: run.assignment });
+    const opInput = (agent: AgentInfo) => ({
+      agent,
+      kind: input.kind,
+      sources: input.sources,
+      actor: input.actor,
+      runId: run.id,
+      assignment: run.assignment,
+    });
     let failures = 0;
     let status: RunStatus = "completed";
     const beat = setInterval(() => void runsDb.touch(pool, run.id, clock.now()).catch(() => {}), HEARTBEAT_MS);
@@ -79,15 +88,22 @@ export function createFanOut(deps: StateDeps, runner: Runner, limiter: Limiter):
       for (let b = 1; b <= run.batches; b++) {
         let ops = first;
         if (b > 1) {
-          ops = run.targets.filter((t) => t.batch === b).map((t) => runner.newOperation(opInput(byNode.get(t.node_id)!)));
+          ops = run.targets
+            .filter((t) => t.batch === b)
+            .map((t) => runner.newOperation(opInput(byNode.get(t.node_id)!)));
           await operationsDb.insertMany(pool, ops);
         }
-        const ended = await Promise.all(ops.map((op) => limiter.run(() => runner.execute(op, opInput(byNode.get(op.node_id)!)))));
+        const ended = await Promise.all(
+          ops.map((op) => limiter.run(() => runner.execute(op, opInput(byNode.get(op.node_id)!)))),
+        );
         failures += ended.filter((r: OperationRow | undefined) => !r || FAILED_STATUSES.includes(r.status)).length;
         await runsDb.touch(pool, run.id, clock.now(), failures);
         if (run.max_failures !== null && failures > run.max_failures && b < run.batches) {
           status = "stopped";
-          log.info({ run: run.id, failures, max_failures: run.max_failures, batch: b }, "fan-out stopped: too many failures");
+          log.info(
+            { run: run.id, failures, max_failures: run.max_failures, batch: b },
+            "fan-out stopped: too many failures",
+          );
           break;
         }
       }
@@ -96,7 +112,9 @@ export function createFanOut(deps: StateDeps, runner: Runner, limiter: Limiter):
       status = "interrupted";
     } finally {
       clearInterval(beat);
-      await runsDb.end(pool, run.id, status, clock.now(), failures).catch((err) => log.error({ err, run: run.id }, "cannot end fan-out"));
+      await runsDb
+        .end(pool, run.id, status, clock.now(), failures)
+        .catch((err) => log.error({ err, run: run.id }, "cannot end fan-out"));
     }
   }
 
@@ -104,7 +122,11 @@ export function createFanOut(deps: StateDeps, runner: Runner, limiter: Limiter):
     async start(input) {
       const matched = input.agents;
       const size = batchSize(input.batch, matched.length);
-      const targets: RunTargetRow[] = matched.map((a, i) => ({ node_id: a.nodeId, name: a.name, batch: Math.floor(i / size) + 1 }));
+      const targets: RunTargetRow[] = matched.map((a, i) => ({
+        node_id: a.nodeId,
+        name: a.name,
+        batch: Math.floor(i / size) + 1,
+      }));
       const now = clock.now();
       const run: RunRow = {
         id: ids.next(),
@@ -126,7 +148,16 @@ export function createFanOut(deps: StateDeps, runner: Runner, limiter: Limiter):
       };
       const first = matched
         .filter((_, i) => targets[i]!.batch === 1)
-        .map((agent) => runner.newOperation({ agent, kind: input.kind, sources: input.sources, actor: input.actor, runId: run.id, assignment: run.assignment }));
+        .map((agent) =>
+          runner.newOperation({
+            agent,
+            kind: input.kind,
+            sources: input.sources,
+            actor: input.actor,
+            runId: run.id,
+            assignment: run.assignment,
+          }),
+        );
       await events.tx(async (db, emit) => {
         await runsDb.insert(db, run);
         await operationsDb.insertMany(db, first);
@@ -135,7 +166,16 @@ export function createFanOut(deps: StateDeps, runner: Runner, limiter: Limiter):
           summary: `${input.kind} of assignment ${run.assignment} started on ${matched.length} agent${matched.length === 1 ? "" : "s"} by ${input.actor.name}`,
           actor: input.actor,
           target: { id: run.assignment, name: run.assignment, type: "assignment" },
-          metadata: { run_id: run.id, kind: run.kind, selector: run.selector, modules: run.modules, agents: matched.length, batch_size: run.batch_size, batches: run.batches, max_failures: run.max_failures },
+          metadata: {
+            run_id: run.id,
+            kind: run.kind,
+            selector: run.selector,
+            modules: run.modules,
+            agents: matched.length,
+            batch_size: run.batch_size,
+            batches: run.batches,
+            max_failures: run.max_failures,
+          },
         });
       });
       const done = matched.length ? drive(run, input, first) : Promise.resolve();

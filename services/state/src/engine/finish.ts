@@ -12,12 +12,28 @@ export interface FinishContext {
   exec?: StoredExecution;
 }
 
-export const actorOf = (op: Pick<OperationRow, "actor_id" | "actor_name">) => ({ id: op.actor_id, name: op.actor_name, type: op.actor_id === "system" ? "system" : "operator" });
-const targetOf = (op: Pick<OperationRow, "node_id" | "node_name">) => ({ id: op.node_id, name: op.node_name || op.node_id, type: "agent" });
+export const actorOf = (op: Pick<OperationRow, "actor_id" | "actor_name">) => ({
+  id: op.actor_id,
+  name: op.actor_name,
+  type: op.actor_id === "system" ? "system" : "operator",
+});
+const targetOf = (op: Pick<OperationRow, "node_id" | "node_name">) => ({
+  id: op.node_id,
+  name: op.node_name || op.node_id,
+  type: "agent",
+});
 
 function describe(row: OperationRow): string {
   const s = row.summary;
-  const counts = [s.changed && `${s.changed} changed`, s.ok && `${s.ok} ok`, s.failed && `${s.failed} failed`, s.skipped && `${s.skipped} skipped`, s.unsupported && `${s.unsupported} unsupported`].filter(Boolean).join(", ");
+  const counts = [
+    s.changed && `${s.changed} changed`,
+    s.ok && `${s.ok} ok`,
+    s.failed && `${s.failed} failed`,
+    s.skipped && `${s.skipped} skipped`,
+    s.unsupported && `${s.unsupported} unsupported`,
+  ]
+    .filter(Boolean)
+    .join(", ");
   const why = row.error_code ? ` (${row.error_code})` : "";
   return `${row.kind} of ${row.modules.join(", ")} on ${row.node_name || row.node_id} ${row.status.replace("_", " ")}${why}${counts ? `: ${counts}` : ""}`;
 }
@@ -31,7 +47,12 @@ const keys = (d: Pick<DriftRow, "resources">) => d.resources.map((r) => `${r.mod
  * recorded drift) drift.cleared; for a drift check the drift record and drift.detected/cleared.
  * Returns undefined when the operation had already ended (first writer wins).
  */
-export async function finishOperation(deps: StateDeps, op: Pick<OperationRow, "id">, f: Finish, ctx: FinishContext = {}): Promise<OperationRow | undefined> {
+export async function finishOperation(
+  deps: StateDeps,
+  op: Pick<OperationRow, "id">,
+  f: Finish,
+  ctx: FinishContext = {},
+): Promise<OperationRow | undefined> {
   const { events, ids } = deps;
   return events.tx(async (db, emit) => {
     const row = await operationsDb.finish(db, op.id, f);
@@ -48,7 +69,8 @@ export async function finishOperation(deps: StateDeps, op: Pick<OperationRow, "i
     const base = { summary: describe(row), actor: actorOf(row), target: targetOf(row), metadata };
     if (row.kind === "apply") {
       await emit({ ...base, type: row.status === "succeeded" ? "state.apply.succeeded" : "state.apply.failed" });
-      if (row.status === "succeeded" && ctx.exec && ctx.sources && ctx.agent) await recordApply(db, emit, row, ctx as Required<FinishContext>);
+      if (row.status === "succeeded" && ctx.exec && ctx.sources && ctx.agent)
+        await recordApply(db, emit, row, ctx as Required<FinishContext>);
     } else if (row.kind === "plan") {
       await emit({ ...base, type: "state.plan.completed" });
     } else if (ctx.exec) {
@@ -61,21 +83,56 @@ export async function finishOperation(deps: StateDeps, op: Pick<OperationRow, "i
     const at = row.finished_at!;
     for (const [position, s] of c.sources.entries()) {
       const inputs = usedInputs(s, c.agent.attributes, c.agent.tags);
-      await snapshotsDb.upsert(db, { node_id: row.node_id, module: s.name, module_sha256: s.sha256, position, attributes: inputs.attributes, tags: inputs.tags, operation_id: row.id, applied_at: at });
+      await snapshotsDb.upsert(db, {
+        node_id: row.node_id,
+        module: s.name,
+        module_sha256: s.sha256,
+        position,
+        attributes: inputs.attributes,
+        tags: inputs.tags,
+        operation_id: row.id,
+        applied_at: at,
+      });
       await believedDb.replaceModule(db, row.node_id, s.name, believedRows(row.node_id, row.id, at, s.name, c.exec));
     }
     // The apply re-enforced these modules: recorded drift confined to them is now gone.
     const prev = await driftDb.latest(db, row.node_id);
     if (prev?.drifted && prev.resources.every((r) => row.modules.includes(r.module))) {
-      const rec: DriftRow = { id: ids.next(), node_id: row.node_id, operation_id: row.id, checked_at: at, drifted: false, resources: [] };
+      const rec: DriftRow = {
+        id: ids.next(),
+        node_id: row.node_id,
+        operation_id: row.id,
+        checked_at: at,
+        drifted: false,
+        resources: [],
+      };
       await driftDb.insert(db, rec);
-      await emit({ type: "drift.cleared", summary: `drift on ${row.node_name || row.node_id} cleared by apply ${row.id}`, actor: actorOf(row), target: targetOf(row), metadata: { drift_id: rec.id, operation_id: row.id, previous_drift_id: prev.id } });
+      await emit({
+        type: "drift.cleared",
+        summary: `drift on ${row.node_name || row.node_id} cleared by apply ${row.id}`,
+        actor: actorOf(row),
+        target: targetOf(row),
+        metadata: { drift_id: rec.id, operation_id: row.id, previous_drift_id: prev.id },
+      });
     }
   }
 
-  async function recordDrift(db: PoolClient, emit: Emit, row: OperationRow, exec: StoredExecution, stateless: ReadonlySet<string>) {
+  async function recordDrift(
+    db: PoolClient,
+    emit: Emit,
+    row: OperationRow,
+    exec: StoredExecution,
+    stateless: ReadonlySet<string>,
+  ) {
     const resources = driftedResources(exec.results, stateless);
-    const rec: DriftRow = { id: ids.next(), node_id: row.node_id, operation_id: row.id, checked_at: row.finished_at!, drifted: resources.length > 0, resources };
+    const rec: DriftRow = {
+      id: ids.next(),
+      node_id: row.node_id,
+      operation_id: row.id,
+      checked_at: row.finished_at!,
+      drifted: resources.length > 0,
+      resources,
+    };
     const prev = await driftDb.latest(db, row.node_id);
     await driftDb.insert(db, rec);
     const who = row.node_name || row.node_id;
@@ -88,7 +145,13 @@ export async function finishOperation(deps: StateDeps, op: Pick<OperationRow, "i
         metadata: { drift_id: rec.id, operation_id: row.id, resources: keys(rec) },
       });
     } else if (!rec.drifted && prev?.drifted) {
-      await emit({ type: "drift.cleared", summary: `drift on ${who} cleared`, actor: actorOf(row), target: targetOf(row), metadata: { drift_id: rec.id, operation_id: row.id, previous_drift_id: prev.id } });
+      await emit({
+        type: "drift.cleared",
+        summary: `drift on ${who} cleared`,
+        actor: actorOf(row),
+        target: targetOf(row),
+        metadata: { drift_id: rec.id, operation_id: row.id, previous_drift_id: prev.id },
+      });
     }
   }
 }

@@ -24,7 +24,11 @@ export function createModuleCache(max = 200): ModuleCache {
 }
 
 /** The current version of each named module, in the given order; 404 module_not_found for any missing. */
-export async function loadSources(db: Queryable, cache: ModuleCache, names: readonly string[]): Promise<ModuleSource[]> {
+export async function loadSources(
+  db: Queryable,
+  cache: ModuleCache,
+  names: readonly string[],
+): Promise<ModuleSource[]> {
   const rows = new Map((await modulesDb.getMany(db, [...names])).map((r: ModuleRow) => [r.name, r]));
   return names.map((name) => {
     const row = rows.get(name);

@@ -17,7 +17,8 @@ export type RenderedResource = Omit<StateResource, "$typeName" | "$unknown">;
 /** Secret names any resource of these modules reads. */
 export function secretNames(sources: readonly ModuleSource[]): string[] {
   const names = new Set<string>();
-  for (const s of sources) for (const r of s.parsed.resources) for (const ref of refsIn(r.spec)) if (ref.ns === "secrets") names.add(ref.key);
+  for (const s of sources)
+    for (const r of s.parsed.resources) for (const ref of refsIn(r.spec)) if (ref.ns === "secrets") names.add(ref.key);
   return [...names].sort();
 }
 
@@ -38,7 +39,8 @@ export function usedInputs(source: ModuleSource, attributes: Record<string, stri
   const t: Record<string, string> = {};
   for (const r of source.parsed.resources) {
     for (const ref of refsIn(r.spec)) {
-      if (ref.ns === "attributes" && Object.prototype.hasOwnProperty.call(attributes, ref.key)) a[ref.key] = attributes[ref.key]!;
+      if (ref.ns === "attributes" && Object.prototype.hasOwnProperty.call(attributes, ref.key))
+        a[ref.key] = attributes[ref.key]!;
       if (ref.ns === "tags" && Object.prototype.hasOwnProperty.call(tags, ref.key)) t[ref.key] = tags[ref.key]!;
     }
   }
@@ -49,10 +51,18 @@ export function usedInputs(source: ModuleSource, attributes: Record<string, stri
  * Renders every resource for one agent. Throws TemplateError for a missing attribute or tag.
  * The result carries secret values: it goes to the agent and is never stored or logged.
  */
-export function renderResources(sources: readonly ModuleSource[], agent: { attributes: Record<string, string>; tags: Record<string, string> }, secrets: ReadonlyMap<string, string>): RenderedResource[] {
+export function renderResources(
+  sources: readonly ModuleSource[],
+  agent: { attributes: Record<string, string>; tags: Record<string, string> },
+  secrets: ReadonlyMap<string, string>,
+): RenderedResource[] {
   const out: RenderedResource[] = [];
   for (const s of sources) {
-    const inputs: RenderInputs = { attributes: s.inputs?.attributes ?? agent.attributes, tags: s.inputs?.tags ?? agent.tags, secrets };
+    const inputs: RenderInputs = {
+      attributes: s.inputs?.attributes ?? agent.attributes,
+      tags: s.inputs?.tags ?? agent.tags,
+      secrets,
+    };
     for (const r of s.parsed.resources) {
       out.push({
         id: r.id,
@@ -71,7 +81,13 @@ export function statelessResources(sources: readonly ModuleSource[]): Set<string
   const out = new Set<string>();
   for (const s of sources) {
     for (const r of s.parsed.resources) {
-      if (r.type === "exec" && r.spec.creates === undefined && r.spec.onlyif === undefined && r.spec.unless === undefined) out.add(`${s.name}/${r.id}`);
+      if (
+        r.type === "exec" &&
+        r.spec.creates === undefined &&
+        r.spec.onlyif === undefined &&
+        r.spec.unless === undefined
+      )
+        out.add(`${s.name}/${r.id}`);
     }
   }
   return out;

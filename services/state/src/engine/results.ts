@@ -7,7 +7,8 @@ const STATUSES = new Set(["ok", "changed", "failed", "skipped", "unsupported"]);
 /** Stored text is capped so one noisy exec cannot bloat the operations table. */
 const MAX_TEXT = 256 * 1024;
 
-const cap = (s: string) => (s.length > MAX_TEXT ? `${s.slice(0, MAX_TEXT)}\n[truncated: ${s.length - MAX_TEXT} more characters]` : s);
+const cap = (s: string) =>
+  s.length > MAX_TEXT ? `${s.slice(0, MAX_TEXT)}\n[truncated: ${s.length - MAX_TEXT} more characters]` : s;
 
 export interface StoredExecution {
   summary: Summary;
@@ -65,7 +66,8 @@ export function storeResults(
       duration_ms: r.durationMs,
       has_output: hasOutput,
     });
-    if (hasOutput) output.push({ id: r.id, module: r.module, stdout: cap(mask(r.stdout)), stderr: cap(mask(r.stderr)) });
+    if (hasOutput)
+      output.push({ id: r.id, module: r.module, stdout: cap(mask(r.stdout)), stderr: cap(mask(r.stderr)) });
     const seen = mapStrings(r.observed ?? {}, mask) ?? {};
     observed.set(`${r.module}/${r.id}`, (hidden ? withoutHashes(seen) : seen) as Record<string, unknown>);
   }
@@ -77,14 +79,32 @@ export function storeResults(
  * them. `stateless` lists resources that describe no state (an exec without creates/onlyif/unless
  * runs on every apply), which therefore cannot drift.
  */
-export function driftedResources(results: readonly StoredResult[], stateless: ReadonlySet<string> = new Set()): DriftResource[] {
+export function driftedResources(
+  results: readonly StoredResult[],
+  stateless: ReadonlySet<string> = new Set(),
+): DriftResource[] {
   return results
     .filter((r) => (r.changed || r.status === "failed") && !stateless.has(`${r.module}/${r.id}`))
     .map((r) => ({ module: r.module, id: r.id, type: r.type, diff: r.diff, status: r.status, message: r.message }));
 }
 
-export function believedRows(nodeId: string, operationId: string, appliedAt: number, module: string, exec: StoredExecution): BelievedRow[] {
+export function believedRows(
+  nodeId: string,
+  operationId: string,
+  appliedAt: number,
+  module: string,
+  exec: StoredExecution,
+): BelievedRow[] {
   return exec.results
     .filter((r) => r.module === module && (r.status === "ok" || r.status === "changed"))
-    .map((r) => ({ node_id: nodeId, module, resource_id: r.id, type: r.type, status: r.status, observed: exec.observed.get(`${module}/${r.id}`) ?? {}, operation_id: operationId, applied_at: appliedAt }));
+    .map((r) => ({
+      node_id: nodeId,
+      module,
+      resource_id: r.id,
+      type: r.type,
+      status: r.status,
+      observed: exec.observed.get(`${module}/${r.id}`) ?? {},
+      operation_id: operationId,
+      applied_at: appliedAt,
+    }));
 }

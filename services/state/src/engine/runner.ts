@@ -30,7 +30,12 @@ export interface Runner {
 }
 
 /** Reasons meaning "no agents replica holds this agent's link" rather than a failure of the agent. */
-const UNREACHABLE_REASONS = new Set(["service_unavailable", "agent_not_connected", "agent_unreachable", "agent_disconnected"]);
+const UNREACHABLE_REASONS = new Set([
+  "service_unavailable",
+  "agent_not_connected",
+  "agent_unreachable",
+  "agent_disconnected",
+]);
 
 export function createRunner(deps: StateDeps, clients: Clients): Runner {
   const { pool, clock, ids, log, config } = deps;
@@ -48,7 +53,10 @@ export function createRunner(deps: StateDeps, clients: Clients): Runner {
     const secrets = new Map<string, string>();
     for (const name of secretNames(sources)) {
       try {
-        const r = await clients.secrets.resolve({ name, nodeId: agent.nodeId, operationId: op.id }, { actor: input.actor });
+        const r = await clients.secrets.resolve(
+          { name, nodeId: agent.nodeId, operationId: op.id },
+          { actor: input.actor },
+        );
         secrets.set(name, r.value);
       } catch (err) {
         const e = OrchError.from(err);
@@ -69,19 +77,38 @@ export function createRunner(deps: StateDeps, clients: Clients): Runner {
     if (!(await operationsDb.markRunning(pool, op.id, startedAt, deadline))) return current(op.id);
     let response;
     try {
-      response = await clients.agentState(agent.nodeId).execute(
-        { operationId: op.id, mode: kind === "apply" ? "apply" : "plan", resources, mask: [...secrets.values()] },
-        { actor: input.actor, timeoutMs: Math.max(1, deadline - clock.now()) },
-      );
+      response = await clients
+        .agentState(agent.nodeId)
+        .execute(
+          { operationId: op.id, mode: kind === "apply" ? "apply" : "plan", resources, mask: [...secrets.values()] },
+          { actor: input.actor, timeoutMs: Math.max(1, deadline - clock.now()) },
+        );
     } catch (err) {
       const e = OrchError.from(err);
-      if (e.code === "UNAVAILABLE" || UNREACHABLE_REASONS.has(e.reason)) return end("unreachable", "agent_unreachable", `agent ${agent.name || agent.nodeId} is not connected`);
-      if (e.code === "DEADLINE_EXCEEDED") return end("timed_out", "operation_timed_out", `the agent did not finish within ${config.state.operation_timeout_seconds} s`);
+      if (e.code === "UNAVAILABLE" || UNREACHABLE_REASONS.has(e.reason))
+        return end("unreachable", "agent_unreachable", `agent ${agent.name || agent.nodeId} is not connected`);
+      if (e.code === "DEADLINE_EXCEEDED")
+        return end(
+          "timed_out",
+          "operation_timed_out",
+          `the agent did not finish within ${config.state.operation_timeout_seconds} s`,
+        );
       return end("failed", e.reason, mask(e.message));
     }
     const exec = storeResults(response.results, mask, secretBearing(sources));
     const failed = exec.summary.failed > 0 || exec.summary.skipped > 0;
-    return finishOperation(deps, op, { status: failed ? "failed" : "succeeded", finished_at: clock.now(), summary: exec.summary, results: exec.results, output: exec.output }, { agent, sources, exec });
+    return finishOperation(
+      deps,
+      op,
+      {
+        status: failed ? "failed" : "succeeded",
+        finished_at: clock.now(),
+        summary: exec.summary,
+        results: exec.results,
+        output: exec.output,
+      },
+      { agent, sources, exec },
+    );
   }
 
   const runner: Runner = {
@@ -115,7 +142,14 @@ export function createRunner(deps: StateDeps, clients: Clients): Runner {
           return (await run(op, input)) ?? (await current(op.id));
         } catch (err) {
           log.error({ err, operation: op.id }, "operation failed unexpectedly");
-          return (await finishOperation(deps, op, { status: "failed", finished_at: clock.now(), error_code: "internal", error: "internal error" }).catch(() => undefined)) ?? current(op.id).catch(() => undefined);
+          return (
+            (await finishOperation(deps, op, {
+              status: "failed",
+              finished_at: clock.now(),
+              error_code: "internal",
+              error: "internal error",
+            }).catch(() => undefined)) ?? current(op.id).catch(() => undefined)
+          );
         } finally {
           inflight.delete(op.id);
         }

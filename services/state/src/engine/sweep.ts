@@ -23,7 +23,12 @@ export async function sweep(deps: StateDeps): Promise<{ timedOut: number; interr
     for (;;) {
       const stale = await operationsDb.stale(pool, clock.now(), clock.now() - HEARTBEAT_STALE_MS, 200);
       for (const op of stale) {
-        const ended = await finishOperation(deps, op, { status: "timed_out", finished_at: clock.now(), error_code: "operation_timed_out", error: "the operation did not finish before its deadline" });
+        const ended = await finishOperation(deps, op, {
+          status: "timed_out",
+          finished_at: clock.now(),
+          error_code: "operation_timed_out",
+          error: "the operation did not finish before its deadline",
+        });
         if (ended) timedOut++;
       }
       if (stale.length < 200) break;

@@ -11,7 +11,11 @@ export async function approvedAgent(clients: Clients, id: string, actor: Actor):
     if (e.code === "NOT_FOUND") throw notFound("agent_not_found", `no agent '${id}'`, { node_id: id });
     throw e;
   }
-  if (agent.status !== "approved") throw precondition("agent_not_approved", `agent ${agent.name || agent.nodeId} is ${agent.status}, not approved`, { node_id: agent.nodeId, agent_status: agent.status });
+  if (agent.status !== "approved")
+    throw precondition("agent_not_approved", `agent ${agent.name || agent.nodeId} is ${agent.status}, not approved`, {
+      node_id: agent.nodeId,
+      agent_status: agent.status,
+    });
   return agent;
 }
 

@@ -10,7 +10,10 @@ import { loadSources } from "../engine/modules.js";
 import { reachableNodeIds } from "./agents.js";
 import { kindOf, validName, waitMs } from "./validate.js";
 
-type AssignmentHandlers = Pick<Handlers<typeof StateService>, "createAssignment" | "listAssignments" | "getAssignment" | "deleteAssignment" | "runAssignment" | "getAssignmentRun">;
+type AssignmentHandlers = Pick<
+  Handlers<typeof StateService>,
+  "createAssignment" | "listAssignments" | "getAssignment" | "deleteAssignment" | "runAssignment" | "getAssignmentRun"
+>;
 
 const MAX_MODULES = 100;
 const MAX_DESCRIPTION = 1000;
@@ -19,14 +22,17 @@ export function checkSelector(selector: string): void {
   try {
     parseSelector(selector);
   } catch (err) {
-    if (err instanceof SelectorError) throw invalid("invalid_selector", `selector: ${err.message}`, { field: "selector", position: err.position });
+    if (err instanceof SelectorError)
+      throw invalid("invalid_selector", `selector: ${err.message}`, { field: "selector", position: err.position });
     throw err;
   }
 }
 
 export function checkModuleList(modules: readonly string[]): string[] {
-  if (modules.length === 0) throw invalid("invalid_request", "modules must name at least one module", { field: "modules" });
-  if (modules.length > MAX_MODULES) throw invalid("invalid_request", `at most ${MAX_MODULES} modules`, { field: "modules" });
+  if (modules.length === 0)
+    throw invalid("invalid_request", "modules must name at least one module", { field: "modules" });
+  if (modules.length > MAX_MODULES)
+    throw invalid("invalid_request", `at most ${MAX_MODULES} modules`, { field: "modules" });
   modules.forEach((m, i) => validName(m, `modules.${i}`, "module"));
   return [...new Set(modules)];
 }
@@ -49,18 +55,36 @@ export function assignmentHandlers(engine: Engine): AssignmentHandlers {
       const name = validName(req.name, "name", "assignment");
       checkSelector(req.selector);
       const modules = checkModuleList(req.modules);
-      if (req.description !== undefined && req.description.length > MAX_DESCRIPTION) throw invalid("invalid_request", `description is longer than ${MAX_DESCRIPTION} characters`, { field: "description" });
-      const row: AssignmentRow = { name, selector: req.selector.trim(), modules, description: req.description ?? null, created_at: clock.now(), created_by: ctx.actor.id };
+      if (req.description !== undefined && req.description.length > MAX_DESCRIPTION)
+        throw invalid("invalid_request", `description is longer than ${MAX_DESCRIPTION} characters`, {
+          field: "description",
+        });
+      const row: AssignmentRow = {
+        name,
+        selector: req.selector.trim(),
+        modules,
+        description: req.description ?? null,
+        created_at: clock.now(),
+        created_by: ctx.actor.id,
+      };
       try {
         await events.tx(async (db, emit) => {
           const found = new Set((await modulesDb.getManyForShare(db, modules)).map((m) => m.name));
           const missing = modules.find((m) => !found.has(m));
-          if (missing) throw notFound("module_not_found", `no module '${missing}'`, { field: "modules", module: missing });
+          if (missing)
+            throw notFound("module_not_found", `no module '${missing}'`, { field: "modules", module: missing });
           await assignmentsDb.insert(db, row);
-          await emit({ type: "assignment.created", summary: `assignment ${name} (${row.selector} → ${modules.join(", ")}) created by ${ctx.actor.name}`, actor: ctx.actor, target: { id: name, name, type: "assignment" }, metadata: { selector: row.selector, modules } });
+          await emit({
+            type: "assignment.created",
+            summary: `assignment ${name} (${row.selector} → ${modules.join(", ")}) created by ${ctx.actor.name}`,
+            actor: ctx.actor,
+            target: { id: name, name, type: "assignment" },
+            metadata: { selector: row.selector, modules },
+          });
         });
       } catch (err) {
-        if ((err as { code?: string }).code === "23505") throw conflict("assignment_exists", `an assignment named '${name}' already exists`, { field: "name" });
+        if ((err as { code?: string }).code === "23505")
+          throw conflict("assignment_exists", `an assignment named '${name}' already exists`, { field: "name" });
         throw err;
       }
       return assignmentMsg(row);
@@ -83,7 +107,13 @@ export function assignmentHandlers(engine: Engine): AssignmentHandlers {
       await events.tx(async (db, emit) => {
         const row = await assignmentsDb.remove(db, req.name);
         if (!row) throw notFound("assignment_not_found", `no assignment '${req.name}'`);
-        await emit({ type: "assignment.deleted", summary: `assignment ${row.name} deleted by ${ctx.actor.name}`, actor: ctx.actor, target: { id: row.name, name: row.name, type: "assignment" }, metadata: { selector: row.selector, modules: row.modules } });
+        await emit({
+          type: "assignment.deleted",
+          summary: `assignment ${row.name} deleted by ${ctx.actor.name}`,
+          actor: ctx.actor,
+          target: { id: row.name, name: row.name, type: "assignment" },
+          metadata: { selector: row.selector, modules: row.modules },
+        });
       });
       return {};
     },
@@ -91,12 +121,21 @@ export function assignmentHandlers(engine: Engine): AssignmentHandlers {
     async runAssignment(req, ctx) {
       const kind = kindOf(req.kind);
       const wait = waitMs(req.waitSeconds);
-      if (req.maxFailures !== undefined && (req.maxFailures < 0 || !Number.isInteger(req.maxFailures))) throw invalid("invalid_request", "max_failures must be a non-negative integer", { field: "max_failures" });
+      if (req.maxFailures !== undefined && (req.maxFailures < 0 || !Number.isInteger(req.maxFailures)))
+        throw invalid("invalid_request", "max_failures must be a non-negative integer", { field: "max_failures" });
       const assignment = await assignmentsDb.get(pool, req.name);
       if (!assignment) throw notFound("assignment_not_found", `no assignment '${req.name}'`);
       const sources = await loadSources(pool, cache, assignment.modules);
       const agents = matchAgents(assignment.selector, await approvedAgents(clients, ctx.actor));
-      const { run } = await fanout.start({ assignment, kind, batch: req.batch.trim(), maxFailures: req.maxFailures ?? null, actor: ctx.actor, sources, agents });
+      const { run } = await fanout.start({
+        assignment,
+        kind,
+        batch: req.batch.trim(),
+        maxFailures: req.maxFailures ?? null,
+        actor: ctx.actor,
+        sources,
+        agents,
+      });
       await fanout.waitFor(run.id, wait);
       return runView(run.id);
     },
@@ -104,7 +143,8 @@ export function assignmentHandlers(engine: Engine): AssignmentHandlers {
     async getAssignmentRun(req, ctx) {
       // Another operator's run may have reached agents outside this operator's scope: hide those targets.
       const view = await runView(req.runId, await reachableNodeIds(clients, ctx.actor));
-      if (view.assignment !== req.name) throw notFound("run_not_found", `no run '${req.runId}' of assignment '${req.name}'`);
+      if (view.assignment !== req.name)
+        throw notFound("run_not_found", `no run '${req.runId}' of assignment '${req.name}'`);
       return view;
     },
   };

@@ -7,7 +7,10 @@ import type { Engine } from "../engine/index.js";
 import { approvedAgent, nodeIdForRead, requireReachable } from "./agents.js";
 import { waitMs } from "./validate.js";
 
-type DriftHandlers = Pick<Handlers<typeof StateService>, "checkDrift" | "listDrift" | "getLatestDrift" | "getDrift" | "getBelievedState">;
+type DriftHandlers = Pick<
+  Handlers<typeof StateService>,
+  "checkDrift" | "listDrift" | "getLatestDrift" | "getDrift" | "getBelievedState"
+>;
 
 export function driftHandlers(engine: Engine): DriftHandlers {
   const { deps, clients, runner, cache } = engine;
@@ -20,7 +23,8 @@ export function driftHandlers(engine: Engine): DriftHandlers {
       const sources = await requireSnapshot(deps, cache, agent);
       const { op } = await runner.start({ agent, kind: "drift", sources, actor: ctx.actor });
       const now = (await runner.waitFor(op.id, wait)) ?? op;
-      const drift = now.status === "pending" || now.status === "running" ? undefined : await driftDb.byOperation(pool, op.id);
+      const drift =
+        now.status === "pending" || now.status === "running" ? undefined : await driftDb.byOperation(pool, op.id);
       return { operation: operationMsg(now, true), ...(drift ? { drift: driftMsg(drift) } : {}) };
     },
 

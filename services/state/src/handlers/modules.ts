@@ -7,7 +7,10 @@ import { moduleMsg } from "../convert.js";
 import type { Engine } from "../engine/index.js";
 import { parseModule } from "../module/parse.js";
 
-type ModuleHandlers = Pick<Handlers<typeof StateService>, "uploadModule" | "listModules" | "getModule" | "deleteModule">;
+type ModuleHandlers = Pick<
+  Handlers<typeof StateService>,
+  "uploadModule" | "listModules" | "getModule" | "deleteModule"
+>;
 
 export function moduleHandlers({ deps }: Engine): ModuleHandlers {
   const { pool, events, clock } = deps;
@@ -33,7 +36,12 @@ export function moduleHandlers({ deps }: Engine): ModuleHandlers {
           summary: `module ${name} ${replaced ? "replaced" : "uploaded"} by ${ctx.actor.name} (${row.resource_count} resources)`,
           actor: ctx.actor,
           target: { id: name, name, type: "module" },
-          metadata: { sha256: row.sha256, resources: row.resource_count, replaced, bytes: Buffer.byteLength(req.content) },
+          metadata: {
+            sha256: row.sha256,
+            resources: row.resource_count,
+            replaced,
+            bytes: Buffer.byteLength(req.content),
+          },
         });
       });
       return moduleMsg(row, false);
@@ -58,12 +66,22 @@ export function moduleHandlers({ deps }: Engine): ModuleHandlers {
         const row = await modulesDb.lockForDelete(db, req.name);
         if (!row) throw notFound("module_not_found", `no module '${req.name}'`);
         const users = await assignmentsDb.usingModule(db, req.name);
-        if (users.length) throw precondition("module_in_use", `module '${req.name}' is used by assignment${users.length > 1 ? "s" : ""} ${users.join(", ")}`, { assignments: users });
+        if (users.length)
+          throw precondition(
+            "module_in_use",
+            `module '${req.name}' is used by assignment${users.length > 1 ? "s" : ""} ${users.join(", ")}`,
+            { assignments: users },
+          );
         await modulesDb.remove(db, req.name);
-        await emit({ type: "module.deleted", summary: `module ${req.name} deleted by ${ctx.actor.name}`, actor: ctx.actor, target: { id: req.name, name: req.name, type: "module" }, metadata: { sha256: row.sha256 } });
+        await emit({
+          type: "module.deleted",
+          summary: `module ${req.name} deleted by ${ctx.actor.name}`,
+          actor: ctx.actor,
+          target: { id: req.name, name: req.name, type: "module" },
+          metadata: { sha256: row.sha256 },
+        });
       });
       return {};
     },
   };
 }
-

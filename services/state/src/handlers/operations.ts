@@ -8,7 +8,10 @@ import { approvedAgent, nodeIdForRead, reachableNodeIds, requireReachable } from
 import { checkModuleList } from "./assignments.js";
 import { kindOf, waitMs } from "./validate.js";
 
-type OperationHandlers = Pick<Handlers<typeof StateService>, "runAgent" | "listOperations" | "getOperation" | "getOperationOutput">;
+type OperationHandlers = Pick<
+  Handlers<typeof StateService>,
+  "runAgent" | "listOperations" | "getOperation" | "getOperationOutput"
+>;
 
 const KINDS = new Set(["apply", "plan", "drift"]);
 const STATUSES = new Set(["pending", "running", "succeeded", "failed", "timed_out", "unreachable"]);
@@ -41,8 +44,10 @@ export function operationHandlers(engine: Engine): OperationHandlers {
     async listOperations(req, ctx) {
       const limit = pageLimit(req.limit);
       const cursor = pageCursor(req.cursor, "ulid");
-      if (req.kind && !KINDS.has(req.kind)) throw invalid("invalid_request", "kind must be apply, plan or drift", { field: "kind" });
-      if (req.status && !STATUSES.has(req.status)) throw invalid("invalid_request", `status must be one of ${[...STATUSES].join(", ")}`, { field: "status" });
+      if (req.kind && !KINDS.has(req.kind))
+        throw invalid("invalid_request", "kind must be apply, plan or drift", { field: "kind" });
+      if (req.status && !STATUSES.has(req.status))
+        throw invalid("invalid_request", `status must be one of ${[...STATUSES].join(", ")}`, { field: "status" });
       const nodeId = await nodeIdForRead(clients, req.nodeId, ctx.actor);
       // Across agents, a scoped operator sees only operations on agents it can reach.
       const nodeIds = nodeId ? undefined : await reachableNodeIds(clients, ctx.actor);

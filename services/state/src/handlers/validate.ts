@@ -10,11 +10,15 @@ export function validName(name: string, field: string, what: string): string {
 export const MAX_WAIT_SECONDS = 300;
 
 export function waitMs(seconds: number): number {
-  if (!Number.isInteger(seconds) || seconds < 0 || seconds > MAX_WAIT_SECONDS) throw invalid("invalid_request", `wait must be an integer between 0 and ${MAX_WAIT_SECONDS} seconds`, { field: "wait" });
+  if (!Number.isInteger(seconds) || seconds < 0 || seconds > MAX_WAIT_SECONDS)
+    throw invalid("invalid_request", `wait must be an integer between 0 and ${MAX_WAIT_SECONDS} seconds`, {
+      field: "wait",
+    });
   return seconds * 1000;
 }
 
 export function kindOf(kind: string): "apply" | "plan" {
-  if (kind !== "apply" && kind !== "plan") throw invalid("invalid_request", "kind must be apply or plan", { field: "kind" });
+  if (kind !== "apply" && kind !== "plan")
+    throw invalid("invalid_request", "kind must be apply or plan", { field: "kind" });
   return kind;
 }

@@ -62,7 +62,11 @@ function firstIssue(loc: ModuleLocator, prefix: Path, err: z.ZodError, reason = 
     return loc.error(reason, [...path, key], `unknown field '${key}'`, true);
   }
   const missing = issue.code === "invalid_type" && /received undefined/.test(issue.message);
-  return loc.error(reason, path, missing ? "is required" : issue.code === "invalid_union" ? unionMessage(issue.errors) : issue.message);
+  return loc.error(
+    reason,
+    path,
+    missing ? "is required" : issue.code === "invalid_union" ? unionMessage(issue.errors) : issue.message,
+  );
 }
 
 /** A union's own message is "Invalid input": say what the closest alternative wanted instead. */
@@ -101,7 +105,12 @@ function findCycle(resources: ModuleResource[]): string[] | undefined {
 function checkTemplates(loc: ModuleLocator, path: Path, v: unknown): void {
   if (typeof v === "string") {
     const { typo } = scanTemplate(v);
-    if (typo) throw loc.error("invalid_template", path, `unknown template namespace in {{ ${typo.found} }}; did you mean {{ ${typo.meant}.… }}?`);
+    if (typo)
+      throw loc.error(
+        "invalid_template",
+        path,
+        `unknown template namespace in {{ ${typo.found} }}; did you mean {{ ${typo.meant}.… }}?`,
+      );
     return;
   }
   if (Array.isArray(v)) v.forEach((x, i) => checkTemplates(loc, [...path, i], x));
@@ -119,7 +128,11 @@ function checkSecretArguments(loc: ModuleLocator, at: Path, type: ResourceType, 
         ? `pass it through env (env: { SECRET: "${expr}" }) and use $SECRET, or write it with a file resource`
         : "write it with a file resource instead";
     const why = "which becomes a process argument any local user can read in /proc";
-    throw loc.error("secret_in_argument", [...at, field], `${expr} must not be rendered into '${field}', ${why}; ${via}`);
+    throw loc.error(
+      "secret_in_argument",
+      [...at, field],
+      `${expr} must not be rendered into '${field}', ${why}; ${via}`,
+    );
   }
 }
 
@@ -129,7 +142,10 @@ function checkSecretArguments(loc: ModuleLocator, at: Path, type: ResourceType, 
  */
 export function parseModule(content: string, expectedName?: string): ParsedModule {
   if (Buffer.byteLength(content, "utf8") > MODULE_MAX_BYTES) {
-    throw invalid("module_too_large", `module content exceeds ${MODULE_MAX_BYTES} bytes (256 KiB)`, { field: "content", limit: MODULE_MAX_BYTES });
+    throw invalid("module_too_large", `module content exceeds ${MODULE_MAX_BYTES} bytes (256 KiB)`, {
+      field: "content",
+      limit: MODULE_MAX_BYTES,
+    });
   }
   const lines = new LineCounter();
   const doc = parseDocument(content, { lineCounter: lines, uniqueKeys: true, prettyErrors: false });
@@ -137,7 +153,11 @@ export function parseModule(content: string, expectedName?: string): ParsedModul
     const e = doc.errors[0]!;
     const { line, col } = lines.linePos(e.pos[0]);
     const message = e.message.split("\n")[0]!.replace(/ at line \d+, column \d+.*$/, "");
-    throw invalid("invalid_yaml", `invalid YAML at line ${line}, column ${col}: ${message}`, { field: "content", line, column: col });
+    throw invalid("invalid_yaml", `invalid YAML at line ${line}, column ${col}: ${message}`, {
+      field: "content",
+      line,
+      column: col,
+    });
   }
   const loc = new ModuleLocator(doc, lines);
   let data: unknown;
@@ -146,7 +166,8 @@ export function parseModule(content: string, expectedName?: string): ParsedModul
   } catch (err) {
     throw invalid("invalid_yaml", `invalid YAML: ${(err as Error).message}`, { field: "content", line: 1, column: 1 });
   }
-  if (!data || typeof data !== "object" || Array.isArray(data)) throw loc.error("invalid_module", [], "a module is a mapping with name and resources");
+  if (!data || typeof data !== "object" || Array.isArray(data))
+    throw loc.error("invalid_module", [], "a module is a mapping with name and resources");
 
   const top = moduleDoc.safeParse(data);
   if (!top.success) throw firstIssue(loc, [], top.error);
@@ -158,20 +179,35 @@ export function parseModule(content: string, expectedName?: string): ParsedModul
   const seen = new Map<string, number>();
   top.data.resources.forEach((raw, i) => {
     const at: Path = ["resources", i];
-    if (!raw || typeof raw !== "object" || Array.isArray(raw)) throw loc.error("invalid_module", at, "a resource is a mapping with id and type");
+    if (!raw || typeof raw !== "object" || Array.isArray(raw))
+      throw loc.error("invalid_module", at, "a resource is a mapping with id and type");
     const base = resourceBase.safeParse(raw);
     if (!base.success) throw firstIssue(loc, at, base.error);
     const { id, type, requires, description: _d, ...spec } = base.data;
     if (!isResourceType(type)) {
-      throw loc.error("unknown_resource_type", [...at, "type"], `unknown resource type '${type}' (known: ${Object.keys(RESOURCE_TYPES).join(", ")})`);
+      throw loc.error(
+        "unknown_resource_type",
+        [...at, "type"],
+        `unknown resource type '${type}' (known: ${Object.keys(RESOURCE_TYPES).join(", ")})`,
+      );
     }
     const typed = RESOURCE_TYPES[type].safeParse(spec);
     if (!typed.success) throw firstIssue(loc, at, typed.error);
-    if (seen.has(id)) throw loc.error("duplicate_resource_id", [...at, "id"], `resource id '${id}' is already used by resources[${seen.get(id)}]`);
+    if (seen.has(id))
+      throw loc.error(
+        "duplicate_resource_id",
+        [...at, "id"],
+        `resource id '${id}' is already used by resources[${seen.get(id)}]`,
+      );
     seen.set(id, i);
     checkTemplates(loc, at, spec);
     checkSecretArguments(loc, at, type, spec);
-    resources.push({ id, type, requires: requires === undefined ? [] : typeof requires === "string" ? [requires] : [...new Set(requires)], spec });
+    resources.push({
+      id,
+      type,
+      requires: requires === undefined ? [] : typeof requires === "string" ? [requires] : [...new Set(requires)],
+      spec,
+    });
   });
 
   resources.forEach((r, i) => {
@@ -179,13 +215,21 @@ export function parseModule(content: string, expectedName?: string): ParsedModul
     r.requires.forEach((dep) => {
       if (!seen.has(dep)) {
         const j = Array.isArray(raw.requires) ? raw.requires.indexOf(dep) : -1;
-        throw loc.error("unknown_requirement", ["resources", i, "requires", ...(j >= 0 ? [j] : [])], `requires '${dep}', which is not a resource of this module`);
+        throw loc.error(
+          "unknown_requirement",
+          ["resources", i, "requires", ...(j >= 0 ? [j] : [])],
+          `requires '${dep}', which is not a resource of this module`,
+        );
       }
     });
   });
   const cycle = findCycle(resources);
   if (cycle) {
-    throw loc.error("cyclic_requires", ["resources", seen.get(cycle[0]!)!, "requires"], `requires form a cycle: ${cycle.join(" → ")}`);
+    throw loc.error(
+      "cyclic_requires",
+      ["resources", seen.get(cycle[0]!)!, "requires"],
+      `requires form a cycle: ${cycle.join(" → ")}`,
+    );
   }
   return { name: top.data.name, description: top.data.description ?? "", resources };
 }

@@ -12,7 +12,13 @@ export const NAMESPACES = ["attributes", "tags", "secrets"] as const;
 export type Namespace = (typeof NAMESPACES)[number];
 
 const EXPR = /\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z0-9_.\-/]+)\s*\}\}/g;
-const TYPOS: Record<string, Namespace> = { attribute: "attributes", attr: "attributes", attrs: "attributes", tag: "tags", secret: "secrets" };
+const TYPOS: Record<string, Namespace> = {
+  attribute: "attributes",
+  attr: "attributes",
+  attrs: "attributes",
+  tag: "tags",
+  secret: "secrets",
+};
 
 export interface TemplateRef {
   ns: Namespace;
@@ -77,10 +83,12 @@ export function renderValue(v: unknown, inputs: RenderInputs, where: string): un
     return s.replace(EXPR, (whole, ns: string, key: string) => {
       switch (ns) {
         case "attributes":
-          if (!has(inputs.attributes, key)) throw new TemplateError(`${where}: the agent has no attribute '${key}' ({{ attributes.${key} }})`);
+          if (!has(inputs.attributes, key))
+            throw new TemplateError(`${where}: the agent has no attribute '${key}' ({{ attributes.${key} }})`);
           return inputs.attributes[key]!;
         case "tags":
-          if (!has(inputs.tags, key)) throw new TemplateError(`${where}: the agent has no tag '${key}' ({{ tags.${key} }})`);
+          if (!has(inputs.tags, key))
+            throw new TemplateError(`${where}: the agent has no tag '${key}' ({{ tags.${key} }})`);
           return inputs.tags[key]!;
         case "secrets": {
           const value = inputs.secrets.get(key);

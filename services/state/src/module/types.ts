@@ -19,28 +19,52 @@ const absPath = z
   .refine((s) => s.startsWith("/") || s.includes(TEMPLATE_MARK), "must be an absolute path")
   .refine(noDotDot, DOT_DOT);
 const bool = z.union([z.boolean(), z.enum(["true", "false"]), templated]);
-const count = z.union([z.number().int().min(0), z.string().regex(/^\d+$/, "must be a non-negative integer"), templated]);
+const count = z.union([
+  z.number().int().min(0),
+  z.string().regex(/^\d+$/, "must be a non-negative integer"),
+  templated,
+]);
 const mode = z.union([
   z.string().regex(/^0?[0-7]{3,4}$/, 'must be an octal mode such as "0644"'),
-  z.number().int().refine((n) => /^[0-7]{3,4}$/.test(String(n)), 'must be an octal mode such as "0644"'),
+  z
+    .number()
+    .int()
+    .refine((n) => /^[0-7]{3,4}$/.test(String(n)), 'must be an octal mode such as "0644"'),
   templated,
 ]);
 const oneOf = <const T extends readonly [string, ...string[]]>(values: T) => z.union([z.enum(values), templated]);
-const env = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"), z.union([z.string(), z.number(), z.boolean()]));
+const env = z.record(
+  z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"),
+  z.union([z.string(), z.number(), z.boolean()]),
+);
 const names = z.array(nonEmpty);
 
 const owned = { mode: mode.optional(), owner: nonEmpty.optional(), group: nonEmpty.optional() };
 
 export const RESOURCE_TYPES = {
-  file: z.strictObject({ path: absPath, content: text.optional(), state: oneOf(["present", "absent"]).optional(), ...owned }),
-  directory: z.strictObject({ path: absPath, state: oneOf(["present", "absent"]).optional(), recurse: bool.optional(), force: bool.optional(), ...owned }),
+  file: z.strictObject({
+    path: absPath,
+    content: text.optional(),
+    state: oneOf(["present", "absent"]).optional(),
+    ...owned,
+  }),
+  directory: z.strictObject({
+    path: absPath,
+    state: oneOf(["present", "absent"]).optional(),
+    recurse: bool.optional(),
+    force: bool.optional(),
+    ...owned,
+  }),
   symlink: z
     .strictObject({
       path: absPath,
       target: nonEmpty.refine(noDotDot, DOT_DOT).optional(),
       state: oneOf(["present", "absent"]).optional(),
     })
-    .refine((r) => r.target !== undefined || r.state === "absent" || Boolean(r.state?.includes(TEMPLATE_MARK)), { message: "target is required unless state is absent", path: ["target"] }),
+    .refine((r) => r.target !== undefined || r.state === "absent" || Boolean(r.state?.includes(TEMPLATE_MARK)), {
+      message: "target is required unless state is absent",
+      path: ["target"],
+    }),
   exec: z
     .strictObject({
       command: nonEmpty.optional(),
@@ -52,11 +76,21 @@ export const RESOURCE_TYPES = {
       cwd: absPath.optional(),
       timeout_seconds: count.optional(),
     })
-    .refine((r) => (r.command === undefined) !== (r.script === undefined), { message: "exactly one of command or script is required", path: ["command"] }),
-  package: z.strictObject({ name: nonEmpty, state: oneOf(["present", "absent", "latest"]).optional(), version: nonEmpty.optional() }),
+    .refine((r) => (r.command === undefined) !== (r.script === undefined), {
+      message: "exactly one of command or script is required",
+      path: ["command"],
+    }),
+  package: z.strictObject({
+    name: nonEmpty,
+    state: oneOf(["present", "absent", "latest"]).optional(),
+    version: nonEmpty.optional(),
+  }),
   service: z
     .strictObject({ name: nonEmpty, state: oneOf(["running", "stopped"]).optional(), enabled: bool.optional() })
-    .refine((r) => r.state !== undefined || r.enabled !== undefined, { message: "at least one of state or enabled is required", path: ["state"] }),
+    .refine((r) => r.state !== undefined || r.enabled !== undefined, {
+      message: "at least one of state or enabled is required",
+      path: ["state"],
+    }),
   user: z.strictObject({
     name: nonEmpty,
     state: oneOf(["present", "absent"]).optional(),
@@ -69,7 +103,12 @@ export const RESOURCE_TYPES = {
     comment: text.optional(),
     system: bool.optional(),
   }),
-  group: z.strictObject({ name: nonEmpty, state: oneOf(["present", "absent"]).optional(), gid: count.optional(), system: bool.optional() }),
+  group: z.strictObject({
+    name: nonEmpty,
+    state: oneOf(["present", "absent"]).optional(),
+    gid: count.optional(),
+    system: bool.optional(),
+  }),
 } as const;
 
 export type ResourceType = keyof typeof RESOURCE_TYPES;
@@ -91,7 +130,8 @@ export const ARGUMENT_FIELDS: Readonly<Record<ResourceType, readonly string[]>> 
   group: ["name", "gid"],
 };
 
-export const isResourceType = (t: unknown): t is ResourceType => typeof t === "string" && Object.prototype.hasOwnProperty.call(RESOURCE_TYPES, t);
+export const isResourceType = (t: unknown): t is ResourceType =>
+  typeof t === "string" && Object.prototype.hasOwnProperty.call(RESOURCE_TYPES, t);
 
 export const NAME_RE = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 export const NAME_RULE = "1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit";
@@ -100,7 +140,12 @@ export const MAX_RESOURCES = 2000;
 
 /** Resource-level keys; everything else in a resource is its type's spec. */
 export const resourceBase = z.looseObject({
-  id: z.string().regex(RESOURCE_ID_RE, "must be 1-128 characters of A-Z, a-z, 0-9, '.', '_' or '-', starting with a letter or digit"),
+  id: z
+    .string()
+    .regex(
+      RESOURCE_ID_RE,
+      "must be 1-128 characters of A-Z, a-z, 0-9, '.', '_' or '-', starting with a letter or digit",
+    ),
   type: z.string(),
   requires: z.union([nonEmpty, z.array(nonEmpty)]).optional(),
   description: z.string().optional(),

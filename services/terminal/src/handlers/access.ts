@@ -36,11 +36,18 @@ export function accessHandlers(deps: TerminalDeps, recordings: Recordings): Acce
       const out = await deps.events.tx(async (db, emit) => {
         const t = req.ticket ? await ticketsDb.take(db, ticketHash(req.ticket)) : undefined;
         if (!t || t.session_id !== req.sessionId) return badTicket();
-        if (t.expires_at < clock.now()) return unauthenticated("ticket_expired", "the ticket has expired; request a new one");
-        if (req.operatorId && req.operatorId !== t.operator_id) return forbidden("ticket_operator_mismatch", "this ticket was issued to another operator");
+        if (t.expires_at < clock.now())
+          return unauthenticated("ticket_expired", "the ticket has expired; request a new one");
+        if (req.operatorId && req.operatorId !== t.operator_id)
+          return forbidden("ticket_operator_mismatch", "this ticket was issued to another operator");
         const row = await sessionsDb.get(db, t.session_id);
         if (!row) return badTicket();
-        if (!isLive(row.status)) return new OrchError("FAILED_PRECONDITION", "session_not_open", `terminal session '${row.id}' is ${row.status}`);
+        if (!isLive(row.status))
+          return new OrchError(
+            "FAILED_PRECONDITION",
+            "session_not_open",
+            `terminal session '${row.id}' is ${row.status}`,
+          );
         const joining = t.operator_id !== row.operator_id;
         await emit({
           type: "terminal.session.attached",

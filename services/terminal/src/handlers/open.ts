@@ -14,7 +14,8 @@ const SHELL_RE = /^\/[^\x00-\x1f\x7f]{0,4095}$/;
 
 function dimension(v: number, field: "cols" | "rows", def: number): number {
   if (v === 0) return def;
-  if (!Number.isInteger(v) || v < 1 || v > 1000) throw invalid("invalid_request", `${field} must be an integer between 1 and 1000`, { field });
+  if (!Number.isInteger(v) || v < 1 || v > 1000)
+    throw invalid("invalid_request", `${field} must be an integer between 1 and 1000`, { field });
   return v;
 }
 
@@ -29,17 +30,24 @@ export function openHandlers(deps: TerminalDeps, recordings: Recordings): OpenHa
   return {
     async openSession(req, ctx) {
       requireOperator(ctx);
-      if (!NODE_ID_RE.test(req.nodeId)) throw invalid("invalid_request", "node_id must be 1-128 letters, digits, '.', '_' or '-'", { field: "node_id" });
+      if (!NODE_ID_RE.test(req.nodeId))
+        throw invalid("invalid_request", "node_id must be 1-128 letters, digits, '.', '_' or '-'", {
+          field: "node_id",
+        });
       const cols = dimension(req.cols, "cols", 80);
       const rows = dimension(req.rows, "rows", 24);
-      if (req.shell && !SHELL_RE.test(req.shell)) throw invalid("invalid_request", "shell must be an absolute path", { field: "shell" });
+      if (req.shell && !SHELL_RE.test(req.shell))
+        throw invalid("invalid_request", "shell must be an absolute path", { field: "shell" });
       const token = tokenBinding(req.credential);
       // A scoped operator reaches only agents its selector matches; the registry's answer wins over
       // whatever id and name the caller sent.
       const missing = () => notFound("agent_not_found", `no agent '${req.nodeId}'`, { field: "node_id" });
       const agent = await scope.reachable(ctx.actor, req.nodeId, missing);
       if (agent && agent.status !== "approved") {
-        throw precondition("agent_not_approved", `agent ${agent.name || agent.nodeId} is ${agent.status}, not approved`);
+        throw precondition(
+          "agent_not_approved",
+          `agent ${agent.name || agent.nodeId} is ${agent.status}, not approved`,
+        );
       }
       const nodeId = agent ? agent.nodeId : req.nodeId;
       const nodeName = agent ? agent.name : req.nodeName;
@@ -62,7 +70,16 @@ export function openHandlers(deps: TerminalDeps, recordings: Recordings): OpenHa
       };
       await sessionsDb.insert(pool, row);
       // Recording starts before the PTY exists, so not one byte of it goes unrecorded.
-      await recordings.begin({ ...row, status: "opening", closed_at: null, exit_code: null, close_reason: null, closed_by_id: null, closed_by_name: null, sha256: null });
+      await recordings.begin({
+        ...row,
+        status: "opening",
+        closed_at: null,
+        exit_code: null,
+        close_reason: null,
+        closed_by_id: null,
+        closed_by_name: null,
+        sha256: null,
+      });
 
       let shell: string;
       try {
@@ -96,7 +113,10 @@ export function openHandlers(deps: TerminalDeps, recordings: Recordings): OpenHa
         const ticket = await issueTicket(db, { sessionId: id, ...operator, expiresAt, token });
         return { opened, ticket };
       });
-      return { session: toSession(out.opened, recordings.transcriptPath(out.opened.transcript_file)), ticket: out.ticket };
+      return {
+        session: toSession(out.opened, recordings.transcriptPath(out.opened.transcript_file)),
+        ticket: out.ticket,
+      };
     },
   };
 }

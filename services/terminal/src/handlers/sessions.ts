@@ -16,9 +16,15 @@ export function sessionHandlers(deps: TerminalDeps, recordings: Recordings): Ses
 
   return {
     async listSessions(req, ctx) {
-      if (req.status && !(STATUSES as readonly string[]).includes(req.status)) throw invalid("invalid_request", `status must be one of ${STATUSES.join(", ")}`, { field: "status" });
+      if (req.status && !(STATUSES as readonly string[]).includes(req.status))
+        throw invalid("invalid_request", `status must be one of ${STATUSES.join(", ")}`, { field: "status" });
       const limit = pageLimit(req.limit);
-      const rows = await sessionsDb.page(pool, { status: req.status, operatorId: seesAll(ctx.actor) ? null : ctx.actor.id, before: pageCursor(req.cursor, "ulid"), limit: limit + 1 });
+      const rows = await sessionsDb.page(pool, {
+        status: req.status,
+        operatorId: seesAll(ctx.actor) ? null : ctx.actor.id,
+        before: pageCursor(req.cursor, "ulid"),
+        limit: limit + 1,
+      });
       const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
       return { sessions: page.map(view), nextCursor };
     },
