@@ -136,7 +136,7 @@ try {
         target.type,
         JSON.stringify({ seq: done + i, bench: true }),
       ];
-      row.forEach((v, k) => cols[k]!.push(v));
+      for (const [k, v] of row.entries()) cols[k]!.push(v);
     }
     await pool.query(
       `INSERT INTO events (id, ts, event_type, severity, summary, actor_id, actor_name, actor_type, target_id, target_name, target_type, metadata)
@@ -223,7 +223,7 @@ try {
     const all: number[] = [];
     const deepest: number[] = [];
     let rows = 0;
-    for (let walk = 0; all.length < SAMPLES * 2; walk++) {
+    while (all.length < SAMPLES * 2) {
       let cursor = "";
       const f = qs();
       for (let page = 1; page <= 20; page++) {

@@ -2,6 +2,7 @@
 // Authenticated GET /api/v1/operators (50 operators) through gateway → NATS → auth → Postgres,
 // against a baseline measured in the same run: a bare fastify process running the same SQL.
 import { fork } from "node:child_process";
+import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { createTestDatabase, ed25519, freePort, startNats, startSystem } from "@orch/kit/testing";
@@ -58,6 +59,12 @@ try {
   console.log(row("direct fastify + pg", baseline));
   console.log(row("gateway → NATS → auth → pg", gateway));
   console.log(`ratio (gateway / direct): ${(gateway.rps / baseline.rps).toFixed(2)}   (goal ≥ 0.50)`);
+  // Two cores: a busy machine moves both figures, so the load is part of the result.
+  console.log(
+    `load average (1/5/15 min): ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")}`,
+  );
 } finally {
   await system.stop();
   await db.drop();

@@ -7,7 +7,7 @@
  *  - sustained output throughput (MiB/s) of `cat` of a file of --mib MiB, while the terminal
  *    service records every byte into the asciicast transcript.
  * Real processes (services/*\/dist, agent/dist: run `npm run build` first), private NATS and database.
- * Goals (issue 7): echo p99 < 20 ms; throughput ≥ 50% of the local PTY.
+ * Goals: echo p99 < 20 ms; throughput ≥ 50% of the local PTY.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";

@@ -266,7 +266,8 @@ const env = {
   ORCH_TERMINAL_TRANSCRIPT_DIR: process.env.ORCH_TERMINAL_TRANSCRIPT_DIR ?? join(STATE, "transcripts"),
   ...linkEnv,
 };
-services.forEach((s, i) => supervise(s, process.execPath, [join(ROOT, "services", s, "dist/main.js")], env, i + 2));
+for (const [i, s] of services.entries())
+  supervise(s, process.execPath, [join(ROOT, "services", s, "dist/main.js")], env, i + 2);
 
 const base = `http://127.0.0.1:${httpPort}`;
 const until = Date.now() + 60_000;

@@ -2,7 +2,7 @@ import type { AgentLogger } from "./runtime.js";
 
 const LEVELS = { debug: 20, info: 30, warn: 40, error: 50, silent: 100 } as const;
 export type LogLevel = keyof typeof LEVELS;
-export const isLogLevel = (s: string): s is LogLevel => Object.prototype.hasOwnProperty.call(LEVELS, s);
+export const isLogLevel = (s: string): s is LogLevel => Object.hasOwn(LEVELS, s);
 
 /**
  * JSON lines on stdout (journald and `kubectl logs` friendly), pino's field names so the same

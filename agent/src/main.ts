@@ -7,7 +7,7 @@ import { createAgentLogger } from "./log.js";
 import { USAGE, UsageError, parseOptions } from "./options.js";
 import { AGENT_VERSION } from "./version.js";
 
-let parsed;
+let parsed: ReturnType<typeof parseOptions>;
 try {
   parsed = parseOptions(process.argv.slice(2), process.env);
 } catch (err) {

@@ -57,11 +57,9 @@ function num(name: string, raw: string, min: number, max: number, integer: boole
   return n;
 }
 
-/** Flags win over the environment; the environment wins over defaults. */
-export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): DaemonOptions | "help" | "version" {
-  let values;
+function readFlags(argv: string[]) {
   try {
-    ({ values } = parseArgs({
+    return parseArgs({
       args: argv,
       strict: true,
       allowPositionals: false,
@@ -82,10 +80,15 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): DaemonOpti
         help: { type: "boolean", short: "h" },
         version: { type: "boolean" },
       },
-    }));
+    }).values;
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+}
+
+/** Flags win over the environment; the environment wins over defaults. */
+export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): DaemonOptions | "help" | "version" {
+  const values = readFlags(argv);
   if (values.help) return "help";
   if (values.version) return "version";
 

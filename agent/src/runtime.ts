@@ -1,5 +1,6 @@
 import type { DescMessage, MessageInitShape, MessageShape } from "@bufbuild/protobuf";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
+import type { ErrorReason } from "@orch/contracts";
 import type { LinkTrust } from "./link/trust.js";
 
 /**
@@ -74,7 +75,7 @@ export class AgentError extends Error {
       | "PERMISSION_DENIED"
       | "ALREADY_EXISTS"
       | "RESOURCE_EXHAUSTED",
-    readonly reason: string,
+    readonly reason: ErrorReason,
     message: string,
   ) {
     super(message);

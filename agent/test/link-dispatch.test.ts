@@ -12,7 +12,7 @@ let behaviour: "echo" | "agent-error" | "crash" | "slow" = "echo";
 const d = createDispatcher(log);
 d.serve(AgentControlService, {
   async ping(req) {
-    if (behaviour === "agent-error") throw new AgentError("NOT_FOUND", "nothing_here", "nothing here");
+    if (behaviour === "agent-error") throw new AgentError("NOT_FOUND", "not_found", "nothing here");
     if (behaviour === "crash") throw new Error("secret internals /etc/shadow");
     if (behaviour === "slow") await new Promise((r) => setTimeout(r, 10_000).unref());
     return { payload: req.payload, nodeId: "n1", agentTime: 1 };
@@ -53,7 +53,7 @@ t.test("unit: refusals carry a code and a stable reason", async (t) => {
   behaviour = "agent-error";
   t.match((await d.handle(req("Ping", ping("x")), { approved: true })).error, {
     code: "NOT_FOUND",
-    reason: "nothing_here",
+    reason: "not_found",
     message: "nothing here",
   });
 

@@ -89,7 +89,7 @@ t.test("--ca connects; the default (system CAs) does not trust a private CA", as
   const a = agents.spawn(["--server", tlsSvc.server, "--ca", ca.caCert]);
   await connected(await a.nodeId());
   t.pass("--ca with the issuing CA connects");
-  const said = await a.waitFor(msg("agent link: TLS, server verified by the CA in " + ca.caCert));
+  const said = await a.waitFor(msg(`agent link: TLS, server verified by the CA in ${ca.caCert}`));
   t.match(said, { level: "info", trust: "ca" });
   await a.signal("SIGTERM");
 

@@ -62,7 +62,7 @@ t.test(
     const mk = (id: string, guard: Record<string, string>): Res => ({
       id,
       type: "exec",
-      spec: { command: `touch ${join(dir, id + ".ran")}`, ...guard },
+      spec: { command: `touch ${join(dir, `${id}.ran`)}`, ...guard },
     });
     const mod = [
       mk("creates-hit", { creates: join(dir, "exists") }),

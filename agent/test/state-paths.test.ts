@@ -1,9 +1,9 @@
-// Finding 14 (agent part): a rendered path is normalised, must be absolute, and a `..` segment is
+// Rendered paths on the agent: a rendered path is normalised, must be absolute, and a `..` segment is
 // refused as a failed resource with a clear message (nothing is written outside the path meant).
 import t from "tap";
 import { existsSync, mkdirSync, readFileSync, readlinkSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { byId, scratch, stateHarness } from "./state-harness.js";
+import { byId, scratch, stateHarness, type Res } from "./state-harness.js";
 
 const h = await stateHarness();
 
@@ -11,8 +11,8 @@ t.test("a '..' segment in a path is refused in plan and apply, and nothing is wr
   const dir = scratch(t);
   mkdirSync(join(dir, "srv"));
   // What `path: <dir>/srv/{{ tags.app }}/conf` renders to with tag app=../escaped
-  const escaping = join(dir, "srv") + "/../escaped.conf";
-  const cases = [
+  const escaping = `${join(dir, "srv")}/../escaped.conf`;
+  const cases: Res[] = [
     { id: "file", type: "file", spec: { path: escaping, content: "x\n" } },
     { id: "dir", type: "directory", spec: { path: `${dir}/srv/../made` } },
     { id: "link", type: "symlink", spec: { path: `${dir}/srv/..`, target: "/etc/hostname" } },

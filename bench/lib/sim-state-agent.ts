@@ -9,7 +9,7 @@
 import { createHash, sign } from "node:crypto";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
-import * as grpc from "@grpc/grpc-js";
+import type * as grpc from "@grpc/grpc-js";
 import { create, fromBinary, toBinary, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import {
   AgentFrameSchema,
@@ -90,7 +90,10 @@ function connect(
   let queue: Promise<unknown> = Promise.resolve();
   let ok!: () => void;
   let fail!: (e: Error) => void;
-  const welcome = new Promise<void>((a, b) => ((ok = a), (fail = b)));
+  const welcome = new Promise<void>((a, b) => {
+    ok = a;
+    fail = b;
+  });
   welcome.catch(() => {});
   stream.on("data", (f: ServerFrame) => {
     if (f.frame.case === "challenge")

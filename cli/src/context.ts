@@ -2,14 +2,15 @@
  * Per-invocation context for command actions: resolved global options, output, API client.
  *
  *   sub.command("list").action(action(io, async (ctx, opts: { limit?: string }) => {
- *     const page = await ctx.api<Page>("GET", "/things", undefined, { auth: true, query: { limit: opts.limit } });
- *     ctx.out.result(page, () => ctx.out.table(["NAME"], page.things.map((t) => [t.name])));
+ *     const page = unwrap(await ctx.api.GET("/api/v1/things", { params: { query: { limit: opts.limit } } }));
+ *     ctx.out.result(page, () => ctx.out.table(["NAME"], thingRows(page.things)));
  *   }));
  */
 import type { Command } from "commander";
 import { resolveHome } from "./config.js";
 import { CliError } from "./errors.js";
-import { DEFAULT_TIMEOUT_MS, OrchApi, type ApiFn } from "./http.js";
+import type { OrchClient } from "@orch/client";
+import { DEFAULT_TIMEOUT_MS, OrchApi } from "./http.js";
 import { Output, type CliIO } from "./output.js";
 
 export interface GlobalOptions {
@@ -30,8 +31,8 @@ export interface Context {
   /** --server or $ORCH_URL, if given (else the session's server / default applies). */
   serverOverride: string | undefined;
   orch: OrchApi;
-  /** Shorthand for `orch.api`. */
-  api: ApiFn;
+  /** The generated API client with the session's token (`orch.client()`). */
+  api: OrchClient;
 }
 
 export function parseTimeout(value: string | undefined, env: Record<string, string | undefined>): number {
@@ -59,7 +60,7 @@ export function createContext(cmd: Command, io: CliIO): Context {
   const timeoutMs = parseTimeout(g.timeout, env);
   const serverOverride = g.server || env.ORCH_URL || undefined;
   const orch = new OrchApi({ server: serverOverride, home, timeoutMs });
-  return { io, env, out: new Output(io, json), json, home, timeoutMs, serverOverride, orch, api: orch.api };
+  return { io, env, out: new Output(io, json), json, home, timeoutMs, serverOverride, orch, api: orch.client() };
 }
 
 /**

@@ -1,16 +1,17 @@
 /**
- * HTTP client for the orchestrator API (`<server>/api/v1`), shared by every command group.
+ * HTTP transport for the orchestrator API (`<server>/api/v1`), shared by every command group.
+ * Commands call the generated client from @orch/client; this file supplies its `fetch`:
  *
- *   const orch = new OrchApi({ server: flagOrEnv, home, timeoutMs });
- *   const me = await orch.api<Operator>("GET", "/auth/whoami", undefined, { auth: true });
- *   await orch.api("POST", "/things", { name }, { auth: true });          // JSON body
- *   await orch.api("GET", "/things", undefined, { auth: true, query: { limit: 10 } });
+ *   const api = orch.client();                       // bearer token from the session
+ *   const me = unwrap(await api.GET("/api/v1/auth/whoami"));
+ *   unwrap(await api.POST("/api/v1/operators", { body: { name, public_key, role } }));
  *
- * Inside a command you get a ready instance as `ctx.api` / `ctx.orch` (see context.ts).
+ * Inside a command you get a ready client as `ctx.api` and the session-aware `ctx.orch` (context.ts).
  *
  * - Every request has a timeout (10 s default, `--timeout <seconds>` on the command line).
  * - Non-2xx responses throw `ProblemError` carrying the RFC 9457 problem+json body
- *   `{type,title,status,detail,code}` (synthesised when the body is not problem+json).
+ *   `{type,title,status,detail,code}` (synthesised when the body is not problem+json), so a
+ *   client call that returns has succeeded.
  * - `auth: true` sends `Authorization: Bearer <token>` from `<home>/session.json`; a missing,
  *   expired or rejected (401) session throws "session expired or revoked; run orchctl login".
  *   `auth: "optional"` sends the token when there is a valid one for this server.
@@ -18,18 +19,22 @@
  * - 204 / empty bodies resolve to `undefined`.
  * - Every write (POST/PUT/PATCH/DELETE) carries a fresh `Idempotency-Key`; a 503/504, a
  *   connection error or `idempotency_key_in_flight` is retried with the same key (3 tries in all,
- *   with backoff), so a write whose reply was lost is never made twice (docs/api.md).
+ *   with backoff), so a write whose reply was lost is never made twice (docs/http-api.md).
  * - Server: the explicit `server` (--server / $ORCH_URL) if given, else the session's, else
- *   http://127.0.0.1:8080. A session's token is only ever sent to the server it was issued by.
+ *   http://127.0.0.1:8080, resolved per request. A session's token is only ever sent to the server
+ *   it was issued by.
  *
  * Adding a command group: create `src/commands/<group>.ts` exporting
  * `register(program: Command, io: CliIO): void`, build sub-commands with `action(io, async (ctx,
- * ...args) => ...)` from context.ts, call `ctx.api(...)`, print with `ctx.out.result(value, () =>
- * ...)`, and add the register call to the list in src/program.ts.
+ * ...args) => ...)` from context.ts, call `ctx.api`, hand the typed data to a formatter in
+ * `src/format/`, print with `ctx.out.result(value, () => ...)`, and add the register call to the
+ * list in src/program.ts.
  */
+import { backoff } from "@orch/kit/backoff";
 import { randomUUID } from "node:crypto";
 import { request as httpRequest } from "node:http";
 import { request as httpsRequest } from "node:https";
+import { createOrchClient, type OrchClient } from "@orch/client";
 import { DEFAULT_SERVER, readSession, sessionExpired, type Session } from "./config.js";
 import { CliError, ProblemError, SESSION_EXPIRED, type Problem } from "./errors.js";
 
@@ -83,7 +88,9 @@ export interface RawRequest {
 
 /** Tries per write: the first plus two retries with the same Idempotency-Key. */
 export const WRITE_TRIES = 3;
-const defaultRetryDelay = (retry: number) => 250 * 4 ** (retry - 1) * (0.75 + Math.random() / 2);
+// 250 ms, then 1 s (±25%): long enough for a restarting service, short enough for a person waiting.
+const writeRetryPolicy = backoff({ initialMs: 250, maxMs: 4_000, factor: 4, jitter: 0.25 });
+const defaultRetryDelay = (retry: number) => writeRetryPolicy(retry - 1);
 
 /** Answers that mean "the outcome is unknown or not yet known": safe to repeat with the same key. */
 function retryableStatus(status: number, text: string): boolean {
@@ -215,48 +222,129 @@ function send(
   });
 }
 
-/** One HTTP request without any session handling. */
-export async function rawRequest<T = unknown>(req: RawRequest): Promise<T> {
-  const server = normalizeServer(req.server);
-  const timeoutMs = req.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+interface Exchange {
+  server: string;
+  method: string;
+  url: URL;
+  body: string | undefined;
+  token?: string | undefined;
+  timeoutMs: number;
+  idempotencyKey?: string | undefined;
+  retryDelayMs?: ((retry: number) => number) | undefined;
+}
+
+/** Sends with the write retries; a non-2xx answer throws `ProblemError`. */
+async function exchange(req: Exchange): Promise<RawResponse> {
   const headers: Record<string, string> = {
     accept: "application/json, application/problem+json",
     "user-agent": "orchctl",
   };
   if (req.token) headers.authorization = `Bearer ${req.token}`;
-  let body: string | undefined;
   if (req.body !== undefined) {
-    body = JSON.stringify(req.body);
     headers["content-type"] = "application/json";
-    headers["content-length"] = String(Buffer.byteLength(body));
+    headers["content-length"] = String(Buffer.byteLength(req.body));
   }
   // Writes may be retried: the key lets the server answer a retry with the first result.
   const tries = req.method === "GET" ? 1 : WRITE_TRIES;
   if (tries > 1) headers["idempotency-key"] = req.idempotencyKey ?? randomUUID();
-  const url = new URL(apiUrl(server, req.path, req.query));
   let res: RawResponse | undefined;
   for (let attempt = 1; ; attempt++) {
     const last = attempt >= tries;
     try {
-      res = await send(url, req.method, headers, body, timeoutMs);
+      res = await send(req.url, req.method, headers, req.body, req.timeoutMs);
     } catch (err) {
-      const e = networkError(err, server, timeoutMs);
+      const e = networkError(err, req.server, req.timeoutMs);
       if (last || !retryableNetworkError(e)) throw e;
     }
     if (res && (last || !retryableStatus(res.status, res.text))) break;
     res = undefined;
     await new Promise((r) => setTimeout(r, (req.retryDelayMs ?? defaultRetryDelay)(attempt)));
   }
-  const { status, statusText, text } = res;
-  if (status < 200 || status >= 300) throw new ProblemError(problemFrom(status, statusText, text));
-  if (status === 204 || text.trim() === "") return undefined as T;
+  if (res.status < 200 || res.status >= 300) throw new ProblemError(problemFrom(res.status, res.statusText, res.text));
+  return res;
+}
+
+function parseJson(text: string, server: string, method: string, path: string): unknown {
   try {
-    return JSON.parse(text) as T;
+    return JSON.parse(text);
   } catch (err) {
-    throw new CliError(`${server} sent an invalid JSON response to ${req.method} ${req.path}`, "bad_response", {
+    throw new CliError(`${server} sent an invalid JSON response to ${method} ${path}`, "bad_response", {
       cause: err,
     });
   }
+}
+
+/** One HTTP request without any session handling. */
+export async function rawRequest<T = unknown>(req: RawRequest): Promise<T> {
+  const server = normalizeServer(req.server);
+  const res = await exchange({
+    server,
+    method: req.method,
+    url: new URL(apiUrl(server, req.path, req.query)),
+    body: req.body === undefined ? undefined : JSON.stringify(req.body),
+    token: req.token,
+    timeoutMs: req.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+    idempotencyKey: req.idempotencyKey,
+    retryDelayMs: req.retryDelayMs,
+  });
+  if (res.status === 204 || res.text.trim() === "") return undefined as T;
+  return parseJson(res.text, server, req.method, req.path) as T;
+}
+
+/** Whether (and how) a client call carries the session's bearer token. */
+export type AuthMode = boolean | "optional";
+
+export interface TransportOptions {
+  /** Resolves the server (and, with `auth`, the token) when a request is made. */
+  target: () => Promise<{ server: string; token?: string | undefined }>;
+  timeoutMs?: number | undefined;
+  retryDelayMs?: ((retry: number) => number) | undefined;
+  /** Replaces an error response's `ProblemError`, given the token the request carried. */
+  onProblem?: ((err: ProblemError, token: string | undefined) => Error) | undefined;
+}
+
+// The generated client needs an absolute base URL; the transport swaps in the real server per request.
+const PLACEHOLDER_ORIGIN = "http://orchctl.invalid";
+
+/**
+ * A `fetch` for the generated client over node:http, with the rules above. Failures throw (so
+ * the client only ever sees 2xx responses); empty query values are dropped, as `apiUrl` does.
+ */
+export function cliFetch(opts: TransportOptions): (request: Request) => Promise<Response> {
+  return async (request) => {
+    const { server, token } = await opts.target();
+    const given = new URL(request.url);
+    const path = given.pathname.startsWith(API_PREFIX) ? given.pathname.slice(API_PREFIX.length) : given.pathname;
+    const query: Query = {};
+    for (const [k, v] of given.searchParams) query[k] = v;
+    const body = request.body === null ? undefined : await request.text();
+    let res: RawResponse;
+    try {
+      res = await exchange({
+        server,
+        method: request.method,
+        url: new URL(apiUrl(server, path, query)),
+        body,
+        token,
+        timeoutMs: opts.timeoutMs ?? DEFAULT_TIMEOUT_MS,
+        retryDelayMs: opts.retryDelayMs,
+      });
+    } catch (err) {
+      throw err instanceof ProblemError && opts.onProblem ? opts.onProblem(err, token) : err;
+    }
+    if (res.status === 204 || res.text.trim() === "") return new Response(null, { status: 204 });
+    parseJson(res.text, server, request.method, path);
+    return new Response(res.text, { status: res.status, headers: { "content-type": "application/json" } });
+  };
+}
+
+/** The generated client talking to one server, e.g. before there is a session (login). */
+export function serverClient(server: string, opts: { token?: string; timeoutMs?: number } = {}): OrchClient {
+  const target = { server: normalizeServer(server), token: opts.token };
+  return createOrchClient({
+    baseUrl: PLACEHOLDER_ORIGIN,
+    fetch: cliFetch({ target: async () => target, timeoutMs: opts.timeoutMs }),
+  });
 }
 
 export interface ApiSettings {
@@ -267,16 +355,7 @@ export interface ApiSettings {
   timeoutMs?: number | undefined;
 }
 
-export interface ApiOptions {
-  /** true: bearer token required; "optional": sent if present; false (default): never sent. */
-  auth?: boolean | "optional";
-  query?: Query;
-  timeoutMs?: number;
-}
-
-export type ApiFn = <T = unknown>(method: HttpMethod, path: string, body?: unknown, opts?: ApiOptions) => Promise<T>;
-
-/** The session-aware API client. `api` is a bound arrow function, safe to destructure. */
+/** The session-aware API client. */
 export class OrchApi {
   private sessionCache: Promise<Session | null> | undefined;
 
@@ -309,30 +388,23 @@ export class OrchApi {
     return s.token;
   }
 
-  api: ApiFn = async <T = unknown>(
-    method: HttpMethod,
-    path: string,
-    body?: unknown,
-    opts: ApiOptions = {},
-  ): Promise<T> => {
-    const server = await this.server();
-    let token: string | undefined;
-    if (opts.auth === true) token = await this.token(server);
-    else if (opts.auth === "optional") token = await this.token(server).catch(() => undefined);
-    try {
-      return await rawRequest<T>({
-        server,
-        method,
-        path,
-        body,
-        token,
-        query: opts.query,
-        timeoutMs: opts.timeoutMs ?? this.settings.timeoutMs,
-      });
-    } catch (err) {
-      if (token && err instanceof ProblemError && err.status === 401)
-        throw new ProblemError(err.problem, SESSION_EXPIRED);
-      throw err;
-    }
-  };
+  /**
+   * The generated client for this server; the session and token are read at the first request,
+   * so building one never fails.
+   */
+  client(auth: AuthMode = true, opts: { timeoutMs?: number } = {}): OrchClient {
+    const transport = cliFetch({
+      target: async () => {
+        const server = await this.server();
+        let token: string | undefined;
+        if (auth === true) token = await this.token(server);
+        else if (auth === "optional") token = await this.token(server).catch(() => undefined);
+        return { server, token };
+      },
+      timeoutMs: opts.timeoutMs ?? this.settings.timeoutMs,
+      // A 401 to a request that carried the session's token means the session is over.
+      onProblem: (err, token) => (token && err.status === 401 ? new ProblemError(err.problem, SESSION_EXPIRED) : err),
+    });
+    return createOrchClient({ baseUrl: PLACEHOLDER_ORIGIN, fetch: transport });
+  }
 }

@@ -70,14 +70,12 @@ function cell(v: unknown): string {
 export function formatTable(headers: readonly string[], rows: readonly (readonly unknown[])[]): string {
   const all = [headers.map(cell), ...rows.map((r) => headers.map((_, i) => cell(r[i])))];
   const widths = headers.map((_, i) => Math.max(...all.map((r) => (r[i] ?? "").length)));
-  return (
-    all
-      .map((r) =>
-        r
-          .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
-          .join("  ")
-          .trimEnd(),
-      )
-      .join("\n") + "\n"
-  );
+  return `${all
+    .map((r) =>
+      r
+        .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i] ?? 0)))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n")}\n`;
 }

@@ -1,22 +1,16 @@
 import t from "tap";
-import {
-  AGENT_COLUMNS,
-  ago,
-  agentRows,
-  bytes,
-  duration,
-  metricRows,
-  parseTagArg,
-  parseTime,
-  tagList,
-  type AgentJson,
-} from "../src/commands/agents.js";
+import type { Agent } from "@orch/client";
+import { parseTagArg, parseTime } from "../src/args.js";
+import { AGENT_COLUMNS, agentRows, metricRows, tagList } from "../src/format/agents.js";
+import { ago } from "../src/format/time.js";
+import { bytes, duration } from "../src/format/units.js";
 import { formatTable } from "../src/output.js";
 
 const NOW = Date.parse("2025-06-01T12:00:00Z");
 
-const agent = (o: Partial<AgentJson>): AgentJson => ({
+const agent = (o: Partial<Agent>): Agent => ({
   node_id: "0123456789abcdef0123456789abcdef",
+  public_key: "ab".repeat(32),
   name: null,
   status: "pending",
   tags: {},

@@ -6,7 +6,7 @@ import { loggedIn, world } from "./helpers/setup.js";
 
 // orchctl marks every write with an Idempotency-Key and retries an unknown outcome (503/504, a
 // dropped connection, a key still in flight) with the same key, so a lost reply never makes a
-// second change (issue 12, finding 15).
+// second change (docs/http-api.md).
 
 const keyOf = (req: IncomingMessage) => req.headers["idempotency-key"] as string | undefined;
 const problem = (res: ServerResponse, status: number, code: string) => {
@@ -50,11 +50,17 @@ t.test("reads carry no key and are not retried; writes give up after a bounded n
   const noDelay = () => 1;
 
   const server = w.server.url;
-  await t.rejects(rawRequest({ server, method: "GET", path: "/things", retryDelayMs: noDelay }), { status: 503 });
+  await t.rejects(rawRequest({ server, method: "GET", path: "/things", retryDelayMs: noDelay }), {
+    name: "ProblemError",
+    status: 503,
+  });
   t.same(seen, [{ method: "GET", key: undefined }]);
 
   seen.length = 0;
-  await t.rejects(rawRequest({ server, method: "DELETE", path: "/things/x", retryDelayMs: noDelay }), { status: 503 });
+  await t.rejects(rawRequest({ server, method: "DELETE", path: "/things/x", retryDelayMs: noDelay }), {
+    name: "ProblemError",
+    status: 503,
+  });
   t.equal(seen.length, WRITE_TRIES);
   t.equal(new Set(seen.map((s) => s.key)).size, 1, "one key for every try");
   t.type(seen[0]!.key, "string");
@@ -82,7 +88,10 @@ t.test("idempotency_key_in_flight and 504 are retried; other 409s are not", asyn
     m++;
     problem(res, 409, "idempotency_key_reused");
   });
-  await t.rejects(rawRequest({ server, method: "PUT", path: "/things/b", body: {}, retryDelayMs }), { status: 409 });
+  await t.rejects(rawRequest({ server, method: "PUT", path: "/things/b", body: {}, retryDelayMs }), {
+    name: "ProblemError",
+    status: 409,
+  });
   t.equal(m, 1, "a definite answer is not retried");
 });
 

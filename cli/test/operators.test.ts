@@ -81,11 +81,11 @@ t.test("operators add accepts hex, keygen .pub, OpenSSH lines and files", async 
   const daveHex = rawFromOpenSshPubLine(line).toString("hex");
   const r3 = await cli(["operators", "add", "dave", "--public-key", line.trim()], w.env);
   t.equal(r3.code, 0, r3.stderr);
-  t.equal((w.server.requests.at(-1)?.body as { public_key: string }).public_key, daveHex, "OpenSSH line → hex");
+  t.equal((w.server.requests.at(-1)!.body as { public_key: string }).public_key, daveHex, "OpenSSH line → hex");
 
   const r4 = await cli(["operators", "add", "dave2", "--public-key", `${ssh}.pub`], w.env);
   t.equal(r4.code, 0, r4.stderr);
-  t.equal((w.server.requests.at(-1)?.body as { public_key: string }).public_key, daveHex, "OpenSSH .pub file → hex");
+  t.equal((w.server.requests.at(-1)!.body as { public_key: string }).public_key, daveHex, "OpenSSH .pub file → hex");
 
   const n = w.server.requests.length;
   const bad = await cli(["operators", "add", "eve", "--public-key", "not-a-key"], w.env);

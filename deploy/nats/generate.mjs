@@ -45,7 +45,7 @@ export function overlaps(a, b) {
   for (let i = 0; ; i++) {
     const p = x[i];
     const q = y[i];
-    if (p === ">" || q === ">") return p !== undefined && q !== undefined ? true : false;
+    if (p === ">" || q === ">") return !!(p !== undefined && q !== undefined);
     if (p === undefined || q === undefined) return p === q;
     if (p !== "*" && q !== "*" && p !== q) return false;
   }
@@ -135,12 +135,12 @@ export function renderAuthorization(password) {
       `      password: ${password(name)}`,
       "      permissions: {",
       `        publish: {`,
-      `          allow: ${list(p.publish.allow, i + "  ")}`,
-      ...(p.publish.deny.length ? [`          deny: ${list(p.publish.deny, i + "  ")}`] : []),
+      `          allow: ${list(p.publish.allow, `${i}  `)}`,
+      ...(p.publish.deny.length ? [`          deny: ${list(p.publish.deny, `${i}  `)}`] : []),
       "        }",
       "        subscribe: {",
-      `          allow: ${list(p.subscribe.allow, i + "  ")}`,
-      ...(p.subscribe.deny.length ? [`          deny: ${list(p.subscribe.deny, i + "  ")}`] : []),
+      `          allow: ${list(p.subscribe.allow, `${i}  `)}`,
+      ...(p.subscribe.deny.length ? [`          deny: ${list(p.subscribe.deny, `${i}  `)}`] : []),
       "        }",
       ...(p.allowResponses ? ["        allow_responses: true"] : []),
       "      }",

@@ -157,7 +157,7 @@ for (const dir of OVERLAYS) {
       (n) => Object.keys(n.spec.podSelector ?? {}).length === 0 && !n.spec.ingress && !n.spec.egress,
     );
     t.ok(
-      deny && deny.spec.policyTypes.includes("Ingress") && deny.spec.policyTypes.includes("Egress"),
+      deny?.spec.policyTypes.includes("Ingress") && deny.spec.policyTypes.includes("Egress"),
       "default deny, both directions",
     );
     const allows = (port: number, podLabel: string) =>
@@ -272,7 +272,7 @@ t.test("dev overlay: one replica each, small", async (t) => {
       (o) => o.kind === "HorizontalPodAutoscaler" && o.spec.scaleTargetRef.name === d.metadata.name,
     );
     t.equal(d.spec.replicas ?? hpa?.spec.minReplicas, 1, `${d.metadata.name}: 1 replica`);
-    t.ok(parseInt(mainContainer(d).resources.requests.cpu) <= 100, `${d.metadata.name}: small CPU request`);
+    t.ok(parseInt(mainContainer(d).resources.requests.cpu, 10) <= 100, `${d.metadata.name}: small CPU request`);
   }
   t.equal(find(objs, "Cluster", "orch-db")!.spec.instances, 1, "single Postgres instance");
 });

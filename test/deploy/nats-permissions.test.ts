@@ -24,7 +24,7 @@ t.test("permission data is consistent", async (t) => {
   t.same(Object.keys(USERS).sort(), [...SERVICES].sort());
 });
 
-t.test("the permission matrix says what the design says", async (t) => {
+t.test("the permission matrix says what docs/deploy.md says", async (t) => {
   const can = (u: string, s: string) => allowed(u, "publish", s);
   const sub = (u: string, s: string) => allowed(u, "subscribe", s);
   // gateway: every service's RPCs, except resolving secrets; never audit events.

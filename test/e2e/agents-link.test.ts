@@ -5,7 +5,7 @@ import { rpcClient } from "@orch/kit";
 import { createTestDatabase, eventually, freePort, startNats, startSystem } from "@orch/kit/testing";
 import { agentPool, collectEvents } from "../../services/agents/test/harness.js";
 
-// Issue 4 acceptance with real processes: auth + agents (+ a second agents replica) + gateway and
+// Agents and the link end to end with real processes: auth + agents (+ a second agents replica) + gateway and
 // real orch-agent daemons, driven through the HTTP API. Needs `npm run build` (dist/main.js files).
 const nats = await startNats();
 const db = await createTestDatabase();
@@ -183,12 +183,11 @@ t.test("restart the agents service: every agent reconnects, with jitter", async 
       .filter((r) => r.msg === "link lost; reconnecting" || r.msg === "could not connect; retrying")
       .map((r) => r.retry_in_ms as number);
     t.ok(waits.length >= 1, "the agent logged its reconnect attempts");
-    waits.forEach((w, i) =>
+    for (const [i, w] of waits.entries())
       t.ok(
         w >= 0 && w < Math.min(30_000, 500 * 2 ** i),
         `attempt ${i + 1} waited a random ${w} ms inside its backoff window`,
-      ),
-    );
+      );
   }
 });
 

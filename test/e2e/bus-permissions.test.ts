@@ -1,4 +1,4 @@
-// Issue 9 acceptance: the whole system on a nats-server running the production bus permissions
+// Bus permissions (docs/deploy.md#7-bus-permissions): the whole system on a nats-server running the production bus permissions
 // (deploy/nats/local.conf), every service under its own NATS user. A cross-service flow through the
 // HTTP API works; the gateway's identity is refused orch.secrets.Resolve, audit.x and another
 // service's reply inbox by the server itself; and nothing the services do during the flow is a

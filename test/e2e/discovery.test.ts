@@ -1,8 +1,8 @@
-import t from "tap";
+import t, { type Test } from "tap";
 import { createTestDatabase, ed25519, eventually, freePort, startNats, startSystem } from "@orch/kit/testing";
 import { agentPool, collectEvents } from "../../services/agents/test/harness.js";
 
-// Issue 12 finding 12 with real processes: POST /discover as an operator reaches a real agent
+// Discovery (docs/agents.md#discovery) with real processes: POST /discover as an operator reaches a real agent
 // (`--discover`) inside the configured discovery network (loopback here), is refused with a 403
 // problem outside it, and can never pick another port. Nothing is ever sent outside 127.0.0.0/8:
 // refused targets are refused before anything is sent. An admin's unicast outside the networks is
@@ -36,7 +36,7 @@ const adminToken = await system.login(system.admin);
 const opKey = ed25519();
 let opToken = "";
 const discover = (token: string, target: string) => system.api("POST", "/api/v1/discover", { token, body: { target } });
-const problem = (t: Tap.Test, r: { status: number; headers: Headers; body: any }, status: number, code: string) => {
+const problem = (t: Test, r: { status: number; headers: Headers; body: any }, status: number, code: string) => {
   t.equal(r.status, status, `${status} ${code}`);
   t.match(r.headers.get("content-type"), /application\/problem\+json/);
   t.equal(r.body?.code, code);

@@ -1,9 +1,9 @@
 import t from "tap";
 import { sign } from "node:crypto";
 import { createTestDatabase, ed25519, eventually, startNats, startSystem, type KeyPair } from "@orch/kit/testing";
-import { startReceiver } from "../../services/notify/test/helpers.js";
+import { startReceiver } from "../../services/notify/test/harness.js";
 
-// Login failures (issue 12, findings 4 and 5) with the real auth, audit, notify and gateway
+// Login failures (README.md, "Operators and login") with the real auth, audit, notify and gateway
 // processes and a real HTTP receiver behind a webhook channel that asks for every severity.
 const nats = await startNats();
 const db = await createTestDatabase();

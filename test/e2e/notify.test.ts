@@ -5,7 +5,7 @@ import { join } from "node:path";
 import pg from "pg";
 import { createTestDatabase, ed25519, eventually, startNats, startSystem } from "@orch/kit/testing";
 import { run } from "../../cli/src/program.js";
-import { startReceiver } from "../../services/notify/test/helpers.js";
+import { startReceiver } from "../../services/notify/test/harness.js";
 
 // The notify service as a real process: deliveries survive a SIGKILL between tries and are
 // delivered exactly once; credentials are encrypted at rest and never printed; orchctl drives it.
@@ -238,7 +238,9 @@ t.test("orchctl channels, notifications and maintenance", async (t) => {
   await failLogin();
   const unread = await eventually(async () => {
     const r = await orchctl("notifications", "--unread", "--json");
-    return r.json().unread_count === 2 ? r.json() : undefined;
+    // The list and the unread count are two reads: wait until both have seen the second event.
+    const body = r.json();
+    return body.unread_count === 2 && body.notifications.length === 2 ? body : undefined;
   });
   t.same(
     unread.notifications.map((n: { event_type: string }) => n.event_type),

@@ -8,7 +8,7 @@ import { OrchError, rpcClient, type Actor } from "@orch/kit";
 import { createTestDatabase, ed25519, eventually, freePort, startNats, startSystem } from "@orch/kit/testing";
 import { agentPool } from "../../services/agents/test/harness.js";
 
-// Issue 12, scoped operator access, with real processes (auth, agents, secrets, state, terminal,
+// Scoped operator access (docs/access.md) with real processes (auth, agents, secrets, state, terminal,
 // gateway) and real orch-agent daemons tagged role=web and role=db, plus one left pending.
 // Needs `npm run build`.
 const nats = await startNats();

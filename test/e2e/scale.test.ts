@@ -20,7 +20,7 @@ import { login, request, retryingClient, type CallRecord } from "./lib/gateway-c
 import { records, started } from "./lib/process-logs.js";
 import { startTcpLoadBalancer, type TcpLoadBalancer } from "./lib/tcp-lb.js";
 
-// Issue 9 item 5: the multi-replica scale test. Two processes each of gateway, agents and state on
+// The multi-replica scale test (docs/scale-test.md). Two processes each of gateway, agents and state on
 // one NATS and one Postgres (plus auth and whichever of secrets, audit, notify, terminal are
 // built), four real orch-agent processes reaching the agents replicas through a TCP load balancer
 // (the stand-in for the agent-link LoadBalancer Service). It shows: the workflow passes through
@@ -161,7 +161,7 @@ async function workflow(t: Test, url: string, label: string, nodeId: string) {
   const file = join(work, `${label}.txt`);
   const module = `scale-${label}`;
   const content = [
-    "name: " + module,
+    `name: ${module}`,
     "description: written by the scale test",
     "resources:",
     "  - id: marker",

@@ -6,7 +6,7 @@ import { existsSync } from "node:fs";
 import t, { type Test } from "tap";
 import pg from "pg";
 import { AgentsService, SecretsService, nodeIdFromPublicKey } from "@orch/contracts";
-import { OrchError, rpcClient } from "@orch/kit";
+import { type OrchError, rpcClient } from "@orch/kit";
 import { createTestDatabase, ed25519, eventually, startNats, startSystem } from "@orch/kit/testing";
 
 const optional = ["agents", "audit"].filter((s) => existsSync(`services/${s}/dist/main.js`));

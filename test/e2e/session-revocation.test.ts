@@ -10,7 +10,7 @@ import { agentPool } from "../../services/agents/test/harness.js";
 import { openSse, type SseStream } from "../../services/audit/test/sse.js";
 import { rawAttach, type RawWs } from "./lib/raw-ws.js";
 
-// Issue 12 finding 1 with real processes: auth, agents, terminal, audit, two gateway replicas and
+// Session revocation with real processes: auth, agents, terminal, audit, two gateway replicas and
 // a real orch-agent with a real PTY. An operator's audit stream and terminal WebSocket end within
 // 2 s of its logout, its removal, and its token's expiry, on whichever replica they are open, and
 // after a NATS outage that swallowed the revocation. The terminal client ignores the close frame

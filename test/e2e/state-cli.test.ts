@@ -1,35 +1,15 @@
 import t from "tap";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { createTestDatabase, eventually, freePort, startNats, startSystem } from "@orch/kit/testing";
+import { eventually } from "@orch/kit/testing";
 import { run } from "../../cli/src/program.js";
-import { agentPool } from "../../services/agents/test/harness.js";
+import { startStateStack } from "./lib/state-stack.js";
 
 // orchctl modules / assignments / apply / plan / drift / ops / state against real processes and a
 // real orch-agent, orchctl run in-process with a terminal-like or a plain stdout.
-const nats = await startNats();
-const db = await createTestDatabase();
-const linkPort = await freePort();
-const system = await startSystem({
-  nats,
-  db,
-  services: ["auth", "agents", "secrets", "state", "gateway"],
-  env: {
-    ORCH_AGENTS_LINK_HOST: "127.0.0.1",
-    ORCH_AGENTS_LINK_PORT: String(linkPort),
-    ORCH_SECRETS_KEYS: `k1:${Buffer.alloc(32, 3).toString("base64")}`,
-    ORCH_STATE_DRIFT_INTERVAL_SECONDS: "0",
-  },
-});
-const agents = agentPool();
-const dir = mkdtempSync(join(tmpdir(), "orch-e2e-state-cli-"));
+const { linkPort, system, agents, dir, stop } = await startStateStack({ name: "state-cli", keyByte: 3 });
 t.teardown(async () => {
-  await agents.stop();
-  await system.stop();
-  await db.drop();
-  await nats.stop();
-  rmSync(dir, { recursive: true, force: true });
+  await stop();
 });
 
 const env = { HOME: dir, ORCHCTL_HOME: join(dir, "home"), ORCH_URL: system.url };

@@ -1,39 +1,19 @@
 import t from "tap";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
-import { createTestDatabase, eventually, freePort, startNats, startSystem } from "@orch/kit/testing";
-import { agentPool } from "../../services/agents/test/harness.js";
+import { eventually } from "@orch/kit/testing";
+import { startStateStack } from "./lib/state-stack.js";
 
-// Issue 6 acceptance over a fleet of real orch-agent processes: a selector over 4 agents plus a
+// State over a fleet of real orch-agent processes: a selector over 4 agents plus a
 // matching offline one, a rolling apply that stops at the first failure, and a restricted secret
 // that renders for one agent only and is stored nowhere. Needs `npm run build`.
-const nats = await startNats();
-const db = await createTestDatabase();
-const linkPort = await freePort();
-const system = await startSystem({
-  nats,
-  db,
-  services: ["auth", "agents", "secrets", "state", "gateway"],
-  env: {
-    ORCH_AGENTS_LINK_HOST: "127.0.0.1",
-    ORCH_AGENTS_LINK_PORT: String(linkPort),
-    ORCH_SECRETS_KEYS: `k1:${Buffer.alloc(32, 9).toString("base64")}`,
-    ORCH_STATE_DRIFT_INTERVAL_SECONDS: "0",
-  },
-});
-const agents = agentPool();
-const root = mkdtempSync(join(tmpdir(), "orch-e2e-fleet-"));
+const { db, linkPort, system, agents, dir: root, stop } = await startStateStack({ name: "fleet", keyByte: 9 });
 const sql = new pg.Client({ connectionString: db.url });
 await sql.connect();
 t.teardown(async () => {
-  await agents.stop();
   await sql.end();
-  await system.stop();
-  await db.drop();
-  await nats.stop();
-  rmSync(root, { recursive: true, force: true });
+  await stop();
 });
 const token = await system.login(system.admin);
 const api = (method: string, path: string, body?: unknown) =>

@@ -1,37 +1,17 @@
-// Issue 12, findings 2, 13 and 14 with real processes (auth, agents, secrets, state, gateway) and a
+// Secrets in state with real processes (auth, agents, secrets, state, gateway) and a
 // real orch-agent: an operator cannot widen a secret; a secret cannot go into a command; what a
 // command prints of it, in clear or encoded, is redacted; no plain hash of a file rendered with it
 // is shown; a rendered path with `..` is refused by the agent. Needs `npm run build`.
 import t from "tap";
 import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { createTestDatabase, ed25519, eventually, freePort, startNats, startSystem } from "@orch/kit/testing";
-import { agentPool } from "../../services/agents/test/harness.js";
+import { ed25519, eventually } from "@orch/kit/testing";
+import { startStateStack } from "./lib/state-stack.js";
 
-const nats = await startNats();
-const db = await createTestDatabase();
-const linkPort = await freePort();
-const system = await startSystem({
-  nats,
-  db,
-  services: ["auth", "agents", "secrets", "state", "gateway"],
-  env: {
-    ORCH_AGENTS_LINK_HOST: "127.0.0.1",
-    ORCH_AGENTS_LINK_PORT: String(linkPort),
-    ORCH_SECRETS_KEYS: `k1:${Buffer.alloc(32, 9).toString("base64")}`,
-    ORCH_STATE_DRIFT_INTERVAL_SECONDS: "0",
-  },
-});
-const agents = agentPool();
-const root = mkdtempSync(join(tmpdir(), "orch-e2e-secrets-"));
+const { linkPort, system, agents, dir: root, stop } = await startStateStack({ name: "secrets", keyByte: 9 });
 t.teardown(async () => {
-  await agents.stop();
-  await system.stop();
-  await db.drop();
-  await nats.stop();
-  rmSync(root, { recursive: true, force: true });
+  await stop();
 });
 const token = await system.login(system.admin);
 type Res = Awaited<ReturnType<typeof system.api>>;

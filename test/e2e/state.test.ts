@@ -1,44 +1,37 @@
 import t from "tap";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";
 import { AuditEventSchema, type AuditEvent } from "@orch/contracts";
-import { createTestDatabase, eventually, freePort, startNats, startSystem } from "@orch/kit/testing";
-import { agentPool } from "../../services/agents/test/harness.js";
+import { eventually } from "@orch/kit/testing";
+import { startStateStack } from "./lib/state-stack.js";
 
-// Issue 6 acceptance with real processes (auth, agents, secrets, state, gateway) and a real
+// State end to end with real processes (auth, agents, secrets, state, gateway) and a real
 // orch-agent: plan/apply/idempotence, exec output, failures skipping dependents, drift (manual,
 // scheduled, cleared by re-apply), and an operation outliving a killed state service.
 // Needs `npm run build` (dist/main.js of the services and of agent/).
-const nats = await startNats();
-const db = await createTestDatabase();
-const linkPort = await freePort();
-const system = await startSystem({
+const {
   nats,
-  db,
-  services: ["auth", "agents", "secrets", "state", "gateway"],
+  linkPort,
+  system,
+  agents,
+  dir: root,
+  stop,
+} = await startStateStack({
+  name: "state",
+  keyByte: 7,
   env: {
-    ORCH_AGENTS_LINK_HOST: "127.0.0.1",
-    ORCH_AGENTS_LINK_PORT: String(linkPort),
-    ORCH_SECRETS_KEYS: `k1:${Buffer.alloc(32, 7).toString("base64")}`,
     ORCH_STATE_DRIFT_INTERVAL_SECONDS: "3",
     ORCH_STATE_OPERATION_TIMEOUT_SECONDS: "8",
     ORCH_STATE_SWEEP_INTERVAL_SECONDS: "1",
   },
 });
-const agents = agentPool();
-const root = mkdtempSync(join(tmpdir(), "orch-e2e-state-"));
 const nc = await nats.connect("e2e-events");
 const events: AuditEvent[] = [];
 const sub = nc.subscribe("audit.>", { callback: (_e, m) => void events.push(fromBinary(AuditEventSchema, m.data)) });
 t.teardown(async () => {
   sub.unsubscribe();
-  await agents.stop();
-  await system.stop();
-  await db.drop();
-  await nats.stop();
-  rmSync(root, { recursive: true, force: true });
+  await stop();
 });
 const token = await system.login(system.admin);
 const api = (method: string, path: string, body?: unknown) =>

@@ -7,7 +7,7 @@ import { createTestDatabase, ed25519, eventually, freePort, startNats, startSyst
 import { agentPool } from "../../services/agents/test/harness.js";
 import { asciinemaCat, attach, type Attached } from "../../services/terminal/test/harness.js";
 
-// Issue 7 acceptance with real processes: auth, agents, terminal and gateway services and real
+// Terminals end to end with real processes: auth, agents, terminal and gateway services and real
 // orch-agent daemons with real PTYs, driven through the HTTP API and the WebSocket.
 // Needs `npm run build` (every service's dist/main.js and agent/dist/main.js).
 const nats = await startNats();
@@ -180,7 +180,7 @@ t.test("another operator cannot read the session or its transcript (404)", async
   t.same((await system.api("GET", "/api/v1/terminal", { token: carol })).body, [], "carol lists none of them");
 });
 
-t.test("every seed error condition answers with its status and code", async (t) => {
+t.test("every documented error condition answers with its status and code", async (t) => {
   const problem = async (path: string, status: number, code: string) => {
     const r = await api("POST", path);
     t.equal(r.status, status, `${path}: ${status}`);

@@ -1,3 +1,5 @@
+import { backoff } from "@orch/kit/backoff";
+
 export interface BackoffOptions {
   baseMs: number;
   capMs: number;
@@ -11,6 +13,5 @@ export const LINK_BACKOFF: BackoffOptions = { baseMs: 500, capMs: 30_000 };
  * agents spread their reconnects over the whole window instead of arriving together.
  */
 export function backoffDelay(attempt: number, o: BackoffOptions = LINK_BACKOFF): number {
-  const ceiling = Math.min(o.capMs, o.baseMs * 2 ** Math.min(attempt, 30));
-  return Math.floor((o.random ?? Math.random)() * ceiling);
+  return backoff({ initialMs: o.baseMs, maxMs: o.capMs, jitter: "full", random: o.random })(attempt);
 }

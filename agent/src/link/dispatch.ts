@@ -1,12 +1,12 @@
 import { create, fromBinary, toBinary, type DescMethod, type MessageInitShape } from "@bufbuild/protobuf";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
-import type { Request, ResponseSchema } from "@orch/contracts";
+import type { ErrorReason, Request, ResponseSchema } from "@orch/contracts";
 import { AgentError, type AgentCallContext, type AgentHandlers, type AgentLogger } from "../runtime.js";
 
 type ResponseInit = MessageInitShape<typeof ResponseSchema>;
 type AnyHandler = (req: unknown, ctx: AgentCallContext) => Promise<unknown>;
 
-const fail = (id: bigint, code: string, reason: string, message: string): ResponseInit => ({
+const fail = (id: bigint, code: string, reason: ErrorReason, message: string): ResponseInit => ({
   id,
   error: { code, reason, message },
 });

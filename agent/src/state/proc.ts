@@ -1,4 +1,5 @@
-import { spawn } from "node:child_process";
+import { type ChildProcessByStdio, spawn } from "node:child_process";
+import type { Readable } from "node:stream";
 
 /** Per-stream capture limit: enough for any sane script log, bounded so a runaway command cannot exhaust the agent. */
 export const OUTPUT_CAP = 1024 * 1024;
@@ -53,7 +54,7 @@ export function run(file: string, args: string[], opts: RunOptions): Promise<Run
   const out = new Capture(cap);
   const err = new Capture(cap);
   return new Promise((resolve) => {
-    let child;
+    let child: ChildProcessByStdio<null, Readable, Readable>;
     try {
       child = spawn(file, args, {
         cwd: opts.cwd,

@@ -98,7 +98,7 @@ export function optMode(spec: Spec, key = "mode"): number | undefined {
   return parseInt(s, 8);
 }
 
-export const fmtMode = (m: number) => "0" + (m & 0o7777).toString(8).padStart(3, "0");
+export const fmtMode = (m: number) => `0${(m & 0o7777).toString(8).padStart(3, "0")}`;
 
 /** Resource-level keys a sender may leave in the spec; they are carried by StateResource itself. */
 const RESOURCE_KEYS = ["id", "type", "module", "requires", "description"];

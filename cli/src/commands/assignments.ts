@@ -1,50 +1,23 @@
 /** orchctl assignments create | list | show | rm | apply | plan */
 import type { Command } from "commander";
+import { unwrap, type RequestBody, type AssignmentRun as Run, type StateOperation as Operation } from "@orch/client";
+import { parseLimit } from "../args.js";
 import { action, type Context } from "../context.js";
 import { CliError } from "../errors.js";
-import type { CliIO } from "../output.js";
 import {
-  isOpen,
-  operationHeadline,
-  paintStatus,
-  parseModules,
-  printResults,
-  sleep,
-  useColor,
-  type Operation,
-} from "./apply.js";
-import { pages, parseLimit } from "./modules.js";
-
-export interface Assignment {
-  name: string;
-  selector: string;
-  modules: string[];
-  description: string | null;
-  created_at: string;
-  created_by: string;
-}
-
-interface AssignmentPage {
-  assignments: Assignment[];
-  has_more: boolean;
-  next_cursor: string | null;
-}
-
-export interface Run {
-  run_id: string;
-  assignment: string;
-  kind: string;
-  status: string;
-  selector: string;
-  modules: string[];
-  batch_size: number;
-  batches: number;
-  max_failures: number | null;
-  failures: number;
-  created_at: string;
-  finished_at: string | null;
-  operations: Array<{ operation_id: string | null; node_id: string; name: string; batch: number; status: string }>;
-}
+  ASSIGNMENT_COLUMNS,
+  assignmentFields,
+  assignmentRows,
+  createdLine,
+  runFollowingLine,
+  runProgressLine,
+  runResultLines,
+  runStartedLine,
+} from "../format/assignments.js";
+import { isOpen } from "../format/operations.js";
+import type { CliIO } from "../output.js";
+import { pages } from "../pages.js";
+import { parseModules, printLines, sleep, useColor } from "./apply.js";
 
 const POLL_MS = 500;
 
@@ -58,31 +31,36 @@ async function followRun(ctx: Context, run: Run, color: boolean): Promise<{ run:
     for (const o of r.operations) {
       if (seen.get(o.node_id) === o.status) continue;
       seen.set(o.node_id, o.status);
-      if (o.status !== "queued") ctx.out.note(`  ${(o.name || o.node_id).padEnd(20)} ${paintStatus(color, o.status)}`);
+      if (o.status !== "queued") ctx.out.note(runProgressLine(o, color));
     }
   };
   report(run);
   while (run.status === "running") {
     await sleep(POLL_MS);
-    run = await ctx.api<Run>(
-      "GET",
-      `/assignments/${encodeURIComponent(run.assignment)}/runs/${run.run_id}`,
-      undefined,
-      { auth: true },
+    run = unwrap(
+      await ctx.api.GET("/api/v1/assignments/{name}/runs/{run_id}", {
+        params: { path: { name: run.assignment, run_id: run.run_id } },
+      }),
     );
     report(run);
   }
   const ops: Operation[] = [];
   for (const o of run.operations) {
     if (o.operation_id && !isOpen(o.status))
-      ops.push(await ctx.api<Operation>("GET", `/state/operations/${o.operation_id}`, undefined, { auth: true }));
+      ops.push(
+        unwrap(
+          await ctx.api.GET("/api/v1/state/operations/{operation_id}", {
+            params: { path: { operation_id: o.operation_id } },
+          }),
+        ),
+      );
   }
   return { run, ops };
 }
 
-export function register(program: Command, io: CliIO): void {
-  const asg = program.command("assignments").description("assignments: modules for the agents a selector matches");
+type Sub = (asg: Command, io: CliIO) => void;
 
+const create: Sub = (asg, io) =>
   asg
     .command("create")
     .description("create an assignment")
@@ -92,16 +70,21 @@ export function register(program: Command, io: CliIO): void {
     .option("--description <text>", "description")
     .action(
       action(io, async (ctx, name: string, opts: { selector: string; modules: string; description?: string }) => {
-        const a = await ctx.api<Assignment>(
-          "POST",
-          "/assignments",
-          { name, selector: opts.selector, modules: parseModules(opts.modules), description: opts.description ?? null },
-          { auth: true },
+        const a = unwrap(
+          await ctx.api.POST("/api/v1/assignments", {
+            body: {
+              name,
+              selector: opts.selector,
+              modules: parseModules(opts.modules),
+              description: opts.description ?? null,
+            },
+          }),
         );
-        ctx.out.result(a, () => ctx.out.line(`Created assignment ${a.name}: ${a.selector} → ${a.modules.join(", ")}`));
+        ctx.out.result(a, () => ctx.out.line(createdLine(a)));
       }),
     );
 
+const list: Sub = (asg, io) =>
   asg
     .command("list")
     .description("list assignments")
@@ -110,44 +93,33 @@ export function register(program: Command, io: CliIO): void {
     .option("--all", "fetch every page")
     .action(
       action(io, async (ctx, opts: { limit?: string; cursor?: string; all?: boolean }) => {
-        const page = await pages<Assignment, AssignmentPage>(ctx, "/assignments", "assignments", {
-          limit: parseLimit(opts.limit),
-          cursor: opts.cursor,
-          all: opts.all,
-        });
+        const limit = parseLimit(opts.limit)?.toString();
+        const page = await pages(
+          async (cursor) => unwrap(await ctx.api.GET("/api/v1/assignments", { params: { query: { limit, cursor } } })),
+          "assignments",
+          opts,
+        );
         ctx.out.result(page, () => {
-          ctx.out.table(
-            ["NAME", "SELECTOR", "MODULES", "DESCRIPTION"],
-            page.assignments.map((a) => [a.name, a.selector, a.modules.join(","), a.description]),
-          );
+          ctx.out.table(ASSIGNMENT_COLUMNS, assignmentRows(page.assignments));
           if (page.has_more && page.next_cursor)
             ctx.out.note(`more assignments: orchctl assignments list --cursor ${page.next_cursor} (or --all)`);
         });
       }),
     );
 
+const show: Sub = (asg, io) =>
   asg
     .command("show")
     .description("show one assignment")
     .argument("<name>", "assignment name")
     .action(
       action(io, async (ctx, name: string) => {
-        const a = await ctx.api<Assignment>("GET", `/assignments/${encodeURIComponent(name)}`, undefined, {
-          auth: true,
-        });
-        ctx.out.result(a, () =>
-          ctx.out.fields([
-            ["name", a.name],
-            ["selector", a.selector],
-            ["modules", a.modules.join(", ")],
-            ["description", a.description],
-            ["created_at", a.created_at],
-            ["created_by", a.created_by],
-          ]),
-        );
+        const a = unwrap(await ctx.api.GET("/api/v1/assignments/{name}", { params: { path: { name } } }));
+        ctx.out.result(a, () => ctx.out.fields(assignmentFields(a)));
       }),
     );
 
+const remove: Sub = (asg, io) =>
   asg
     .command("rm")
     .alias("remove")
@@ -155,12 +127,14 @@ export function register(program: Command, io: CliIO): void {
     .argument("<name>", "assignment name")
     .action(
       action(io, async (ctx, name: string) => {
-        await ctx.api("DELETE", `/assignments/${encodeURIComponent(name)}`, undefined, { auth: true });
+        unwrap(await ctx.api.DELETE("/api/v1/assignments/{name}", { params: { path: { name } } }));
         ctx.out.result({ removed: true, name }, () => ctx.out.line(`Deleted assignment ${name}`));
       }),
     );
 
-  for (const kind of ["apply", "plan"] as const) {
+const fanOut =
+  (kind: "apply" | "plan"): Sub =>
+  (asg, io) =>
     asg
       .command(kind)
       .description(`${kind} an assignment on every approved agent its selector matches, with live per-agent progress`)
@@ -170,7 +144,7 @@ export function register(program: Command, io: CliIO): void {
       .option("--no-wait", "start the fan-out and print it without following it")
       .action(
         action(io, async (ctx, name: string, opts: { batch?: string; maxFailures?: string; wait: boolean }) => {
-          const body: Record<string, unknown> = {};
+          const body: RequestBody<"/api/v1/assignments/{name}/apply", "post"> = {};
           if (opts.batch !== undefined) body.batch = /^\d+$/.test(opts.batch) ? Number(opts.batch) : opts.batch;
           if (opts.maxFailures !== undefined) {
             const n = Number(opts.maxFailures);
@@ -179,33 +153,19 @@ export function register(program: Command, io: CliIO): void {
             body.max_failures = n;
           }
           const color = useColor(ctx);
-          let run = await ctx.api<Run>("POST", `/assignments/${encodeURIComponent(name)}/${kind}`, body, {
-            auth: true,
-          });
+          let run = unwrap(
+            await ctx.api.POST(`/api/v1/assignments/{name}/${kind}`, { params: { path: { name } }, body }),
+          );
           if (!opts.wait) {
-            ctx.out.result(run, () =>
-              ctx.out.line(
-                `${kind} of ${run.assignment} started on ${run.operations.length} agent(s): run ${run.run_id}`,
-              ),
-            );
+            ctx.out.result(run, () => ctx.out.line(runStartedLine(kind, run)));
             return;
           }
-          ctx.out.note(
-            `${kind} of ${run.assignment} (${run.selector}) on ${run.operations.length} agent(s), run ${run.run_id}`,
-          );
+          ctx.out.note(runFollowingLine(kind, run));
           const followed = await followRun(ctx, run, color);
           run = followed.run;
-          ctx.out.result({ ...run, results: followed.ops }, () => {
-            for (const op of followed.ops) {
-              ctx.out.line(operationHeadline(op, color));
-              printResults(ctx, op, color);
-            }
-            for (const o of run.operations.filter((x) => x.status === "not_started"))
-              ctx.out.line(`${kind} on ${o.name || o.node_id}: ${paintStatus(color, "not_started")}`);
-            ctx.out.line(
-              `run ${run.run_id} ${run.status}: ${run.operations.length} agent(s), ${run.failures} failure(s)`,
-            );
-          });
+          ctx.out.result({ ...run, results: followed.ops }, () =>
+            printLines(ctx, runResultLines(kind, run, followed.ops, color)),
+          );
           if (!ctx.json && (run.failures > 0 || run.status !== "completed"))
             throw new CliError(
               `${kind} of ${run.assignment} ${run.status} with ${run.failures} failure(s)`,
@@ -213,5 +173,8 @@ export function register(program: Command, io: CliIO): void {
             );
         }),
       );
-  }
+
+export function register(program: Command, io: CliIO): void {
+  const asg = program.command("assignments").description("assignments: modules for the agents a selector matches");
+  for (const sub of [create, list, show, remove, fanOut("apply"), fanOut("plan")]) sub(asg, io);
 }

@@ -1,34 +1,21 @@
 /** orchctl audit [list] | prune | retention [set] — query, tail and prune the audit log */
+import { backoff } from "@orch/kit/backoff";
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { Command } from "commander";
+import { unwrap, type AuditEvent, type AuditPage, type AuditRetention, type QueryParams } from "@orch/client";
 import { action, type Context } from "../context.js";
 import { CliError, ProblemError } from "../errors.js";
+import {
+  AUDIT_COLUMNS,
+  auditRow,
+  auditStreamHeader,
+  auditStreamLine,
+  prunedLine,
+  retentionFields,
+} from "../format/audit.js";
 import { apiUrl, type Query } from "../http.js";
 import type { CliIO } from "../output.js";
-
-export interface AuditEvent {
-  id: string;
-  timestamp: string;
-  event_type: string;
-  severity: string;
-  summary: string;
-  actor: { id: string; name: string; type: string };
-  target: { id: string; name: string; type: string };
-  metadata: Record<string, unknown>;
-}
-
-export interface AuditPage {
-  events: AuditEvent[];
-  has_more: boolean;
-  next_cursor: string | null;
-}
-
-export interface Retention {
-  retention_days: number | null;
-  source: string;
-  default_retention_days: number | null;
-}
 
 interface FilterOptions {
   agent?: string;
@@ -79,8 +66,12 @@ export async function listAudit(
   query: Query,
   opts: { limit?: number; cursor?: string; all?: boolean },
 ): Promise<AuditPage> {
-  const fetchPage = (cursor: string | undefined) =>
-    ctx.api<AuditPage>("GET", "/audit", undefined, { auth: true, query: { ...query, limit: opts.limit, cursor } });
+  const fetchPage = async (cursor: string | undefined) =>
+    unwrap(
+      await ctx.api.GET("/api/v1/audit", {
+        params: { query: { ...query, limit: opts.limit, cursor } as QueryParams<"/api/v1/audit", "get"> },
+      }),
+    );
   let page = await fetchPage(opts.cursor);
   if (!opts.all) return page;
   const events = [...page.events];
@@ -94,11 +85,6 @@ export async function listAudit(
   }
   return { events, has_more: false, next_cursor: null };
 }
-
-const ref = (r: { name: string; id: string; type: string }) =>
-  r.type ? `${r.type}:${r.name || r.id}` : r.name || r.id;
-const row = (e: AuditEvent) => [e.timestamp, e.event_type, e.severity, ref(e.actor), ref(e.target), e.summary, e.id];
-const HEADERS = ["TIME", "TYPE", "SEVERITY", "ACTOR", "TARGET", "SUMMARY", "ID"] as const;
 
 /** Parses a text/event-stream body into (id, data) frames. */
 export function sseParser(onEvent: (id: string, data: string) => void): (chunk: string) => void {
@@ -123,6 +109,9 @@ export function sseParser(onEvent: (id: string, data: string) => void): (chunk: 
  * Tails GET /audit/stream until interrupted, reconnecting with Last-Event-ID (so nothing is
  * missed) after a dropped connection or 45 s of silence (the server sends a comment every 15 s).
  */
+// A dropped stream comes back quickly; a server that stays away is asked at most every 10 s.
+const reconnectPolicy = backoff({ initialMs: 500, maxMs: 10_000 });
+
 async function follow(
   ctx: Context,
   query: Query,
@@ -132,7 +121,7 @@ async function follow(
   const server = await ctx.orch.server();
   const token = await ctx.orch.token(server);
   let lastId = cursor;
-  let backoff = 500;
+  let failures = 0;
   let stop = false;
   let current: { destroy(): void } | undefined;
   const onSignal = () => {
@@ -181,7 +170,7 @@ async function follow(
                 });
                 return;
               }
-              backoff = 500;
+              failures = 0;
               let idle: NodeJS.Timeout | undefined;
               const arm = () => {
                 clearTimeout(idle);
@@ -221,8 +210,7 @@ async function follow(
         if (!stop) ctx.out.note(`stream interrupted (${(err as Error).message}); reconnecting`);
       }
       if (stop) break;
-      await new Promise((r) => setTimeout(r, backoff));
-      backoff = Math.min(backoff * 2, 10_000);
+      await new Promise((r) => setTimeout(r, reconnectPolicy(failures++)));
     }
   } finally {
     process.removeListener("SIGINT", onSignal);
@@ -240,9 +228,9 @@ function addFilters(cmd: Command): Command {
     .option("--before <time>", "before this time (RFC 3339, or 30m/12h/7d ago)");
 }
 
-export function register(program: Command, io: CliIO): void {
-  const audit = program.command("audit").description("query, tail and prune the audit log");
+type Sub = (parent: Command, io: CliIO) => void;
 
+const list: Sub = (audit, io) =>
   addFilters(
     audit.command("list", { isDefault: true }).description("list audit events, newest first (the default subcommand)"),
   )
@@ -259,9 +247,9 @@ export function register(program: Command, io: CliIO): void {
             if (opts.all || opts.limit)
               throw new CliError("--follow cannot be combined with --all or --limit", "invalid_argument");
             // One JSON document per line with --json (NDJSON); a row per event otherwise.
-            if (!ctx.json) io.stdout.write(`${HEADERS.join("  ")}\n`);
+            if (!ctx.json) io.stdout.write(auditStreamHeader());
             await follow(ctx, query, opts.cursor, (e) =>
-              io.stdout.write(ctx.json ? `${JSON.stringify(e)}\n` : `${row(e).join("  ")}\n`),
+              io.stdout.write(ctx.json ? `${JSON.stringify(e)}\n` : auditStreamLine(e)),
             );
             return;
           }
@@ -271,7 +259,7 @@ export function register(program: Command, io: CliIO): void {
             all: opts.all,
           });
           ctx.out.result(page, () => {
-            ctx.out.table(HEADERS, page.events.map(row));
+            ctx.out.table(AUDIT_COLUMNS, page.events.map(auditRow));
             if (page.has_more && page.next_cursor)
               ctx.out.note(`more events: add --cursor ${page.next_cursor} (or --all)`);
           });
@@ -279,6 +267,7 @@ export function register(program: Command, io: CliIO): void {
       ),
     );
 
+const prune: Sub = (audit, io) =>
   audit
     .command("prune")
     .description("delete events recorded before a time (admin); an audit.pruned event records it")
@@ -286,33 +275,20 @@ export function register(program: Command, io: CliIO): void {
     .action(
       action(io, async (ctx, opts: { before: string }) => {
         const before = timeArg("--before", opts.before)!;
-        const r = await ctx.api<{ deleted: number }>("DELETE", "/audit", undefined, { auth: true, query: { before } });
-        ctx.out.result(r, () =>
-          ctx.out.line(`Deleted ${r.deleted} audit event${r.deleted === 1 ? "" : "s"} before ${before}`),
-        );
+        const r = unwrap(await ctx.api.DELETE("/api/v1/audit", { params: { query: { before } } }));
+        ctx.out.result(r, () => ctx.out.line(prunedLine(r.deleted, before)));
       }),
     );
 
-  const retention = audit.command("retention").description("show or change how long audit events are kept");
-  const show = (ctx: Context, r: Retention) =>
-    ctx.out.result(r, () =>
-      ctx.out.fields([
-        ["retention_days", r.retention_days === null ? "off (events are kept forever)" : r.retention_days],
-        [
-          "source",
-          r.source === "override" ? "override (set with orchctl audit retention set)" : "config (audit.retention_days)",
-        ],
-        ["default_retention_days", r.default_retention_days ?? "off"],
-      ]),
-    );
+const showRetention = (ctx: Context, r: AuditRetention) => ctx.out.result(r, () => ctx.out.fields(retentionFields(r)));
+
+const retentionGet: Sub = (retention, io) =>
   retention
     .command("get", { isDefault: true })
     .description("show the retention in force")
-    .action(
-      action(io, async (ctx) =>
-        show(ctx, await ctx.api<Retention>("GET", "/audit/retention", undefined, { auth: true })),
-      ),
-    );
+    .action(action(io, async (ctx) => showRetention(ctx, unwrap(await ctx.api.GET("/api/v1/audit/retention")))));
+
+const retentionSet: Sub = (retention, io) =>
   retention
     .command("set")
     .description("set the retention override in days (admin); `default` returns to the configuration file's value")
@@ -329,7 +305,15 @@ export function register(program: Command, io: CliIO): void {
               "invalid_argument",
             );
         }
-        show(ctx, await ctx.api<Retention>("PUT", "/audit/retention", { retention_days: value }, { auth: true }));
+        showRetention(ctx, unwrap(await ctx.api.PUT("/api/v1/audit/retention", { body: { retention_days: value } })));
       }),
     );
+
+export function register(program: Command, io: CliIO): void {
+  const audit = program.command("audit").description("query, tail and prune the audit log");
+  list(audit, io);
+  prune(audit, io);
+  const retention = audit.command("retention").description("show or change how long audit events are kept");
+  retentionGet(retention, io);
+  retentionSet(retention, io);
 }

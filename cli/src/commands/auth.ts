@@ -1,42 +1,32 @@
 /** orchctl login | logout | whoami */
 import type { Command } from "commander";
-import { deleteSession, writeSession, type Operator, type Session } from "../config.js";
+import { unwrap, type Challenge, type Verified } from "@orch/client";
+import { deleteSession, writeSession, type Session } from "../config.js";
 import { action, type Context } from "../context.js";
 import { CliError, ProblemError } from "../errors.js";
-import { rawRequest } from "../http.js";
+import { operatorLine, whoamiFields } from "../format/operators.js";
+import { serverClient } from "../http.js";
 import { loadSigners, type Signer } from "../keys/index.js";
 import type { CliIO } from "../output.js";
 
-interface Challenge {
-  nonce: string;
-  expires_at: string;
-}
-
-interface VerifyResponse {
-  token: string;
-  expires_at: string;
-  operator: Operator;
-}
-
 /** Challenge → sign the raw nonce bytes → verify. Returns the new session (not yet stored). */
 export async function authenticate(ctx: Context, server: string, signer: Signer): Promise<Session> {
-  const req = { server, timeoutMs: ctx.timeoutMs };
+  const api = serverClient(server, { timeoutMs: ctx.timeoutMs });
   const public_key = signer.publicKeyHex;
-  const ch = await rawRequest<Challenge>({ ...req, method: "POST", path: "/auth/challenge", body: { public_key } });
+  // Checked below although typed: a server that is not an orchestrator may answer anything.
+  const ch: Partial<Challenge> | undefined = unwrap(await api.POST("/api/v1/auth/challenge", { body: { public_key } }));
   if (typeof ch?.nonce !== "string" || !/^[0-9a-fA-F]{64}$/.test(ch.nonce)) {
     throw new CliError(`${server} sent an invalid challenge (nonce must be 64 hex characters)`, "bad_response");
   }
   const signature = Buffer.from(await signer.sign(Buffer.from(ch.nonce, "hex"))).toString("hex");
-  const v = await rawRequest<VerifyResponse>({
-    ...req,
-    method: "POST",
-    path: "/auth/verify",
-    body: { public_key, nonce: ch.nonce, signature },
-  });
+  const v: Partial<Verified> | undefined = unwrap(
+    await api.POST("/api/v1/auth/verify", { body: { public_key, nonce: ch.nonce, signature } }),
+  );
   if (typeof v?.token !== "string" || !v.token || typeof v.operator !== "object" || v.operator === null) {
     throw new CliError(`${server} sent an invalid verify response`, "bad_response");
   }
-  return { server, token: v.token, expires_at: v.expires_at, operator: v.operator };
+  // Stored as sent: an absent expires_at is judged by sessionExpired (config.ts).
+  return { server, token: v.token, expires_at: v.expires_at as string, operator: v.operator };
 }
 
 /** Problems meaning "this key is not accepted", after which the next agent key is worth trying. */
@@ -44,11 +34,9 @@ function keyRejected(err: unknown): err is ProblemError {
   return err instanceof ProblemError && [401, 403, 404].includes(err.status);
 }
 
-function operatorLine(op: Operator): string {
-  return `${op.name} (${op.role})`;
-}
+type Sub = (parent: Command, io: CliIO) => void;
 
-export function register(program: Command, io: CliIO): void {
+const login: Sub = (program, io) =>
   program
     .command("login")
     .description("authenticate with an Ed25519 key and store the session token")
@@ -94,6 +82,7 @@ export function register(program: Command, io: CliIO): void {
       }),
     );
 
+const logout: Sub = (program, io) =>
   program
     .command("logout")
     .description("revoke the session token and delete the stored session")
@@ -106,13 +95,8 @@ export function register(program: Command, io: CliIO): void {
         }
         let failure: unknown;
         try {
-          await rawRequest({
-            server: session.server,
-            method: "POST",
-            path: "/auth/logout",
-            token: session.token,
-            timeoutMs: ctx.timeoutMs,
-          });
+          const api = serverClient(session.server, { token: session.token, timeoutMs: ctx.timeoutMs });
+          unwrap(await api.POST("/api/v1/auth/logout"));
         } catch (err) {
           // 401: the token is already expired or revoked, which is what logging out wants.
           if (!(err instanceof ProblemError && err.status === 401)) failure = err;
@@ -131,25 +115,18 @@ export function register(program: Command, io: CliIO): void {
       }),
     );
 
+const whoami: Sub = (program, io) =>
   program
     .command("whoami")
     .description("show the operator of the current session")
     .action(
       action(io, async (ctx) => {
-        const op = await ctx.api<Operator>("GET", "/auth/whoami", undefined, { auth: true });
+        const op = unwrap(await ctx.api.GET("/api/v1/auth/whoami"));
         const server = await ctx.orch.server();
-        ctx.out.result(op, () => {
-          ctx.out.fields([
-            ["name", op.name],
-            ["id", op.id],
-            ["role", op.role],
-            ["active", op.active],
-            ["public_key", op.public_key],
-            ["created_at", op.created_at],
-            ["created_by", op.created_by],
-            ["server", server],
-          ]);
-        });
+        ctx.out.result(op, () => ctx.out.fields(whoamiFields(op, server)));
       }),
     );
+
+export function register(program: Command, io: CliIO): void {
+  for (const sub of [login, logout, whoami]) sub(program, io);
 }

@@ -1,27 +1,20 @@
 /** orchctl channels list | add | show | update | test | deliveries | rm */
 import { readFile } from "node:fs/promises";
 import { Option, type Command } from "commander";
+import { unwrap, type Channel, type QueryParams, type RequestBody } from "@orch/client";
 import { action, type Context } from "../context.js";
 import { CliError } from "../errors.js";
+import {
+  CHANNEL_COLUMNS,
+  DELIVERY_COLUMNS,
+  channelFields,
+  channelRows,
+  channelSecretLine,
+  channelTestFields,
+  channelVerbLine,
+  deliveryRows,
+} from "../format/channels.js";
 import type { CliIO } from "../output.js";
-
-export interface Channel {
-  id: string;
-  name: string;
-  channel_type: string;
-  config: Record<string, unknown>;
-  enabled: boolean;
-  disabled_reason: string | null;
-  created_at: number;
-  created_by: string;
-  updated_at: number;
-}
-
-interface ChannelPage {
-  channels: Channel[];
-  has_more: boolean;
-  next_cursor: string | null;
-}
 
 interface ConfigFlags {
   config?: string;
@@ -112,69 +105,41 @@ function configOptions(cmd: Command): Command {
     .option("--event-types <prefixes>", "comma-separated event type prefixes to deliver (default all)");
 }
 
-const target = (c: Channel) =>
-  String(
-    c.config.url ??
-      c.config.webhook_url ??
-      (c.config.topic ? `${String(c.config.server_url ?? "")}/${String(c.config.topic)}` : ""),
-  );
-
-function show(ctx: Context, c: Channel, verb?: string): void {
+function showChannel(ctx: Context, c: Channel, verb?: string): void {
   ctx.out.result(c, () => {
-    if (verb) ctx.out.line(`${verb} ${c.channel_type} channel ${c.name}, id ${c.id}`);
-    ctx.out.fields([
-      ["name", c.name],
-      ["id", c.id],
-      ["type", c.channel_type],
-      ["enabled", c.enabled ? "yes" : `no (${c.disabled_reason ?? ""})`],
-      ["target", target(c)],
-      ["min_severity", c.config.min_severity ?? "warning"],
-      ["event_types", Array.isArray(c.config.event_types) ? c.config.event_types.join(",") : "all"],
-      ["config", JSON.stringify(c.config)],
-      ["created_at", new Date(c.created_at * 1000).toISOString()],
-      ["created_by", c.created_by],
-    ]);
-    const secret = c.config.secret;
-    if (typeof secret === "string" && secret.startsWith("whsec_") && !secret.includes("****")) {
+    if (verb) ctx.out.line(channelVerbLine(verb, c));
+    ctx.out.fields(channelFields(c));
+    const secret = channelSecretLine(c);
+    if (secret) {
       ctx.out.line("");
-      ctx.out.line(`webhook secret (shown once, store it now): ${secret}`);
+      ctx.out.line(secret);
     }
   });
 }
 
-const path = (ref: string) => `/channels/${encodeURIComponent(ref)}`;
+const path = (id: string) => ({ params: { path: { id } } });
 
-export function register(program: Command, io: CliIO): void {
-  const ch = program.command("channels").description("notification channels: webhook, discord, slack, ntfy");
+type Sub = (parent: Command, io: CliIO) => void;
 
-  ch.command("list")
+const list: Sub = (ch, io) =>
+  ch
+    .command("list")
     .description("list channels")
     .option("--limit <n>", "page size")
     .option("--cursor <cursor>", "continue from a previous page's next_cursor")
     .action(
       action(io, async (ctx, opts: { limit?: string; cursor?: string }) => {
-        const page = await ctx.api<ChannelPage>("GET", "/channels", undefined, {
-          auth: true,
-          query: { limit: positiveInt("--limit", opts.limit), cursor: opts.cursor },
-        });
+        const query = { limit: positiveInt("--limit", opts.limit)?.toString(), cursor: opts.cursor };
+        const page = unwrap(await ctx.api.GET("/api/v1/channels", { params: { query } }));
         ctx.out.result(page, () => {
-          ctx.out.table(
-            ["NAME", "ID", "TYPE", "ENABLED", "MIN SEVERITY", "TARGET"],
-            page.channels.map((c) => [
-              c.name,
-              c.id,
-              c.channel_type,
-              c.enabled ? "yes" : "no",
-              c.config.min_severity ?? "warning",
-              target(c),
-            ]),
-          );
+          ctx.out.table(CHANNEL_COLUMNS, channelRows(page.channels));
           if (page.has_more && page.next_cursor)
             ctx.out.note(`more channels: orchctl channels list --cursor ${page.next_cursor}`);
         });
       }),
     );
 
+const add: Sub = (ch, io) =>
   configOptions(
     ch
       .command("add")
@@ -187,26 +152,28 @@ export function register(program: Command, io: CliIO): void {
       ),
   ).action(
     action(io, async (ctx, name: string, opts: ConfigFlags & { type: string }) => {
-      const c = await ctx.api<Channel>(
-        "POST",
-        "/channels",
-        { name, channel_type: opts.type, config: await configFrom(opts) },
-        { auth: true },
+      const c = unwrap(
+        await ctx.api.POST("/api/v1/channels", {
+          body: { name, channel_type: opts.type, config: await configFrom(opts) },
+        }),
       );
-      show(ctx, c, "Added");
+      showChannel(ctx, c, "Added");
     }),
   );
 
-  ch.command("show")
+const show: Sub = (ch, io) =>
+  ch
+    .command("show")
     .alias("get")
     .description("show one channel (credentials masked)")
     .argument("<id-or-name>")
     .action(
       action(io, async (ctx, ref: string) =>
-        show(ctx, await ctx.api<Channel>("GET", path(ref), undefined, { auth: true })),
+        showChannel(ctx, unwrap(await ctx.api.GET("/api/v1/channels/{id}", path(ref)))),
       ),
     );
 
+const update: Sub = (ch, io) =>
   configOptions(
     ch
       .command("update")
@@ -226,7 +193,7 @@ export function register(program: Command, io: CliIO): void {
       ) => {
         if (opts.enable && opts.disable)
           throw new CliError("--enable and --disable exclude each other", "invalid_argument");
-        const body: Record<string, unknown> = {};
+        const body: RequestBody<"/api/v1/channels/{id}", "put"> = {};
         if (opts.name) body.name = opts.name;
         if (opts.enable || opts.disable) body.enabled = Boolean(opts.enable);
         const touchesConfig = [
@@ -244,40 +211,32 @@ export function register(program: Command, io: CliIO): void {
         ].some((k) => (opts as Record<string, unknown>)[k] !== undefined);
         if (touchesConfig || opts.rotateSecret) {
           // Start from the current (masked) config: masked credentials are kept by the server.
-          const cur = await ctx.api<Channel>("GET", path(ref), undefined, { auth: true });
+          const cur = unwrap(await ctx.api.GET("/api/v1/channels/{id}", path(ref)));
           body.config = await configFrom(opts, cur.config);
           if (opts.rotateSecret) (body.config as Record<string, unknown>).secret = null;
         }
         if (Object.keys(body).length === 0)
           throw new CliError("nothing to update: give --name, --enable/--disable or config flags", "invalid_argument");
-        show(ctx, await ctx.api<Channel>("PUT", path(ref), body, { auth: true }), "Updated");
+        showChannel(ctx, unwrap(await ctx.api.PUT("/api/v1/channels/{id}", { ...path(ref), body })), "Updated");
       },
     ),
   );
 
-  ch.command("test")
+const test: Sub = (ch, io) =>
+  ch
+    .command("test")
     .description("send a test notification through the channel now (admin)")
     .argument("<id-or-name>")
     .action(
       action(io, async (ctx, ref: string) => {
-        const r = await ctx.api<{
-          delivered: boolean;
-          status_code: number | null;
-          response_snippet: string | null;
-          error: string | null;
-        }>("POST", `${path(ref)}/test`, undefined, { auth: true });
-        ctx.out.result(r, () =>
-          ctx.out.fields([
-            ["delivered", r.delivered ? "yes" : "no"],
-            ["status_code", r.status_code],
-            ["response", r.response_snippet],
-            ["error", r.error],
-          ]),
-        );
+        const r = unwrap(await ctx.api.POST("/api/v1/channels/{id}/test", path(ref)));
+        ctx.out.result(r, () => ctx.out.fields(channelTestFields(r)));
       }),
     );
 
-  ch.command("deliveries")
+const deliveries: Sub = (ch, io) =>
+  ch
+    .command("deliveries")
     .description("list a channel's deliveries, newest first")
     .argument("<id-or-name>")
     .addOption(
@@ -294,52 +253,37 @@ export function register(program: Command, io: CliIO): void {
     .option("--cursor <cursor>", "continue from a previous page's next_cursor")
     .action(
       action(io, async (ctx, ref: string, opts: { status?: string; limit?: string; cursor?: string }) => {
-        type D = {
-          id: string;
-          event_type: string;
-          severity: string;
-          status: string;
-          attempts: number;
-          last_status_code: number | null;
-          last_error: string | null;
-          created_at_ms: number;
-        };
-        const page = await ctx.api<{ deliveries: D[]; has_more: boolean; next_cursor: string | null }>(
-          "GET",
-          `${path(ref)}/deliveries`,
-          undefined,
-          {
-            auth: true,
-            query: { status: opts.status, limit: positiveInt("--limit", opts.limit), cursor: opts.cursor },
-          },
+        // The server validates --status (invalid_request names the field).
+        const query = {
+          status: opts.status,
+          limit: positiveInt("--limit", opts.limit)?.toString(),
+          cursor: opts.cursor,
+        } as QueryParams<"/api/v1/channels/{id}/deliveries", "get">;
+        const page = unwrap(
+          await ctx.api.GET("/api/v1/channels/{id}/deliveries", { params: { ...path(ref).params, query } }),
         );
         ctx.out.result(page, () => {
-          ctx.out.table(
-            ["ID", "CREATED", "EVENT", "SEVERITY", "STATUS", "ATTEMPTS", "LAST"],
-            page.deliveries.map((d) => [
-              d.id,
-              new Date(d.created_at_ms).toISOString(),
-              d.event_type,
-              d.severity,
-              d.status,
-              d.attempts,
-              d.last_error ?? d.last_status_code,
-            ]),
-          );
+          ctx.out.table(DELIVERY_COLUMNS, deliveryRows(page.deliveries));
           if (page.has_more && page.next_cursor) ctx.out.note(`more: --cursor ${page.next_cursor}`);
         });
       }),
     );
 
-  ch.command("rm")
+const remove: Sub = (ch, io) =>
+  ch
+    .command("rm")
     .alias("remove")
     .description("delete a channel and its deliveries (admin)")
     .argument("<id-or-name>")
     .action(
       action(io, async (ctx, ref: string) => {
-        const c = await ctx.api<Channel>("GET", path(ref), undefined, { auth: true });
-        await ctx.api("DELETE", path(c.id), undefined, { auth: true });
+        const c = unwrap(await ctx.api.GET("/api/v1/channels/{id}", path(ref)));
+        unwrap(await ctx.api.DELETE("/api/v1/channels/{id}", path(c.id)));
         ctx.out.result({ removed: true, channel: c }, () => ctx.out.line(`Removed channel ${c.name} (${c.id})`));
       }),
     );
+
+export function register(program: Command, io: CliIO): void {
+  const ch = program.command("channels").description("notification channels: webhook, discord, slack, ntfy");
+  for (const sub of [list, add, show, update, test, deliveries, remove]) sub(ch, io);
 }

@@ -1,6 +1,8 @@
 /** orchctl discover: ask the agents service to announce itself to agents listening for discovery. */
 import type { Command } from "commander";
+import { unwrap } from "@orch/client";
 import { action } from "../context.js";
+import { announcedLine } from "../format/status.js";
 import type { CliIO } from "../output.js";
 
 export function register(program: Command, io: CliIO): void {
@@ -10,15 +12,8 @@ export function register(program: Command, io: CliIO): void {
     .option("--target <host:port>", "unicast to one agent's discovery port instead of broadcasting")
     .action(
       action(io, async (ctx, opts: { target?: string }) => {
-        const r = await ctx.api<{ sent_to: string[]; announced: string }>(
-          "POST",
-          "/discover",
-          { target: opts.target ?? null },
-          { auth: true },
-        );
-        ctx.out.result(r, () =>
-          ctx.out.line(`Announced ${r.announced} to ${r.sent_to.length ? r.sent_to.join(", ") : "nobody"}`),
-        );
+        const r = unwrap(await ctx.api.POST("/api/v1/discover", { body: { target: opts.target ?? null } }));
+        ctx.out.result(r, () => ctx.out.line(announcedLine(r)));
       }),
     );
 }

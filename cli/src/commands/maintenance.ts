@@ -1,20 +1,14 @@
 /** orchctl maintenance add | list | show | end | rm */
 import type { Command } from "commander";
+import { unwrap, type MaintenanceWindow } from "@orch/client";
 import { action, type Context } from "../context.js";
 import { CliError } from "../errors.js";
+import { WINDOW_COLUMNS, windowFields, windowRows, windowVerbLine } from "../format/maintenance.js";
+import { isoSeconds } from "../format/time.js";
 import type { CliIO } from "../output.js";
 
-interface MaintenanceWindow {
-  id: string;
-  starts_at: number;
-  ends_at: number;
-  reason: string;
-  created_by: string;
-  active: boolean;
-}
-
+const byId = (id: string) => ({ params: { path: { id } } });
 const nowSec = () => Math.floor(Date.now() / 1000);
-const iso = (s: number) => new Date(s * 1000).toISOString();
 
 /** "now", Unix seconds, or an ISO 8601 / RFC 3339 time → Unix seconds. */
 export function parseTime(flag: string, v: string): number {
@@ -40,26 +34,18 @@ export function parseDuration(v: string): number {
   return secs;
 }
 
-function show(ctx: Context, w: MaintenanceWindow, verb?: string) {
+function showWindow(ctx: Context, w: MaintenanceWindow, verb?: string) {
   ctx.out.result(w, () => {
-    if (verb) ctx.out.line(`${verb} maintenance window ${w.id}`);
-    ctx.out.fields([
-      ["id", w.id],
-      ["starts_at", iso(w.starts_at)],
-      ["ends_at", iso(w.ends_at)],
-      ["active", w.active ? "yes" : "no"],
-      ["reason", w.reason],
-      ["created_by", w.created_by],
-    ]);
+    if (verb) ctx.out.line(windowVerbLine(verb, w));
+    ctx.out.fields(windowFields(w));
   });
 }
 
-export function register(program: Command, io: CliIO): void {
-  const m = program
-    .command("maintenance")
-    .description("maintenance windows: channel deliveries and scheduled drift checks pause while one is active");
+type Sub = (parent: Command, io: CliIO) => void;
 
-  m.command("add")
+const add: Sub = (m, io) =>
+  m
+    .command("add")
     .description("add a window (admin)")
     .requiredOption("--reason <text>", "why")
     .option("--start <time>", '"now", Unix seconds or ISO 8601', "now")
@@ -71,93 +57,89 @@ export function register(program: Command, io: CliIO): void {
           throw new CliError("give exactly one of --end or --duration", "invalid_argument");
         const starts_at = parseTime("--start", opts.start);
         const ends_at = opts.end ? parseTime("--end", opts.end) : starts_at + parseDuration(opts.duration!);
-        show(
+        showWindow(
           ctx,
-          await ctx.api<MaintenanceWindow>(
-            "POST",
-            "/maintenance-windows",
-            { starts_at, ends_at, reason: opts.reason },
-            { auth: true },
+          unwrap(
+            await ctx.api.POST("/api/v1/maintenance-windows", { body: { starts_at, ends_at, reason: opts.reason } }),
           ),
           "Added",
         );
       }),
     );
 
-  m.command("list")
+const list: Sub = (m, io) =>
+  m
+    .command("list")
     .description("list windows")
     .option("--limit <n>", "page size")
     .option("--cursor <cursor>", "continue from a previous page's next_cursor")
     .action(
       action(io, async (ctx, opts: { limit?: string; cursor?: string }) => {
-        const page = await ctx.api<{ windows: MaintenanceWindow[]; has_more: boolean; next_cursor: string | null }>(
-          "GET",
-          "/maintenance-windows",
-          undefined,
-          { auth: true, query: { limit: opts.limit, cursor: opts.cursor } },
+        const page = unwrap(
+          await ctx.api.GET("/api/v1/maintenance-windows", {
+            params: { query: { limit: opts.limit, cursor: opts.cursor } },
+          }),
         );
         ctx.out.result(page, () => {
-          ctx.out.table(
-            ["ID", "START", "END", "ACTIVE", "REASON"],
-            page.windows.map((w) => [w.id, iso(w.starts_at), iso(w.ends_at), w.active ? "yes" : "no", w.reason]),
-          );
+          ctx.out.table(WINDOW_COLUMNS, windowRows(page.windows));
           if (page.has_more && page.next_cursor) ctx.out.note(`more: --cursor ${page.next_cursor}`);
         });
       }),
     );
 
-  m.command("show")
+const show: Sub = (m, io) =>
+  m
+    .command("show")
     .description("show one window")
     .argument("<id>")
     .action(
       action(io, async (ctx, id: string) =>
-        show(
-          ctx,
-          await ctx.api<MaintenanceWindow>("GET", `/maintenance-windows/${encodeURIComponent(id)}`, undefined, {
-            auth: true,
-          }),
-        ),
+        showWindow(ctx, unwrap(await ctx.api.GET("/api/v1/maintenance-windows/{id}", byId(id)))),
       ),
     );
 
-  m.command("end")
+const end: Sub = (m, io) =>
+  m
+    .command("end")
     .description("end a window now (admin)")
     .argument("<id>")
     .action(
       action(io, async (ctx, id: string) => {
-        const w = await ctx.api<MaintenanceWindow>("GET", `/maintenance-windows/${encodeURIComponent(id)}`, undefined, {
-          auth: true,
-        });
+        const w = unwrap(await ctx.api.GET("/api/v1/maintenance-windows/{id}", byId(id)));
         const now = nowSec();
         if (w.starts_at > now)
           throw new CliError(
             `window ${w.id} has not started yet; remove it with orchctl maintenance rm ${w.id}`,
             "window_not_started",
           );
-        if (w.ends_at <= now) throw new CliError(`window ${w.id} already ended at ${iso(w.ends_at)}`, "window_ended");
+        if (w.ends_at <= now)
+          throw new CliError(`window ${w.id} already ended at ${isoSeconds(w.ends_at)}`, "window_ended");
         // Times are whole seconds and a window must last one: one that started this second ends at the next.
         const ends_at = Math.max(now, w.starts_at + 1);
-        show(
+        showWindow(
           ctx,
-          await ctx.api<MaintenanceWindow>(
-            "PUT",
-            `/maintenance-windows/${encodeURIComponent(w.id)}`,
-            { ends_at },
-            { auth: true },
-          ),
+          unwrap(await ctx.api.PUT("/api/v1/maintenance-windows/{id}", { ...byId(w.id), body: { ends_at } })),
           "Ended",
         );
       }),
     );
 
-  m.command("rm")
+const remove: Sub = (m, io) =>
+  m
+    .command("rm")
     .alias("remove")
     .description("delete a window (admin)")
     .argument("<id>")
     .action(
       action(io, async (ctx, id: string) => {
-        await ctx.api("DELETE", `/maintenance-windows/${encodeURIComponent(id)}`, undefined, { auth: true });
+        unwrap(await ctx.api.DELETE("/api/v1/maintenance-windows/{id}", byId(id)));
         ctx.out.result({ removed: true, id }, () => ctx.out.line(`Removed maintenance window ${id}`));
       }),
     );
+
+export function register(program: Command, io: CliIO): void {
+  const m = program
+    .command("maintenance")
+    .description("maintenance windows: channel deliveries and scheduled drift checks pause while one is active");
+  for (const sub of [add, list, show, end, remove]) sub(m, io);
 }

@@ -1,18 +1,10 @@
 /** orchctl notifications [--unread] | read <id> | read-all */
 import type { Command } from "commander";
+import { unwrap } from "@orch/client";
 import { action } from "../context.js";
 import { CliError } from "../errors.js";
+import { NOTIFICATION_COLUMNS, notificationRows, unreadNote } from "../format/notifications.js";
 import type { CliIO } from "../output.js";
-
-interface Notification {
-  id: string;
-  event_id: string;
-  event_type: string;
-  severity: string;
-  summary: string;
-  timestamp_ms: number;
-  read: boolean;
-}
 
 export function register(program: Command, io: CliIO): void {
   const n = program
@@ -28,30 +20,14 @@ export function register(program: Command, io: CliIO): void {
             `--limit must be a positive integer, got ${JSON.stringify(opts.limit)}`,
             "invalid_argument",
           );
-        const page = await ctx.api<{
-          notifications: Notification[];
-          unread_count: number;
-          has_more: boolean;
-          next_cursor: string | null;
-        }>("GET", "/notifications", undefined, {
-          auth: true,
-          query: { unread: opts.unread ? "true" : undefined, limit: opts.limit, cursor: opts.cursor },
-        });
+        const page = unwrap(
+          await ctx.api.GET("/api/v1/notifications", {
+            params: { query: { unread: opts.unread ? "true" : undefined, limit: opts.limit, cursor: opts.cursor } },
+          }),
+        );
         ctx.out.result(page, () => {
-          ctx.out.table(
-            ["", "ID", "TIME", "SEVERITY", "TYPE", "SUMMARY"],
-            page.notifications.map((x) => [
-              x.read ? " " : "*",
-              x.id,
-              new Date(x.timestamp_ms).toISOString(),
-              x.severity,
-              x.event_type,
-              x.summary,
-            ]),
-          );
-          ctx.out.note(
-            `${page.unread_count} unread${page.has_more && page.next_cursor ? `; more: --cursor ${page.next_cursor}` : ""}`,
-          );
+          ctx.out.table(NOTIFICATION_COLUMNS, notificationRows(page.notifications));
+          ctx.out.note(unreadNote(page));
         });
       }),
     );
@@ -61,12 +37,7 @@ export function register(program: Command, io: CliIO): void {
     .argument("<id>", "notification id")
     .action(
       action(io, async (ctx, id: string) => {
-        const r = await ctx.api<{ notification: Notification; unread_count: number }>(
-          "POST",
-          `/notifications/${encodeURIComponent(id)}/read`,
-          undefined,
-          { auth: true },
-        );
+        const r = unwrap(await ctx.api.POST("/api/v1/notifications/{id}/read", { params: { path: { id } } }));
         ctx.out.result(r, () => ctx.out.line(`Marked ${r.notification.id} read; ${r.unread_count} unread`));
       }),
     );
@@ -75,12 +46,7 @@ export function register(program: Command, io: CliIO): void {
     .description("mark all your notifications read")
     .action(
       action(io, async (ctx) => {
-        const r = await ctx.api<{ marked: number; unread_count: number }>(
-          "POST",
-          "/notifications/read-all",
-          undefined,
-          { auth: true },
-        );
+        const r = unwrap(await ctx.api.POST("/api/v1/notifications/read-all"));
         ctx.out.result(r, () => ctx.out.line(`Marked ${r.marked} notification(s) read`));
       }),
     );

@@ -5,26 +5,11 @@
  * twice). It is never taken from argv: arguments end up in shell history and `ps` output.
  */
 import type { Command } from "commander";
+import { unwrap, type RequestBody, type SecretMeta, type SecretPage } from "@orch/client";
 import { action, type Context } from "../context.js";
 import { CliError, ProblemError } from "../errors.js";
+import { SECRET_COLUMNS, reencryptFailedNote, reencryptedLine, secretFields, secretRows } from "../format/secrets.js";
 import type { CliIO, Writer } from "../output.js";
-
-export interface SecretMeta {
-  name: string;
-  description: string | null;
-  expires_at: string | null;
-  restriction: { node_ids: string[]; tags: Record<string, string> } | null;
-  created_at: string;
-  created_by: string;
-  updated_at: string;
-  updated_by: string;
-}
-
-export interface SecretPage {
-  secrets: SecretMeta[];
-  has_more: boolean;
-  next_cursor: string | null;
-}
 
 /** What `set` reads from: process.stdin, or a stand-in given on the io object (tests). */
 export interface SecretInput extends NodeJS.ReadableStream {
@@ -132,8 +117,8 @@ export async function listSecrets(
   ctx: Context,
   opts: { limit?: number; cursor?: string; all?: boolean },
 ): Promise<SecretPage> {
-  const fetchPage = (cursor: string | undefined) =>
-    ctx.api<SecretPage>("GET", "/secrets", undefined, { auth: true, query: { limit: opts.limit, cursor } });
+  const fetchPage = async (cursor: string | undefined) =>
+    unwrap(await ctx.api.GET("/api/v1/secrets", { params: { query: { limit: opts.limit?.toString(), cursor } } }));
   let page = await fetchPage(opts.cursor);
   if (!opts.all) return page;
   const secrets = [...page.secrets];
@@ -148,15 +133,6 @@ export async function listSecrets(
   return { secrets, has_more: false, next_cursor: null };
 }
 
-export function restrictionText(r: SecretMeta["restriction"]): string {
-  if (!r) return "any approved agent";
-  const parts = [];
-  if (r.node_ids.length) parts.push(`nodes: ${r.node_ids.join(",")}`);
-  const tags = Object.entries(r.tags);
-  if (tags.length) parts.push(`tags: ${tags.map(([k, v]) => `${k}=${v}`).join(",")}`);
-  return parts.join("; ");
-}
-
 interface SetOptions {
   description?: string;
   expiresAt?: string;
@@ -167,11 +143,12 @@ interface SetOptions {
 }
 
 const collect = (v: string, prev: string[]) => [...prev, v];
-const path = (name: string) => `/secrets/${encodeURIComponent(name)}`;
+const path = (name: string) => ({ params: { path: { name } } });
+type SecretUpdate = RequestBody<"/api/v1/secrets/{name}", "put">;
 
-export function register(program: Command, io: CliIO): void {
-  const sec = program.command("secrets").description("manage secrets (values are write-only)");
+type Sub = (parent: Command, io: CliIO) => void;
 
+const set: Sub = (sec, io) =>
   sec
     .command("set")
     .description("create a secret, or replace its value (value from stdin, else a hidden prompt)")
@@ -188,7 +165,7 @@ export function register(program: Command, io: CliIO): void {
           throw new CliError("--unrestricted cannot be combined with --node or --tag", "invalid_argument");
         const tags = parseTags(opts.tag);
         const value = await readValue(ctx, Boolean(opts.keepNewline));
-        const meta: Record<string, unknown> = {};
+        const meta: Omit<SecretUpdate, "value"> = {};
         if (opts.description !== undefined) meta.description = opts.description === "" ? null : opts.description;
         if (opts.expiresAt !== undefined) meta.expires_at = opts.expiresAt === "never" ? null : opts.expiresAt;
         if (opts.node.length || opts.tag.length) meta.restriction = { node_ids: opts.node, tags };
@@ -196,11 +173,11 @@ export function register(program: Command, io: CliIO): void {
         let created = true;
         let secret: SecretMeta;
         try {
-          secret = await ctx.api<SecretMeta>("POST", "/secrets", { name, value, ...meta }, { auth: true });
+          secret = unwrap(await ctx.api.POST("/api/v1/secrets", { body: { name, value, ...meta } }));
         } catch (err) {
           if (!(err instanceof ProblemError) || err.problem.code !== "secret_exists") throw err;
           created = false;
-          secret = await ctx.api<SecretMeta>("PUT", path(name), { value, ...meta }, { auth: true });
+          secret = unwrap(await ctx.api.PUT("/api/v1/secrets/{name}", { ...path(name), body: { value, ...meta } }));
         }
         ctx.out.result({ action: created ? "created" : "updated", secret }, () =>
           ctx.out.line(`${created ? "Created" : "Updated"} secret ${secret.name}`),
@@ -208,6 +185,7 @@ export function register(program: Command, io: CliIO): void {
       }),
     );
 
+const list: Sub = (sec, io) =>
   sec
     .command("list")
     .alias("ls")
@@ -219,44 +197,26 @@ export function register(program: Command, io: CliIO): void {
       action(io, async (ctx, opts: { limit?: string; cursor?: string; all?: boolean }) => {
         const page = await listSecrets(ctx, { limit: parseLimit(opts.limit), cursor: opts.cursor, all: opts.all });
         ctx.out.result(page, () => {
-          ctx.out.table(
-            ["NAME", "RESTRICTION", "EXPIRES", "UPDATED", "DESCRIPTION"],
-            page.secrets.map((s) => [
-              s.name,
-              restrictionText(s.restriction),
-              s.expires_at ?? "never",
-              s.updated_at,
-              s.description,
-            ]),
-          );
+          ctx.out.table(SECRET_COLUMNS, secretRows(page.secrets));
           if (page.has_more && page.next_cursor)
             ctx.out.note(`more secrets: orchctl secrets list --cursor ${page.next_cursor} (or --all)`);
         });
       }),
     );
 
+const show: Sub = (sec, io) =>
   sec
     .command("show")
     .description("show one secret's metadata (never its value)")
     .argument("<name>", "secret name")
     .action(
       action(io, async (ctx, name: string) => {
-        const s = await ctx.api<SecretMeta>("GET", path(name), undefined, { auth: true });
-        ctx.out.result(s, () =>
-          ctx.out.fields([
-            ["name", s.name],
-            ["description", s.description],
-            ["expires_at", s.expires_at ?? "never"],
-            ["restriction", restrictionText(s.restriction)],
-            ["created_at", s.created_at],
-            ["created_by", s.created_by],
-            ["updated_at", s.updated_at],
-            ["updated_by", s.updated_by],
-          ]),
-        );
+        const s = unwrap(await ctx.api.GET("/api/v1/secrets/{name}", path(name)));
+        ctx.out.result(s, () => ctx.out.fields(secretFields(s)));
       }),
     );
 
+const remove: Sub = (sec, io) =>
   sec
     .command("rm")
     .alias("remove")
@@ -264,26 +224,27 @@ export function register(program: Command, io: CliIO): void {
     .argument("<name>", "secret name")
     .action(
       action(io, async (ctx, name: string) => {
-        await ctx.api("DELETE", path(name), undefined, { auth: true });
+        unwrap(await ctx.api.DELETE("/api/v1/secrets/{name}", path(name)));
         ctx.out.result({ deleted: true, name }, () => ctx.out.line(`Deleted secret ${name}`));
       }),
     );
 
+const reencrypt: Sub = (sec, io) =>
   sec
     .command("reencrypt")
     .description("re-encrypt every secret with the active key (admin)")
     .action(
       action(io, async (ctx) => {
-        const r = await ctx.api<{ active_key: string; reencrypted: number; failed: string[] }>(
-          "POST",
-          "/secrets/reencrypt",
-          undefined,
-          { auth: true },
-        );
+        const r = unwrap(await ctx.api.POST("/api/v1/secrets/reencrypt"));
         ctx.out.result(r, () => {
-          ctx.out.line(`Re-encrypted ${r.reencrypted} secret(s) with key ${r.active_key}`);
-          if (r.failed.length) ctx.out.note(`could not decrypt (left unchanged): ${r.failed.join(", ")}`);
+          ctx.out.line(reencryptedLine(r));
+          const failed = reencryptFailedNote(r);
+          if (failed) ctx.out.note(failed);
         });
       }),
     );
+
+export function register(program: Command, io: CliIO): void {
+  const sec = program.command("secrets").description("manage secrets (values are write-only)");
+  for (const sub of [set, list, show, remove, reencrypt]) sub(sec, io);
 }

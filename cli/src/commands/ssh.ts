@@ -2,14 +2,10 @@
 import { spawnSync } from "node:child_process";
 import type { Command } from "commander";
 import WebSocket from "ws";
+import { unwrap, type OpenedTerminal } from "@orch/client";
 import { action, type Context } from "../context.js";
 import { CliError, ProblemError, type Problem } from "../errors.js";
 import type { CliIO } from "../output.js";
-
-export interface OpenedTerminal {
-  session_id: string;
-  ws_url: string;
-}
 
 /** What an attach needs from the process; tests and the real CLI pass their own. */
 export interface TerminalIO {
@@ -115,11 +111,9 @@ export async function openTerminal(
   shell: string | undefined,
   size: { cols: number; rows: number },
 ): Promise<OpenedTerminal> {
-  return ctx.api<OpenedTerminal>("POST", `/terminal/${encodeURIComponent(agent)}`, undefined, {
-    auth: true,
-    query: { cols: size.cols, rows: size.rows, shell },
-    timeoutMs: Math.max(ctx.timeoutMs, 30_000),
-  });
+  const slow = ctx.orch.client(true, { timeoutMs: Math.max(ctx.timeoutMs, 30_000) });
+  const query = { cols: String(size.cols), rows: String(size.rows), shell };
+  return unwrap(await slow.POST("/api/v1/terminal/{node_id}", { params: { path: { node_id: agent }, query } }));
 }
 
 export function register(program: Command, io: CliIO): void {

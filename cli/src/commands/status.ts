@@ -1,14 +1,9 @@
 /** orchctl status */
 import type { Command } from "commander";
+import { unwrap } from "@orch/client";
 import { action } from "../context.js";
+import { SERVICE_COLUMNS, serviceRows, statusFields } from "../format/status.js";
 import type { CliIO } from "../output.js";
-
-export interface StatusResponse {
-  status: string;
-  protocol_version?: string | number;
-  api_version?: string | number;
-  services?: Record<string, string>;
-}
 
 export function register(program: Command, io: CliIO): void {
   program
@@ -16,22 +11,12 @@ export function register(program: Command, io: CliIO): void {
     .description("show the orchestrator's health and the state of its services")
     .action(
       action(io, async (ctx) => {
-        const st = await ctx.api<StatusResponse>("GET", "/status", undefined, { auth: "optional" });
+        const st = unwrap(await ctx.orch.client("optional").GET("/api/v1/status"));
         const server = await ctx.orch.server();
         ctx.out.result(st, () => {
-          ctx.out.fields([
-            ["server", server],
-            ["status", st.status],
-            ["api_version", st.api_version],
-            ["protocol_version", st.protocol_version],
-          ]);
+          ctx.out.fields(statusFields(st, server));
           ctx.out.line("");
-          ctx.out.table(
-            ["SERVICE", "STATUS"],
-            Object.entries(st.services ?? {})
-              .sort(([a], [b]) => a.localeCompare(b))
-              .map(([name, state]) => [name, state]),
-          );
+          ctx.out.table(SERVICE_COLUMNS, serviceRows(st.services));
         });
       }),
     );

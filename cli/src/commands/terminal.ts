@@ -4,31 +4,16 @@ import { createWriteStream } from "node:fs";
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import { request as httpsRequest } from "node:https";
 import type { Command } from "commander";
+import { unwrap, type TerminalSession } from "@orch/client";
 import { action, type Context } from "../context.js";
 import { CliError, ProblemError, type Problem } from "../errors.js";
 import { apiUrl, type Query } from "../http.js";
+import { SESSION_COLUMNS, closedLine, sessionFields, sessionRows, transcriptWrittenNote } from "../format/terminal.js";
 import type { CliIO } from "../output.js";
-import { attachTerminal, exitWith, type OpenedTerminal } from "./ssh.js";
+import { attachTerminal, exitWith } from "./ssh.js";
 
-export interface TerminalSession {
-  session_id: string;
-  node_id: string;
-  node_name: string;
-  operator_name: string;
-  status: string;
-  shell: string;
-  cols: number;
-  rows: number;
-  opened_at: number;
-  closed_at: number | null;
-  exit_code: number | null;
-  close_reason: string | null;
-  transcript_path?: string | null;
-  sha256?: string | null;
-}
-
+const byId = (session_id: string) => ({ params: { path: { session_id } } });
 const STATUSES = ["opening", "open", "closed", "failed"];
-const when = (s: number | null) => (s === null ? null : new Date(s * 1000).toISOString());
 
 /**
  * GET that keeps the response headers and streams the body (the list's X-Next-Cursor, transcript
@@ -91,26 +76,9 @@ function parseLimit(v: string | undefined): number | undefined {
   return n;
 }
 
-function showFields(ctx: Context, s: TerminalSession): void {
-  ctx.out.fields([
-    ["session_id", s.session_id],
-    ["node", s.node_name ? `${s.node_name} (${s.node_id})` : s.node_id],
-    ["operator", s.operator_name],
-    ["status", s.status],
-    ["shell", s.shell],
-    ["size", `${s.cols}x${s.rows}`],
-    ["opened_at", when(s.opened_at)],
-    ["closed_at", when(s.closed_at)],
-    ["exit_code", s.exit_code],
-    ["close_reason", s.close_reason],
-    ["transcript_path", s.transcript_path],
-    ["sha256", s.sha256],
-  ]);
-}
+type Sub = (parent: Command, io: CliIO) => void;
 
-export function register(program: Command, io: CliIO): void {
-  const term = program.command("terminal").description("recorded terminal sessions (open one with orchctl ssh)");
-
+const list: Sub = (term, io) =>
   term
     .command("list")
     .description("list sessions (yours; an admin sees everyone's), newest first")
@@ -129,72 +97,52 @@ export function register(program: Command, io: CliIO): void {
         const sessions = JSON.parse(res.body.toString()) as TerminalSession[];
         const next = typeof res.headers["x-next-cursor"] === "string" ? res.headers["x-next-cursor"] : null;
         ctx.out.result({ sessions, next_cursor: next }, () => {
-          ctx.out.table(
-            ["SESSION", "NODE", "OPERATOR", "STATUS", "OPENED", "CLOSED", "EXIT"],
-            sessions.map((s) => [
-              s.session_id,
-              s.node_name || s.node_id,
-              s.operator_name,
-              s.status,
-              when(s.opened_at),
-              when(s.closed_at),
-              s.exit_code,
-            ]),
-          );
+          ctx.out.table(SESSION_COLUMNS, sessionRows(sessions));
           if (next) ctx.out.note(`more sessions: orchctl terminal list --cursor ${next}`);
         });
       }),
     );
 
+const show: Sub = (term, io) =>
   term
     .command("show")
     .description("show one session")
     .argument("<session-id>")
     .action(
       action(io, async (ctx, id: string) => {
-        const s = await ctx.api<TerminalSession>("GET", `/terminal/session/${encodeURIComponent(id)}`, undefined, {
-          auth: true,
-        });
-        ctx.out.result(s, () => showFields(ctx, s));
+        const s = unwrap(await ctx.api.GET("/api/v1/terminal/session/{session_id}", byId(id)));
+        ctx.out.result(s, () => ctx.out.fields(sessionFields(s)));
       }),
     );
 
+const close: Sub = (term, io) =>
   term
     .command("close")
     .description("close a session: ends its shell and finalises the transcript")
     .argument("<session-id>")
     .action(
       action(io, async (ctx, id: string) => {
-        await ctx.api("DELETE", `/terminal/session/${encodeURIComponent(id)}`, undefined, {
-          auth: true,
-          timeoutMs: Math.max(ctx.timeoutMs, 30_000),
-        });
-        const s = await ctx.api<TerminalSession>("GET", `/terminal/session/${encodeURIComponent(id)}`, undefined, {
-          auth: true,
-        });
-        ctx.out.result(s, () =>
-          ctx.out.line(`Closed session ${s.session_id} (${s.status}, ${s.close_reason ?? "closed"})`),
-        );
+        const slow = ctx.orch.client(true, { timeoutMs: Math.max(ctx.timeoutMs, 30_000) });
+        unwrap(await slow.DELETE("/api/v1/terminal/session/{session_id}", byId(id)));
+        const s = unwrap(await ctx.api.GET("/api/v1/terminal/session/{session_id}", byId(id)));
+        ctx.out.result(s, () => ctx.out.line(closedLine(s)));
       }),
     );
 
+const attach: Sub = (term, io) =>
   term
     .command("attach")
     .description("attach to a live session again (yours, or any as an admin)")
     .argument("<session-id>")
     .action(
       action(io, async (ctx, id: string) => {
-        const t = await ctx.api<OpenedTerminal>(
-          "POST",
-          `/terminal/session/${encodeURIComponent(id)}/ticket`,
-          undefined,
-          { auth: true },
-        );
+        const t = unwrap(await ctx.api.POST("/api/v1/terminal/session/{session_id}/ticket", byId(id)));
         if (ctx.json) return ctx.out.result(t, () => {});
         exitWith(await attachTerminal(t.ws_url, await ctx.orch.token(await ctx.orch.server())));
       }),
     );
 
+const transcript: Sub = (term, io) =>
   term
     .command("transcript")
     .description("download the asciicast v2 transcript (play it with asciinema play); checks its SHA-256")
@@ -226,11 +174,12 @@ export function register(program: Command, io: CliIO): void {
             "transcript_mismatch",
           );
         ctx.out.result({ session_id: id, file: opts.output ?? null, bytes, sha256, verified: stored !== null }, () => {
-          if (opts.output)
-            ctx.out.note(
-              `wrote ${bytes} bytes to ${opts.output}${stored ? " (SHA-256 verified)" : " (session still live: not yet sealed)"}`,
-            );
+          if (opts.output) ctx.out.note(transcriptWrittenNote(bytes, opts.output, Boolean(stored)));
         });
       }),
     );
+
+export function register(program: Command, io: CliIO): void {
+  const term = program.command("terminal").description("recorded terminal sessions (open one with orchctl ssh)");
+  for (const sub of [list, show, close, attach, transcript]) sub(term, io);
 }

@@ -162,7 +162,10 @@ export function parseOpenSshPrivateKey(text: string): OpenSshPrivateKey {
   if (encrypted) return { cipher, kdf, publicBlob, encrypted };
 
   const p = new SshReader(priv);
-  if (p.u32() !== p.u32()) throw new SshFormatError("corrupt OpenSSH private key (check integers differ)");
+  // Two equal random "checkint"s open the private section: unequal ones mean a corrupt or misdecrypted key.
+  const check1 = p.u32();
+  const check2 = p.u32();
+  if (check1 !== check2) throw new SshFormatError("corrupt OpenSSH private key (check integers differ)");
   const type = p.text();
   if (type !== SSH_ED25519) throw new CliError(`only Ed25519 keys are supported (got ${type})`, "unsupported_key");
   const pub = p.string();

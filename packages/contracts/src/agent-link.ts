@@ -8,8 +8,6 @@ export function nodeIdFromPublicKey(raw: Uint8Array): string {
   return createHash("sha256").update(raw).digest("hex").slice(0, 32);
 }
 
-export const NODE_ID_RE = /^[0-9a-f]{32}$/;
-
 /**
  * grpc-js service definition for AgentLinkService, built from the protobuf-es schemas (structurally
  * a grpc-js `ServiceDefinition`, so this package needs no gRPC dependency).

@@ -97,5 +97,5 @@ export const EVENT_TYPES = {
 export type EventType = keyof typeof EVENT_TYPES;
 
 export function isEventType(s: string): s is EventType {
-  return Object.prototype.hasOwnProperty.call(EVENT_TYPES, s);
+  return Object.hasOwn(EVENT_TYPES, s);
 }

@@ -6,3 +6,5 @@ export * from "./selector.js";
 export * from "./idempotency.js";
 export * from "./unnotified.js";
 export * from "./secret-mask.js";
+export * from "./error-catalogue.js";
+export * from "./rules/index.js";

@@ -1,5 +1,5 @@
 /**
- * Assignment selectors (DESIGN §7): `*` matches every agent; otherwise comma-separated terms that
+ * Assignment selectors (docs/modules.md#selectors): `*` matches every agent; otherwise comma-separated terms that
  * must all hold, Kubernetes label-selector style over tags:
  *
  *   k=v   k!=v   k in (a,b)   k notin (a,b)   k   !k
@@ -187,9 +187,9 @@ function lookup(t: SelectorTarget, key: string): string | undefined {
   if (key === "node_id") return t.node_id;
   if (key.startsWith("attr.")) {
     const a = key.slice(5);
-    return Object.prototype.hasOwnProperty.call(t.attributes, a) ? t.attributes[a] : undefined;
+    return Object.hasOwn(t.attributes, a) ? t.attributes[a] : undefined;
   }
-  return Object.prototype.hasOwnProperty.call(t.tags, key) ? t.tags[key] : undefined;
+  return Object.hasOwn(t.tags, key) ? t.tags[key] : undefined;
 }
 
 function termHolds(term: SelectorTerm, t: SelectorTarget): boolean {

@@ -1,4 +1,4 @@
-// Finding 2 (read back through an encoding): the masking rule shared by the agent and the state
+// A secret read back through an encoding: the masking rule shared by the agent and the state
 // service redacts a secret's value and its common encodings, wherever it sits in the output.
 import { createHash } from "node:crypto";
 import t from "tap";
@@ -64,6 +64,6 @@ t.test("multi-line values are masked line by line; longest form first", async (t
 });
 
 t.test("ordinary output stays readable", async (t) => {
-  const text = "Reading package lists... Done\nsha256 " + createHash("sha256").update("x").digest("hex") + "\n";
+  const text = `Reading package lists... Done\nsha256 ${createHash("sha256").update("x").digest("hex")}\n`;
   t.equal(mask(text), text);
 });

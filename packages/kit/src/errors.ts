@@ -1,23 +1,13 @@
 import { create, fromBinary, toBinary, type JsonObject } from "@bufbuild/protobuf";
-import { ErrorSchema } from "@orch/contracts";
+import { ErrorSchema, GRPC_CODES, isErrorReason, type ErrorReason, type ReasonFor } from "@orch/contracts";
 
 /**
  * The closed status code set shared by the bus, the HTTP mapping and the agent link
  * (gRPC's names, as connect-es does). Every failure is an OrchError carrying one of these
- * plus a stable `reason` that becomes the problem+json `code` clients match on.
+ * plus a stable `reason` from the error catalogue (packages/contracts/src/error-catalogue.ts,
+ * docs/errors.md) that becomes the problem+json `code` clients match on.
  */
-export const Codes = [
-  "INVALID_ARGUMENT",
-  "UNAUTHENTICATED",
-  "PERMISSION_DENIED",
-  "NOT_FOUND",
-  "ALREADY_EXISTS",
-  "FAILED_PRECONDITION",
-  "RESOURCE_EXHAUSTED",
-  "UNAVAILABLE",
-  "DEADLINE_EXCEEDED",
-  "INTERNAL",
-] as const;
+export const Codes = GRPC_CODES;
 export type Code = (typeof Codes)[number];
 
 export const httpStatusOf: Record<Code, number> = {
@@ -33,7 +23,7 @@ export const httpStatusOf: Record<Code, number> = {
   INTERNAL: 500,
 };
 
-const defaultReason: Record<Code, string> = {
+const defaultReason: { [C in Code]: ReasonFor<C> } = {
   INVALID_ARGUMENT: "invalid_argument",
   UNAUTHENTICATED: "unauthenticated",
   PERMISSION_DENIED: "permission_denied",
@@ -54,13 +44,13 @@ export type ErrorDetails = Record<string, unknown>;
 
 export class OrchError extends Error {
   readonly code: Code;
-  /** Stable snake_case reason, e.g. `secret_exists`. */
-  readonly reason: string;
+  /** Stable snake_case reason from the error catalogue, e.g. `secret_exists`. */
+  readonly reason: ErrorReason;
   readonly details: ErrorDetails;
 
   constructor(
     code: Code,
-    reason: string | undefined,
+    reason: ErrorReason | undefined,
     message: string,
     details: ErrorDetails = {},
     options?: { cause?: unknown },
@@ -111,20 +101,24 @@ export class OrchError extends Error {
   }
 }
 
-/** Shorthands that keep call sites readable. */
-export const invalid = (reason: string, message: string, details: ErrorDetails = {}) =>
+/** Shorthands that keep call sites readable; each accepts only the reasons catalogued with its status. */
+export const invalid = (reason: ReasonFor<"INVALID_ARGUMENT">, message: string, details: ErrorDetails = {}) =>
   new OrchError("INVALID_ARGUMENT", reason, message, details);
-export const notFound = (reason: string, message: string, details: ErrorDetails = {}) =>
+export const notFound = (reason: ReasonFor<"NOT_FOUND">, message: string, details: ErrorDetails = {}) =>
   new OrchError("NOT_FOUND", reason, message, details);
-export const conflict = (reason: string, message: string, details: ErrorDetails = {}) =>
+export const conflict = (reason: ReasonFor<"ALREADY_EXISTS">, message: string, details: ErrorDetails = {}) =>
   new OrchError("ALREADY_EXISTS", reason, message, details);
-export const precondition = (reason: string, message: string, details: ErrorDetails = {}) =>
+export const precondition = (reason: ReasonFor<"FAILED_PRECONDITION">, message: string, details: ErrorDetails = {}) =>
   new OrchError("FAILED_PRECONDITION", reason, message, details);
-export const unauthenticated = (reason = "unauthenticated", message = "authentication required") =>
-  new OrchError("UNAUTHENTICATED", reason, message);
-export const forbidden = (reason = "admin_required", message = "this operation requires the admin role") =>
-  new OrchError("PERMISSION_DENIED", reason, message);
-export const unavailable = (reason: string, message: string, details: ErrorDetails = {}) =>
+export const unauthenticated = (
+  reason: ReasonFor<"UNAUTHENTICATED"> = "unauthenticated",
+  message = "authentication required",
+) => new OrchError("UNAUTHENTICATED", reason, message);
+export const forbidden = (
+  reason: ReasonFor<"PERMISSION_DENIED"> = "admin_required",
+  message = "this operation requires the admin role",
+) => new OrchError("PERMISSION_DENIED", reason, message);
+export const unavailable = (reason: ReasonFor<"UNAVAILABLE">, message: string, details: ErrorDetails = {}) =>
   new OrchError("UNAVAILABLE", reason, message, details);
 
 /** An OrchError as the bus carries it (and the idempotency store keeps it): orch.v1.Error bytes. */
@@ -139,8 +133,14 @@ export const errorToBinary = (err: OrchError): Uint8Array =>
     }),
   );
 
-/** The inverse of errorToBinary; throws on bytes that are not an orch.v1.Error. */
+/**
+ * The inverse of errorToBinary; throws on bytes that are not an orch.v1.Error. A reason the
+ * catalogue does not list (a peer from another release) falls back to its status's name.
+ */
 export function errorFromBinary(data: Uint8Array): OrchError {
   const e = fromBinary(ErrorSchema, data);
-  return new OrchError(isCode(e.code) ? e.code : "INTERNAL", e.reason || undefined, e.message, e.details ?? {});
+  return new OrchError(isCode(e.code) ? e.code : "INTERNAL", asReason(e.reason), e.message, e.details ?? {});
 }
+
+/** A reason read off the wire, if the catalogue lists it. */
+const asReason = (reason: string): ErrorReason | undefined => (isErrorReason(reason) ? reason : undefined);

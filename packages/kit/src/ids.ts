@@ -1,3 +1,4 @@
+import { ULID_RE } from "@orch/contracts";
 import { monotonicFactory } from "ulid";
 
 /** Injected so tests can pin time. Milliseconds since the epoch. */
@@ -17,7 +18,6 @@ export function ulidGenerator(clock: Clock = systemClock): IdGenerator {
   return { next: () => gen(clock.now()) };
 }
 
-const ULID_RE = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 export function isUlid(s: string): boolean {
   return ULID_RE.test(s);
 }

@@ -1,17 +1,89 @@
-export * from "./errors.js";
-export * from "./ids.js";
-export * from "./logger.js";
-export * from "./config.js";
-export * from "./nats.js";
-export * from "./rpc.js";
-export * from "./scope.js";
-export * from "./db.js";
-export * from "./outbox.js";
-export * from "./health.js";
-export * from "./service.js";
-export * from "./pagination.js";
-export * from "./input.js";
-export * from "./periodic.js";
-export * from "./idempotency.js";
-export * from "./addresses.js";
-export * from "./keyring.js";
+// What services, the agent, the CLI and tests import from the kit; test helpers are `@orch/kit/testing`.
+// Helpers used only inside the kit (relay, health server, NATS connect, codec) stay unexported.
+
+// Running a service: config, logging, main, clock and ids.
+export { baseConfigSchema, loadConfig, type BaseConfig } from "./config.js";
+export { maskValues, type Logger } from "./logger.js";
+export { runMain, type MainOptions, type Service, type ServiceDeps } from "./service.js";
+export { systemClock, ulidGenerator, type Clock, type IdGenerator } from "./ids.js";
+
+// The bus: typed RPC over NATS, actors and their scopes.
+export type { NatsConnection } from "./nats.js";
+export {
+  encodeError,
+  H,
+  pingService,
+  rpcClient,
+  serveRpc,
+  SYSTEM_ACTOR,
+  type Actor,
+  type CallContext,
+  type CallOptions,
+  type Client,
+  type Handlers,
+  type RpcServer,
+} from "./rpc.js";
+export { inScope, isScoped } from "./scope.js";
+
+// Postgres: pools, transactions, migrations, job locks.
+export { createPool, migrate, withJobLock, withTx, type Pool, type PoolClient, type Queryable } from "./db.js";
+
+// Audit events: emitted in the state change's transaction, relayed to the AUDIT stream.
+export {
+  AUDIT_STREAM,
+  auditSubject,
+  buildEvent,
+  createEvents,
+  ensureAuditStream,
+  type Emit,
+  type EventInput,
+  type Events,
+  type Ref,
+} from "./outbox.js";
+
+// Handler input: pagination, string checks, idempotent writes.
+export { keysetPage, pageCursor, pageLimit } from "./pagination.js";
+export { rejectInvalidStrings } from "./input.js";
+export { createIdempotencyStore, type IdempotencyStore } from "./idempotency.js";
+
+// Background work: periodic jobs, retries with backoff, durable JetStream consumers.
+export { schedulePeriodic, type Periodic } from "./periodic.js";
+export {
+  abortableSleep,
+  backoff,
+  retry,
+  type Backoff,
+  type BackoffOptions,
+  type Jitter,
+  type RetryOptions,
+} from "./backoff.js";
+export {
+  createDurableConsumer,
+  PoisonMessage,
+  type DurableConsumer,
+  type DurableConsumerOptions,
+  type DurableConsumerSpec,
+} from "./consumer.js";
+
+// Outbound addresses (SSRF policy) and key rings.
+export { classifyAddress, isCidr, parseNetwork, type AddressReason, type Network } from "./addresses.js";
+export { KeyringError, parseKeyring, type Keyring, type KeyringFailure, type Sealed } from "./keyring.js";
+
+// Errors: every symbol of the error-code catalogue.
+export {
+  Codes,
+  conflict,
+  errorFromBinary,
+  errorToBinary,
+  forbidden,
+  httpStatusOf,
+  invalid,
+  isCode,
+  notFound,
+  OrchError,
+  precondition,
+  unauthenticated,
+  unavailable,
+  type Code,
+  type ErrorDetails,
+} from "./errors.js";

@@ -9,6 +9,7 @@ import {
 } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { AuditEventSchema, EVENT_TYPES, type AuditEvent, type EventType, type Severity } from "@orch/contracts";
+import { abortableSleep, backoff } from "./backoff.js";
 import { withTx, type Pool, type PoolClient, type Queryable } from "./db.js";
 import type { Clock, IdGenerator } from "./ids.js";
 import type { Logger } from "./logger.js";
@@ -141,7 +142,6 @@ export function createRelay(deps: {
   let wake: (() => void) | undefined;
   let loop: Promise<void> | undefined;
   let streamReady = false;
-  let failing = false;
 
   async function drainOnce(): Promise<number> {
     if (!streamReady) {
@@ -166,19 +166,16 @@ export function createRelay(deps: {
   }
 
   async function run() {
-    let backoff = 100;
+    let failures = 0;
     while (running) {
       let n = 0;
       try {
         n = await drainOnce();
-        if (failing) log.info("outbox relay recovered");
-        failing = false;
-        backoff = 100;
+        if (failures) log.info("outbox relay recovered");
+        failures = 0;
       } catch (err) {
-        if (!failing) log.warn({ err: (err as Error).message }, "outbox relay cannot publish yet; will retry");
-        failing = true;
-        await sleep(backoff);
-        backoff = Math.min(backoff * 2, 2000);
+        if (!failures) log.warn({ err: (err as Error).message }, "outbox relay cannot publish yet; will retry");
+        await abortableSleep(RELAY_RETRY(failures++));
         continue;
       }
       if (n === 0 && running) {
@@ -215,4 +212,5 @@ export function createRelay(deps: {
   };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Between failed drains: 100 ms doubling to 2 s (the relay's events are waiting, not lost). */
+const RELAY_RETRY = backoff({ initialMs: 100, maxMs: 2000 });

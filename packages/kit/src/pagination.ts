@@ -1,4 +1,4 @@
-import { NODE_ID_RE } from "@orch/contracts";
+import { NODE_ID_RE, ULID_RE } from "@orch/contracts";
 import { invalid } from "./errors.js";
 
 /** Clamps a requested page size: 0/absent → default; outside 1..max → INVALID_ARGUMENT naming `limit`. */
@@ -16,7 +16,7 @@ export function pageLimit(limit: number | undefined, def = 50, max = 500): numbe
  */
 export const CURSOR_KEYS = {
   /** ULID ids (operators, channels, windows, deliveries, notifications, operations, drift, sessions, events). */
-  ulid: /^[0-9A-HJKMNP-TV-Z]{26}$/,
+  ulid: ULID_RE,
   /** Agent node ids (the agent link's rule). */
   node_id: NODE_ID_RE,
   /** Names (secrets, modules, assignments): the union of their grammars. */

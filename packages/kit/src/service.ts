@@ -1,8 +1,9 @@
 import type { z } from "zod";
-import { baseConfigSchema, loadConfig } from "./config.js";
+import { type baseConfigSchema, loadConfig } from "./config.js";
 import { createPool, ensureDatabase, migrate, type Pool } from "./db.js";
 import { createMetricsRegistry, startHealthServer } from "./health.js";
 import { createIdempotencyStore, type IdempotencyStore } from "./idempotency.js";
+import { backoff, retry } from "./backoff.js";
 import { systemClock, ulidGenerator, type Clock, type IdGenerator } from "./ids.js";
 import { createLogger, type Logger } from "./logger.js";
 import { connectNats, type NatsConnection } from "./nats.js";
@@ -69,14 +70,14 @@ export async function runMain<S extends z.ZodObject>(opts: MainOptions<S>): Prom
   let relay: Relay | undefined;
   let idempotency: IdempotencyStore | undefined;
   if (opts.schema) {
-    await retry(() => ensureDatabase(base.database.url), log, "database");
+    await retryStartup(() => ensureDatabase(base.database.url), log, "database");
     pool = createPool({
       url: base.database.url,
       schema: opts.schema,
       max: base.database.pool_max,
       statementTimeoutMs: base.database.statement_timeout_ms,
     });
-    await retry(() => migrate(pool!, opts.schema!, opts.migrations ?? null, log), log, "migrations");
+    await retryStartup(() => migrate(pool!, opts.schema!, opts.migrations ?? null, log), log, "migrations");
     relay = createRelay({
       pool,
       nc,
@@ -128,14 +129,12 @@ export async function runMain<S extends z.ZodObject>(opts: MainOptions<S>): Prom
   process.on("SIGINT", () => void shutdown("SIGINT"));
 }
 
-async function retry<T>(fn: () => Promise<T>, log: Logger, what: string): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (attempt >= 30) throw err;
-      log.warn({ err: (err as Error).message, attempt }, `${what} not ready; retrying`);
-      await new Promise((r) => setTimeout(r, Math.min(200 * attempt, 2000)));
-    }
-  }
+/** Start-up waits for Postgres about 50 s (30 tries, 200 ms doubling to 2 s), then fails. */
+function retryStartup<T>(fn: () => Promise<T>, log: Logger, what: string): Promise<T> {
+  return retry(fn, {
+    attempts: 30,
+    policy: backoff({ initialMs: 200, maxMs: 2000 }),
+    onError: (err, attempt) =>
+      log.warn({ err: (err as Error).message, attempt: attempt + 1 }, `${what} not ready; retrying`),
+  });
 }

@@ -1,7 +1,7 @@
 import t from "tap";
 import { classifyAddress, isCidr, isPublicAddress, parseNetwork, type AddressReason } from "../src/addresses.js";
 
-// Every form from issue 12 finding 11, the documentation ranges, and the ranges the old hand-kept
+// Every IPv6 transition form of loopback/private space, the documentation ranges, and the ranges the old hand-kept
 // list covered. Each row: address, expected reason, and the IPv4 it decodes to (transition forms).
 const cases: Array<[string, AddressReason, string?]> = [
   // IPv4

@@ -1,4 +1,4 @@
-import t from "tap";
+import t, { type Test } from "tap";
 import { isDeepStrictEqual } from "node:util";
 import {
   create,
@@ -108,7 +108,7 @@ function randomInit(desc: DescMessage, depth = 0): Record<string, unknown> {
 }
 
 function sameAsProtobufEs(
-  t: Tap.Test,
+  t: Test,
   codec: ReturnType<typeof createMessageCodec>,
   desc: DescMessage,
   init: unknown,
@@ -126,10 +126,6 @@ function sameAsProtobufEs(
     return false;
   }
   return true;
-}
-
-declare namespace Tap {
-  type Test = Parameters<Parameters<typeof t.test>[1]>[0];
 }
 
 const schemas = Object.entries(contracts).filter(

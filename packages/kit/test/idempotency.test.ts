@@ -2,7 +2,7 @@ import t from "tap";
 import { create } from "@bufbuild/protobuf";
 import { AuthService, IDEMPOTENCY_TTL_MS, OperatorSchema } from "@orch/contracts";
 import {
-  OrchError,
+  type OrchError,
   createIdempotencyStore,
   createPool,
   migrate,

@@ -3,7 +3,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { CreateChannelRequestSchema } from "@orch/contracts";
 import { createMessageCodec } from "../src/codec/index.js";
 import { findInvalidString, invalidCharacter, rejectInvalidStrings } from "../src/input.js";
-import { OrchError } from "../src/errors.js";
+import type { OrchError } from "../src/errors.js";
 
 // The rule behind `invalid_characters` (pure logic: no bus needed to check the walk itself).
 t.test("which strings are refused", async (t) => {

@@ -24,7 +24,9 @@ t.test("three replicas ticking at once run a job exactly once per period", async
       await new Promise((r) => setTimeout(r, 20));
     }),
   );
-  t.teardown(() => replicas.forEach((r) => r.stop()));
+  t.teardown(() => {
+    for (const r of replicas) r.stop();
+  });
   for (let period = 0; period < 5; period++) {
     // Every replica ticks several times within the period, concurrently and one after another.
     for (let k = 0; k < 3; k++) {

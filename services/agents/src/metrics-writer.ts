@@ -1,6 +1,7 @@
 import type { MetricsSample } from "@orch/contracts";
 import type { Clock, Logger, Pool } from "@orch/kit";
-import { agentsDb, metricsDb, type MetricsRow } from "./db.js";
+import { agentsDb } from "./db/agents.js";
+import { metricsDb, type MetricsRow } from "./db/metrics.js";
 
 /** Agent clocks drift; a sample stamped further than this from ours gets our time instead. */
 const MAX_SKEW_MS = 5 * 60_000;

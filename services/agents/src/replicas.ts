@@ -1,5 +1,6 @@
 import { withJobLock, type Clock, type Events, type Logger, type Pool } from "@orch/kit";
-import { agentsDb, replicasDb } from "./db.js";
+import { agentsDb } from "./db/agents.js";
+import { replicasDb } from "./db/replicas.js";
 import { agentRef } from "./link/presence.js";
 
 export interface ReplicaDeps {

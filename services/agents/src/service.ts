@@ -126,14 +126,14 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
     },
   });
 
-  const prune = () =>
-    void pruneMetrics({ pool: deps.pool, clock: deps.clock, log, retentionDays: cfg.metrics_retention_days }).catch(
-      (err) => log.warn({ err: (err as Error).message }, "metrics prune failed"),
-    );
-  const firstPrune = setTimeout(prune, 60_000);
-  const retention = setInterval(prune, RETENTION_EVERY_MS);
-  firstPrune.unref();
-  retention.unref();
+  const retention = schedulePeriodic(
+    { pool: deps.pool, log, clock: deps.clock, replica },
+    "agents.metrics_retention",
+    RETENTION_EVERY_MS,
+    async (c) => {
+      await pruneMetrics(c, { clock: deps.clock, log, retentionDays: cfg.metrics_retention_days });
+    },
+  );
   const grantPrune = schedulePeriodic(
     { pool: deps.pool, log, clock: deps.clock, replica },
     "agents.link_grants_prune",
@@ -162,8 +162,7 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
     hub,
     async stop() {
       draining = true;
-      clearTimeout(firstPrune);
-      clearInterval(retention);
+      retention.stop();
       grantPrune.stop();
       server.stopAccepting();
       await rpc.stop();

@@ -3,8 +3,8 @@ import { readlinkSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import t from "tap";
 
-// An admin may unicast discovery outside agents.discovery_networks, an operator may not (issue 12
-// finding 12). Sending to a non-loopback address must not touch the machine's network, so the
+// An admin may unicast discovery outside agents.discovery_networks, an operator may not
+// (docs/agents.md#discovery). Sending to a non-loopback address must not touch the machine's network, so the
 // real handler runs inside a private network namespace (`unshare -n`) whose loopback device
 // carries 10.77.0.1 (fixtures/discover-in-netns.ts).
 const FIXTURE = fileURLToPath(new URL("./fixtures/discover-in-netns.ts", import.meta.url));

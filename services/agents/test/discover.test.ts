@@ -4,7 +4,7 @@ import { OrchError, type Actor } from "@orch/kit";
 import { createTestDatabase, eventually, startNats } from "@orch/kit/testing";
 import { ADMIN, agentsClient, collectEvents, startAgentsService } from "./harness.js";
 
-// Discover through the real agents service with real datagrams on loopback (issue 12 finding 12):
+// Discover through the real agents service with real datagrams on loopback (docs/agents.md#discovery):
 // the test configures 127.0.0.0/8 as the discovery network and a free port as the discovery port.
 // Nothing here sends outside 127.0.0.0/8 (refused targets are refused before anything is sent);
 // discover-netns.test.ts covers an admin's unicast outside the networks inside a private namespace.

@@ -1,7 +1,7 @@
 import t from "tap";
 import { discoveryPolicy, discoveryRefusal } from "../src/discovery-policy.js";
 
-// Who may send a discovery datagram where (issue 12 finding 12). Pure policy; the handler tests
+// Who may send a discovery datagram where (docs/agents.md#discovery). Pure policy; the handler tests
 // (discover.test.ts, discover-netns.test.ts) send real datagrams.
 const PORT = 7444;
 const fleet = discoveryPolicy({

@@ -15,7 +15,7 @@ import {
   testLink,
 } from "./harness.js";
 
-// The signed handshake of DESIGN §6 over real gRPC: Hello → Challenge → signature → Welcome or Refusal.
+// The signed handshake (docs/agents.md#the-link) over real gRPC: Hello → Challenge → signature → Welcome or Refusal.
 const nats = await startNats();
 const db = await createTestDatabase();
 const svc = await startAgentsService(nats, db, { handshake_timeout_seconds: 1 });

@@ -109,8 +109,7 @@ t.test("retention deletes samples older than the window and keeps the rest", asy
      SELECT 'retention-node', $1::bigint - g * 3600000, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 FROM generate_series(0, 10 * 24) g`,
     [now],
   );
-  const deleted = await pruneMetrics({
-    pool: svc.deps.pool,
+  const deleted = await pruneMetrics(svc.deps.pool, {
     clock: { now: () => now },
     log: silentLogger(),
     retentionDays: 7,

@@ -78,7 +78,7 @@ t.test("relay: payload untouched, deadline carried, errors mapped, timeouts and 
         send({
           frame: {
             case: "response",
-            value: { id: r.id, error: { code: "NOT_FOUND", reason: "thing_missing", message: "no such thing" } },
+            value: { id: r.id, error: { code: "NOT_FOUND", reason: "session_not_found", message: "no such thing" } },
           },
         });
       }
@@ -100,7 +100,7 @@ t.test("relay: payload untouched, deadline carried, errors mapped, timeouts and 
   mode = "error";
   const e = await failure(control(id.nodeId).ping({ payload: "p" }));
   t.equal(e.code, "NOT_FOUND");
-  t.equal(e.reason, "thing_missing");
+  t.equal(e.reason, "session_not_found");
   t.equal(e.message, "no such thing");
 
   mode = "silent";

@@ -1,16 +1,20 @@
 import { fromBinary } from "@bufbuild/protobuf";
-import {
-  AckPolicy,
-  DeliverPolicy,
-  jetstream,
-  jetstreamManager,
-  type ConsumerMessages,
-  type JsMsg,
-} from "@nats-io/jetstream";
+import { DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import { AuditEventSchema, type AuditEvent } from "@orch/contracts";
-import { AUDIT_STREAM, ensureAuditStream, withTx, type Logger, type NatsConnection, type Pool } from "@orch/kit";
+import {
+  AUDIT_STREAM,
+  backoff,
+  createDurableConsumer,
+  ensureAuditStream,
+  retry,
+  withTx,
+  type Logger,
+  type NatsConnection,
+  type Pool,
+} from "@orch/kit";
 import { Counter, type Registry } from "prom-client";
-import { eventsDb, toRow, type EventRow } from "./db.js";
+import { toRow } from "./convert.js";
+import { eventsDb, type EventRow } from "./db/events.js";
 import type { Stored } from "./feed.js";
 import { parseUlid } from "./ulid-time.js";
 
@@ -38,7 +42,8 @@ export interface Ingest {
   stop(): Promise<void>;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** Retrying a batch Postgres could not take: 100 ms doubling to 5 s, until stopped. */
+const STORE_RETRY = backoff({ initialMs: 100, maxMs: 5000 });
 
 /**
  * Only data exceptions, constraint violations and size limits (SQLSTATE classes 22, 23, 54) are
@@ -73,67 +78,25 @@ export function createIngest(deps: IngestDeps): Ingest {
   let running = false;
   let wake: (() => void) | undefined;
   let loop: Promise<void> | undefined;
-  let supervisor: Promise<void> | undefined;
-  let messages: ConsumerMessages | undefined;
+  const stopping = new AbortController();
 
-  async function ensureConsumer(): Promise<void> {
-    await ensureAuditStream(nc, options.stream);
-    const jsm = await jetstreamManager(nc, { timeout: 5000 });
-    const tuning = { ack_wait: options.ackWaitMs * 1e6, max_ack_pending: options.maxAckPending };
-    try {
-      await jsm.consumers.info(AUDIT_STREAM, options.consumer);
-      await jsm.consumers.update(AUDIT_STREAM, options.consumer, tuning);
-    } catch (err) {
-      if (!/consumer not found/i.test((err as Error).message)) throw err;
-      await jsm.consumers.add(AUDIT_STREAM, {
-        durable_name: options.consumer,
-        ack_policy: AckPolicy.Explicit,
-        deliver_policy: DeliverPolicy.All,
-        max_deliver: -1,
-        ...tuning,
-      });
-    }
-  }
-
-  /** Keeps one consume() running: recreates the consumer if it vanished, restarts after errors. */
-  async function supervise(): Promise<void> {
-    let backoff = 250;
-    while (running) {
-      try {
-        await ensureConsumer();
-        const consumer = await jetstream(nc, { timeout: 5000 }).consumers.get(AUDIT_STREAM, options.consumer);
-        if (!running) return;
-        const msgs = await consumer.consume({
-          max_messages: Math.min(options.maxAckPending, options.batchSize * 4),
-          callback: receive,
-        });
-        messages = msgs;
-        if (!running) {
-          await msgs.close();
-          return;
-        }
-        backoff = 250;
-        void (async () => {
-          for await (const s of msgs.status()) {
-            if (s.type === "consumer_not_found" || s.type === "stream_not_found" || s.type === "consumer_deleted") {
-              log.warn({ status: s.type }, "audit consumer missing; recreating it");
-              await ensureConsumer().catch((err) =>
-                log.warn({ err: (err as Error).message }, "cannot recreate the audit consumer yet"),
-              );
-            }
-          }
-        })();
-        const err = await msgs.closed();
-        if (!running) return;
-        log.warn({ err: err ? (err as Error).message : undefined }, "audit consumer stopped; restarting");
-      } catch (err) {
-        if (!running) return;
-        log.warn({ err: (err as Error).message }, "cannot consume the AUDIT stream yet; retrying");
-      }
-      await sleep(backoff);
-      backoff = Math.min(backoff * 2, 5000);
-    }
-  }
+  // Pulls ahead of the insert so the next batch is decoded while the previous one commits.
+  const consumer = createDurableConsumer({
+    nc,
+    log,
+    consumer: {
+      stream: AUDIT_STREAM,
+      durable: options.consumer,
+      deliverPolicy: DeliverPolicy.All,
+      ackWaitMs: options.ackWaitMs,
+      maxAckPending: options.maxAckPending,
+      maxDeliver: -1,
+      retune: true,
+    },
+    ensureStream: () => ensureAuditStream(nc, options.stream),
+    maxMessages: Math.min(options.maxAckPending, options.batchSize * 4),
+    receive,
+  });
 
   /** A delivered message, decoded on arrival so decoding overlaps with the previous insert. */
   interface Received {
@@ -192,10 +155,9 @@ export function createIngest(deps: IngestDeps): Ingest {
   async function storeBatch(held: Received[]): Promise<void> {
     const byId = new Map(held.map((r) => [r.id, r]));
     const rows = [...byId.values()].map((r) => r.row);
-    let backoff = 100;
     let lastExtend = Date.now();
-    for (;;) {
-      try {
+    await retry(
+      async () => {
         let inserted: Array<{ id: string; seq: number }>;
         let refused = new Set<string>();
         try {
@@ -213,21 +175,24 @@ export function createIngest(deps: IngestDeps): Ingest {
         stored.inc(inserted.length);
         duplicates.inc(held.length - inserted.length - refused.size);
         if (inserted.length) deps.onStored(inserted.map((r) => ({ bytes: byId.get(r.id)!.m.data, seq: r.seq })));
-        return;
-      } catch (err) {
-        // Stopping: leave the batch unacknowledged; the stream redelivers it to the next process.
-        if (!running) return;
-        log.warn({ err: (err as Error).message, events: rows.length }, "cannot store audit events yet; retrying");
-        // Keep the stream from redelivering what we still hold while Postgres is away.
-        if (Date.now() - lastExtend > options.ackWaitMs / 3) {
-          for (const { m } of held) m.working();
-          for (const { m } of buffer.values()) m.working();
-          lastExtend = Date.now();
-        }
-        await sleep(backoff);
-        backoff = Math.min(backoff * 2, 5000);
-      }
-    }
+      },
+      {
+        policy: STORE_RETRY,
+        signal: stopping.signal,
+        onError: (err) => {
+          log.warn({ err: (err as Error).message, events: rows.length }, "cannot store audit events yet; retrying");
+          // Keep the stream from redelivering what we still hold while Postgres is away.
+          if (Date.now() - lastExtend > options.ackWaitMs / 3) {
+            for (const { m } of held) m.working();
+            for (const { m } of buffer.values()) m.working();
+            lastExtend = Date.now();
+          }
+        },
+      },
+    ).catch((err) => {
+      // Stopping: leave the batch unacknowledged; the stream redelivers it to the next process.
+      if (!stopping.signal.aborted) throw err;
+    });
   }
 
   async function run(): Promise<void> {
@@ -255,14 +220,14 @@ export function createIngest(deps: IngestDeps): Ingest {
     async start() {
       if (running) return;
       running = true;
-      supervisor = supervise();
+      consumer.start();
       loop = run();
     },
     async stop() {
       running = false;
-      await messages?.close().catch(() => {});
+      stopping.abort(new Error("ingest stopped"));
+      await consumer.stop();
       wake?.();
-      await supervisor;
       await loop;
     },
   };

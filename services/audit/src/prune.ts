@@ -1,9 +1,10 @@
 import { toBinary } from "@bufbuild/protobuf";
 import { AuditEventSchema } from "@orch/contracts";
 import type { Actor, Emit, EventInput, Queryable, Ref } from "@orch/kit";
-import { eventsDb, toRow } from "./db.js";
+import { toRow } from "./convert.js";
+import { eventsDb } from "./db/events.js";
 import type { Stored } from "./feed.js";
-import type { AuditDeps } from "./service.js";
+import type { AuditDeps } from "./deps.js";
 
 export const AUDIT_TARGET: Ref = { id: "audit", name: "audit log", type: "audit" };
 

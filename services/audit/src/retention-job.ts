@@ -1,8 +1,8 @@
 import { SYSTEM_ACTOR, schedulePeriodic, withJobLock, type PoolClient } from "@orch/kit";
-import { retentionDb } from "./db.js";
+import { retentionDb } from "./db/retention.js";
 import { effectiveRetention } from "./handlers/retention.js";
 import type { Pruner } from "./prune.js";
-import type { AuditDeps } from "./service.js";
+import type { AuditDeps } from "./deps.js";
 
 const DAY_MS = 86_400_000;
 

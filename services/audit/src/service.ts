@@ -1,14 +1,12 @@
 import { AuditService } from "@orch/contracts";
-import { serveRpc, type Service, type ServiceDeps } from "@orch/kit";
-import type { AuditConfig } from "./config.js";
+import { serveRpc, type Service } from "@orch/kit";
+import type { AuditDeps } from "./deps.js";
 import { createFeedPublisher } from "./feed.js";
 import { queryHandlers } from "./handlers/query.js";
 import { retentionHandlers } from "./handlers/retention.js";
 import { createIngest } from "./ingest.js";
 import { createPruner } from "./prune.js";
 import { startRetentionJob } from "./retention-job.js";
-
-export type AuditDeps = ServiceDeps<Readonly<AuditConfig>>;
 
 export interface AuditServiceHandle extends Service {
   /** Applies the retention now (what the hourly job does). */

@@ -1,3 +1,5 @@
+import { ULID_48BIT_RE } from "@orch/contracts";
+
 const ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 const MAX_TIME = 2 ** 48 - 1;
 
@@ -19,11 +21,15 @@ export function ulidTime(id: string): number {
   return t;
 }
 
-// A ULID whose first character is above 7 would encode a time beyond 48 bits.
-const ULID_RE = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/;
-
 /** Normalises a ULID (case-insensitive per the spec); undefined when it is not one. */
 export function parseUlid(s: string): string | undefined {
   const up = s.toUpperCase();
-  return ULID_RE.test(up) ? up : undefined;
+  return ULID_48BIT_RE.test(up) ? up : undefined;
 }
+
+/**
+ * How far an event's ULID time may lie from its `timestamp`. Time bounds become id bounds widened
+ * by this much (so the primary key drives the scan), then `ts` decides exactly. The kit mints the
+ * id and the timestamp from the same clock within a millisecond; ingest logs events beyond it.
+ */
+export const ID_TIME_SKEW_MS = 5 * 60_000;

@@ -3,9 +3,9 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { AuditEventSchema, AuditFeedSchema } from "@orch/contracts";
 import { OrchError } from "@orch/kit";
 import { ulid } from "ulid";
-import { matchesFilter, parseAuditQuery, parseRfc3339 } from "../../gateway/src/routes/audit.js";
+import { matchesFilter, parseAuditQuery, parseRfc3339 } from "../../gateway/src/routes/audit-query.js";
 import { encodeFeed } from "../src/feed.js";
-import { parseCursor, parseFilter } from "../src/filter.js";
+import { parseCursor, parseFilter } from "../src/validate.js";
 import { parseUlid, ulidFloor, ulidTime } from "../src/ulid-time.js";
 
 // Pure logic of the audit service and its routes: id/time bounds, parameter validation, the

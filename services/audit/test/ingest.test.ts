@@ -5,7 +5,8 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { AuditEventSchema } from "@orch/contracts";
 import { AUDIT_STREAM, withTx } from "@orch/kit";
 import { createTestDatabase, eventually, startNats } from "@orch/kit/testing";
-import { eventsDb, toRow } from "../src/db.js";
+import { toRow } from "../src/convert.js";
+import { eventsDb } from "../src/db/events.js";
 import { countRows, eventFactory, publisher, startAudit } from "./harness.js";
 
 // Durability of ingest against a real JetStream and Postgres: stops, crashes between insert and

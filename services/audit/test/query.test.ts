@@ -1,7 +1,7 @@
 import t from "tap";
 import { createTestDatabase, ed25519, eventually, startNats } from "@orch/kit/testing";
 import { call, login, startAuth, startGateway } from "../../gateway/test/harness.js";
-import { matchesFilter, type FilterValues } from "../../gateway/src/routes/audit.js";
+import { matchesFilter, type FilterValues } from "../../gateway/src/routes/audit-query.js";
 import { eventFactory, publisher, startAudit, type EventSpec } from "./harness.js";
 
 // GET /api/v1/audit against the real service (in-process audit + auth + gateway, real NATS and
@@ -124,7 +124,7 @@ const newestFirst = (...keys: string[]) =>
 const iso = (ms: number) => new Date(ms).toISOString();
 const window = `after=${iso(base)}&before=${iso(base + 11 * HOUR)}`;
 
-t.test("an event comes back exactly as published, in the seed's shape", async (t) => {
+t.test("an event comes back exactly as published, in the documented shape", async (t) => {
   const r = await get(`?event_type=secret.created&${window}`);
   t.equal(r.status, 200);
   t.same(r.body, {

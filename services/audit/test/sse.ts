@@ -25,7 +25,7 @@ export function openSse(url: string, o: { token?: string; lastEventId?: string }
     const headers: Record<string, string> = { accept: "text/event-stream" };
     if (o.token) headers.authorization = `Bearer ${o.token}`;
     if (o.lastEventId) headers["last-event-id"] = o.lastEventId;
-    let req: ClientRequest | undefined = undefined;
+    let req: ClientRequest | undefined;
     req = request(url, { headers }, (res) => {
       const events: SseEvent[] = [];
       const comments: string[] = [];

@@ -3,7 +3,8 @@ import pg from "pg";
 import { withTx } from "@orch/kit";
 import { createTestDatabase, ed25519, eventually, startNats } from "@orch/kit/testing";
 import { call, login, startAuth, startGateway } from "../../gateway/test/harness.js";
-import { eventsDb, toRow } from "../src/db.js";
+import { toRow } from "../src/convert.js";
+import { eventsDb } from "../src/db/events.js";
 import { eventFactory, publisher, startAudit } from "./harness.js";
 import { openSse, type SseStream } from "./sse.js";
 

@@ -1,2 +1,3 @@
-export { createAuthService, bootstrapAdmin, type AuthDeps } from "./service.js";
+export { createAuthService, bootstrapAdmin } from "./service.js";
+export type { AuthDeps } from "./deps.js";
 export { authConfigSchema, type AuthConfig } from "./config.js";

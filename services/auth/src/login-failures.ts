@@ -1,6 +1,6 @@
 import { UNNOTIFIED_FLAG } from "@orch/contracts";
 import { SYSTEM_ACTOR, type Events, type Queryable } from "@orch/kit";
-import { operatorsDb } from "./db.js";
+import { operatorsDb } from "./db/operators.js";
 
 export interface LoginFailure {
   reason: string;
@@ -9,7 +9,7 @@ export interface LoginFailure {
 }
 
 /**
- * Records failed logins without letting anyone flood the operators' inboxes (issue 12, finding 4).
+ * Records failed logins without letting anyone flood the operators' inboxes.
  * A failure for a key no active operator holds can be caused by anyone at will: it is recorded at
  * `info` and marked so notify sends it to no inbox and no channel. For a real operator the first
  * failure in a window is a `warning` (that one notifies); later ones in the same window are recorded
@@ -33,7 +33,8 @@ export function loginFailureRecorder(deps: { events: Events; clock: { now(): num
   return async function recordLoginFailure(f: LoginFailure): Promise<void> {
     await events.tx(async (db, emit) => {
       const op = await operatorsDb.byKey(db, f.publicKey);
-      const known = op !== undefined && op.active;
+      // A boolean, never undefined: the event records `known_operator: false` for unknown keys.
+      const known = op?.active === true;
       const notifies = known && (await opensWindow(db, op.id, clock.now()));
       const target = known
         ? { id: op.id, name: op.name, type: "operator" }

@@ -1,26 +1,11 @@
-import { AuthService, type Operator } from "@orch/contracts";
-import { SYSTEM_ACTOR, schedulePeriodic, serveRpc, withJobLock, type Service, type ServiceDeps } from "@orch/kit";
-import type { AuthConfig } from "./config.js";
-import { operatorsDb, sessionsDb, type OperatorRow } from "./db.js";
+import { AuthService } from "@orch/contracts";
+import { SYSTEM_ACTOR, schedulePeriodic, serveRpc, withJobLock, type Service } from "@orch/kit";
+import { operatorsDb } from "./db/operators.js";
+import { sessionsDb } from "./db/sessions.js";
+import type { AuthDeps } from "./deps.js";
 import { loginHandlers } from "./handlers/login.js";
 import { operatorHandlers } from "./handlers/operators.js";
 import { normaliseKey } from "./keys.js";
-
-export type AuthDeps = ServiceDeps<Readonly<AuthConfig>>;
-
-export function toOperator(r: OperatorRow): Operator {
-  return {
-    $typeName: "orch.v1.Operator",
-    id: r.id,
-    name: r.name,
-    publicKey: r.public_key,
-    role: r.role,
-    active: r.active,
-    createdAt: Number(r.created_at),
-    createdBy: r.created_by,
-    agentSelector: r.agent_selector ?? "",
-  };
-}
 
 /** Creates the first admin from ORCH_BOOTSTRAP_ADMIN_KEY when no admin exists yet. */
 export async function bootstrapAdmin(deps: AuthDeps): Promise<void> {

@@ -1,33 +1,24 @@
 import t from "tap";
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { AuditEventSchema, CreateOperatorRequestSchema, isUnnotified, type AuditEvent } from "@orch/contracts";
-import { SYSTEM_ACTOR, createEvents, ulidGenerator } from "@orch/kit";
-import { createTestDatabase, ed25519, eventually, startNats } from "@orch/kit/testing";
-import { manualClock, startAuth } from "../../gateway/test/harness.js";
+import { createEvents, ulidGenerator } from "@orch/kit";
+import { ed25519, eventually } from "@orch/kit/testing";
 import { operatorHandlers } from "../src/handlers/operators.js";
 import { loginFailureRecorder } from "../src/login-failures.js";
+import { authTestbed, manualClock } from "./harness.js";
 
 // The login-failure window with the real auth schema: once per window per operator, shared by every
 // replica (the window row is in Postgres), and unknown keys are flagged so notify sends them nowhere.
-const nats = await startNats();
-const db = await createTestDatabase();
 const clock = manualClock();
-const admin = ed25519();
-const auth = await startAuth(nats, db, admin, clock);
+const { nats, auth, systemCtx } = await authTestbed(t, { clock });
 const observer = await nats.connect("observer");
 const seen: AuditEvent[] = [];
 observer.subscribe("audit.auth.login.failed", {
   callback: (_e, m) => void seen.push(fromBinary(AuditEventSchema, m.data)),
 });
-t.teardown(async () => {
-  await auth.stop();
-  await db.drop();
-  await nats.stop();
-});
-
 const WINDOW = 900_000;
 const record = loginFailureRecorder({ events: auth.deps.events, clock, windowMs: WINDOW });
-const ctx = { requestId: "r", actor: { ...SYSTEM_ACTOR }, deadline: Date.now() + 60_000, log: auth.deps.log };
+const ctx = systemCtx();
 const addOperator = async (name: string) => {
   const key = ed25519();
   const req = create(CreateOperatorRequestSchema, { name, publicKey: key.publicKeyHex, role: "operator" });

@@ -2,22 +2,14 @@ import t from "tap";
 import { fromBinary } from "@bufbuild/protobuf";
 import { jetstream, jetstreamManager, AckPolicy, DeliverPolicy } from "@nats-io/jetstream";
 import { AuditEventSchema } from "@orch/contracts";
-import { SYSTEM_ACTOR, ensureAuditStream } from "@orch/kit";
-import { createTestDatabase, ed25519, eventually, startNats } from "@orch/kit/testing";
-import { startAuth } from "../../gateway/test/harness.js";
+import { ensureAuditStream } from "@orch/kit";
+import { ed25519, eventually } from "@orch/kit/testing";
 import { operatorHandlers } from "../src/handlers/operators.js";
+import { authTestbed } from "./harness.js";
 
 // A change made while NATS is down is committed with its event; the event reaches the bus exactly
 // once after NATS returns.
-const nats = await startNats();
-const db = await createTestDatabase();
-const admin = ed25519();
-const auth = await startAuth(nats, db, admin);
-t.teardown(async () => {
-  await auth.stop();
-  await db.drop();
-  await nats.stop();
-});
+const { nats, auth, systemCtx } = await authTestbed(t);
 
 t.test("outbox survives a NATS outage and publishes exactly once", async (t) => {
   const nc = await nats.connect("observer");
@@ -27,13 +19,14 @@ t.test("outbox survives a NATS outage and publishes exactly once", async (t) => 
 
   await nats.kill();
   const handlers = operatorHandlers(auth.deps);
-  const ctx = { requestId: "r1", actor: { ...SYSTEM_ACTOR }, deadline: Date.now() + 10_000, log: auth.deps.log };
+  const ctx = systemCtx("r1", 10_000);
   const op = await handlers.createOperator(
     {
       $typeName: "orch.v1.CreateOperatorRequest",
       name: "offline-op",
       publicKey: ed25519().publicKeyHex,
       role: "operator",
+      agentSelector: "",
     },
     ctx,
   );

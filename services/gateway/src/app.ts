@@ -124,18 +124,15 @@ export async function buildGateway(
       case "FST_ERR_CTP_BODY_TOO_LARGE":
         return sendProblem(
           reply,
-          problem(413, "body_too_large", `the request body exceeds ${config.http.body_limit} bytes`),
+          problem("body_too_large", `the request body exceeds ${config.http.body_limit} bytes`),
         );
       case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
-        return sendProblem(
-          reply,
-          problem(415, "unsupported_media_type", "send JSON with Content-Type: application/json"),
-        );
+        return sendProblem(reply, problem("unsupported_media_type", "send JSON with Content-Type: application/json"));
       case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
-        return sendProblem(reply, problem(400, "invalid_request", "invalid Content-Length"));
+        return sendProblem(reply, problem("invalid_request", "invalid Content-Length"));
     }
     if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500)
-      return sendProblem(reply, problem(err.statusCode, "invalid_request", err.message));
+      return sendProblem(reply, problem("invalid_request", err.message, {}, err.statusCode));
     const e = OrchError.from(err);
     if (e.code === "INTERNAL") req.log.error({ err, requestId: req.id }, "unhandled error");
     return sendProblem(reply, problemFromError(e, req.id));
@@ -147,9 +144,9 @@ export async function buildGateway(
     if (allow.length > 0) {
       reply.header("allow", allow.join(", "));
       const detail = `${req.method} is not allowed on ${path}; use ${allow.join(", ")}`;
-      return sendProblem(reply, problem(405, "method_not_allowed", detail));
+      return sendProblem(reply, problem("method_not_allowed", detail));
     }
-    return sendProblem(reply, problem(404, "route_not_found", `no route ${req.method} ${path}`));
+    return sendProblem(reply, problem("route_not_found", `no route ${req.method} ${path}`));
   });
 
   app.get("/api/v1/openapi.json", async () => openapi);

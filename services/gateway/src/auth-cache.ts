@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { fromBinary } from "@bufbuild/protobuf";
-import { AuthService, RevocationSchema, type Revocation } from "@orch/contracts";
+import { type AuthService, RevocationSchema, type Revocation } from "@orch/contracts";
 import { unauthenticated, type Client, type Clock, type Logger, type NatsConnection } from "@orch/kit";
 
 export interface Principal {

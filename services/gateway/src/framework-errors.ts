@@ -13,19 +13,19 @@ export function frameworkErrorHandler(err: Error & { code?: string }, _req: Fast
   applySecurityHeaders(reply.raw);
   switch (err.code) {
     case "FST_ERR_MAX_PARAM_LENGTH":
-      sendProblem(reply, problem(414, "uri_too_long", "a path segment of the URL is too long"));
+      sendProblem(reply, problem("uri_too_long", "a path segment of the URL is too long"));
       return;
     case "FST_ERR_BAD_URL":
-      sendProblem(reply, problem(400, "invalid_url", "the URL path is not validly percent-encoded"));
+      sendProblem(reply, problem("invalid_url", "the URL path is not validly percent-encoded"));
       return;
     default:
-      sendProblem(reply, problem(400, "invalid_request", "the request could not be routed"));
+      sendProblem(reply, problem("invalid_request", "the request could not be routed"));
   }
 }
 
 const CLIENT_ERRORS: Record<string, Problem> = {
-  ERR_HTTP_REQUEST_TIMEOUT: problem(408, "request_timeout", "the request was not received in time"),
-  HPE_HEADER_OVERFLOW: problem(431, "headers_too_large", "the request line or headers are too large"),
+  ERR_HTTP_REQUEST_TIMEOUT: problem("request_timeout", "the request was not received in time"),
+  HPE_HEADER_OVERFLOW: problem("headers_too_large", "the request line or headers are too large"),
 };
 
 /**
@@ -36,7 +36,7 @@ const CLIENT_ERRORS: Record<string, Problem> = {
 export function clientErrorHandler(err: Error & { code?: string }, socket: Socket): void {
   if (err.code === "ECONNRESET" || socket.destroyed) return;
   if (socket.writable) {
-    const p = CLIENT_ERRORS[err.code ?? ""] ?? problem(400, "malformed_request", "the request is not valid HTTP");
+    const p = CLIENT_ERRORS[err.code ?? ""] ?? problem("malformed_request", "the request is not valid HTTP");
     const body = JSON.stringify(p);
     const head = [
       `HTTP/1.1 ${p.status} ${STATUS_CODES[p.status] ?? "Error"}`,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { IDEMPOTENCY_KEY_RE } from "@orch/contracts";
+import { ERROR_CATALOGUE, ERROR_REASONS, IDEMPOTENCY_KEY_RE, type ErrorReason } from "@orch/contracts";
 import type { RouteSpec } from "./route.js";
 
 export const API_VERSION = "0.0.9";
@@ -44,10 +44,21 @@ const PROBLEM = {
     title: { type: "string" },
     status: { type: "integer" },
     detail: { type: "string" },
-    code: { type: "string", description: "stable machine-readable error code" },
+    code: {
+      type: "string",
+      enum: [...ERROR_REASONS],
+      description:
+        "stable machine-readable error code; `x-error-catalogue` (and docs/errors.md) gives each one's status",
+    },
     request_id: { type: "string" },
   },
   additionalProperties: true,
+  "x-error-catalogue": Object.fromEntries(
+    ERROR_REASONS.map((code) => [
+      code,
+      { status: ERROR_CATALOGUE[code].status, meaning: ERROR_CATALOGUE[code].meaning },
+    ]),
+  ),
 };
 
 /** OpenAPI 3.1 document built from the same route table and zod schemas that validate requests. */
@@ -60,7 +71,7 @@ export function buildOpenApi(routes: RouteSpec[]): Record<string, unknown> {
         ? { description: "success", content: { "application/json": { schema: jsonSchema(schema, "output") } } }
         : { description: "success, no body" };
     }
-    const errs: Record<number, string[]> = { ...(r.errors ?? {}) };
+    const errs: Record<number, ErrorReason[]> = { ...(r.errors ?? {}) };
     if (r.auth !== "public") errs[401] ??= ["unauthenticated", "invalid_token"];
     if (r.auth === "admin") errs[403] ??= ["admin_required"];
     if (r.params || r.query || r.body) errs[400] ??= ["invalid_request"];

@@ -1,5 +1,6 @@
 import type { FastifyReply } from "fastify";
-import { OrchError, httpStatusOf, type Code } from "@orch/kit";
+import { errorStatus, type ErrorReason } from "@orch/contracts";
+import { type OrchError, httpStatusOf } from "@orch/kit";
 
 const TITLES: Record<number, string> = {
   400: "Bad Request",
@@ -25,13 +26,22 @@ export interface Problem {
   title: string;
   status: number;
   detail: string;
-  code: string;
+  code: ErrorReason;
   instance?: string;
   [k: string]: unknown;
 }
 
-/** RFC 9457 body; `code` is the stable machine reason clients match on. */
-export function problem(status: number, code: string, detail: string, extra: Record<string, unknown> = {}): Problem {
+/**
+ * RFC 9457 body; `code` is the stable machine reason clients match on, and its status comes from
+ * the error catalogue (docs/errors.md) unless the caller knows better: an OrchError's own status,
+ * or the status fastify gave a request error.
+ */
+export function problem(
+  code: ErrorReason,
+  detail: string,
+  extra: Record<string, unknown> = {},
+  status: number = errorStatus(code),
+): Problem {
   return {
     type: `https://orch.dev/problems/${code}`,
     title: TITLES[status] ?? "Error",
@@ -45,7 +55,7 @@ export function problem(status: number, code: string, detail: string, extra: Rec
 export function problemFromError(err: OrchError, requestId?: string): Problem {
   const extra: Record<string, unknown> = { ...err.details };
   if (requestId) extra.request_id = requestId;
-  return problem(httpStatusOf[err.code as Code], err.reason, err.message, extra);
+  return problem(err.reason, err.message, extra, httpStatusOf[err.code]);
 }
 
 export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {

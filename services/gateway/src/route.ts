@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
+import type { ErrorReason } from "@orch/contracts";
 import type { CallOptions } from "@orch/kit";
 import type { Principal } from "./auth-cache.js";
 
@@ -18,7 +19,7 @@ export interface RouteRequest<P, Q, B> {
   raw: FastifyRequest;
 }
 
-export interface RouteSpec<P = any, Q = any, B = any> {
+export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
   method: Method;
   /** OpenAPI-style path, e.g. `/api/v1/agents/{node_id}`. */
   path: string;
@@ -32,7 +33,7 @@ export interface RouteSpec<P = any, Q = any, B = any> {
   /** Documented responses: status → body schema (null = no body). The first 2xx is the success status. */
   responses: Record<number, z.ZodType | null>;
   /** Extra documented error statuses with their problem codes (problem+json). */
-  errors?: Record<number, string[]>;
+  errors?: Record<number, ErrorReason[]>;
   /**
    * Returns the success body. Return the reply itself when the handler sent the response
    * (streams, downloads, WebSocket upgrades).

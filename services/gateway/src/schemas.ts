@@ -1,3 +1,4 @@
+import { ULID_RE, checkUlid, type RuleCheck } from "@orch/contracts";
 import { z } from "zod";
 
 /** Query-string helpers: values arrive as strings. */
@@ -23,7 +24,20 @@ export const pageQuery = z.object({
   cursor: z.string().max(200).optional(),
 });
 
-export const Ulid = z.string().regex(/^[0-9A-HJKMNP-TV-Z]{26}$/, "must be a ULID");
+/**
+ * A string checked by a shared rule from @orch/contracts: a failure is the usual 400
+ * invalid_request naming the field, with the rule's message. A rule's `pattern` is shown in the
+ * OpenAPI document.
+ */
+export function ruled(check: RuleCheck, pattern?: RegExp) {
+  const s = pattern ? z.string().meta({ pattern: pattern.source }) : z.string();
+  return s.superRefine((v, ctx) => {
+    const bad = check(v);
+    if (bad) ctx.addIssue({ code: "custom", message: bad.message });
+  });
+}
+
+export const Ulid = ruled(checkUlid, ULID_RE);
 
 /** Operator as returned by the API (the bus carries ms; the API shows RFC 3339). */
 export const OperatorOut = z.object({

@@ -150,7 +150,7 @@ t.test("bad input is a 400 naming the field, and nothing reaches the agents serv
   problem(t, await call(gw.url, "GET", "/api/v1/agents?status=lost", { token }), "invalid_request", "status");
   problem(t, await call(gw.url, "GET", "/api/v1/agents?limit=0", { token }), "invalid_request", "limit");
   problem(t, await call(gw.url, "GET", "/api/v1/agents?limit=501", { token }), "invalid_request", "limit");
-  // One code for a bad cursor on every list (finding 14).
+  // One code for a bad cursor on every list (docs/http-api.md#cursors).
   problem(t, await call(gw.url, "GET", "/api/v1/agents?cursor=zzz", { token }), "invalid_cursor", "cursor");
 
   const metrics = (q: string) => call(gw.url, "GET", `/api/v1/agents/${NODE}/metrics?${q}`, { token });

@@ -1,4 +1,4 @@
-import t from "tap";
+import t, { type Test } from "tap";
 import { sign } from "node:crypto";
 import { createTestDatabase, ed25519, startNats, eventually } from "@orch/kit/testing";
 import { call, login, manualClock, startAuth, startGateway } from "./harness.js";
@@ -17,7 +17,7 @@ t.teardown(async () => {
 });
 
 const signNonce = (nonce: string, key = admin) => sign(null, Buffer.from(nonce, "hex"), key.privateKey).toString("hex");
-const problemJson = (t: Tap.Test, r: { status: number; type: string; body: any }, status: number, code: string) => {
+const problemJson = (t: Test, r: { status: number; type: string; body: any }, status: number, code: string) => {
   t.equal(r.status, status, `status ${status}`);
   t.match(r.type, /application\/problem\+json/);
   t.equal(r.body?.code, code, `code ${code}`);

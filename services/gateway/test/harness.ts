@@ -1,41 +1,12 @@
-import { fileURLToPath } from "node:url";
 import { sign } from "node:crypto";
 import type { FastifyInstance } from "fastify";
-import { authConfigSchema } from "../../auth/src/config.js";
-import { createAuthService } from "../../auth/src/service.js";
 import { systemClock, ulidGenerator, type Clock, type Logger } from "@orch/kit";
-import { serviceDeps, silentLogger, type DbHandle, type KeyPair, type NatsHandle } from "@orch/kit/testing";
+import { silentLogger, type KeyPair, type NatsHandle } from "@orch/kit/testing";
 import { buildGateway } from "../src/app.js";
 import { gatewayConfigSchema } from "../src/config.js";
 
-export const AUTH_MIGRATIONS = fileURLToPath(new URL("../../auth/migrations", import.meta.url));
-
-/** A settable clock for expiry tests. */
-export function manualClock(start = Date.now()): Clock & { advance(ms: number): void } {
-  let t = start;
-  return { now: () => t, advance: (ms) => void (t += ms) };
-}
-
-export async function startAuth(nats: NatsHandle, db: DbHandle, admin: KeyPair, clock: Clock = systemClock) {
-  const deps = await serviceDeps({
-    name: "auth",
-    nats,
-    db,
-    schema: "auth",
-    migrations: AUTH_MIGRATIONS,
-    clock,
-    config: authConfigSchema.parse({ auth: { bootstrap_admin_key: admin.publicKeyHex } }),
-  });
-  const svc = await createAuthService(deps);
-  return {
-    deps,
-    svc,
-    async stop() {
-      await svc.stop();
-      await deps.close();
-    },
-  };
-}
+// The auth service the gateway tests log in against is auth's own test harness, not a copy of it.
+export { AUTH_MIGRATIONS, manualClock, startAuth } from "../../auth/test/harness.js";
 
 export async function startGateway(
   nats: NatsHandle,

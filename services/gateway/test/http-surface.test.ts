@@ -10,7 +10,7 @@ import { gatewayConfigSchema } from "../src/config.js";
 import { publicBaseUrl } from "../src/public-url.js";
 import { call, login, startAuth, startGateway } from "./harness.js";
 
-// Findings 6 (framework errors), 8 (Host → ws_url) and 9 (security headers): what the HTTP
+// Framework errors, Host → ws_url and security headers (docs/http-api.md): what the HTTP
 // surface answers outside the routes' own logic. The terminal is a real PTY behind the real
 // terminal service, so ws_url comes from a real open.
 const NODE = "a1".repeat(16);

@@ -8,7 +8,7 @@ import { buildGateway } from "../src/app.js";
 import { gatewayConfigSchema } from "../src/config.js";
 import { call, login, startAuth } from "./harness.js";
 
-// Idempotency-Key on writes (issue 12, finding 15): the real auth service behind the real gateway
+// Idempotency-Key on writes (docs/http-api.md): the real auth service behind the real gateway
 // on a private NATS and a fresh Postgres. The service remembers each keyed reply, so a retry gets
 // the first result, also when the first reply was lost because the gateway gave up waiting.
 const nats = await startNats();
@@ -138,7 +138,7 @@ t.test("DELETE with a key: the retry gets the first 204, not a 404", async (t) =
   t.equal(unkeyed.status, 404, "without the key it runs again");
 });
 
-t.test("finding 15: reply lost (504) after the change committed; the retry returns the original result", async (t) => {
+t.test("reply lost (504) after the change committed; the retry returns the original result", async (t) => {
   // Hold the operators table so the create blocks in the service past the gateway's bus timeout.
   const locker = new pg.Client({ connectionString: db.url });
   await locker.connect();
@@ -169,7 +169,7 @@ t.test("finding 15: reply lost (504) after the change committed; the retry retur
 
 // Last: it takes NATS down. The handler is held until NATS is gone, so its commit and its reply
 // happen during the outage; the reply never reaches the gateway.
-t.test("finding 15 with a NATS outage: committed during the outage, the retry gets the original", async (t) => {
+t.test("reply lost in a NATS outage: committed during the outage, the retry gets the original", async (t) => {
   const locker = new pg.Client({ connectionString: db.url });
   await locker.connect();
   t.teardown(() => locker.end());

@@ -8,7 +8,7 @@ import { memoryLogger } from "@orch/kit/testing";
 import { call } from "./harness.js";
 import { startStack } from "./stack.js";
 
-// Findings 6, 7 and 14 (cursors) against every real service behind the real gateway: NUL and
+// Input rules and cursors (docs/http-api.md) against every real service behind the real gateway: NUL and
 // lone surrogates are 400 at the gateway and INVALID_ARGUMENT at each service; deep JSON is 400;
 // a garbage cursor is 400 invalid_cursor on every list; an internal error is logged with its id.
 const gwLog = memoryLogger("gateway", "info");

@@ -4,7 +4,7 @@ import type { Logger } from "@orch/kit";
 import { createTestDatabase, ed25519, serviceDeps, startNats } from "@orch/kit/testing";
 import { startAgentsService } from "../../agents/test/harness.js";
 import { startAudit } from "../../audit/test/harness.js";
-import { startNotify } from "../../notify/test/helpers.js";
+import { startNotify } from "../../notify/test/harness.js";
 import { startSecrets } from "../../secrets/test/harness.js";
 import { stateConfigSchema } from "../../state/src/config.js";
 import { createStateService } from "../../state/src/service.js";

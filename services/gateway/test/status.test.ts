@@ -3,7 +3,7 @@ import { createTestDatabase, ed25519, eventually, startNats } from "@orch/kit/te
 import { overallStatus } from "../src/routes/status.js";
 import { call, startAuth, startGateway } from "./harness.js";
 
-// Finding 14 (/status): 200 while any service answers, 503 — same body — when none does,
+// GET /api/v1/status (docs/http-api.md): 200 while any service answers, 503 — same body — when none does,
 // shown with the NATS server really killed and brought back.
 const nats = await startNats();
 const db = await createTestDatabase();

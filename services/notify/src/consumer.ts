@@ -1,14 +1,7 @@
 import { fromBinary } from "@bufbuild/protobuf";
-import {
-  AckPolicy,
-  DeliverPolicy,
-  jetstream,
-  jetstreamManager,
-  type ConsumerMessages,
-  type JsMsg,
-} from "@nats-io/jetstream";
+import { DeliverPolicy } from "@nats-io/jetstream";
 import { AuditEventSchema, isUnnotified } from "@orch/contracts";
-import { AUDIT_STREAM, ensureAuditStream, withTx } from "@orch/kit";
+import { AUDIT_STREAM, createDurableConsumer, ensureAuditStream, PoisonMessage, withTx } from "@orch/kit";
 import { atLeast, channelWants } from "./channels/config.js";
 import { channelsDb } from "./db/channels.js";
 import { deliveriesDb } from "./db/deliveries.js";
@@ -16,7 +9,7 @@ import { notificationsDb } from "./db/notifications.js";
 import { windowsDb } from "./db/windows.js";
 import { eventJson, eventTimeMs, type EventJson } from "./events.js";
 import type { ActiveOperators } from "./operators.js";
-import type { NotifyDeps } from "./service.js";
+import type { NotifyDeps } from "./deps.js";
 
 export const CONSUMER_NAME = "notify";
 
@@ -30,7 +23,8 @@ export interface AuditConsumer {
 /**
  * Turns AUDIT events into notifications and deliveries. Durable consumer `notify` with explicit
  * ack; the processed_events row is written in the same transaction as the notifications and
- * deliveries, so a redelivered message (crash before the ack) changes nothing.
+ * deliveries, so a redelivered message (crash before the ack) changes nothing. A failed event is
+ * redelivered after 1 s; an undecodable message is terminated; a deleted consumer is recreated.
  */
 export async function startAuditConsumer(
   deps: NotifyDeps,
@@ -38,28 +32,36 @@ export async function startAuditConsumer(
   onPending: () => void,
 ): Promise<AuditConsumer> {
   const { nc, log, config, pool, ids, clock } = deps;
-  await ensureAuditStream(nc, {
-    replicas: config.nats.audit_stream_replicas,
-    maxAgeDays: config.nats.audit_stream_max_age_days,
-  });
-  const jsm = await jetstreamManager(nc, { timeout: 5000 });
-  try {
-    await jsm.consumers.info(AUDIT_STREAM, CONSUMER_NAME);
-  } catch {
-    try {
+  const consumer = createDurableConsumer({
+    nc,
+    log,
+    consumer: {
+      stream: AUDIT_STREAM,
+      durable: CONSUMER_NAME,
       // The first start begins with new events; afterwards the durable keeps its position across restarts.
-      await jsm.consumers.add(AUDIT_STREAM, {
-        durable_name: CONSUMER_NAME,
-        ack_policy: AckPolicy.Explicit,
-        deliver_policy: DeliverPolicy.New,
-        filter_subject: "audit.>",
-        ack_wait: 30_000_000_000,
-        max_ack_pending: 256,
-      });
-    } catch (err) {
-      if (!/already in use|exists/i.test((err as Error).message)) throw err;
-    }
-  }
+      deliverPolicy: DeliverPolicy.New,
+      filterSubject: "audit.>",
+      ackWaitMs: 30_000,
+      maxAckPending: 256,
+    },
+    ensureStream: () =>
+      ensureAuditStream(nc, {
+        replicas: config.nats.audit_stream_replicas,
+        maxAgeDays: config.nats.audit_stream_max_age_days,
+      }),
+    maxMessages: 64,
+    nakDelayMs: 1000,
+    handle: async (m) => {
+      let ev: EventJson;
+      try {
+        ev = eventJson(fromBinary(AuditEventSchema, m.data));
+      } catch (err) {
+        throw new PoisonMessage(`undecodable audit message: ${(err as Error).message}`);
+      }
+      await handle(ev);
+    },
+  });
+  await consumer.ensure();
 
   async function handle(ev: EventJson): Promise<void> {
     if (ev.event_type === "operator.created" || ev.event_type === "operator.removed") operators.invalidate();
@@ -117,52 +119,6 @@ export async function startAuditConsumer(
     if (pending > 0) onPending();
   }
 
-  const js = jetstream(nc, { timeout: 5000 });
-  let running = true;
-  let messages: ConsumerMessages | undefined;
-  const processMsg = async (m: JsMsg) => {
-    let ev: EventJson;
-    try {
-      ev = eventJson(fromBinary(AuditEventSchema, m.data));
-    } catch (err) {
-      log.warn({ err: (err as Error).message, subject: m.subject }, "undecodable audit message skipped");
-      m.term();
-      return;
-    }
-    try {
-      await handle(ev);
-      m.ack();
-    } catch (err) {
-      log.warn({ err: (err as Error).message, event_id: ev.id }, "event not processed yet; will be redelivered");
-      m.nak(1000);
-    }
-  };
-  const loop = (async () => {
-    let backoff = 200;
-    while (running) {
-      try {
-        const consumer = await js.consumers.get(AUDIT_STREAM, CONSUMER_NAME);
-        messages = await consumer.consume({ max_messages: 64 });
-        backoff = 200;
-        for await (const m of messages) {
-          await processMsg(m);
-          if (!running) break;
-        }
-        if (running) await new Promise((r) => setTimeout(r, backoff));
-      } catch (err) {
-        if (!running) break;
-        log.warn({ err: (err as Error).message }, "audit consumer interrupted; resuming");
-        await new Promise((r) => setTimeout(r, backoff));
-        backoff = Math.min(backoff * 2, 5000);
-      }
-    }
-  })();
-
-  return {
-    async stop() {
-      running = false;
-      await messages?.close().catch(() => {});
-      await loop;
-    },
-  };
+  consumer.start();
+  return { stop: () => consumer.stop() };
 }

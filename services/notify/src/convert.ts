@@ -1,6 +1,5 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import type { ChannelSchema, DeliverySchema, MaintenanceWindowSchema, NotificationSchema } from "@orch/contracts";
-import { forbidden, type CallContext } from "@orch/kit";
 import { viewConfig } from "./channels/config.js";
 import type { CredentialBox } from "./channels/crypto.js";
 import type { ChannelRow } from "./db/channels.js";
@@ -71,16 +70,4 @@ export function toDelivery(d: DeliveryRow): MessageInitShape<typeof DeliverySche
     createdAt: Number(d.created_at),
     deliveredAt: Number(d.delivered_at),
   };
-}
-
-// The gateway enforces roles; the service checks again so a bus caller cannot skip it.
-export function requireAdmin(ctx: CallContext): void {
-  if (ctx.actor.type !== "system" && ctx.actor.role !== "admin") throw forbidden();
-}
-
-/** Notifications belong to an operator: the caller must be one. */
-export function requireOperator(ctx: CallContext): string {
-  if (ctx.actor.type !== "operator" || !ctx.actor.id)
-    throw forbidden("operator_required", "notifications belong to an operator; call as one");
-  return ctx.actor.id;
 }

@@ -1,2 +1,3 @@
-export { createNotifyService, type NotifyDeps, type NotifyOptions } from "./service.js";
+export { createNotifyService } from "./service.js";
+export type { NotifyDeps, NotifyOptions } from "./deps.js";
 export { notifyConfigSchema, type NotifyConfig } from "./config.js";

@@ -1,30 +1,15 @@
 import { NotifyService } from "@orch/contracts";
-import { schedulePeriodic, serveRpc, type Service, type ServiceDeps } from "@orch/kit";
-import type { NotifyConfig } from "./config.js";
-import { credentialBox, credentialsKeyring, type CredentialBox } from "./channels/crypto.js";
+import { schedulePeriodic, serveRpc, type Service } from "@orch/kit";
+import { credentialBox, credentialsKeyring } from "./channels/crypto.js";
 import { resealCredentials } from "./channels/reseal.js";
 import { startAuditConsumer } from "./consumer.js";
-import type { SendPolicy } from "./delivery/http.js";
-import { systemResolver, type Resolver } from "./delivery/ssrf.js";
+import type { NotifyDeps, NotifyOptions, NotifyRuntime } from "./deps.js";
+import { systemResolver } from "./delivery/ssrf.js";
 import { startDeliveryWorker } from "./delivery/worker.js";
 import { channelHandlers } from "./handlers/channels.js";
 import { notificationHandlers } from "./handlers/notifications.js";
 import { windowHandlers } from "./handlers/windows.js";
 import { activeOperators } from "./operators.js";
-
-export type NotifyDeps = ServiceDeps<Readonly<NotifyConfig>>;
-
-/** What handlers share: the deps plus the credential box and the outgoing-request policy. */
-export interface NotifyRuntime {
-  deps: NotifyDeps;
-  box: CredentialBox;
-  sendPolicy: SendPolicy;
-}
-
-export interface NotifyOptions {
-  /** DNS resolution for outgoing requests (tests substitute names; production uses the system resolver). */
-  resolver?: Resolver;
-}
 
 const DAY = 86_400_000;
 

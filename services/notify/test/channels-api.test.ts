@@ -1,9 +1,9 @@
-import t from "tap";
+import t, { type Test } from "tap";
 import { fromBinary, toJsonString } from "@bufbuild/protobuf";
 import { AuditEventSchema } from "@orch/contracts";
 import { createTestDatabase, ed25519, eventually, memoryLogger, startNats } from "@orch/kit/testing";
 import { call, login, startAuth, startGateway } from "../../gateway/test/harness.js";
-import { FAST, startNotify, startReceiver } from "./helpers.js";
+import { FAST, startNotify, startReceiver } from "./harness.js";
 
 // The /channels API through the real gateway, auth and notify services: roles, validation,
 // masking of credentials, updates that keep masked credentials, and real test sends.
@@ -40,7 +40,7 @@ const opToken = await login(gw.url, opKey);
 
 const SECRETS = ["tok-DISCORD-123", "tk_NTFY_secret", "hdr-SECRET-value", "SLACKPATH/XYZ"];
 const problem = (
-  t: Tap.Test,
+  t: Test,
   r: { status: number; type: string; body: any },
   status: number,
   code: string,

@@ -1,4 +1,4 @@
-import t from "tap";
+import t, { type Test } from "tap";
 import { OrchError } from "@orch/kit";
 import { MASK, channelWants, matchesType, prepareCreate, prepareUpdate, viewConfig } from "../src/channels/config.js";
 import { credentialBox, credentialsKeyring } from "../src/channels/crypto.js";
@@ -6,7 +6,7 @@ import { notifyConfigSchema } from "../src/config.js";
 import { nextAttemptAt, parseRetryAfter, retryDelay } from "../src/delivery/backoff.js";
 import { blockedReason } from "../src/delivery/ssrf.js";
 
-const reject = (t: Tap.Test, fn: () => unknown, reason: string, field?: string) => {
+const reject = (t: Test, fn: () => unknown, reason: string, field?: string) => {
   try {
     fn();
     t.fail(`expected ${reason}`);
@@ -212,7 +212,7 @@ t.test(
       ["::ffff:a9fe:a9fe", "metadata"],
       ["8.8.8.8", undefined],
       ["2606:4700:4700::1111", undefined],
-      // Issue 12 finding 11: IPv6 forms of loopback and private space, and the documentation ranges.
+      // IPv6 forms of loopback and private space, and the documentation ranges.
       ["::127.0.0.1", "loopback"],
       ["::7f00:1", "loopback"],
       ["::ffff:0:7f00:1", "loopback"],

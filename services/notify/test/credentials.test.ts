@@ -1,4 +1,4 @@
-// Channel credentials are always encrypted (issue 12 finding 10): the built service refuses to start
+// Channel credentials are always encrypted (docs/notify.md): the built service refuses to start
 // without a key, rows hold ciphertext, clear rows from before are sealed at start, and the keyring
 // rotates (a channel created under key A still delivers once the keyring is [B, A]).
 import { spawn } from "node:child_process";
@@ -6,9 +6,9 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import t from "tap";
 import { NotifyService } from "@orch/contracts";
-import { OrchError, rpcClient } from "@orch/kit";
+import { type OrchError, rpcClient } from "@orch/kit";
 import { createTestDatabase, memoryLogger, startNats } from "@orch/kit/testing";
-import { FAST, startNotify, startReceiver } from "./helpers.js";
+import { FAST, startNotify, startReceiver } from "./harness.js";
 
 const MAIN = fileURLToPath(new URL("../dist/main.js", import.meta.url));
 const keyA = `a:${Buffer.alloc(32, 0xa).toString("base64")}`;

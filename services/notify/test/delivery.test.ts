@@ -1,10 +1,10 @@
-import t from "tap";
+import t, { type Test } from "tap";
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { fromBinary } from "@bufbuild/protobuf";
 import { AuditEventSchema, NotifyService } from "@orch/contracts";
 import { rpcClient } from "@orch/kit";
 import { createTestDatabase, eventually, startNats } from "@orch/kit/testing";
-import { FAST, publishEvent, startNotify, startReceiver, type Received } from "./helpers.js";
+import { FAST, publishEvent, startNotify, startReceiver, type Received } from "./harness.js";
 
 // Deliveries end to end: AUDIT event → stored delivery → real HTTP request to a real receiver, in
 // each channel type's native format; retries, Retry-After, 410, max attempts, maintenance windows.
@@ -35,7 +35,7 @@ const requestsTo = (path: string) => rx.got.filter((r) => r.url.startsWith(path)
 const deliveries = async (channel: string, status?: string) =>
   (await client.listDeliveries({ channelId: channel, status: status ?? "" }, admin)).deliveries;
 /** A channel that lives for one subtest, so later subtests' events do not reach it. */
-async function channel(t: Tap.Test, name: string, channelType: string, config: Record<string, unknown>) {
+async function channel(t: Test, name: string, channelType: string, config: Record<string, unknown>) {
   const c = await client.createChannel({ name, channelType, config: config as never }, admin);
   t.teardown(() => client.deleteChannel({ id: c.id }, admin).then(() => undefined));
   return c;

@@ -1,10 +1,10 @@
-import t from "tap";
+import t, { type Test } from "tap";
 import { fromBinary } from "@bufbuild/protobuf";
 import { AuditEventSchema, NotifyService } from "@orch/contracts";
 import { rpcClient } from "@orch/kit";
 import { createTestDatabase, ed25519, eventually, startNats } from "@orch/kit/testing";
 import { call, login, startAuth, startGateway } from "../../gateway/test/harness.js";
-import { FAST, publishEvent, startNotify } from "./helpers.js";
+import { FAST, publishEvent, startNotify } from "./harness.js";
 
 // Per-operator notifications and maintenance windows through the real gateway, auth and notify.
 const nats = await startNats();
@@ -34,7 +34,7 @@ await call(gw.url, "POST", "/api/v1/operators", {
 const opToken = await login(gw.url, opKey);
 const list = (token: string, q = "") => call(gw.url, "GET", `/api/v1/notifications${q}`, { token });
 const problem = (
-  t: Tap.Test,
+  t: Test,
   r: { status: number; type: string; body: any },
   status: number,
   code: string,
@@ -80,7 +80,7 @@ t.test("events at or above warning become one notification per active operator",
           read: false,
         },
       ],
-      "newest first, seed fields",
+      "newest first, documented fields",
     );
   }
   const a = (await list(adminToken)).body.notifications[0].id;

@@ -5,7 +5,7 @@ import { rpcClient } from "@orch/kit";
 import { createTestDatabase, eventually, startNats } from "@orch/kit/testing";
 import { send } from "../src/delivery/http.js";
 import { systemResolver, TargetRefused, type Resolver } from "../src/delivery/ssrf.js";
-import { FAST, publishEvent, startNotify, startReceiver } from "./helpers.js";
+import { FAST, publishEvent, startNotify, startReceiver } from "./harness.js";
 
 // Outgoing requests are checked at send time against the address policy, pinned to the checked
 // address, never follow redirects, and time out. Real sockets, real receivers on 127.0.0.1.
@@ -93,7 +93,7 @@ t.test("a receiver that never answers hits the timeout", async (t) => {
   t.teardown(
     () =>
       new Promise<void>((r) => {
-        sockets.forEach((s) => s.destroy());
+        for (const s of sockets) s.destroy();
         silent.close(() => r());
       }),
   );
@@ -154,7 +154,7 @@ t.test(
 );
 
 t.test(
-  "through the service: IPv6 transition forms of loopback/private space and documentation ranges are refused (issue 12 #11)",
+  "through the service: IPv6 transition forms of loopback/private space and documentation ranges are refused",
   async (t) => {
     const nats = await startNats();
     const db = await createTestDatabase();

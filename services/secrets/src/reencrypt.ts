@@ -1,5 +1,6 @@
 import { SYSTEM_ACTOR, type Actor, type Events, type Logger } from "@orch/kit";
-import { sealedOf, secretsDb } from "./db.js";
+import { sealedOf } from "./convert.js";
+import { secretsDb } from "./db/secrets.js";
 import { KeyringError, type Keyring } from "./keyring.js";
 
 export interface ReencryptResult {

@@ -1,4 +1,4 @@
-import { NODE_ID_RE } from "@orch/contracts";
+import { checkRestriction } from "@orch/contracts";
 import { invalid } from "@orch/kit";
 
 /** Who may receive a secret. Stored as JSON in this shape; null = any approved agent. */
@@ -14,52 +14,27 @@ export interface AgentFacts {
   tags: Record<string, string>;
 }
 
-// Same rules as the agents service, so a restriction can only name ids and tags an agent can have.
-const TAG_KEY_RE = /^[a-z0-9][a-z0-9._/-]{0,62}$/;
-const TAG_VALUE_MAX = 255;
-const MAX_NODE_IDS = 1000;
-const MAX_TAGS = 100;
-
 const bad = (field: string, message: string) => invalid("invalid_restriction", `${field} ${message}`, { field });
 
 /**
- * Checks and normalises a restriction (lower-case, de-duplicated, sorted node ids). An empty
- * restriction is refused: "no restriction" is spelled null, so nobody widens access by accident.
+ * Checks (with the rule in @orch/contracts, which the gateway applies too) and normalises a
+ * restriction: lower-case, de-duplicated, sorted node ids.
  */
 export function normaliseRestriction(r: {
   nodeIds: readonly string[];
   tags: Readonly<Record<string, string>>;
 }): Restriction {
-  if (r.nodeIds.length > MAX_NODE_IDS) throw bad("restriction.node_ids", `must list at most ${MAX_NODE_IDS} node ids`);
-  const ids = new Set<string>();
-  r.nodeIds.forEach((id, i) => {
-    const v = id.toLowerCase();
-    if (!NODE_ID_RE.test(v)) throw bad(`restriction.node_ids.${i}`, "must be a node id (32 hex characters)");
-    ids.add(v);
-  });
-  const keys = Object.keys(r.tags);
-  if (keys.length > MAX_TAGS) throw bad("restriction.tags", `must list at most ${MAX_TAGS} tags`);
+  const v = checkRestriction(r);
+  if (v) throw bad(v.field, v.message);
   const tags: Record<string, string> = {};
-  for (const k of keys.sort()) {
-    if (!TAG_KEY_RE.test(k))
-      throw bad(
-        `restriction.tags.${k}`,
-        "key must be 1-63 characters of a-z, 0-9, '.', '_', '/' and '-', starting with a letter or digit",
-      );
-    const v = r.tags[k]!;
-    if ([...v].length > TAG_VALUE_MAX || !/^\P{C}*$/u.test(v))
-      throw bad(`restriction.tags.${k}`, `value must be at most ${TAG_VALUE_MAX} printable characters`);
-    tags[k] = v;
-  }
-  if (ids.size === 0 && keys.length === 0)
-    throw bad("restriction", "must list at least one node id or tag (send null for no restriction)");
-  return { node_ids: [...ids].sort(), tags };
+  for (const k of Object.keys(r.tags).sort()) tags[k] = r.tags[k]!;
+  return { node_ids: [...new Set(r.nodeIds.map((id) => id.toLowerCase()))].sort(), tags };
 }
 
 export type Decision = { ok: true } | { ok: false; reason: "agent_not_approved" | "secret_not_permitted" };
 
 /**
- * The resolution rule (DESIGN §8): only approved agents; with a restriction, the agent's node id is
+ * The resolution rule (docs/secrets.md#restrictions): only approved agents; with a restriction, the agent's node id is
  * listed, or it carries every listed tag. An empty tag list grants nothing by itself.
  */
 export function decide(restriction: Restriction | null, agent: AgentFacts): Decision {
@@ -67,10 +42,7 @@ export function decide(restriction: Restriction | null, agent: AgentFacts): Deci
   if (!restriction) return { ok: true };
   if (restriction.node_ids.includes(agent.nodeId)) return { ok: true };
   const wanted = Object.entries(restriction.tags);
-  if (
-    wanted.length > 0 &&
-    wanted.every(([k, v]) => Object.prototype.hasOwnProperty.call(agent.tags, k) && agent.tags[k] === v)
-  )
+  if (wanted.length > 0 && wanted.every(([k, v]) => Object.hasOwn(agent.tags, k) && agent.tags[k] === v))
     return { ok: true };
   return { ok: false, reason: "secret_not_permitted" };
 }
@@ -91,6 +63,6 @@ export function atMostAsPermissive(next: Restriction | null, prev: Restriction |
   const nextTags = Object.entries(next.tags);
   if (nextTags.length === 0) return true;
   const prevTags = Object.entries(prev.tags);
-  const has = (k: string, v: string) => Object.prototype.hasOwnProperty.call(next.tags, k) && next.tags[k] === v;
+  const has = (k: string, v: string) => Object.hasOwn(next.tags, k) && next.tags[k] === v;
   return prevTags.length > 0 && prevTags.every(([k, v]) => has(k, v));
 }

@@ -1,14 +1,12 @@
 import { AgentsService, SecretsService } from "@orch/contracts";
 import { rpcClient, serveRpc, withJobLock, type Service } from "@orch/kit";
-import { secretsDb } from "./db.js";
-import type { HandlerContext, SecretsDeps } from "./handlers/context.js";
+import { secretsDb } from "./db/secrets.js";
+import type { HandlerContext, SecretsDeps } from "./deps.js";
 import { reencryptHandlers } from "./handlers/reencrypt.js";
 import { resolveHandlers } from "./handlers/resolve.js";
 import { secretHandlers } from "./handlers/secrets.js";
 import { parseKeyring, type Keyring } from "./keyring.js";
 import { reencryptAll } from "./reencrypt.js";
-
-export type { SecretsDeps };
 
 /** Says which stored secrets the keyring cannot open, so a removed key is noticed at start. */
 async function checkKeyUsage(deps: SecretsDeps, keyring: Keyring): Promise<void> {

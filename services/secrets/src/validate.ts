@@ -1,37 +1,27 @@
+import { checkSecretDescription, checkSecretName, checkSecretValue, type Violation } from "@orch/contracts";
 import { invalid } from "@orch/kit";
 
-export const NAME_RE = /^[A-Za-z0-9_.-]{1,128}$/;
-export const MAX_VALUE_BYTES = 64 * 1024;
-export const MAX_DESCRIPTION = 1024;
+// The rules live in @orch/contracts so the gateway refuses exactly what this service refuses. Their
+// messages describe the rule and never repeat the input: a value must not come back in an error.
 
-// Messages describe the rule and never repeat the input: a value must not come back in an error.
+const refuse = (v: Violation, field: string) => invalid(v.reason, `${field} ${v.message}`, { field });
 
 export function checkName(name: string): string {
-  // "." and ".." cannot be addressed in a URL path (clients normalise them away).
-  if (!NAME_RE.test(name) || name === "." || name === "..")
-    throw invalid(
-      "invalid_name",
-      "name must be 1-128 characters of A-Z, a-z, 0-9, '_', '.' and '-' (not '.' or '..')",
-      { field: "name" },
-    );
+  const v = checkSecretName(name);
+  if (v) throw refuse(v, "name");
   return name;
 }
 
 export function checkValue(value: string): string {
-  if (value.length === 0) throw invalid("invalid_value", "value must not be empty", { field: "value" });
-  if (/\p{Cs}/u.test(value))
-    throw invalid("invalid_value", "value must be well-formed Unicode text", { field: "value" });
-  if (Buffer.byteLength(value, "utf8") > MAX_VALUE_BYTES)
-    throw invalid("value_too_large", `value must be at most ${MAX_VALUE_BYTES} bytes of UTF-8`, { field: "value" });
+  const v = checkSecretValue(value);
+  if (v) throw refuse(v, "value");
   return value;
 }
 
 /** Empty means none. */
 export function checkDescription(d: string): string | null {
-  if ([...d].length > MAX_DESCRIPTION)
-    throw invalid("invalid_description", `description must be at most ${MAX_DESCRIPTION} characters`, {
-      field: "description",
-    });
+  const v = checkSecretDescription(d);
+  if (v) throw refuse(v, "description");
   return d === "" ? null : d;
 }
 

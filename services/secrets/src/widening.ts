@@ -1,5 +1,5 @@
 import { forbidden, type CallContext } from "@orch/kit";
-import type { SecretMeta } from "./db.js";
+import type { SecretMeta } from "./db/secrets.js";
 import { atMostAsPermissive, type Restriction } from "./restriction.js";
 
 /** The part of an update that decides who may receive the secret; undefined = not changed. */

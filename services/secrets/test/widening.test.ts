@@ -1,4 +1,4 @@
-// Finding 2 (restriction widening): the "B admits no agent A does not" rule as a pure function,
+// Restriction widening (docs/secrets.md#who-may-widen-a-secret): the "B admits no agent A does not" rule as a pure function,
 // checked exhaustively against the resolution rule itself, then through the real service on NATS
 // and Postgres with an operator and an admin.
 import t from "tap";
@@ -89,7 +89,7 @@ t.test("service: an operator cannot widen or remove a restriction; nothing chang
   const restriction = { nodeIds: [A], tags: { env: "prod" } };
   await client.createSecret({ name: "db.root", value: "s3cret-root", restriction }, as(ADMIN));
   const before = await stored("db.root");
-  const widen = [
+  const widen: Parameters<typeof client.updateSecret>[0][] = [
     { clearRestriction: true },
     { restriction: { nodeIds: [A, B], tags: { env: "prod" } } },
     { restriction: { nodeIds: [A], tags: { env: "dev" } } },

@@ -1,5 +1,6 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import type {
+  Agent,
   AssignmentRunSchema,
   AssignmentSchema,
   BelievedResourceSchema,
@@ -11,6 +12,7 @@ import type { AssignmentRow, ModuleRow } from "./db/catalog.js";
 import type { OperationRow } from "./db/operations.js";
 import type { RunRow } from "./db/runs.js";
 import type { BelievedRow, DriftRow } from "./db/snapshots.js";
+import type { AgentInfo } from "./deps.js";
 
 /** Row → bus message. Times stay Unix ms; the gateway formats them for the API. */
 
@@ -118,3 +120,12 @@ export function runMsg(
     }),
   };
 }
+
+export const agentInfo = (a: Agent): AgentInfo => ({
+  nodeId: a.nodeId,
+  name: a.name,
+  status: a.status,
+  connected: a.connected,
+  tags: { ...a.tags },
+  attributes: { ...a.attributes },
+});

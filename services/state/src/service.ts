@@ -1,36 +1,21 @@
 import { StateService } from "@orch/contracts";
 import { schedulePeriodic, serveRpc, type Service } from "@orch/kit";
-import { createClients, type StateDeps } from "./engine/deps.js";
+import { createClients } from "./clients.js";
+import type { StateDeps } from "./deps.js";
 import { driftPass } from "./engine/drift.js";
 import { createFanOut } from "./engine/fanout.js";
 import type { Engine } from "./engine/index.js";
 import { createLimiter } from "./engine/limit.js";
 import { createModuleCache } from "./engine/modules.js";
 import { createRunner } from "./engine/runner.js";
-import { sweep } from "./engine/sweep.js";
+import { SWEEP_JOB, sweep, sweepStale } from "./engine/sweep.js";
 import { assignmentHandlers } from "./handlers/assignments.js";
 import { driftHandlers } from "./handlers/drift.js";
 import { moduleHandlers } from "./handlers/modules.js";
 import { operationHandlers } from "./handlers/operations.js";
 
-export type { StateDeps };
-
 /** How long stop() waits for running operations before leaving them to the sweeper. */
 const STOP_GRACE_MS = 10_000;
-
-/** Repeats `fn` every `ms`, never overlapping itself. */
-function every(ms: number, fn: () => Promise<unknown>, onError: (err: unknown) => void): () => void {
-  let busy = false;
-  const t = setInterval(() => {
-    if (busy) return;
-    busy = true;
-    fn()
-      .catch(onError)
-      .finally(() => (busy = false));
-  }, ms);
-  t.unref();
-  return () => clearInterval(t);
-}
 
 export async function createStateService(deps: StateDeps): Promise<Service & { engine: Engine }> {
   const { config, log } = deps;
@@ -55,13 +40,11 @@ export async function createStateService(deps: StateDeps): Promise<Service & { e
       ...driftHandlers(engine),
     },
   });
-  const stops = [
-    every(
-      config.state.sweep_interval_seconds * 1000,
-      () => sweep(deps),
-      (err) => log.warn({ err }, "state sweep failed"),
-    ),
-  ];
+  // Once per interval across all replicas, under the same lock as the sweep at start.
+  const sweeper = schedulePeriodic(deps, SWEEP_JOB, config.state.sweep_interval_seconds * 1000, async () => {
+    await sweepStale(deps);
+  });
+  const stops = [() => sweeper.stop()];
   if (config.state.drift_interval_seconds > 0) {
     // Once per interval across all replicas, whichever replica's timer comes first.
     const drift = schedulePeriodic(deps, "state.drift", config.state.drift_interval_seconds * 1000, async () => {

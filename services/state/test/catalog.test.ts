@@ -8,7 +8,7 @@ const s = await startStack(t);
 
 const motd = (name = "web-base", content = "hello") =>
   [
-    "name: " + name,
+    `name: ${name}`,
     "description: base",
     "resources:",
     "  - id: motd",

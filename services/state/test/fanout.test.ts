@@ -9,18 +9,17 @@ import { createLimiter } from "../src/engine/limit.js";
 // agents, rolling batches that stop on failures, and the progress view.
 const s = await startStack(t, { state: { fanout_concurrency: 2 } });
 const dir = s.tempDir();
-const agents = {
-  web1: await s.addAgent({ name: "web-1", tags: { env: "test", role: "web" } }),
-  db1: await s.addAgent({ name: "db-1", tags: { env: "test", role: "db" } }),
-  web9: await s.addAgent({ name: "web-9", tags: { env: "prod", role: "web" } }),
-  cache1: await s.addAgent({ name: "cache-1", tags: { env: "test", role: "cache" } }),
-  offline: await s.addAgent({ name: "db-offline", tags: { env: "test", role: "db" }, serve: false }),
-  pending: await s.addAgent({ name: "web-new", tags: { env: "test", role: "web" }, status: "pending" }),
-};
+// The tests below match these by name and tags, never by node id.
+await s.addAgent({ name: "web-1", tags: { env: "test", role: "web" } });
+await s.addAgent({ name: "db-1", tags: { env: "test", role: "db" } });
+await s.addAgent({ name: "web-9", tags: { env: "prod", role: "web" } });
+await s.addAgent({ name: "cache-1", tags: { env: "test", role: "cache" } });
+await s.addAgent({ name: "db-offline", tags: { env: "test", role: "db" }, serve: false });
+await s.addAgent({ name: "web-new", tags: { env: "test", role: "web" }, status: "pending" });
 
 const mod = (name: string, resources: string[]) => ({
   name,
-  content: ["name: " + name, "resources:", ...resources, ""].join("\n"),
+  content: [`name: ${name}`, "resources:", ...resources, ""].join("\n"),
 });
 for (const m of [
   mod("marker", [
@@ -107,7 +106,7 @@ t.test("a rolling plan in 50% batches runs every batch; without wait it answers 
     r.body.operations.filter((o: any) => o.batch === 1).every((o: any) => o.operation_id),
     "the first batch has operations at once",
   );
-  let view;
+  let view: Awaited<ReturnType<typeof s.api>> | undefined;
   for (let i = 0; i < 200; i++) {
     view = await s.api("GET", `/assignments/everyone-marks/runs/${r.body.run_id}`);
     if (view.body.status !== "running") break;

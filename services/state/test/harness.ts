@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { Test } from "tap";
 import { fromBinary } from "@bufbuild/protobuf";
 import { jetstream } from "@nats-io/jetstream";
 import {
@@ -37,7 +38,7 @@ type StateOverrides = Partial<StateConfig["state"]>;
 function startRegistry(nc: Awaited<ReturnType<NatsHandle["connect"]>>) {
   const agents = new Map<string, Agent>();
   const refuse = async () => {
-    throw new OrchError("INTERNAL", "not_in_test_registry", "not served by the test registry");
+    throw new OrchError("INTERNAL", undefined, "not served by the test registry");
   };
   const handlers = Object.fromEntries(
     (AgentsService as unknown as { methods: Array<{ localName: string }> }).methods.map((m) => [m.localName, refuse]),
@@ -65,7 +66,7 @@ function startRegistry(nc: Awaited<ReturnType<NatsHandle["connect"]>>) {
 function startMaintenance(nc: Awaited<ReturnType<NatsHandle["connect"]>>) {
   const status = { active: false };
   const refuse = async () => {
-    throw new OrchError("INTERNAL", "not_in_test", "not served here");
+    throw new OrchError("INTERNAL", undefined, "not served here");
   };
   const handlers = Object.fromEntries(
     (NotifyService as unknown as { methods: Array<{ localName: string }> }).methods.map((m) => [m.localName, refuse]),
@@ -89,7 +90,7 @@ async function serveRealProviders(nc: Awaited<ReturnType<NatsHandle["connect"]>>
       terminalEnabled: false,
       shells: [],
       metricsIntervalSeconds: 60,
-      tls: undefined,
+      trust: { kind: "system" },
     },
     log: silent,
     serve(_service, h) {
@@ -127,7 +128,7 @@ export interface StackOptions {
  * Real NATS and Postgres; auth, secrets, state and the gateway in-process; the agents registry as
  * a map; agents are the real providers served over NATS.
  */
-export async function startStack(t: Tap.Test, opts: StackOptions = {}) {
+export async function startStack(t: Test, opts: StackOptions = {}) {
   const nats = await startNats();
   const db = await createTestDatabase();
   const admin = ed25519();

@@ -1,16 +1,9 @@
-import t from "tap";
+import t, { type Test } from "tap";
 import { OrchError } from "@orch/kit";
 import { MODULE_MAX_BYTES, parseModule } from "../src/module/parse.js";
 
 // Unit tests of the module schema v1: each refusal has its own reason and names the YAML path and line.
-const refuse = (
-  t: Tap.Test,
-  content: string,
-  reason: string,
-  path: string | undefined,
-  line: number,
-  message?: RegExp,
-) => {
+const refuse = (t: Test, content: string, reason: string, path: string | undefined, line: number, message?: RegExp) => {
   try {
     parseModule(content, "web-base");
     t.fail(`expected ${reason}`);

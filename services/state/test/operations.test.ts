@@ -111,7 +111,7 @@ t.test("without wait the answer is 202 with the pending or running operation; th
   const r = await run(web1, "plan", ["site"], 0);
   t.equal(r.status, 202);
   t.ok(["pending", "running", "succeeded"].includes(r.body.status));
-  let detail;
+  let detail: Awaited<ReturnType<typeof s.api>> | undefined;
   for (let i = 0; i < 100; i++) {
     detail = await s.api("GET", `/state/operations/${r.body.id}`);
     if (detail.body.status === "succeeded") break;
@@ -245,7 +245,7 @@ t.test("a restricted secret renders for the allowed agent only; its value is sto
       "    type: file",
       `    path: ${dir}/creds-{{ attributes.hostname }}.conf`,
       '    content: "password={{ secrets.db_password }}\\n"',
-      "  - { id: show, type: exec, command: 'cat " + dir + "/creds-{{ attributes.hostname }}.conf', requires: [conf] }",
+      `  - { id: show, type: exec, command: 'cat ${dir}/creds-{{ attributes.hostname }}.conf', requires: [conf] }`,
       "",
     ].join("\n"),
   );

@@ -1,4 +1,4 @@
-// Findings 2, 13 and 14 through the gateway with the real secrets and state services and the real
+// Secret exposure and `..` paths through the gateway with the real secrets and state services and the real
 // agent providers: a secret cannot be put where /proc shows it, read back through an encoding,
 // hashed into an oracle, or widened by an operator; a literal '..' path is refused at upload.
 import t from "tap";

@@ -1,7 +1,7 @@
 import t from "tap";
 import { matchSelector, parseSelector, SelectorError, type SelectorTarget } from "@orch/contracts";
 
-// Unit tests of the pure selector grammar (DESIGN §7).
+// Unit tests of the pure selector grammar (docs/modules.md#selectors).
 const agent = (
   name: string,
   tags: Record<string, string>,

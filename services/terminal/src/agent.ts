@@ -6,7 +6,7 @@ export const agentTerminal = (nc: NatsConnection, nodeId: string, timeoutMs: num
   rpcClient(nc, "", AgentTerminalService, { timeoutMs, subjectBase: `orch.agent.${nodeId}` });
 
 /**
- * The seed's open errors: nobody serving the agent's subject (no link) or the link dropping is
+ * The open's errors (docs/terminal.md#api): nobody serving the agent's subject (no link) or the link dropping is
  * "not connected"; no answer in time is a 504; the agent's own refusals (terminal_disabled,
  * shell_not_allowed, agent_not_approved from the relay) pass through with their reason.
  */

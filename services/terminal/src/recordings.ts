@@ -1,15 +1,14 @@
 import { mkdirSync } from "node:fs";
 import { unlink } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
-import { SYSTEM_ACTOR, withJobLock, type ServiceDeps } from "@orch/kit";
+import { SYSTEM_ACTOR, withJobLock } from "@orch/kit";
 import { agentTerminal } from "./agent.js";
-import type { TerminalConfig } from "./config.js";
 import { encodeControl, termSubject } from "./control.js";
-import { sessionsDb, ticketsDb, type SessionRow } from "./db.js";
+import { sessionsDb, type SessionRow } from "./db/sessions.js";
+import { ticketsDb } from "./db/tickets.js";
+import type { TerminalDeps } from "./deps.js";
 import { startRecorder, type Recorder } from "./recorder.js";
 import { headerLine, markerLine, openTranscript, repairTail, sha256File } from "./transcript.js";
-
-export type TerminalDeps = ServiceDeps<Readonly<TerminalConfig>>;
 
 /** After a close is requested, how long the recorder waits for the shell's last bytes and exit. */
 const CLOSE_GRACE_MS = 3000;

@@ -4,7 +4,8 @@ import { accessHandlers } from "./handlers/access.js";
 import { openHandlers } from "./handlers/open.js";
 import { sessionHandlers } from "./handlers/sessions.js";
 import { transcriptHandlers } from "./handlers/transcript.js";
-import { createRecordings, type Recordings, type TerminalDeps } from "./recordings.js";
+import type { TerminalDeps } from "./deps.js";
+import { createRecordings, type Recordings } from "./recordings.js";
 
 export type TerminalServiceHandle = Service & { recordings: Recordings };
 

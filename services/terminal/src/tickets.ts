@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { TicketCredential } from "@orch/contracts";
 import { invalid, type Queryable } from "@orch/kit";
-import { ticketsDb } from "./db.js";
+import { ticketsDb } from "./db/tickets.js";
 
 export const ticketHash = (ticket: string) => createHash("sha256").update(ticket).digest("hex");
 

@@ -37,7 +37,7 @@ export async function startBridgedAgent(
     terminalEnabled: true,
     shells: ["/bin/bash", "/bin/sh"],
     metricsIntervalSeconds: 15,
-    tls: undefined,
+    trust: { kind: "system" },
     ...opts.options,
   };
   const rt: AgentRuntime = {

@@ -310,7 +310,7 @@ t.test("only the opener or an admin sees, attaches, closes and downloads", async
   );
 });
 
-t.test("seed error conditions answer with their status and code, and change nothing", async (t) => {
+t.test("documented error conditions answer with their status and code, and change nothing", async (t) => {
   const before = (await call(url, "GET", "/api/v1/terminal", { token: adminToken })).body.length;
   problem(
     t,

@@ -27,7 +27,7 @@ export function parseDockerfile(text: string): Instruction[] {
     if (buf && trimmed.startsWith("#")) continue; // comment inside a continued instruction
     if (!buf) start = i + 1;
     if (trimmed.endsWith("\\")) {
-      buf += trimmed.slice(0, -1) + " ";
+      buf += `${trimmed.slice(0, -1)} `;
       continue;
     }
     buf += trimmed;

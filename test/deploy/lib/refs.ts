@@ -20,7 +20,7 @@ export function selects(
       : { matchLabels: sel as Record<string, string> };
   for (const [k, v] of Object.entries(s.matchLabels ?? {})) if (labels[k] !== v) return false;
   for (const e of s.matchExpressions ?? []) {
-    const has = Object.prototype.hasOwnProperty.call(labels, e.key);
+    const has = Object.hasOwn(labels, e.key);
     if (e.operator === "Exists" && !has) return false;
     if (e.operator === "DoesNotExist" && has) return false;
     if (e.operator === "In" && !(has && (e.values ?? []).includes(labels[e.key]!))) return false;

@@ -137,7 +137,7 @@ export async function startSystem(opts: {
         signal: AbortSignal.timeout(30_000),
       });
       const text = await res.text();
-      let body: unknown = undefined;
+      let body: unknown;
       try {
         body = text ? JSON.parse(text) : undefined;
       } catch {

@@ -1,7 +1,7 @@
 import { createSocket } from "node:dgram";
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
-import type { AgentsService } from "@orch/contracts";
+import { DISCOVERY_TARGET_RULE, parseDiscoveryTarget, type AgentsService } from "@orch/contracts";
 import { invalid, unavailable, type Handlers } from "@orch/kit";
 import type { AgentsDeps, LinkInfo } from "../deps.js";
 import { discoveryPolicy, discoveryRefusal } from "../discovery-policy.js";
@@ -12,17 +12,6 @@ export const BROADCAST_ADDRESS = "255.255.255.255";
 
 /** The datagram agents listen for (agent/src/discovery.ts parses the same shape). */
 export const discoveryDatagram = (link: string) => Buffer.from(JSON.stringify({ type: "orch.discover", link }));
-
-/** "host:port" or "[v6]:port" → parts; undefined when malformed. */
-export function parseTarget(target: string): { host: string; port: number } | undefined {
-  const m = /^\[([^\]]+)\]:(\d{1,5})$/.exec(target) ?? /^([^:\s/]+):(\d{1,5})$/.exec(target);
-  if (!m) return undefined;
-  const port = Number(m[2]);
-  if (port < 1 || port > 65535) return undefined;
-  const host = m[1]!;
-  if (m[0].startsWith("[") && isIP(host) !== 6) return undefined;
-  return { host, port };
-}
 
 function sendDatagram(data: Buffer, host: string, port: number, broadcast: boolean): Promise<void> {
   const sock = createSocket(isIP(host) === 6 ? "udp6" : "udp4");
@@ -57,8 +46,9 @@ export function discoverHandlers(
       let dest: { host: string; port: number };
       let address = BROADCAST_ADDRESS;
       if (target) {
-        const t = parseTarget(target);
-        if (!t) throw invalid("invalid_target", "target must be host:port", { field: "target" });
+        // The gateway checks the same rule (@orch/contracts); bus callers are held to it here.
+        const t = parseDiscoveryTarget(target);
+        if (!t) throw invalid("invalid_target", `target ${DISCOVERY_TARGET_RULE}`, { field: "target" });
         dest = t;
         // Every address a name resolves to must pass (a name that also points elsewhere is refused
         // as a whole), and the datagram goes to the checked address, never to a second lookup.

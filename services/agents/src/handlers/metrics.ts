@@ -1,8 +1,9 @@
 import type { AgentsService } from "@orch/contracts";
 import { invalid, notFound, type Actor, type Handlers } from "@orch/kit";
-import { agentsDb, metricsDb } from "../db.js";
+import { agentsDb } from "../db/agents.js";
+import { metricsDb } from "../db/metrics.js";
 import type { AgentsDeps } from "../deps.js";
-import { toSample } from "../proto.js";
+import { toSample } from "../convert.js";
 import { reachable, requireRef } from "./registry.js";
 
 type MetricsHandlers = Pick<Handlers<typeof AgentsService>, "getMetrics" | "getLatestMetrics">;

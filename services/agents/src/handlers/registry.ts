@@ -13,12 +13,12 @@ import {
   type Handlers,
   type Queryable,
 } from "@orch/kit";
-import { agentsDb, type AgentRow } from "../db.js";
+import { agentsDb, type AgentRow } from "../db/agents.js";
 import type { AgentsDeps } from "../deps.js";
 import { agentRef } from "../link/presence.js";
 import { INTERNAL, agentSubject } from "../link/relay.js";
-import { toAgent } from "../proto.js";
-import { checkName } from "../validation.js";
+import { toAgent } from "../convert.js";
+import { checkName } from "../validate.js";
 
 type RegistryHandlers = Pick<Handlers<typeof AgentsService>, "getAgent" | "listAgents" | "setApproval" | "removeAgent">;
 

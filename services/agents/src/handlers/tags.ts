@@ -1,19 +1,17 @@
 import type { AgentsService } from "@orch/contracts";
 import { invalid, isScoped, notFound, type CallContext, type Handlers } from "@orch/kit";
-import { agentsDb } from "../db.js";
+import { agentsDb } from "../db/agents.js";
 import type { AgentsDeps } from "../deps.js";
 import { agentRef } from "../link/presence.js";
-import { toAgent } from "../proto.js";
-import { checkTagKey, checkTagValue, checkTags, MAX_TAGS } from "../validation.js";
+import { toAgent } from "../convert.js";
+import { checkTagKey, checkTagValue, checkTags, MAX_TAGS } from "../validate.js";
 import { reachable, reachablePage, requireRef } from "./registry.js";
 
 type TagHandlers = Pick<Handlers<typeof AgentsService>, "replaceTags" | "setTag" | "deleteTag" | "listTags">;
 
 const sameTags = (a: Record<string, string>, b: Record<string, string>) => {
   const ka = Object.keys(a);
-  return (
-    ka.length === Object.keys(b).length && ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && b[k] === a[k])
-  );
+  return ka.length === Object.keys(b).length && ka.every((k) => Object.hasOwn(b, k) && b[k] === a[k]);
 };
 
 const sorted = (t: Record<string, string>) =>
@@ -60,7 +58,7 @@ export function tagHandlers(deps: AgentsDeps): TagHandlers {
     async deleteTag(req, ctx) {
       checkTagKey(req.key);
       return update(req.nodeId, ctx, (old) => {
-        if (!Object.prototype.hasOwnProperty.call(old, req.key))
+        if (!Object.hasOwn(old, req.key))
           throw notFound("tag_not_found", `the agent has no tag '${req.key}'`, { field: "key" });
         const { [req.key]: _gone, ...rest } = old;
         return rest;

@@ -1,4 +1,4 @@
-import type { AgentStatus, LinkUp } from "../db.js";
+import type { AgentStatus, LinkUp } from "../db/agents.js";
 
 /** One live agent link held by this replica. */
 export interface HeldLink {

@@ -1,5 +1,5 @@
 import type { Events, Queryable, Ref } from "@orch/kit";
-import { agentsDb, type AgentRow, type LinkUp } from "../db.js";
+import { agentsDb, type AgentRow, type LinkUp } from "../db/agents.js";
 
 export const agentRef = (nodeId: string, name: string | null | undefined): Ref => ({
   id: nodeId,

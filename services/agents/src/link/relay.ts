@@ -1,6 +1,6 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
-import { ServerFrameSchema, type Response } from "@orch/contracts";
+import { isErrorReason, ServerFrameSchema, type Response } from "@orch/contracts";
 import { H, OrchError, encodeError, isCode, type Logger } from "@orch/kit";
 
 type ServerFrameInit = MessageInitShape<typeof ServerFrameSchema>;
@@ -142,7 +142,7 @@ export function createRelay(opts: RelayOptions): Relay {
           p.msg,
           new OrchError(
             isCode(e.code) ? e.code : "INTERNAL",
-            e.reason || undefined,
+            isErrorReason(e.reason) ? e.reason : undefined,
             e.message || "the agent reported an error",
             e.details ?? {},
           ),

@@ -2,12 +2,23 @@ import type { ServerDuplexStream } from "@grpc/grpc-js";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import type { AgentFrame, ServerFrame } from "@orch/contracts";
 import type { Clock, IdGenerator, Logger, Pool } from "@orch/kit";
-import { agentsDb, type LinkUp } from "../db.js";
+import { agentsDb, type LinkUp } from "../db/agents.js";
 import type { MetricsWriter } from "../metrics-writer.js";
 import { createBusBridge, type BusBridge } from "./bus-bridge.js";
 import { createLinkGrants, grantOnRelay } from "./grants.js";
-import { newNonce, parseIdentity, signatureValid, type ClaimedIdentity } from "./handshake.js";
+import { newNonce } from "./handshake.js";
 import type { HeldLink, Hub } from "./hub.js";
+import {
+  heldNodeId,
+  initialLinkState,
+  isOpen,
+  nodeIdOf,
+  step,
+  type LinkEffect,
+  type LinkEvent,
+  type LinkState,
+  type Standing,
+} from "./machine.js";
 import type { Presence } from "./presence.js";
 import { INTERNAL, agentSubject, createRelay, serverFrame, type Relay } from "./relay.js";
 
@@ -31,13 +42,17 @@ export interface LinkDeps {
   track(p: Promise<unknown>): void;
 }
 
-type Refusal = { reason: string; message: string };
+/** What a link holds once wired: its hub entry, request relay and bus bridge. */
+interface Wiring {
+  link: HeldLink;
+  relay: Relay;
+  bridge: BusBridge;
+  /** Attribute updates are written in arrival order. */
+  attributesWrite: Promise<void>;
+}
 
-const MAX_ATTRIBUTES = 256;
-const MAX_ATTRIBUTE_VALUE = 4096;
-const MAX_QUEUED = 1000;
-/** Ends after which the agent is still running its sessions elsewhere (or soon will be): they must not be failed. */
-const AGENT_STILL_THERE = new Set(["replaced", "server_shutdown"]);
+type Event = LinkEvent<Wiring>;
+type Effect = LinkEffect<Wiring>;
 
 /** "1.2.3.4:5678", "::1:5678", "::ffff:1.2.3.4:5678" → the host part. */
 export function peerHost(peer: string): string {
@@ -45,289 +60,259 @@ export function peerHost(peer: string): string {
   return host.replace(/^::ffff:/, "").replace(/^\[(.*)\]$/, "$1");
 }
 
-function cleanAttributes(a: Record<string, string>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(a).slice(0, MAX_ATTRIBUTES))
-    out[k.slice(0, 128)] = v.slice(0, MAX_ATTRIBUTE_VALUE);
-  return out;
-}
-
 /**
- * One agent link from Hello to close: the signed handshake of DESIGN §6, then attributes, metrics,
- * relayed requests and bus traffic. Every exit path goes through `finish`, which runs once.
+ * One agent link from Hello to close: the signed handshake (docs/agents.md), then attributes,
+ * metrics, relayed requests and bus traffic. The decisions are made by the state machine in
+ * machine.ts; this driver feeds it the stream's frames and the results of I/O, and performs the
+ * effects it returns.
  */
 export function acceptLink(call: LinkCall, deps: LinkDeps): void {
-  const session = deps.ids.next();
-  const address = peerHost(call.getPeer());
-  let log = deps.log.child({ session, address });
-  let phase: "hello" | "signature" | "admitting" | "up" | "closed" = "hello";
-  let identity: ClaimedIdentity | undefined;
-  let nonce: Buffer | undefined;
-  let pendingHello: { version: string; attributes: Record<string, string> } | undefined;
-  let up: LinkUp | undefined;
-  let relay: Relay | undefined;
-  let bridge: BusBridge | undefined;
-  let link: HeldLink | undefined;
-  let closing: Promise<void> | undefined;
-  let attributesWrite: Promise<void> = Promise.resolve();
-  const queued: AgentFrame[] = [];
+  new LinkDriver(call, deps);
+}
 
-  const send = (init: Parameters<typeof serverFrame>[0]) => {
-    if (phase === "closed") return;
-    try {
-      call.write(serverFrame(init));
-    } catch (err) {
-      log.debug({ err: (err as Error).message }, "write to a closing link failed");
-    }
-  };
+class LinkDriver {
+  private state: LinkState<Wiring>;
+  /** Events raised while effects run are handled after them, in order. */
+  private readonly inbox: Event[] = [];
+  private stepping = false;
+  private readonly session: string;
+  private readonly baseLog: Logger;
+  private readonly handshakeTimer: NodeJS.Timeout;
+  /** Settles once the teardown is done (what `HeldLink.close` and the service wait for). */
+  private readonly closed: Promise<void>;
+  private markClosed!: () => void;
 
-  const handshakeTimer = setTimeout(
-    () =>
-      void finish("handshake_timeout", {
-        reason: "handshake_timeout",
-        message: "the handshake did not complete in time",
-      }),
-    deps.handshakeTimeoutMs,
-  );
-  handshakeTimer.unref();
+  constructor(
+    private readonly call: LinkCall,
+    private readonly deps: LinkDeps,
+  ) {
+    this.session = deps.ids.next();
+    const address = peerHost(call.getPeer());
+    this.baseLog = deps.log.child({ session: this.session, address });
+    this.state = initialLinkState({ session: this.session, address, replica: deps.replica, nonce: newNonce() });
+    this.closed = new Promise((resolve) => {
+      this.markClosed = resolve;
+    });
+    this.handshakeTimer = setTimeout(() => void this.dispatch({ type: "handshake_timeout" }), deps.handshakeTimeoutMs);
+    this.handshakeTimer.unref();
 
-  function finish(reason: string, refusal?: Refusal): Promise<void> {
-    if (closing) return closing;
-    const wasUp = phase === "up";
-    phase = "closed";
-    clearTimeout(handshakeTimer);
-    closing = (async () => {
-      try {
-        if (refusal) call.write(serverFrame({ frame: { case: "refusal", value: refusal } }));
-        call.end();
-      } catch {
-        /* the transport is already gone */
-      }
-      relay?.stop();
-      bridge?.stop({ agentGone: !AGENT_STILL_THERE.has(reason) });
-      if (link) deps.hub.remove(link);
-      if (wasUp && up) {
-        await deps.presence
-          .disconnected(up.nodeId, session, deps.clock.now(), reason)
-          .catch((err) => log.error({ err }, "could not record the disconnect"));
-      }
-      if (refusal) log.info({ reason: refusal.reason }, "agent link refused");
-      else log.info({ reason }, "agent link closed");
-    })();
-    deps.track(closing);
-    return closing;
-  }
-
-  async function internal(method: string, msg: Msg): Promise<void> {
-    if (method === INTERNAL.evict) {
-      if (new TextDecoder().decode(msg.data) !== session) await finish("replaced");
-    } else if (method === INTERNAL.status && link && up) {
-      const row = await agentsDb.byNodeId(deps.pool, up.nodeId);
-      if (!row) await finish("removed", { reason: "agent_removed", message: "the agent's record was removed" });
-      else if (row.status === "rejected")
-        await finish("rejected", { reason: "agent_rejected", message: "this agent was rejected by an operator" });
-      else if (row.status !== link.status || (row.name ?? "") !== link.name) {
-        link.status = row.status;
-        link.name = row.name ?? "";
-        welcome();
-      }
-    }
-    if (msg.reply) msg.respond(new Uint8Array());
-  }
-
-  function welcome() {
-    if (!link) return;
-    send({
-      frame: {
-        case: "welcome",
-        value: {
-          nodeId: link.up.nodeId,
-          status: link.status,
-          name: link.name,
-          metricsIntervalSeconds: deps.metricsIntervalSeconds,
-        },
-      },
+    call.on("data", (frame: AgentFrame) => void this.dispatch({ type: "frame", frame }));
+    // A dying peer's stream also ends, and is cancelled a moment later: only an end without the
+    // cancel is the agent closing cleanly.
+    call.on("end", () =>
+      setTimeout(
+        () => void this.dispatch({ type: "stream_end", reason: call.cancelled ? "link_lost" : "closed_by_agent" }),
+        100,
+      ).unref(),
+    );
+    call.on("cancelled", () => void this.dispatch({ type: "stream_end", reason: "link_lost" }));
+    call.on("error", (err: Error) => {
+      this.log().debug({ err: err.message }, "agent link error");
+      void this.dispatch({ type: "stream_end", reason: "link_lost" });
     });
   }
 
+  private log(): Logger {
+    const nodeId = nodeIdOf(this.state);
+    return nodeId ? this.baseLog.child({ node_id: nodeId }) : this.baseLog;
+  }
+
+  /** Resolves at once, or when the teardown is done if the link is closing. */
+  private dispatch(event: Event): Promise<void> {
+    this.inbox.push(event);
+    if (!this.stepping) {
+      this.stepping = true;
+      try {
+        for (let e = this.inbox.shift(); e; e = this.inbox.shift()) {
+          const t = step(this.state, e, this.deps.clock.now());
+          this.state = t.state;
+          for (const effect of t.effects) this.perform(effect);
+        }
+      } finally {
+        this.stepping = false;
+      }
+    }
+    return isOpen(this.state) ? Promise.resolve() : this.closed;
+  }
+
+  /** Runs a registration step; its result, or its failure, comes back as an event. */
+  private later(work: Promise<Event>): void {
+    // A step that throws while its result is applied (building the wiring, say) fails the admission too.
+    void work.then((e) => this.dispatch(e)).catch((error: unknown) => this.dispatch({ type: "failed", error }));
+  }
+
+  private send = (init: Parameters<typeof serverFrame>[0]) => {
+    if (!isOpen(this.state)) return;
+    try {
+      this.call.write(serverFrame(init));
+    } catch (err) {
+      this.log().debug({ err: (err as Error).message }, "write to a closing link failed");
+    }
+  };
+
+  private perform(e: Effect): void {
+    const { deps } = this;
+    switch (e.type) {
+      case "send_challenge":
+        this.send({ frame: { case: "challenge", value: { nonce: e.nonce, nodeId: e.nodeId } } });
+        break;
+      case "admit":
+        this.later(deps.presence.admit(e.up).then((row) => ({ type: "admitted", row })));
+        break;
+      case "evict_elsewhere":
+        this.later(this.evictElsewhere(e.nodeId).then(() => ({ type: "evicted" })));
+        break;
+      case "wire":
+        this.wire(e.up, e.standing);
+        break;
+      case "mark_connected":
+        this.later(
+          deps.presence.connected({ ...e.up, now: deps.clock.now() }).then((row) => ({ type: "connected", row })),
+        );
+        break;
+      case "undo_connected":
+        void deps.presence.disconnected(e.nodeId, this.session, deps.clock.now(), "link_lost").catch(() => undefined);
+        break;
+      case "update_link":
+        e.wiring.link.status = e.standing.status;
+        e.wiring.link.name = e.standing.name;
+        break;
+      case "welcome":
+        this.send({
+          frame: {
+            case: "welcome",
+            value: {
+              nodeId: e.nodeId,
+              status: e.standing.status,
+              name: e.standing.name,
+              metricsIntervalSeconds: deps.metricsIntervalSeconds,
+            },
+          },
+        });
+        break;
+      case "stop_handshake_timer":
+        clearTimeout(this.handshakeTimer);
+        break;
+      case "store_attributes": {
+        const { wiring, nodeId, attributes } = e;
+        wiring.link.up.attributes = attributes;
+        wiring.attributesWrite = wiring.attributesWrite
+          .then(() => agentsDb.setAttributes(deps.pool, nodeId, this.session, attributes, deps.clock.now()))
+          .catch((err) => this.log().warn({ err: (err as Error).message }, "attributes not stored"));
+        break;
+      }
+      case "record_metrics":
+        deps.metrics.add(e.nodeId, e.sample);
+        break;
+      case "resolve_response":
+        e.wiring.relay.resolve(e.response);
+        break;
+      case "bus_publish":
+        e.wiring.bridge.publish(e.message);
+        break;
+      case "bus_subscribe":
+        e.wiring.bridge.subscribe(e.subject);
+        break;
+      case "bus_unsubscribe":
+        e.wiring.bridge.unsubscribe(e.subject);
+        break;
+      case "log":
+        this.log()[e.level](e.fields, e.message);
+        break;
+      case "teardown":
+        this.teardown(e);
+        break;
+      case "release":
+        this.release(e.wiring, e.agentGone);
+        break;
+    }
+  }
+
   /** Asks whichever replica may still hold an older link of this agent to drop it. */
-  async function evictElsewhere(nodeId: string) {
-    await deps.nc
-      .request(`${agentSubject(nodeId)}.${INTERNAL.evict}`, new TextEncoder().encode(session), { timeout: 1000 })
+  private async evictElsewhere(nodeId: string) {
+    await this.deps.nc
+      .request(`${agentSubject(nodeId)}.${INTERNAL.evict}`, new TextEncoder().encode(this.session), { timeout: 1000 })
       .catch(() => undefined);
   }
 
-  async function admit(id: ClaimedIdentity, hello: { version: string; attributes: Record<string, string> }) {
-    phase = "admitting";
-    log = log.child({ node_id: id.nodeId });
-    const linkUp: LinkUp = {
-      nodeId: id.nodeId,
-      publicKey: id.publicKeyHex,
-      replica: deps.replica,
-      session,
-      address,
-      version: hello.version.slice(0, 64),
-      attributes: cleanAttributes(hello.attributes),
-      now: deps.clock.now(),
-    };
-    up = linkUp;
-    const row = await deps.presence.admit(linkUp);
-    if (phase !== "admitting") return;
-    if (row.status === "rejected") {
-      await finish("rejected", { reason: "agent_rejected", message: "this agent was rejected by an operator" });
-      return;
-    }
-    // Only a row still marked connected can have another holder (a half-dead older link).
-    if (row.connected) {
-      await evictElsewhere(id.nodeId);
-      if (phase !== "admitting") return;
-    }
+  private wire(up: LinkUp, standing: Standing) {
+    const { deps } = this;
+    const log = this.log();
+    // A copy: attribute frames update the hub's view, not the machine's registration record.
     const held: HeldLink = {
-      up: linkUp,
-      status: row.status,
-      name: row.name ?? "",
-      close: (reason, refusal) => finish(reason, refusal),
+      up: { ...up },
+      status: standing.status,
+      name: standing.name,
+      close: (reason, refusal) =>
+        this.dispatch(refusal ? { type: "close", reason, refusal } : { type: "close", reason }),
     };
-    link = held;
     const replaced = deps.hub.add(held);
     if (replaced) void replaced.close("replaced");
-    const grants = createLinkGrants({ pool: deps.pool, nodeId: id.nodeId, clock: deps.clock, log });
-    const busBridge = createBusBridge({ nc: deps.nc, send, grants, log });
-    bridge = busBridge;
+    const grants = createLinkGrants({ pool: deps.pool, nodeId: up.nodeId, clock: deps.clock, log });
+    const bridge = createBusBridge({ nc: deps.nc, send: this.send, grants, log });
     const observe = grantOnRelay(grants, {
       terminalMs: deps.terminalGrantMs,
       clock: deps.clock,
       log,
-      withdrawn: (g) => busBridge.withdraw(g),
+      withdrawn: (g) => bridge.withdraw(g),
     });
-    relay = createRelay({
+    const relay = createRelay({
       nc: deps.nc,
-      nodeId: id.nodeId,
-      send,
+      nodeId: up.nodeId,
+      send: this.send,
       approved: () => held.status === "approved",
-      internal,
+      internal: (method, msg) => this.internal(method, msg),
       observe,
       log,
     });
+    void this.dispatch({ type: "wired", wiring: { link: held, relay, bridge, attributesWrite: Promise.resolve() } });
     // Grants made through other replicas come with the link (a miss still asks the database).
     const loaded = grants
       .load()
       .catch((err) => log.warn({ err: (err as Error).message }, "link grants not loaded; looking them up one by one"));
-    await Promise.all([relay.ready, loaded]);
-    if (phase !== "admitting") return;
-    // Routing is live before the registry says "connected", so a caller who sees connected can reach it.
-    const connected = await deps.presence.connected({ ...linkUp, now: deps.clock.now() });
-    if (phase !== "admitting") {
-      // Closed while the row was being written: undo it (finish saw the link as not yet up).
-      await deps.presence.disconnected(id.nodeId, session, deps.clock.now(), "link_lost").catch(() => undefined);
-      return;
-    }
-    if (!connected) {
-      await finish("removed", { reason: "agent_removed", message: "the agent's record was removed" });
-      return;
-    }
-    if (connected.status === "rejected") {
-      // Rejected while this handshake was in flight; the _Status notice found no link to close yet.
-      phase = "up";
-      await finish("rejected", { reason: "agent_rejected", message: "this agent was rejected by an operator" });
-      return;
-    }
-    held.status = connected.status;
-    held.name = connected.name ?? "";
-    phase = "up";
-    clearTimeout(handshakeTimer);
-    welcome();
-    log.info({ status: held.status }, "agent link up");
-    for (const f of queued.splice(0)) onUpFrame(f);
+    this.later(Promise.all([relay.ready, loaded]).then(() => ({ type: "ready" })));
   }
 
-  function onUpFrame(f: AgentFrame) {
-    const nodeId = up!.nodeId;
-    switch (f.frame.case) {
-      case "attributes": {
-        const attrs = cleanAttributes(f.frame.value.values);
-        up!.attributes = attrs;
-        attributesWrite = attributesWrite
-          .then(() => agentsDb.setAttributes(deps.pool, nodeId, session, attrs, deps.clock.now()))
-          .catch((err) => log.warn({ err: (err as Error).message }, "attributes not stored"));
-        break;
-      }
-      case "metrics":
-        deps.metrics.add(nodeId, f.frame.value);
-        break;
-      case "response":
-        relay!.resolve(f.frame.value);
-        break;
-      case "publish":
-        bridge!.publish(f.frame.value);
-        break;
-      case "subscribe":
-        bridge!.subscribe(f.frame.value.subject);
-        break;
-      case "unsubscribe":
-        bridge!.unsubscribe(f.frame.value.subject);
-        break;
-      default:
-        log.debug({ frame: f.frame.case }, "unexpected frame ignored");
+  private async internal(method: string, msg: Msg): Promise<void> {
+    if (method === INTERNAL.evict) {
+      await this.dispatch({ type: "evict", by: new TextDecoder().decode(msg.data) });
+    } else if (method === INTERNAL.status) {
+      const nodeId = heldNodeId(this.state);
+      if (nodeId) await this.dispatch({ type: "status", row: await agentsDb.byNodeId(this.deps.pool, nodeId) });
     }
+    if (msg.reply) msg.respond(new Uint8Array());
   }
 
-  function onFrame(f: AgentFrame) {
-    switch (phase) {
-      case "hello": {
-        if (f.frame.case !== "hello")
-          return void finish("protocol_error", { reason: "protocol_error", message: "the first frame must be hello" });
-        identity = parseIdentity(f.frame.value.publicKey);
-        if (!identity)
-          return void finish("invalid_public_key", {
-            reason: "invalid_public_key",
-            message: "public_key must be a hex Ed25519 key",
-          });
-        const hello = { version: f.frame.value.version, attributes: { ...f.frame.value.attributes } };
-        nonce = newNonce();
-        phase = "signature";
-        pendingHello = hello;
-        send({ frame: { case: "challenge", value: { nonce, nodeId: identity.nodeId } } });
-        return;
-      }
-      case "signature": {
-        if (f.frame.case !== "signature")
-          return void finish("protocol_error", {
-            reason: "protocol_error",
-            message: "expected the challenge signature",
-          });
-        if (!signatureValid(identity!, nonce!, f.frame.value.signature)) {
-          log.warn({ node_id: identity!.nodeId }, "agent handshake: bad signature");
-          return void finish("bad_signature", {
-            reason: "bad_signature",
-            message: "the signature does not match the public key",
-          });
-        }
-        void admit(identity!, pendingHello!).catch((err) => {
-          log.error({ err }, "agent admission failed");
-          void finish("internal_error", {
-            reason: "server_error",
-            message: "the server could not admit the agent; retry later",
-          });
-        });
-        return;
-      }
-      case "admitting":
-        if (queued.length < MAX_QUEUED) queued.push(f);
-        return;
-      case "up":
-        return onUpFrame(f);
-      case "closed":
-        return;
-    }
+  private release(wiring: Wiring, agentGone: boolean) {
+    wiring.relay.stop();
+    wiring.bridge.stop({ agentGone });
+    this.deps.hub.remove(wiring.link);
   }
-  call.on("data", onFrame);
-  // A dying peer's stream also ends, and is cancelled a moment later: only an end without the
-  // cancel is the agent closing cleanly.
-  call.on("end", () => setTimeout(() => void finish(call.cancelled ? "link_lost" : "closed_by_agent"), 100).unref());
-  call.on("cancelled", () => void finish("link_lost"));
-  call.on("error", (err: Error) => {
-    log.debug({ err: err.message }, "agent link error");
-    void finish("link_lost");
-  });
+
+  private teardown(e: Extract<Effect, { type: "teardown" }>) {
+    const { deps, call } = this;
+    const log = this.log();
+    clearTimeout(this.handshakeTimer);
+    const done = (async () => {
+      try {
+        if (e.refusal) call.write(serverFrame({ frame: { case: "refusal", value: e.refusal } }));
+        call.end();
+      } catch {
+        /* the transport is already gone */
+      }
+      if (e.wiring) this.release(e.wiring, e.agentGone);
+      if (e.recordDisconnect) {
+        await deps.presence
+          .disconnected(e.recordDisconnect, this.session, deps.clock.now(), e.reason)
+          .catch((err) => log.error({ err }, "could not record the disconnect"));
+      }
+      if (e.refusal) log.info({ reason: e.refusal.reason }, "agent link refused");
+      else log.info({ reason: e.reason }, "agent link closed");
+    })();
+    deps.track(done);
+    void done.then(() => {
+      void this.dispatch({ type: "torn_down" });
+      this.markClosed();
+    });
+  }
 }

@@ -1,4 +1,4 @@
-import { X509Certificate, createPrivateKey } from "node:crypto";
+import { type KeyObject, X509Certificate, createPrivateKey } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { certFingerprint } from "@orch/contracts";
 
@@ -77,7 +77,7 @@ export function loadLinkIdentity(certPath: string, keyPath: string, caPath = "")
   const certChain = Buffer.from(`${pems.join("\n")}\n`);
   const certs = pems.map((p) => new X509Certificate(p));
   const leaf = certs[0]!;
-  let key;
+  let key: KeyObject;
   try {
     key = createPrivateKey(privateKey);
   } catch {

@@ -1,8 +1,9 @@
 import type { AuditService } from "@orch/contracts";
 import { keysetPage, invalid, pageLimit, type Handlers } from "@orch/kit";
-import { eventsDb, storedEvent, toEvent } from "../db.js";
-import { parseCursor, parseFilter } from "../filter.js";
-import type { AuditDeps } from "../service.js";
+import { storedEvent, toEvent } from "../convert.js";
+import { eventsDb } from "../db/events.js";
+import { parseCursor, parseFilter } from "../validate.js";
+import type { AuditDeps } from "../deps.js";
 
 type QueryHandlers = Pick<Handlers<typeof AuditService>, "listEvents" | "tail">;
 

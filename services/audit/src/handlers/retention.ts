@@ -1,9 +1,9 @@
 import type { AuditService } from "@orch/contracts";
 import { forbidden, invalid, type CallContext, type Handlers } from "@orch/kit";
-import { retentionDb, type RetentionOverride } from "../db.js";
+import { retentionDb, type RetentionOverride } from "../db/retention.js";
 import type { Stored } from "../feed.js";
 import { AUDIT_TARGET, recordOwnEvent, type Pruner } from "../prune.js";
-import type { AuditDeps } from "../service.js";
+import type { AuditDeps } from "../deps.js";
 
 type RetentionHandlers = Pick<Handlers<typeof AuditService>, "prune" | "getRetention" | "setRetention">;
 

@@ -2,10 +2,12 @@ import { createHash, randomBytes } from "node:crypto";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { RevocationSchema, type AuthService } from "@orch/contracts";
 import { unauthenticated, type Handlers } from "@orch/kit";
-import { operatorsDb, sessionsDb } from "../db.js";
+import { operatorsDb } from "../db/operators.js";
+import { sessionsDb } from "../db/sessions.js";
 import { normaliseKey, publicKeyObject, verifySignature } from "../keys.js";
 import { loginFailureRecorder } from "../login-failures.js";
-import { toOperator, type AuthDeps } from "../service.js";
+import { toOperator } from "../convert.js";
+import type { AuthDeps } from "../deps.js";
 
 export const REVOCATION_SUBJECT = "orch.auth.revoked";
 export const hashToken = (token: string) => createHash("sha256").update(token).digest("hex");
@@ -35,7 +37,7 @@ export function loginHandlers(deps: AuthDeps): LoginHandlers {
       const nonce = randomBytes(32).toString("hex");
       const expiresAt = clock.now() + config.auth.challenge_ttl_seconds * 1000;
       await sessionsDb.addChallenge(pool, nonce, publicKey, expiresAt);
-      if (!op || !op.active) {
+      if (!op?.active) {
         // Not awaited: the extra write must not show in the response time.
         void loginFailed("unknown_operator", publicKey, "").catch((err: unknown) =>
           deps.log.warn({ err }, "recording a login failure failed"),
@@ -62,7 +64,7 @@ export function loginHandlers(deps: AuthDeps): LoginHandlers {
       const expiresAt = now + config.auth.token_ttl_hours * 3_600_000;
       const op = await events.tx(async (db, emit) => {
         const o = await operatorsDb.byKey(db, publicKey);
-        if (!o || !o.active) return undefined;
+        if (!o?.active) return undefined;
         await sessionsDb.addToken(db, hashToken(token), o.id, now, expiresAt);
         const actor = { id: o.id, name: o.name, type: "operator" };
         await emit({

@@ -1,5 +1,5 @@
 import { create, toBinary } from "@bufbuild/protobuf";
-import { RevocationSchema, parseSelector, SelectorError, type AuthService } from "@orch/contracts";
+import { checkName, RevocationSchema, type AuthService } from "@orch/contracts";
 import {
   keysetPage,
   conflict,
@@ -12,9 +12,11 @@ import {
   type CallContext,
   type Handlers,
 } from "@orch/kit";
-import { operatorsDb } from "../db.js";
+import { operatorsDb } from "../db/operators.js";
 import { normaliseKey, publicKeyObject } from "../keys.js";
-import { toOperator, type AuthDeps } from "../service.js";
+import { toOperator } from "../convert.js";
+import type { AuthDeps } from "../deps.js";
+import { agentSelector } from "../validate.js";
 import { REVOCATION_SUBJECT } from "./login.js";
 
 type OperatorHandlers = Pick<
@@ -25,38 +27,6 @@ type OperatorHandlers = Pick<
 // The gateway enforces roles; the service checks again so a bus caller cannot skip it.
 function requireAdmin(ctx: CallContext) {
   if (ctx.actor.type !== "system" && ctx.actor.role !== "admin") throw forbidden();
-}
-
-const NAME_RE = /^[a-z0-9][a-z0-9._-]{0,62}$/;
-// Control characters other than whitespace have no place in a selector (and NUL breaks Postgres).
-const CONTROL_RE = /[\x00-\x08\x0e-\x1f\x7f]/;
-
-/**
- * The stored form of an agent selector, or null for unscoped. Whitespace only separates terms, so
- * it is folded to single spaces: the value then travels as a bus header unchanged. Admins are
- * never scoped (docs/access.md): a selector on an admin would suggest a limit nobody enforces.
- */
-export function agentSelector(text: string, role: string): string | null {
-  const field = { field: "agent_selector" };
-  if (CONTROL_RE.test(text)) throw invalid("invalid_selector", "agent_selector contains a control character", field);
-  const folded = text.replace(/\s+/g, " ").trim();
-  if (folded === "") return null;
-  if (role === "admin") {
-    throw invalid(
-      "admin_cannot_be_scoped",
-      "admins reach every agent; an agent selector applies to the operator role only",
-      field,
-    );
-  }
-  try {
-    parseSelector(folded);
-  } catch (err) {
-    if (err instanceof SelectorError) {
-      throw invalid("invalid_selector", `agent_selector: ${err.message}`, { ...field, position: err.position });
-    }
-    throw err;
-  }
-  return folded;
 }
 
 export function operatorHandlers(deps: AuthDeps): OperatorHandlers {
@@ -77,10 +47,8 @@ export function operatorHandlers(deps: AuthDeps): OperatorHandlers {
 
     async createOperator(req, ctx) {
       requireAdmin(ctx);
-      if (!NAME_RE.test(req.name))
-        throw invalid("invalid_request", "name must be 1-63 characters of a-z, 0-9, '.', '_' or '-'", {
-          field: "name",
-        });
+      const badName = checkName(req.name);
+      if (badName) throw invalid(badName.reason, `name ${badName.message}`, { field: "name" });
       if (req.role !== "admin" && req.role !== "operator")
         throw invalid("invalid_request", "role must be admin or operator", { field: "role" });
       const publicKey = normaliseKey(req.publicKey);

@@ -1,81 +1,77 @@
-import { isIP } from "node:net";
 import { z } from "zod";
-import type { Agent, MetricsSample } from "@orch/contracts";
+import {
+  AGENT_NAME_RE,
+  AGENT_NAME_RULE,
+  DISCOVERY_TARGET_RULE,
+  checkAgentName,
+  checkAgentRef,
+  checkDiscoveryTarget,
+  checkNodeId,
+  checkTagKey as tagKeyRule,
+  checkTags as tagsRule,
+  checkTagValue as tagValueRule,
+  TAG_KEY_RULE,
+  TAG_VALUE_RULE,
+  type Agent,
+  type MetricsSample,
+  type Violation,
+} from "@orch/contracts";
 import { invalid } from "@orch/kit";
-import { iso } from "../schemas.js";
+import { iso, ruled } from "../schemas.js";
 
 /**
- * The agents service's rules (issue 4 §4), checked here too so bad input never reaches the bus.
- * The codes and `field` match what the service answers, so a client sees one contract.
+ * The agents service's rules (from @orch/contracts), checked here too so bad input never reaches
+ * the bus. They run in the handlers rather than the schemas so the codes and `field` match what
+ * the service answers: a client sees one contract.
  */
-export const NAME_RE = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
-export const TAG_KEY_RE = /^[a-z0-9]([a-z0-9._/-]{0,62})$/;
-export const TAG_VALUE_MAX = 255;
-export const MAX_TAGS = 64;
-const NODE_ID_RE = /^[0-9a-f]{32}$/;
-/** Printable: no control characters (C0, DEL, C1). */
-const PRINTABLE_RE = /^[^\p{Cc}]*$/u;
-
-export const NAME_RULE =
-  "must be a DNS label: 1-63 characters of a-z, 0-9 and '-', starting and ending with a letter or digit";
-export const KEY_RULE = "must be 1-63 characters of a-z, 0-9, '.', '_', '/' and '-', starting with a letter or digit";
-export const VALUE_RULE = `must be at most ${TAG_VALUE_MAX} printable characters`;
+export { MAX_TAGS } from "@orch/contracts";
+export const NAME_RULE = `must be ${AGENT_NAME_RULE}`;
+export const KEY_RULE = `must be ${TAG_KEY_RULE}`;
+export const VALUE_RULE = `must be ${TAG_VALUE_RULE}`;
 
 /** A 400 naming the field, with the same `errors` list the gateway's schema failures carry. */
 export function fieldError(
   location: "body" | "path" | "query",
   field: string,
   message: string,
-  reason = "invalid_request",
+  reason: Violation["reason"] = "invalid_request",
 ) {
   return invalid(reason, `${location} field '${field}' ${message}`, { field, errors: [{ location, field, message }] });
 }
 
+const refuse = (v: Violation, location: "body" | "path" | "query", field: string) =>
+  fieldError(location, field, v.message, v.reason);
+
 export function checkName(name: string | null | undefined): string {
-  if (!name) throw fieldError("body", "name", "is required when approving", "name_required");
-  if (!NAME_RE.test(name)) throw fieldError("body", "name", NAME_RULE, "invalid_name");
-  return name;
+  const v = checkAgentName(name);
+  if (v) throw refuse(v, "body", "name");
+  return name!;
 }
 
 export function checkTagKey(key: string, location: "body" | "path", field: string): void {
-  if (!TAG_KEY_RE.test(key)) throw fieldError(location, field, `(tag key) ${KEY_RULE}`, "invalid_tag_key");
+  const v = tagKeyRule(key);
+  if (v) throw refuse(v, location, field);
 }
 
 export function checkTagValue(value: string, field: string): void {
-  if ([...value].length > TAG_VALUE_MAX || !PRINTABLE_RE.test(value))
-    throw fieldError("body", field, `(tag value) ${VALUE_RULE}`, "invalid_tag_value");
+  const v = tagValueRule(value);
+  if (v) throw refuse(v, "body", field);
 }
 
 export function checkTags(tags: Record<string, string>): void {
-  const keys = Object.keys(tags);
-  if (keys.length > MAX_TAGS) throw fieldError("body", "tags", `holds at most ${MAX_TAGS} tags`, "too_many_tags");
-  for (const k of keys) {
-    checkTagKey(k, "body", `tags.${k}`);
-    checkTagValue(tags[k]!, `tags.${k}`);
-  }
+  const v = tagsRule(tags);
+  if (v) throw refuse(v, "body", v.field);
 }
 
 /** Path reference to an agent: its 32-hex node id or its approved name (the service resolves both). */
-export const AgentRef = z.string().max(63).regex(NAME_RE, "must be a 32-hex node id or an agent name");
+export const AgentRef = ruled(checkAgentRef, AGENT_NAME_RE);
 export const AgentParams = z.object({ node_id: AgentRef });
 
 export const AgentStatus = z.enum(["pending", "approved", "rejected"]);
 
 /** host:port with a hostname, IPv4 address or [IPv6] address and a port 1..65535. */
-export function validTarget(t: string): boolean {
-  const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(t);
-  if (!m) return false;
-  const port = Number(m[3]);
-  if (port < 1 || port > 65535) return false;
-  if (m[1] !== undefined) return isIP(m[1]) === 6;
-  const host = m[2]!;
-  if (/^[\d.]+$/.test(host)) return isIP(host) === 4;
-  return (
-    host.length <= 253 &&
-    /^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/.test(host)
-  );
-}
-export const TARGET_RULE = "must be host:port (hostname, IPv4 or [IPv6] address, port 1-65535)";
+export const validTarget = (t: string) => !checkDiscoveryTarget(t);
+export const TARGET_RULE = DISCOVERY_TARGET_RULE;
 
 export const AgentOut = z.object({
   node_id: z.string(),
@@ -141,4 +137,4 @@ export function sampleJson(s: MetricsSample): z.infer<typeof SampleOut> {
   };
 }
 
-export const isNodeId = (ref: string) => NODE_ID_RE.test(ref);
+export const isNodeId = (ref: string) => !checkNodeId(ref);

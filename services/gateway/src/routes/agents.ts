@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { AgentsService } from "@orch/contracts";
+import { AgentsService, NODE_ID_RE, type ErrorReason } from "@orch/contracts";
 import { notFound, rpcClient } from "@orch/kit";
 import type { GatewayContext } from "../app.js";
 import { route } from "../route.js";
@@ -26,13 +26,13 @@ import {
   validTarget,
 } from "./agents-schemas.js";
 
-const NOT_FOUND = { 404: ["agent_not_found"] };
+const NOT_FOUND: Record<number, ErrorReason[]> = { 404: ["agent_not_found"] };
 // Shapes only: the rules are checked in the handlers so their codes match the agents service's.
 const TagParams = z.object({ node_id: AgentRef, key: z.string().describe(`tag key; ${KEY_RULE}`) });
 const TagValueField = z.string().describe(`tag value; ${VALUE_RULE}`);
 
 /**
- * /agents, /tags and /discover. Every route is `operator`: the seed marks none of them admin-only,
+ * /agents, /tags and /discover. Every route is `operator` (docs/agents-api.md#who-may-call): none is admin-only,
  * and approval, rejection and removal are recorded in the audit log with the operator as actor.
  */
 export function agentRoutes(ctx: GatewayContext) {
@@ -47,10 +47,7 @@ export function agentRoutes(ctx: GatewayContext) {
       query: z.object({
         status: AgentStatus.optional(),
         limit: qInt(1, 500).optional(),
-        cursor: z
-          .string()
-          .regex(/^[0-9a-f]{32}$/, "must be the next_cursor of a previous page")
-          .optional(),
+        cursor: z.string().regex(NODE_ID_RE, "must be the next_cursor of a previous page").optional(),
       }),
       responses: {
         200: z.object({ agents: z.array(AgentOut), has_more: z.boolean(), next_cursor: z.string().nullable() }),

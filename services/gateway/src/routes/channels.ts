@@ -1,10 +1,10 @@
 import { z } from "zod";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { NotifyService, type Channel, type Delivery } from "@orch/contracts";
+import { CHANNEL_NAME_RE, checkChannelName, NotifyService, type Channel, type Delivery } from "@orch/contracts";
 import { invalid, rpcClient } from "@orch/kit";
 import type { GatewayContext } from "../app.js";
 import { route } from "../route.js";
-import { pageQuery } from "../schemas.js";
+import { pageQuery, ruled } from "../schemas.js";
 
 const sec = (ms: number) => Math.floor(ms / 1000);
 
@@ -69,12 +69,7 @@ function deliveryJson(d: Delivery): z.infer<typeof DeliveryOut> {
 }
 
 const ChannelId = z.object({ id: z.string().min(1).max(128) });
-const Name = z
-  .string()
-  .regex(
-    /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,99}$/,
-    "must be 1-100 characters of letters, digits, space, '.', '_' or '-', starting with a letter or digit",
-  );
+const Name = ruled(checkChannelName, CHANNEL_NAME_RE);
 const Config = z.record(z.string(), z.unknown());
 const TestOut = z.object({
   delivered: z.boolean(),

@@ -1,10 +1,12 @@
 import type { GatewayContext } from "../app.js";
 import type { RouteSpec } from "../route.js";
 import { agentRoutes } from "./agents.js";
+import { assignmentRoutes } from "./assignments.js";
 import { auditRoutes } from "./audit.js";
 import { authRoutes } from "./auth.js";
 import { channelRoutes } from "./channels.js";
 import { maintenanceRoutes } from "./maintenance.js";
+import { moduleRoutes } from "./modules.js";
 import { notificationRoutes } from "./notifications.js";
 import { operatorRoutes } from "./operators.js";
 import { secretRoutes } from "./secrets.js";
@@ -25,6 +27,8 @@ export function allRoutes(ctx: GatewayContext): RouteSpec[] {
     ...secretRoutes(ctx),
     ...auditRoutes(ctx),
     ...terminalRoutes(ctx),
+    ...moduleRoutes(ctx),
+    ...assignmentRoutes(ctx),
     ...stateRoutes(ctx),
   ];
 }

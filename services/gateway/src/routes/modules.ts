@@ -1,11 +1,11 @@
 import { z } from "zod";
-import { StateService, type Module } from "@orch/contracts";
+import { checkName, NAME_RE, StateService, type Module } from "@orch/contracts";
 import { rpcClient } from "@orch/kit";
 import type { GatewayContext } from "../app.js";
 import { route } from "../route.js";
-import { pageQuery } from "../schemas.js";
+import { pageQuery, ruled } from "../schemas.js";
 
-// API shapes: a module's `uploaded_at` is an int64 in the API seed, given as Unix seconds.
+// API shapes: a module's `uploaded_at` is an integer of Unix seconds (docs/modules.md#times-in-the-api).
 export const ModuleOut = z.object({
   name: z.string(),
   uploaded_at: z.number().int().describe("Unix seconds"),
@@ -25,12 +25,8 @@ export const moduleJson = (m: Module) => ({
   sha256: m.sha256,
 });
 
-export const NAME = z
-  .string()
-  .regex(
-    /^[a-z0-9][a-z0-9._-]{0,62}$/,
-    "must be 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit",
-  );
+/** Module and assignment names (the state service checks them again). */
+export const NAME = ruled(checkName, NAME_RE);
 const ModuleName = z.object({ name: z.string().min(1).max(128) });
 
 export function moduleRoutes(ctx: GatewayContext) {

@@ -1,9 +1,9 @@
 import { z } from "zod";
-import { AuthService, SELECTOR_MAX_LENGTH, type Operator } from "@orch/contracts";
+import { AuthService, checkName, NAME_RE, SELECTOR_MAX_LENGTH, type ErrorReason, type Operator } from "@orch/contracts";
 import { rpcClient } from "@orch/kit";
 import type { GatewayContext } from "../app.js";
 import { route } from "../route.js";
-import { OperatorOut, iso, pageQuery } from "../schemas.js";
+import { OperatorOut, iso, pageQuery, ruled } from "../schemas.js";
 
 export function operatorJson(o: Operator): z.infer<typeof OperatorOut> {
   return {
@@ -25,7 +25,7 @@ const AgentSelector = z
   .describe(
     "agent selector (assignment grammar, e.g. `role=web`) limiting the agents the operator reaches; operators only",
   );
-const SCOPE_ERRORS = ["invalid_selector", "admin_cannot_be_scoped"];
+const SCOPE_ERRORS: ErrorReason[] = ["invalid_selector", "admin_cannot_be_scoped"];
 
 const OperatorId = z.object({ operator_id: z.string().min(1).max(128) });
 
@@ -58,12 +58,7 @@ export function operatorRoutes(ctx: GatewayContext) {
       summary: "Add an operator",
       tags: ["operators"],
       body: z.object({
-        name: z
-          .string()
-          .regex(
-            /^[a-z0-9][a-z0-9._-]{0,62}$/,
-            "must be 1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit",
-          ),
+        name: ruled(checkName, NAME_RE),
         public_key: z.string().max(200),
         role: z.enum(["admin", "operator"]).default("operator"),
         agent_selector: AgentSelector.nullable().optional(),

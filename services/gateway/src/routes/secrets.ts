@@ -1,33 +1,31 @@
 import { z } from "zod";
-import { SecretsService, type Secret } from "@orch/contracts";
+import {
+  checkRestriction,
+  checkSecretDescription,
+  checkSecretName,
+  checkSecretValue,
+  RESTRICTION_MAX_NODE_IDS,
+  SECRET_DESCRIPTION_MAX,
+  SECRET_NAME_RE,
+  SecretsService,
+  type ErrorReason,
+  type Secret,
+} from "@orch/contracts";
 import { invalid, rpcClient } from "@orch/kit";
 import type { GatewayContext } from "../app.js";
 import { route } from "../route.js";
-import { iso, pageQuery, rfc3339 } from "../schemas.js";
+import { iso, pageQuery, rfc3339, ruled } from "../schemas.js";
 
-// Rules shared with the secrets service (which checks them again for bus callers). No message here
-// repeats an input: a secret value must never come back in an error.
-const NAME_RE = /^[A-Za-z0-9_.-]{1,128}$/;
-const NAME_RULE = "must be 1-128 characters of A-Z, a-z, 0-9, '_', '.' and '-' (not '.' or '..')";
-const MAX_VALUE_CHARS = 65_536;
-
-const SecretName = z
-  .string()
-  .regex(NAME_RE, NAME_RULE)
-  .refine((n) => n !== "." && n !== "..", NAME_RULE);
-// Checked here: the bus encodes strings as UTF-8, which would silently replace a lone surrogate.
-const Value = z
-  .string()
-  .min(1, "must not be empty")
-  .max(MAX_VALUE_CHARS, "must be at most 64 KiB")
-  .refine((v) => !/\p{Cs}/u.test(v), "must be well-formed Unicode text")
-  .describe("plaintext; write-only, never returned");
-const Description = z.string().max(1024).nullable();
+// The secrets service's rules (from @orch/contracts); it checks them again for bus callers. No
+// message here repeats an input: a secret value must never come back in an error.
+const SecretName = ruled(checkSecretName, SECRET_NAME_RE);
+const Value = ruled(checkSecretValue).describe("plaintext; write-only, never returned");
+const Description = ruled(checkSecretDescription).meta({ maxLength: SECRET_DESCRIPTION_MAX }).nullable();
 const ExpiresAt = rfc3339.nullable().describe("RFC 3339; must be in the future; null = never expires");
 
 const RestrictionObj = z
   .object({
-    node_ids: z.array(z.string()).max(1000).optional().describe("node ids allowed outright"),
+    node_ids: z.array(z.string()).max(RESTRICTION_MAX_NODE_IDS).optional().describe("node ids allowed outright"),
     tags: z.record(z.string(), z.string()).optional().describe("tags an agent must all carry (key → exact value)"),
   })
   .strict();
@@ -76,22 +74,28 @@ export function secretJson(s: Secret): z.infer<typeof SecretOut> {
   };
 }
 
+const restrictionError = (field: string, message: string) =>
+  invalid("invalid_restriction", `body field '${field}' ${message}`, {
+    field,
+    errors: [{ location: "body", field, message }],
+  });
+
 function parseRestriction(raw: unknown): { nodeIds: string[]; tags: Record<string, string> } | null | undefined {
   if (raw === undefined) return undefined;
   const r = RestrictionIn.safeParse(raw);
   if (!r.success) {
     const issue = r.error.issues[0]!;
-    const field = ["restriction", ...issue.path.map(String)].join(".");
-    throw invalid("invalid_restriction", `body field '${field}' ${issue.message}`, {
-      field,
-      errors: [{ location: "body", field, message: issue.message }],
-    });
+    throw restrictionError(["restriction", ...issue.path.map(String)].join("."), issue.message);
   }
-  return r.data ? { nodeIds: r.data.node_ids ?? [], tags: r.data.tags ?? {} } : null;
+  if (!r.data) return null;
+  const restriction = { nodeIds: r.data.node_ids ?? [], tags: r.data.tags ?? {} };
+  const bad = checkRestriction(restriction);
+  if (bad) throw restrictionError(bad.field, bad.message);
+  return restriction;
 }
 
 const NameParams = z.object({ name: SecretName });
-const ERR_400 = [
+const ERR_400: ErrorReason[] = [
   "invalid_request",
   "invalid_restriction",
   "invalid_name",

@@ -12,12 +12,12 @@ import { rpcClient } from "@orch/kit";
 import type { GatewayContext } from "../app.js";
 import { route, type RouteSpec } from "../route.js";
 import { iso, pageQuery, qInt, Ulid } from "../schemas.js";
-import { assignmentRoutes } from "./assignments.js";
-import { moduleRoutes, NAME } from "./modules.js";
+import { NAME } from "./modules.js";
 
 /**
- * The state area: modules, assignments, per-agent apply/plan/drift, operations, believed state.
- * Times are RFC 3339, except a module's `uploaded_at` (Unix seconds, per the API seed).
+ * The state area: per-agent apply/plan/drift, operations, believed state (modules and assignments
+ * have their own route modules).
+ * Times are RFC 3339, except a module's `uploaded_at` (Unix seconds, docs/modules.md#times-in-the-api).
  */
 
 const isoOrNull = (ms: number) => (ms > 0 ? iso(ms) : null);
@@ -261,8 +261,6 @@ export function stateRoutes(ctx: GatewayContext): RouteSpec[] {
   };
 
   return [
-    ...moduleRoutes(ctx),
-    ...assignmentRoutes(ctx),
     run("apply"),
     run("plan"),
     route({

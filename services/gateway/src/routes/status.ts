@@ -42,7 +42,7 @@ export function statusRoutes(ctx: GatewayContext) {
           ? names.map(() => false)
           : await Promise.all(names.map((n) => pingService(ctx.nc, n, 1000)));
         const services: Record<string, "ok" | "unavailable"> = {};
-        names.forEach((n, i) => (services[n] = results[i] ? "ok" : "unavailable"));
+        for (const [i, n] of names.entries()) services[n] = results[i] ? "ok" : "unavailable";
         const status = overallStatus(results);
         const body = { status, protocol_version: PROTOCOL_VERSION, api_version: API_VERSION, services };
         if (status !== "unavailable") return body;

@@ -9,6 +9,7 @@ import { problem, sendProblem } from "../problem.js";
 import { publicBaseUrl } from "../public-url.js";
 import { route } from "../route.js";
 import { Ulid, qInt } from "../schemas.js";
+import { AgentRef } from "./agents-schemas.js";
 import { installTerminalSockets } from "../ws/terminal-sockets.js";
 
 const Status = z.enum(["opening", "open", "closed", "failed"]);
@@ -100,7 +101,7 @@ export function terminalRoutes(ctx: GatewayContext) {
       description:
         "Spawns the shell on the agent, starts recording, and answers with the WebSocket URL to attach (binary frames = bytes, text frames = resize).",
       tags: ["terminal"],
-      params: z.object({ node_id: z.string().min(1).max(128).describe("node id or approved name") }),
+      params: z.object({ node_id: AgentRef.describe("node id or approved name") }),
       query: z.object({
         cols: qInt(1, 1000).optional().describe("width in columns (default 80)"),
         rows: qInt(1, 1000).optional().describe("height in rows (default 24)"),
@@ -145,7 +146,7 @@ export function terminalRoutes(ctx: GatewayContext) {
       auth: "operator",
       summary: "List terminal sessions (operators see their own, admins all)",
       description:
-        "An array, newest first, as in the seed. Pages with limit/cursor: when more sessions exist the response carries `X-Next-Cursor`; pass it back as `cursor`.",
+        "An array, newest first. Pages with limit/cursor: when more sessions exist the response carries `X-Next-Cursor`; pass it back as `cursor`.",
       tags: ["terminal"],
       query: z.object({ status: Status.optional(), limit: qInt(1, 500).optional(), cursor: Ulid.optional() }),
       responses: { 200: z.array(SessionOut) },
@@ -253,7 +254,7 @@ export function terminalRoutes(ctx: GatewayContext) {
         reply.header("upgrade", "websocket");
         return sendProblem(
           reply,
-          problem(426, "upgrade_required", "this endpoint is a WebSocket; connect with Upgrade: websocket"),
+          problem("upgrade_required", "this endpoint is a WebSocket; connect with Upgrade: websocket"),
         );
       },
     }),

@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
-import type { TerminalService } from "@orch/contracts";
+import { ULID_CHARS, type TerminalService } from "@orch/contracts";
 import { OrchError, type Client } from "@orch/kit";
 import type { GatewayContext } from "../app.js";
 import { problem, problemFromError } from "../problem.js";
@@ -23,7 +23,7 @@ function closeUnbridged(ws: WebSocket, reason: EndReason) {
   setTimeout(() => ws.terminate(), REVOKE_GRACE_MS).unref();
 }
 
-export const ATTACH_PATH = /^\/api\/v1\/terminal\/session\/([0-9A-HJKMNP-TV-Z]{26})\/attach$/;
+export const ATTACH_PATH = new RegExp(`^/api/v1/terminal/session/([${ULID_CHARS}]{26})/attach$`);
 
 /**
  * The terminal WebSocket endpoint (`ws_url`). Every check runs before the upgrade and a refusal
@@ -40,12 +40,12 @@ export function installTerminalSockets(ctx: GatewayContext, terminal: Client<typ
   async function admit(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const url = new URL(req.url ?? "/", "http://gateway");
     const m = ATTACH_PATH.exec(url.pathname);
-    if (!m) return rejectUpgrade(socket, problem(404, "route_not_found", `no WebSocket endpoint at ${url.pathname}`));
+    if (!m) return rejectUpgrade(socket, problem("route_not_found", `no WebSocket endpoint at ${url.pathname}`));
     const sessionId = m[1]!;
     if (!originAllowed(req.headers.origin, req.headers.host, ctx.config.http)) {
       return rejectUpgrade(
         socket,
-        problem(403, "origin_not_allowed", "this Origin may not open terminal sessions (http.allowed_origins)"),
+        problem("origin_not_allowed", "this Origin may not open terminal sessions (http.allowed_origins)"),
       );
     }
     const ticket = url.searchParams.get("ticket");
@@ -53,7 +53,6 @@ export function installTerminalSockets(ctx: GatewayContext, terminal: Client<typ
       return rejectUpgrade(
         socket,
         problem(
-          401,
           "ticket_required",
           "the attach URL carries a ticket; use the ws_url returned when the session was opened",
         ),
@@ -110,7 +109,7 @@ export function installTerminalSockets(ctx: GatewayContext, terminal: Client<typ
     socket.on("error", () => {});
     admit(req, socket, head).catch((err) => {
       log.error({ err }, "terminal upgrade failed");
-      rejectUpgrade(socket, problem(500, "internal", "internal error"));
+      rejectUpgrade(socket, problem("internal", "internal error"));
     });
   };
 

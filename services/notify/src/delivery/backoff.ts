@@ -1,10 +1,12 @@
+import { backoff } from "@orch/kit";
+
 /**
- * Retry timing. Exponential from `baseMs`, capped at `maxMs`, with "equal jitter" (half fixed,
- * half random) so receivers recovering from an outage are not hit by every retry at once.
+ * Webhook retry timing: the delay after the `attempt`-th failed attempt (1-based). Exponential from
+ * `baseMs`, capped at `maxMs`, with "equal jitter" (half fixed, half random) so receivers
+ * recovering from an outage are not hit by every retry at once.
  */
 export function retryDelay(attempt: number, baseMs: number, maxMs: number, rand: () => number = Math.random): number {
-  const exp = Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt - 1));
-  return Math.round(exp / 2 + (rand() * exp) / 2);
+  return backoff({ initialMs: baseMs, maxMs, jitter: "equal", random: rand })(attempt - 1);
 }
 
 /** `Retry-After` as a delay in ms: delta-seconds or an HTTP date; undefined when absent or unparsable. */

@@ -2,7 +2,7 @@ import type { CredentialBox } from "../channels/crypto.js";
 import { channelsDb, type ChannelRow } from "../db/channels.js";
 import { deliveriesDb, type DeliveryRow } from "../db/deliveries.js";
 import type { EventJson } from "../events.js";
-import type { NotifyDeps } from "../service.js";
+import type { NotifyDeps } from "../deps.js";
 import { attempt, type Outcome } from "./attempt.js";
 import { nextAttemptAt } from "./backoff.js";
 import type { Resolver } from "./ssrf.js";

@@ -1,4 +1,4 @@
-import type { NotifyService } from "@orch/contracts";
+import { checkChannelName, type NotifyService } from "@orch/contracts";
 import {
   keysetPage,
   conflict,
@@ -14,23 +14,19 @@ import { isChannelType, prepareCreate, prepareUpdate, CHANNEL_TYPES } from "../c
 import { channelsDb, type ChannelRow } from "../db/channels.js";
 import { deliveriesDb, DELIVERY_STATUSES } from "../db/deliveries.js";
 import { attempt } from "../delivery/attempt.js";
-import { toChannel, toDelivery, requireAdmin } from "../convert.js";
+import { toChannel, toDelivery } from "../convert.js";
+import { requireAdmin } from "./access.js";
 import type { EventJson } from "../events.js";
-import type { NotifyRuntime } from "../service.js";
+import type { NotifyRuntime } from "../deps.js";
 
 type ChannelHandlers = Pick<
   Handlers<typeof NotifyService>,
   "createChannel" | "listChannels" | "getChannel" | "updateChannel" | "deleteChannel" | "testChannel" | "listDeliveries"
 >;
 
-const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,99}$/;
 const checkName = (name: string) => {
-  if (!NAME_RE.test(name))
-    throw invalid(
-      "invalid_request",
-      "name must be 1-100 characters of letters, digits, space, '.', '_' or '-', starting with a letter or digit",
-      { field: "name" },
-    );
+  const bad = checkChannelName(name);
+  if (bad) throw invalid(bad.reason, `name ${bad.message}`, { field: "name" });
 };
 // Events carry the filter, not the config: URLs may embed tokens.
 const filterOf = (pub: Record<string, unknown>) => ({

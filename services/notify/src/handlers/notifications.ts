@@ -1,8 +1,9 @@
 import type { NotifyService } from "@orch/contracts";
 import { keysetPage, invalid, notFound, pageCursor, pageLimit, type Handlers } from "@orch/kit";
 import { notificationsDb } from "../db/notifications.js";
-import { requireOperator, toNotification } from "../convert.js";
-import type { NotifyRuntime } from "../service.js";
+import { toNotification } from "../convert.js";
+import { requireOperator } from "./access.js";
+import type { NotifyRuntime } from "../deps.js";
 
 type NotificationHandlers = Pick<Handlers<typeof NotifyService>, "listNotifications" | "markRead" | "markAllRead">;
 

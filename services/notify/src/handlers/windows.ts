@@ -1,29 +1,15 @@
 import type { NotifyService } from "@orch/contracts";
-import { keysetPage, invalid, notFound, pageCursor, pageLimit, type Handlers, type Queryable } from "@orch/kit";
+import { keysetPage, notFound, pageCursor, pageLimit, type Handlers, type Queryable } from "@orch/kit";
 import { windowsDb, type WindowRow } from "../db/windows.js";
-import { requireAdmin, toWindow } from "../convert.js";
-import type { NotifyRuntime } from "../service.js";
+import { toWindow } from "../convert.js";
+import { checkReason, checkSpan, checkTime } from "../validate.js";
+import { requireAdmin } from "./access.js";
+import type { NotifyRuntime } from "../deps.js";
 
 type WindowHandlers = Pick<
   Handlers<typeof NotifyService>,
   "createWindow" | "listWindows" | "getWindow" | "updateWindow" | "deleteWindow" | "getMaintenanceStatus"
 >;
-
-// Year 9999: beyond it ISO strings and most clients break.
-const MAX_MS = 253_402_300_799_000;
-
-function checkTime(field: string, v: number) {
-  if (!Number.isInteger(v) || v < 0 || v > MAX_MS)
-    throw invalid("invalid_request", `${field} must be a Unix time between 0 and year 9999`, { field });
-}
-function checkSpan(w: { starts_at: number; ends_at: number }) {
-  if (!(w.starts_at < w.ends_at))
-    throw invalid("invalid_window", "starts_at must be before ends_at", { field: "ends_at" });
-}
-function checkReason(reason: string) {
-  if (reason.trim() === "" || reason.length > 1000)
-    throw invalid("invalid_request", "reason must be 1-1000 characters", { field: "reason" });
-}
 
 async function find(db: Queryable, id: string, forUpdate = false): Promise<WindowRow> {
   const w = await windowsDb.byId(db, id, forUpdate);

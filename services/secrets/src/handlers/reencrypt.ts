@@ -1,7 +1,8 @@
 import type { SecretsService } from "@orch/contracts";
 import type { Handlers } from "@orch/kit";
 import { reencryptAll } from "../reencrypt.js";
-import { requireAdmin, type HandlerContext } from "./context.js";
+import type { HandlerContext } from "../deps.js";
+import { requireAdmin } from "./access.js";
 
 type ReencryptHandlers = Pick<Handlers<typeof SecretsService>, "reencrypt">;
 

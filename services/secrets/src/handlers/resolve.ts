@@ -1,10 +1,11 @@
-import type { SecretsService } from "@orch/contracts";
+import type { Agent, SecretsService } from "@orch/contracts";
 import { OrchError, invalid, notFound, precondition, type CallContext, type Handlers } from "@orch/kit";
-import { sealedOf, secretsDb } from "../db.js";
+import { sealedOf, secretRef } from "../convert.js";
+import { secretsDb } from "../db/secrets.js";
 import { KeyringError } from "../keyring.js";
 import { decide } from "../restriction.js";
 import { checkName } from "../validate.js";
-import { secretRef, type HandlerContext } from "./context.js";
+import type { HandlerContext } from "../deps.js";
 
 type ResolveHandlers = Pick<Handlers<typeof SecretsService>, "resolve">;
 
@@ -61,7 +62,7 @@ export function resolveHandlers({ deps, keyring, agents }: HandlerContext): Reso
       if (row.expires_at !== null && Number(row.expires_at) <= clock.now())
         throw await deny(ctx, "secret_expired", row.name, req.nodeId, req.operationId);
 
-      let agent;
+      let agent: Agent;
       try {
         agent = await agents.getAgent({ id: req.nodeId }, { actor: SELF, requestId: ctx.requestId });
       } catch (err) {

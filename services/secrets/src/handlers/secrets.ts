@@ -1,10 +1,11 @@
 import type { SecretsService } from "@orch/contracts";
 import { keysetPage, conflict, invalid, notFound, pageCursor, pageLimit, type Handlers } from "@orch/kit";
-import { secretsDb, type SecretMeta } from "../db.js";
+import { eventMetadata, secretRef, toSecret } from "../convert.js";
+import { secretsDb, type SecretMeta } from "../db/secrets.js";
 import { normaliseRestriction, type Restriction } from "../restriction.js";
 import { requireAdminToWiden } from "../widening.js";
 import { checkDescription, checkExpiry, checkName, checkValue } from "../validate.js";
-import { eventMetadata, secretRef, toSecret, type HandlerContext } from "./context.js";
+import type { HandlerContext } from "../deps.js";
 
 type CrudHandlers = Pick<
   Handlers<typeof SecretsService>,

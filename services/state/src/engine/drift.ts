@@ -1,7 +1,8 @@
 import { precondition, SYSTEM_ACTOR } from "@orch/kit";
 import { modulesDb } from "../db/catalog.js";
 import { snapshotsDb } from "../db/snapshots.js";
-import { agentInfo, type AgentInfo, type Clients, type StateDeps } from "./deps.js";
+import { agentInfo } from "../convert.js";
+import type { AgentInfo, Clients, StateDeps } from "../deps.js";
 import { createLimiter } from "./limit.js";
 import type { ModuleCache } from "./modules.js";
 import type { ModuleSource } from "./render.js";

@@ -1,7 +1,7 @@
 import type { Emit, PoolClient } from "@orch/kit";
 import { operationsDb, type Finish, type OperationRow } from "../db/operations.js";
 import { believedDb, driftDb, snapshotsDb, type DriftRow } from "../db/snapshots.js";
-import type { AgentInfo, StateDeps } from "./deps.js";
+import type { AgentInfo, StateDeps } from "../deps.js";
 import { statelessResources, usedInputs, type ModuleSource } from "./render.js";
 import { believedRows, driftedResources, type StoredExecution } from "./results.js";
 

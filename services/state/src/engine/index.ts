@@ -1,4 +1,4 @@
-import type { Clients, StateDeps } from "./deps.js";
+import type { Clients, StateDeps } from "../deps.js";
 import type { FanOut } from "./fanout.js";
 import type { ModuleCache } from "./modules.js";
 import type { Runner } from "./runner.js";

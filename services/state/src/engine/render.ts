@@ -22,7 +22,7 @@ export function secretNames(sources: readonly ModuleSource[]): string[] {
   return [...names].sort();
 }
 
-/** Keys `<module>/<id>` of resources rendered with a secret: their content hashes are withheld (finding 13). */
+/** Keys `<module>/<id>` of resources rendered with a secret: their hashes (a guessing oracle) are withheld. */
 export function secretBearing(sources: readonly ModuleSource[]): Set<string> {
   const out = new Set<string>();
   for (const s of sources) {
@@ -39,9 +39,8 @@ export function usedInputs(source: ModuleSource, attributes: Record<string, stri
   const t: Record<string, string> = {};
   for (const r of source.parsed.resources) {
     for (const ref of refsIn(r.spec)) {
-      if (ref.ns === "attributes" && Object.prototype.hasOwnProperty.call(attributes, ref.key))
-        a[ref.key] = attributes[ref.key]!;
-      if (ref.ns === "tags" && Object.prototype.hasOwnProperty.call(tags, ref.key)) t[ref.key] = tags[ref.key]!;
+      if (ref.ns === "attributes" && Object.hasOwn(attributes, ref.key)) a[ref.key] = attributes[ref.key]!;
+      if (ref.ns === "tags" && Object.hasOwn(tags, ref.key)) t[ref.key] = tags[ref.key]!;
     }
   }
   return { attributes: a, tags: t };

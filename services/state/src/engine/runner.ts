@@ -1,9 +1,10 @@
+import type { ExecuteResponse } from "@orch/contracts";
 import { OrchError, type Actor } from "@orch/kit";
 import { operationsDb, type NewOperation, type OperationKind, type OperationRow } from "../db/operations.js";
 import { masker, TemplateError } from "../module/template.js";
-import type { AgentInfo, Clients, StateDeps } from "./deps.js";
+import type { AgentInfo, Clients, StateDeps } from "../deps.js";
 import { finishOperation } from "./finish.js";
-import { renderResources, secretBearing, secretNames, type ModuleSource } from "./render.js";
+import { renderResources, secretBearing, secretNames, type ModuleSource, type RenderedResource } from "./render.js";
 import { storeResults } from "./results.js";
 
 /** Everything one operation needs to run. */
@@ -64,7 +65,7 @@ export function createRunner(deps: StateDeps, clients: Clients): Runner {
       }
     }
     const mask = masker(secrets.values());
-    let resources;
+    let resources: RenderedResource[];
     try {
       resources = renderResources(sources, agent, secrets);
     } catch (err) {
@@ -75,7 +76,7 @@ export function createRunner(deps: StateDeps, clients: Clients): Runner {
     const startedAt = clock.now();
     const deadline = startedAt + timeoutMs;
     if (!(await operationsDb.markRunning(pool, op.id, startedAt, deadline))) return current(op.id);
-    let response;
+    let response: ExecuteResponse;
     try {
       response = await clients
         .agentState(agent.nodeId)

@@ -1,5 +1,6 @@
 import { isScoped, notFound, OrchError, precondition, type Actor } from "@orch/kit";
-import { agentInfo, type AgentInfo, type Clients } from "../engine/deps.js";
+import { agentInfo } from "../convert.js";
+import type { AgentInfo, Clients } from "../deps.js";
 
 /** The agent an operation targets: 404 agent_not_found, 409 agent_not_approved. */
 export async function approvedAgent(clients: Clients, id: string, actor: Actor): Promise<AgentInfo> {

@@ -8,7 +8,7 @@ import { approvedAgents, matchAgents } from "../engine/fanout.js";
 import type { Engine } from "../engine/index.js";
 import { loadSources } from "../engine/modules.js";
 import { reachableNodeIds } from "./agents.js";
-import { kindOf, validName, waitMs } from "./validate.js";
+import { kindOf, validName, waitMs } from "../validate.js";
 
 type AssignmentHandlers = Pick<
   Handlers<typeof StateService>,
@@ -33,7 +33,7 @@ export function checkModuleList(modules: readonly string[]): string[] {
     throw invalid("invalid_request", "modules must name at least one module", { field: "modules" });
   if (modules.length > MAX_MODULES)
     throw invalid("invalid_request", `at most ${MAX_MODULES} modules`, { field: "modules" });
-  modules.forEach((m, i) => validName(m, `modules.${i}`, "module"));
+  for (const [i, m] of modules.entries()) validName(m, `modules.${i}`, "module");
   return [...new Set(modules)];
 }
 

@@ -5,7 +5,7 @@ import { believedDb, driftDb } from "../db/snapshots.js";
 import { requireSnapshot } from "../engine/drift.js";
 import type { Engine } from "../engine/index.js";
 import { approvedAgent, nodeIdForRead, requireReachable } from "./agents.js";
-import { waitMs } from "./validate.js";
+import { waitMs } from "../validate.js";
 
 type DriftHandlers = Pick<
   Handlers<typeof StateService>,

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { StateService } from "@orch/contracts";
 import { keysetPage, invalid, notFound, pageCursor, pageLimit, precondition, type Handlers } from "@orch/kit";
-import { validName } from "./validate.js";
+import { validName } from "../validate.js";
 import { assignmentsDb, modulesDb, type ModuleRow } from "../db/catalog.js";
 import { moduleMsg } from "../convert.js";
 import type { Engine } from "../engine/index.js";

@@ -6,7 +6,7 @@ import type { Engine } from "../engine/index.js";
 import { loadSources } from "../engine/modules.js";
 import { approvedAgent, nodeIdForRead, reachableNodeIds, requireReachable } from "./agents.js";
 import { checkModuleList } from "./assignments.js";
-import { kindOf, waitMs } from "./validate.js";
+import { kindOf, waitMs } from "../validate.js";
 
 type OperationHandlers = Pick<
   Handlers<typeof StateService>,

@@ -1,5 +1,6 @@
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from "yaml";
 import type { z } from "zod";
+import type { ReasonFor } from "@orch/contracts";
 import { invalid, type OrchError } from "@orch/kit";
 import { refsIn, scanTemplate } from "./template.js";
 import { ARGUMENT_FIELDS, RESOURCE_TYPES, isResourceType, moduleDoc, resourceBase } from "./types.js";
@@ -47,14 +48,19 @@ class ModuleLocator {
     return { line, column: col };
   }
   /** An OrchError naming the YAML path and line. */
-  error(reason: string, path: Path, message: string, keyNode = false): OrchError {
+  error(reason: ReasonFor<"INVALID_ARGUMENT">, path: Path, message: string, keyNode = false): OrchError {
     const { line, column } = this.at(path, keyNode);
     const where = formatPath(path);
     return invalid(reason, `${where} (line ${line}): ${message}`, { field: "content", path: where, line, column });
   }
 }
 
-function firstIssue(loc: ModuleLocator, prefix: Path, err: z.ZodError, reason = "invalid_module"): OrchError {
+function firstIssue(
+  loc: ModuleLocator,
+  prefix: Path,
+  err: z.ZodError,
+  reason: ReasonFor<"INVALID_ARGUMENT"> = "invalid_module",
+): OrchError {
   const issue = err.issues[0]!;
   const path = [...prefix, ...(issue.path as Array<string | number>)];
   if (issue.code === "unrecognized_keys") {
@@ -113,7 +119,7 @@ function checkTemplates(loc: ModuleLocator, path: Path, v: unknown): void {
       );
     return;
   }
-  if (Array.isArray(v)) v.forEach((x, i) => checkTemplates(loc, [...path, i], x));
+  if (Array.isArray(v)) for (const [i, x] of v.entries()) checkTemplates(loc, [...path, i], x);
   else if (v && typeof v === "object") for (const [k, x] of Object.entries(v)) checkTemplates(loc, [...path, k], x);
 }
 

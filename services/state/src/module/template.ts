@@ -71,7 +71,7 @@ export class TemplateError extends Error {
   }
 }
 
-const has = (o: Readonly<Record<string, string>>, k: string) => Object.prototype.hasOwnProperty.call(o, k);
+const has = (o: Readonly<Record<string, string>>, k: string) => Object.hasOwn(o, k);
 
 /**
  * Renders one JSON value. A missing attribute, tag or (unresolved) secret is a TemplateError

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { NAME_RE, NAME_RULE } from "@orch/contracts";
 import { TEMPLATE_MARK } from "./template.js";
 
 /**
@@ -11,7 +12,7 @@ import { TEMPLATE_MARK } from "./template.js";
 const templated = z.string().refine((s) => s.includes(TEMPLATE_MARK), "must be a literal value or a {{ template }}");
 const text = z.string();
 const nonEmpty = z.string().min(1, "must not be empty");
-/** A literal `..` segment is refused here; the agent refuses one a template renders (finding 14). */
+/** A literal `..` segment is refused here; the agent refuses one a template renders. */
 const noDotDot = (s: string) => !s.split("/").includes("..");
 const DOT_DOT = "must not contain '..' segments";
 const absPath = z
@@ -131,10 +132,8 @@ export const ARGUMENT_FIELDS: Readonly<Record<ResourceType, readonly string[]>> 
 };
 
 export const isResourceType = (t: unknown): t is ResourceType =>
-  typeof t === "string" && Object.prototype.hasOwnProperty.call(RESOURCE_TYPES, t);
+  typeof t === "string" && Object.hasOwn(RESOURCE_TYPES, t);
 
-export const NAME_RE = /^[a-z0-9][a-z0-9._-]{0,62}$/;
-export const NAME_RULE = "1-63 characters of a-z, 0-9, '.', '_' or '-', starting with a letter or digit";
 export const RESOURCE_ID_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 export const MAX_RESOURCES = 2000;
 

@@ -1,11 +1,14 @@
 import type { TerminalService } from "@orch/contracts";
 import { OrchError, forbidden, notFound, precondition, unauthenticated, type Handlers } from "@orch/kit";
-import { isLive, sessionsDb, ticketsDb } from "../db.js";
-import type { Recordings, TerminalDeps } from "../recordings.js";
+import { isLive, sessionsDb } from "../db/sessions.js";
+import { ticketsDb } from "../db/tickets.js";
+import type { TerminalDeps } from "../deps.js";
+import type { Recordings } from "../recordings.js";
 import { issueTicket, ticketHash, tokenBinding } from "../tickets.js";
-import { toSession, visible } from "../view.js";
+import { toSession } from "../convert.js";
 import { requireOperator } from "./open.js";
 import { scopeCheck } from "./scope.js";
+import { visible } from "./visibility.js";
 
 type AccessHandlers = Pick<Handlers<typeof TerminalService>, "issueTicket" | "redeemTicket">;
 

@@ -1,23 +1,15 @@
-import type { TerminalService } from "@orch/contracts";
+import { checkAgentRef, type TerminalService } from "@orch/contracts";
 import { forbidden, invalid, notFound, precondition, type CallContext, type Handlers } from "@orch/kit";
 import { agentError, agentTerminal } from "../agent.js";
-import { sessionsDb } from "../db.js";
-import type { Recordings, TerminalDeps } from "../recordings.js";
+import { sessionsDb } from "../db/sessions.js";
+import type { TerminalDeps } from "../deps.js";
+import type { Recordings } from "../recordings.js";
 import { issueTicket, tokenBinding } from "../tickets.js";
-import { toSession } from "../view.js";
+import { toSession } from "../convert.js";
+import { checkShell, dimension } from "../validate.js";
 import { scopeCheck } from "./scope.js";
 
 type OpenHandlers = Pick<Handlers<typeof TerminalService>, "openSession">;
-
-const NODE_ID_RE = /^[0-9A-Za-z._-]{1,128}$/;
-const SHELL_RE = /^\/[^\x00-\x1f\x7f]{0,4095}$/;
-
-function dimension(v: number, field: "cols" | "rows", def: number): number {
-  if (v === 0) return def;
-  if (!Number.isInteger(v) || v < 1 || v > 1000)
-    throw invalid("invalid_request", `${field} must be an integer between 1 and 1000`, { field });
-  return v;
-}
 
 export function requireOperator(ctx: CallContext) {
   if (ctx.actor.type !== "operator") throw forbidden("operator_required", "terminal sessions belong to an operator");
@@ -30,14 +22,11 @@ export function openHandlers(deps: TerminalDeps, recordings: Recordings): OpenHa
   return {
     async openSession(req, ctx) {
       requireOperator(ctx);
-      if (!NODE_ID_RE.test(req.nodeId))
-        throw invalid("invalid_request", "node_id must be 1-128 letters, digits, '.', '_' or '-'", {
-          field: "node_id",
-        });
+      const badRef = checkAgentRef(req.nodeId);
+      if (badRef) throw invalid(badRef.reason, `node_id ${badRef.message}`, { field: "node_id" });
       const cols = dimension(req.cols, "cols", 80);
       const rows = dimension(req.rows, "rows", 24);
-      if (req.shell && !SHELL_RE.test(req.shell))
-        throw invalid("invalid_request", "shell must be an absolute path", { field: "shell" });
+      checkShell(req.shell);
       const token = tokenBinding(req.credential);
       // A scoped operator reaches only agents its selector matches; the registry's answer wins over
       // whatever id and name the caller sent.

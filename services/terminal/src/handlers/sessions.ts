@@ -2,9 +2,11 @@ import type { TerminalService } from "@orch/contracts";
 import { keysetPage, invalid, pageCursor, pageLimit, type Handlers } from "@orch/kit";
 import { agentTerminal } from "../agent.js";
 import { encodeControl, termSubject } from "../control.js";
-import { STATUSES, isLive, sessionsDb, type SessionRow } from "../db.js";
-import type { Recordings, TerminalDeps } from "../recordings.js";
-import { seesAll, toSession, visible } from "../view.js";
+import { toSession } from "../convert.js";
+import { STATUSES, isLive, sessionsDb, type SessionRow } from "../db/sessions.js";
+import type { TerminalDeps } from "../deps.js";
+import type { Recordings } from "../recordings.js";
+import { seesAll, visible } from "./visibility.js";
 
 type SessionHandlers = Pick<Handlers<typeof TerminalService>, "listSessions" | "getSession" | "closeSession">;
 

@@ -1,9 +1,10 @@
-import { open } from "node:fs/promises";
+import { type FileHandle, open } from "node:fs/promises";
 import type { TerminalService } from "@orch/contracts";
 import { invalid, notFound, type Handlers } from "@orch/kit";
-import { sessionsDb } from "../db.js";
-import type { Recordings, TerminalDeps } from "../recordings.js";
-import { visible } from "../view.js";
+import { sessionsDb } from "../db/sessions.js";
+import type { TerminalDeps } from "../deps.js";
+import type { Recordings } from "../recordings.js";
+import { visible } from "./visibility.js";
 
 type TranscriptHandlers = Pick<Handlers<typeof TerminalService>, "readTranscript">;
 
@@ -17,7 +18,7 @@ export function transcriptHandlers(deps: TerminalDeps, recordings: Recordings): 
       if (!Number.isInteger(req.offset) || req.offset < 0)
         throw invalid("invalid_request", "offset must be a non-negative integer", { field: "offset" });
       const limit = req.limit > 0 ? Math.min(req.limit, MAX_CHUNK) : MAX_CHUNK;
-      let fh;
+      let fh: FileHandle;
       try {
         fh = await open(recordings.transcriptPath(row.transcript_file), "r");
       } catch {

@@ -1,0 +1,45 @@
+/** Assignments, and the progress and outcome of their fan-out runs (pure). */
+import type { Assignment, AssignmentPage, AssignmentRun as Run, StateOperation as Operation } from "@orch/client";
+import { operationLines, paintStatus } from "./operations.js";
+
+export const ASSIGNMENT_COLUMNS = ["NAME", "SELECTOR", "MODULES", "DESCRIPTION"];
+
+export function assignmentRows(assignments: AssignmentPage["assignments"]): unknown[][] {
+  return assignments.map((a) => [a.name, a.selector, a.modules.join(","), a.description]);
+}
+
+export function assignmentFields(a: Assignment): [string, unknown][] {
+  return [
+    ["name", a.name],
+    ["selector", a.selector],
+    ["modules", a.modules.join(", ")],
+    ["description", a.description],
+    ["created_at", a.created_at],
+    ["created_by", a.created_by],
+  ];
+}
+
+export const createdLine = (a: Assignment) => `Created assignment ${a.name}: ${a.selector} → ${a.modules.join(", ")}`;
+
+type Kind = "apply" | "plan";
+
+/** Printed instead of following a run (--no-wait). */
+export const runStartedLine = (kind: Kind, run: Run) =>
+  `${kind} of ${run.assignment} started on ${run.operations.length} agent(s): run ${run.run_id}`;
+
+/** The note a followed run starts with. */
+export const runFollowingLine = (kind: Kind, run: Run) =>
+  `${kind} of ${run.assignment} (${run.selector}) on ${run.operations.length} agent(s), run ${run.run_id}`;
+
+/** One agent's new status while a run is followed. */
+export const runProgressLine = (o: Run["operations"][number], color: boolean) =>
+  `  ${(o.name || o.node_id).padEnd(20)} ${paintStatus(color, o.status)}`;
+
+/** Every finished operation with its results, the agents never started, and a closing line. */
+export function runResultLines(kind: Kind, run: Run, ops: readonly Operation[], color: boolean): string[] {
+  const lines = ops.flatMap((op) => operationLines(op, color));
+  for (const o of run.operations.filter((x) => x.status === "not_started"))
+    lines.push(`${kind} on ${o.name || o.node_id}: ${paintStatus(color, "not_started")}`);
+  lines.push(`run ${run.run_id} ${run.status}: ${run.operations.length} agent(s), ${run.failures} failure(s)`);
+  return lines;
+}

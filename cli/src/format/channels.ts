@@ -1,0 +1,77 @@
+/** Notification channels, test sends and deliveries as table rows and fields (pure). */
+import type { Channel, ChannelTest, DeliveryPage } from "@orch/client";
+
+/** Where a channel delivers: the webhook URL, or ntfy's server/topic. */
+export const channelTarget = (c: Channel) =>
+  String(
+    c.config.url ??
+      c.config.webhook_url ??
+      (c.config.topic ? `${String(c.config.server_url ?? "")}/${String(c.config.topic)}` : ""),
+  );
+
+const minSeverity = (c: Channel) => c.config.min_severity ?? "warning";
+
+export const CHANNEL_COLUMNS = ["NAME", "ID", "TYPE", "ENABLED", "MIN SEVERITY", "TARGET"];
+
+export function channelRows(channels: readonly Channel[]): unknown[][] {
+  return channels.map((c) => [
+    c.name,
+    c.id,
+    c.channel_type,
+    c.enabled ? "yes" : "no",
+    minSeverity(c),
+    channelTarget(c),
+  ]);
+}
+
+/** "Added webhook channel ops, id …" before the fields of a channel just changed. */
+export const channelVerbLine = (verb: string, c: Channel) => `${verb} ${c.channel_type} channel ${c.name}, id ${c.id}`;
+
+export function channelFields(c: Channel): [string, unknown][] {
+  return [
+    ["name", c.name],
+    ["id", c.id],
+    ["type", c.channel_type],
+    ["enabled", c.enabled ? "yes" : `no (${c.disabled_reason ?? ""})`],
+    ["target", channelTarget(c)],
+    ["min_severity", minSeverity(c)],
+    ["event_types", Array.isArray(c.config.event_types) ? c.config.event_types.join(",") : "all"],
+    ["config", JSON.stringify(c.config)],
+    ["created_at", new Date(c.created_at * 1000).toISOString()],
+    ["created_by", c.created_by],
+  ];
+}
+
+/**
+ * The server returns a webhook secret unmasked only in the answer that created or rotated it; that
+ * is the one chance to show it. Null when the config holds no such secret.
+ */
+export function channelSecretLine(c: Channel): string | null {
+  const secret = c.config.secret;
+  if (typeof secret === "string" && secret.startsWith("whsec_") && !secret.includes("****"))
+    return `webhook secret (shown once, store it now): ${secret}`;
+  return null;
+}
+
+export function channelTestFields(r: ChannelTest): [string, unknown][] {
+  return [
+    ["delivered", r.delivered ? "yes" : "no"],
+    ["status_code", r.status_code],
+    ["response", r.response_snippet],
+    ["error", r.error],
+  ];
+}
+
+export const DELIVERY_COLUMNS = ["ID", "CREATED", "EVENT", "SEVERITY", "STATUS", "ATTEMPTS", "LAST"];
+
+export function deliveryRows(deliveries: DeliveryPage["deliveries"]): unknown[][] {
+  return deliveries.map((d) => [
+    d.id,
+    new Date(d.created_at_ms).toISOString(),
+    d.event_type,
+    d.severity,
+    d.status,
+    d.attempts,
+    d.last_error ?? d.last_status_code,
+  ]);
+}

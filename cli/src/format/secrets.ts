@@ -1,0 +1,43 @@
+/** Secret metadata as table rows and fields (pure; values never reach the CLI). */
+import type { Reencryption, SecretMeta } from "@orch/client";
+
+/** Who may receive a secret: node ids and/or tags, or any approved agent when unrestricted. */
+export function restrictionText(r: SecretMeta["restriction"]): string {
+  if (!r) return "any approved agent";
+  const parts = [];
+  if (r.node_ids.length) parts.push(`nodes: ${r.node_ids.join(",")}`);
+  const tags = Object.entries(r.tags);
+  if (tags.length) parts.push(`tags: ${tags.map(([k, v]) => `${k}=${v}`).join(",")}`);
+  return parts.join("; ");
+}
+
+export const SECRET_COLUMNS = ["NAME", "RESTRICTION", "EXPIRES", "UPDATED", "DESCRIPTION"];
+
+export function secretRows(secrets: readonly SecretMeta[]): unknown[][] {
+  return secrets.map((s) => [
+    s.name,
+    restrictionText(s.restriction),
+    s.expires_at ?? "never",
+    s.updated_at,
+    s.description,
+  ]);
+}
+
+export function secretFields(s: SecretMeta): [string, unknown][] {
+  return [
+    ["name", s.name],
+    ["description", s.description],
+    ["expires_at", s.expires_at ?? "never"],
+    ["restriction", restrictionText(s.restriction)],
+    ["created_at", s.created_at],
+    ["created_by", s.created_by],
+    ["updated_at", s.updated_at],
+    ["updated_by", s.updated_by],
+  ];
+}
+
+export const reencryptedLine = (r: Reencryption) => `Re-encrypted ${r.reencrypted} secret(s) with key ${r.active_key}`;
+
+/** The secrets the active key set could not decrypt, or null when there were none. */
+export const reencryptFailedNote = (r: Reencryption) =>
+  r.failed.length ? `could not decrypt (left unchanged): ${r.failed.join(", ")}` : null;

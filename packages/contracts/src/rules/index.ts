@@ -1,0 +1,7 @@
+// Input rules shared by the gateway (wrapped in its zod schemas) and the services (called directly).
+export * from "./violation.js";
+export * from "./ids.js";
+export * from "./names.js";
+export * from "./agents.js";
+export * from "./secrets.js";
+export * from "./discovery.js";

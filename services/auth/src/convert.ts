@@ -1,0 +1,16 @@
+import type { Operator } from "@orch/contracts";
+import type { OperatorRow } from "./db/operators.js";
+
+export function toOperator(r: OperatorRow): Operator {
+  return {
+    $typeName: "orch.v1.Operator",
+    id: r.id,
+    name: r.name,
+    publicKey: r.public_key,
+    role: r.role,
+    active: r.active,
+    createdAt: Number(r.created_at),
+    createdBy: r.created_by,
+    agentSelector: r.agent_selector ?? "",
+  };
+}

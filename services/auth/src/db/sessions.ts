@@ -1,0 +1,51 @@
+import type { Queryable } from "@orch/kit";
+import type { OperatorRow } from "./operators.js";
+
+export const sessionsDb = {
+  async addChallenge(db: Queryable, nonce: string, publicKey: string, expiresAt: number): Promise<void> {
+    await db.query("INSERT INTO challenges (nonce, public_key, expires_at) VALUES ($1, $2, $3)", [
+      nonce,
+      publicKey,
+      expiresAt,
+    ]);
+  },
+  /** Consumes the nonce: it can be used once, whatever the outcome. */
+  async takeChallenge(db: Queryable, nonce: string): Promise<{ public_key: string; expires_at: number } | undefined> {
+    return (
+      await db.query<{ public_key: string; expires_at: number }>(
+        "DELETE FROM challenges WHERE nonce = $1 RETURNING public_key, expires_at",
+        [nonce],
+      )
+    ).rows[0];
+  },
+  async addToken(db: Queryable, hash: string, operatorId: string, createdAt: number, expiresAt: number): Promise<void> {
+    await db.query("INSERT INTO tokens (hash, operator_id, created_at, expires_at) VALUES ($1, $2, $3, $4)", [
+      hash,
+      operatorId,
+      createdAt,
+      expiresAt,
+    ]);
+  },
+  async principal(
+    db: Queryable,
+    hash: string,
+    now: number,
+  ): Promise<(OperatorRow & { expires_at: number }) | undefined> {
+    return (
+      await db.query<OperatorRow & { expires_at: number }>({
+        name: "auth.principal",
+        text: `SELECT o.id, o.name, o.public_key, o.role, o.active, o.created_at, o.created_by, o.agent_selector, t.expires_at
+           FROM tokens t JOIN operators o ON o.id = t.operator_id
+          WHERE t.hash = $1 AND t.expires_at > $2 AND o.active`,
+        values: [hash, now],
+      })
+    ).rows[0];
+  },
+  async removeToken(db: Queryable, hash: string): Promise<void> {
+    await db.query("DELETE FROM tokens WHERE hash = $1", [hash]);
+  },
+  async purgeExpired(db: Queryable, now: number): Promise<void> {
+    await db.query("DELETE FROM challenges WHERE expires_at < $1", [now]);
+    await db.query("DELETE FROM tokens WHERE expires_at < $1", [now]);
+  },
+};

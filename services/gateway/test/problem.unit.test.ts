@@ -1,0 +1,37 @@
+import t from "tap";
+import { ERROR_CATALOGUE } from "@orch/contracts";
+import { OrchError } from "@orch/kit";
+import { problem, problemFromError } from "../src/problem.js";
+
+t.test("problem() takes its status from the error catalogue", async (t) => {
+  for (const [code, status, title] of [
+    ["route_not_found", 404, "Not Found"],
+    ["upgrade_required", 426, "Upgrade Required"],
+    ["headers_too_large", 431, "Request Header Fields Too Large"],
+    ["secret_exists", 409, "Conflict"],
+  ] as const) {
+    const p = problem(code, "detail", { field: "x" });
+    t.same(p, { type: `https://orch.dev/problems/${code}`, title, status, detail: "detail", code, field: "x" });
+    t.equal(p.status, ERROR_CATALOGUE[code].status);
+  }
+});
+
+t.test("an explicit status wins (fastify's own 4xx request errors)", async (t) => {
+  const p = problem("invalid_request", "bad", {}, 413);
+  t.equal(p.status, 413);
+  t.equal(p.title, "Payload Too Large");
+});
+
+t.test("an OrchError keeps the status of its gRPC code and carries the request id", async (t) => {
+  const p = problemFromError(new OrchError("NOT_FOUND", "agent_not_found", "no agent 'x'", { field: "node_id" }), "r1");
+  t.same(p, {
+    type: "https://orch.dev/problems/agent_not_found",
+    title: "Not Found",
+    status: 404,
+    detail: "no agent 'x'",
+    code: "agent_not_found",
+    field: "node_id",
+    request_id: "r1",
+  });
+  t.equal(problemFromError(new OrchError("UNAVAILABLE", undefined, "down")).code, "unavailable");
+});

@@ -1,0 +1,12 @@
+import { AgentStateService, AgentsService, NotifyService, SecretsService } from "@orch/contracts";
+import { rpcClient, type NatsConnection } from "@orch/kit";
+import type { Clients } from "./deps.js";
+
+export function createClients(nc: NatsConnection, timeoutMs: number): Clients {
+  return {
+    agents: rpcClient(nc, "agents", AgentsService, { timeoutMs }),
+    secrets: rpcClient(nc, "secrets", SecretsService, { timeoutMs }),
+    notify: rpcClient(nc, "notify", NotifyService, { timeoutMs: Math.min(timeoutMs, 2000) }),
+    agentState: (nodeId) => rpcClient(nc, "", AgentStateService, { timeoutMs, subjectBase: `orch.agent.${nodeId}` }),
+  };
+}

@@ -1,0 +1,24 @@
+import type { AgentStateService, AgentsService, NotifyService, SecretsService } from "@orch/contracts";
+import type { Client, ServiceDeps } from "@orch/kit";
+import type { StateConfig } from "./config.js";
+
+export type StateDeps = ServiceDeps<Readonly<StateConfig>>;
+
+/** The other services the state service talks to, all over NATS with a timeout. */
+export interface Clients {
+  agents: Client<typeof AgentsService>;
+  secrets: Client<typeof SecretsService>;
+  notify: Client<typeof NotifyService>;
+  /** AgentStateService of one agent, relayed by whichever agents replica holds its link. */
+  agentState(nodeId: string): Client<typeof AgentStateService>;
+}
+
+/** What an operation needs to know about its agent. */
+export interface AgentInfo {
+  nodeId: string;
+  name: string;
+  status: string;
+  connected: boolean;
+  tags: Record<string, string>;
+  attributes: Record<string, string>;
+}

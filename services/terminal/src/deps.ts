@@ -1,0 +1,4 @@
+import type { ServiceDeps } from "@orch/kit";
+import type { TerminalConfig } from "./config.js";
+
+export type TerminalDeps = ServiceDeps<Readonly<TerminalConfig>>;

@@ -1,0 +1,52 @@
+// The stack the state end-to-end tests share: auth, agents, secrets, state and gateway as real
+// processes, a pool of real orch-agents dialling the agent link, and a scratch directory.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createTestDatabase, freePort, startNats, startSystem } from "@orch/kit/testing";
+import { agentPool } from "../../../services/agents/test/harness.js";
+
+export interface StateStackOptions {
+  /** Names the scratch directory (`orch-e2e-<name>-…`). */
+  name: string;
+  /** Byte the secrets key is filled with, so each file's ciphertexts differ. */
+  keyByte?: number;
+  /** Extra or overriding service environment (drift, sweep and timeout intervals). */
+  env?: Record<string, string>;
+}
+
+export async function startStateStack(o: StateStackOptions) {
+  const nats = await startNats();
+  const db = await createTestDatabase();
+  const linkPort = await freePort();
+  const system = await startSystem({
+    nats,
+    db,
+    services: ["auth", "agents", "secrets", "state", "gateway"],
+    env: {
+      ORCH_AGENTS_LINK_HOST: "127.0.0.1",
+      ORCH_AGENTS_LINK_PORT: String(linkPort),
+      ORCH_SECRETS_KEYS: `k1:${Buffer.alloc(32, o.keyByte ?? 9).toString("base64")}`,
+      ORCH_STATE_DRIFT_INTERVAL_SECONDS: "0",
+      ...o.env,
+    },
+  });
+  const agents = agentPool();
+  const dir = mkdtempSync(join(tmpdir(), `orch-e2e-${o.name}-`));
+  return {
+    nats,
+    db,
+    linkPort,
+    system,
+    agents,
+    dir,
+    /** Agents first (they hold links), then the services, the database and NATS. */
+    async stop() {
+      await agents.stop();
+      await system.stop();
+      await db.drop();
+      await nats.stop();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
