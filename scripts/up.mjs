@@ -250,6 +250,9 @@ if (process.env.ORCH_AGENTS_TLS_CERT || /^(1|true)$/i.test(process.env.ORCH_AGEN
 
 // 5. Services, then agents.
 const httpPort = Number(process.env.ORCH_HTTP_PORT ?? 8080);
+// The console's passkeys need a host name, not an IP (browsers refuse IP addresses as WebAuthn
+// RP IDs); localhost is one, and a secure context without TLS.
+const publicUrl = process.env.ORCH_HTTP_PUBLIC_URL || `http://localhost:${httpPort}`;
 const services = readdirSync(join(ROOT, "services")).filter((s) =>
   existsSync(join(ROOT, "services", s, "dist/main.js")),
 );
@@ -257,6 +260,7 @@ const env = {
   NATS_URL: natsUrl,
   DATABASE_URL: dbUrl,
   ORCH_HTTP_PORT: String(httpPort),
+  ORCH_HTTP_PUBLIC_URL: publicUrl,
   ORCH_BOOTSTRAP_ADMIN_KEY: process.env.ORCH_BOOTSTRAP_ADMIN_KEY ?? adminPub,
   ORCH_SECRETS_KEYS: secretsKeys,
   ORCH_NOTIFY_CREDENTIALS_KEYS: notifyKeys,
@@ -305,6 +309,8 @@ process.stdout.write(`
     .map(([k, v]) => `${k}=${v}`)
     .join(" ")}
   Log in:     npx orchctl login --server ${base} --key ${rel}
+  Console:    ${publicUrl.replace(/\/+$/, "")}/
+  Sign in:    npx orchctl console
   Then:       npx orchctl status · npx orchctl operators list · npx orchctl agents list
   Stop:       Ctrl-C
 `);

@@ -17,11 +17,13 @@ import { register as registerAgents } from "./commands/agents.js";
 import { register as registerAudit } from "./commands/audit.js";
 import { register as registerAuth } from "./commands/auth.js";
 import { register as registerChannels } from "./commands/channels.js";
+import { register as registerConsole } from "./commands/console.js";
 import { register as registerMaintenance } from "./commands/maintenance.js";
 import { register as registerNotifications } from "./commands/notifications.js";
 import { register as registerDiscover } from "./commands/discover.js";
 import { register as registerKeygen } from "./commands/keygen.js";
 import { register as registerOperators } from "./commands/operators.js";
+import { register as registerPasskeys } from "./commands/passkeys.js";
 import { register as registerSecrets } from "./commands/secrets.js";
 import { register as registerSsh } from "./commands/ssh.js";
 import { register as registerState } from "./commands/state.js";
@@ -35,6 +37,8 @@ export type RegisterFn = (program: Command, io: CliIO) => void;
 export const commandGroups: RegisterFn[] = [
   registerKeygen,
   registerAuth,
+  registerConsole,
+  registerPasskeys,
   registerStatus,
   registerOperators,
   registerAgents,

@@ -1,6 +1,6 @@
-/** orchctl agents list | show | approve | reject | rm | tag | untag | attrs | metrics */
+/** orchctl agents list | summary | show | approve | reject | rm | tag | untag | attrs | metrics */
 import type { Command } from "commander";
-import { unwrap, type Agent, type AgentPage } from "@orch/client";
+import { unwrap, type Agent, type AgentPage, type ResponseBody } from "@orch/client";
 import { parseLimit, parseTagArg, parseTime } from "../args.js";
 import { action, type Context } from "../context.js";
 import { CliError, ProblemError } from "../errors.js";
@@ -14,6 +14,7 @@ import {
   attributeRows,
   metricRows,
   shortId,
+  summaryFields,
   tagList,
 } from "../format/agents.js";
 import type { CliIO } from "../output.js";
@@ -21,6 +22,9 @@ import type { CliIO } from "../output.js";
 const MAX_PAGES = 10_000;
 const STATUSES = ["pending", "approved", "rejected"] as const;
 type AgentStatus = (typeof STATUSES)[number];
+export type AgentSummary = ResponseBody<"/api/v1/agents/summary", "get">;
+const SELECTOR_HELP =
+  "only agents this selector matches, e.g. 'env=prod,role in (web,db)' (AND-ed with your scope; see docs/modules.md#selectors)";
 const node = (node_id: string) => ({ params: { path: { node_id } } });
 
 // ---- API ---------------------------------------------------------------------------------------
@@ -30,6 +34,7 @@ export async function listAgents(
   ctx: Context,
   opts: {
     status?: AgentStatus | undefined;
+    selector?: string | undefined;
     limit?: number | undefined;
     cursor?: string | undefined;
     all?: boolean | undefined;
@@ -38,7 +43,7 @@ export async function listAgents(
   const fetchPage = async (cursor: string | undefined) =>
     unwrap(
       await ctx.api.GET("/api/v1/agents", {
-        params: { query: { status: opts.status, limit: opts.limit?.toString(), cursor } },
+        params: { query: { status: opts.status, selector: opts.selector, limit: opts.limit?.toString(), cursor } },
       }),
     );
   let page = await fetchPage(opts.cursor);
@@ -83,24 +88,43 @@ const list: Sub = (agents, io) =>
     .alias("ls")
     .description("list agents")
     .option("--status <status>", `only agents with this status (${STATUSES.join(", ")})`)
+    .option("--selector <expr>", SELECTOR_HELP)
     .option("--limit <n>", "page size")
     .option("--cursor <cursor>", "continue from a previous page's next_cursor")
     .option("--all", "fetch every page")
     .action(
-      action(io, async (ctx, opts: { status?: string; limit?: string; cursor?: string; all?: boolean }) => {
-        if (opts.status && !STATUSES.includes(opts.status as AgentStatus))
-          throw new CliError(`--status must be one of ${STATUSES.join(", ")}`, "invalid_argument");
-        const page = await listAgents(ctx, {
-          status: opts.status as AgentStatus | undefined,
-          limit: parseLimit(opts.limit),
-          cursor: opts.cursor,
-          all: opts.all,
-        });
-        ctx.out.result(page, () => {
-          ctx.out.table(AGENT_COLUMNS, agentRows(page.agents, Date.now()));
-          if (page.has_more && page.next_cursor)
-            ctx.out.note(`more agents: orchctl agents list --cursor ${page.next_cursor} (or --all)`);
-        });
+      action(
+        io,
+        async (ctx, opts: { status?: string; selector?: string; limit?: string; cursor?: string; all?: boolean }) => {
+          if (opts.status && !STATUSES.includes(opts.status as AgentStatus))
+            throw new CliError(`--status must be one of ${STATUSES.join(", ")}`, "invalid_argument");
+          const page = await listAgents(ctx, {
+            status: opts.status as AgentStatus | undefined,
+            selector: opts.selector,
+            limit: parseLimit(opts.limit),
+            cursor: opts.cursor,
+            all: opts.all,
+          });
+          ctx.out.result(page, () => {
+            ctx.out.table(AGENT_COLUMNS, agentRows(page.agents, Date.now()));
+            if (page.has_more && page.next_cursor)
+              ctx.out.note(`more agents: orchctl agents list --cursor ${page.next_cursor} (or --all)`);
+          });
+        },
+      ),
+    );
+
+const summary: Sub = (agents, io) =>
+  agents
+    .command("summary")
+    .description("count agents by status and connection (connected/disconnected split the approved ones)")
+    .option("--selector <expr>", SELECTOR_HELP)
+    .action(
+      action(io, async (ctx, opts: { selector?: string }) => {
+        const s: AgentSummary = unwrap(
+          await ctx.api.GET("/api/v1/agents/summary", { params: { query: { selector: opts.selector } } }),
+        );
+        ctx.out.result(s, () => ctx.out.fields(summaryFields(s)));
       }),
     );
 
@@ -264,5 +288,5 @@ const metrics: Sub = (agents, io) =>
 
 export function register(program: Command, io: CliIO): void {
   const agents = program.command("agents").description("list, approve, reject, tag and inspect agents");
-  for (const sub of [list, show, approve, reject, remove, tag, untag, attrs, metrics]) sub(agents, io);
+  for (const sub of [list, summary, show, approve, reject, remove, tag, untag, attrs, metrics]) sub(agents, io);
 }

@@ -42,6 +42,25 @@ export function agentFields(a: Agent): [string, unknown][] {
   ];
 }
 
+/** `orchctl agents summary`; connected + disconnected = approved (pending agents may be linked too). */
+export function summaryFields(s: {
+  total: number;
+  connected: number;
+  disconnected: number;
+  pending: number;
+  approved: number;
+  rejected: number;
+}): [string, unknown][] {
+  return [
+    ["total", s.total],
+    ["connected", s.connected],
+    ["disconnected", s.disconnected],
+    ["pending", s.pending],
+    ["approved", s.approved],
+    ["rejected", s.rejected],
+  ];
+}
+
 export const ATTRIBUTE_COLUMNS = ["ATTRIBUTE", "VALUE"];
 
 /** Attributes in key order. */

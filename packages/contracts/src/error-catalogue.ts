@@ -152,8 +152,19 @@ export const ERROR_CATALOGUE = {
   },
   origin_not_allowed: {
     status: 403,
+    grpc: "PERMISSION_DENIED",
+    meaning:
+      "A browser Origin not in `http.allowed_origins` tried to open a terminal WebSocket or to sign in to the console.",
+  },
+  csrf_token_invalid: {
+    status: 403,
+    grpc: "PERMISSION_DENIED",
+    meaning: "A console (cookie) request that changes state came without the session's `x-orch-csrf` header.",
+  },
+  console_unavailable: {
+    status: 404,
     grpc: null,
-    meaning: "A browser Origin not in `http.allowed_origins` tried to open a terminal WebSocket.",
+    meaning: "The web console is not built or `http.console_dir` names no directory; the API still works.",
   },
   ticket_required: {
     status: 401,
@@ -164,6 +175,38 @@ export const ERROR_CATALOGUE = {
   // Operators and login (auth).
   invalid_token: { status: 401, grpc: "UNAUTHENTICATED", meaning: "The bearer token is invalid, expired or revoked." },
   unknown_operator: { status: 401, grpc: "UNAUTHENTICATED", meaning: "The operator is unknown or inactive." },
+  invalid_login_code: {
+    status: 401,
+    grpc: "UNAUTHENTICATED",
+    meaning: "The console login code is unknown or was already used; run `orchctl console` again.",
+  },
+  login_code_expired: {
+    status: 401,
+    grpc: "UNAUTHENTICATED",
+    meaning: "The console login code is older than 60 s; run `orchctl console` again.",
+  },
+  passkeys_unavailable: {
+    status: 409,
+    grpc: "FAILED_PRECONDITION",
+    meaning: "Passkeys need `http.public_url` set to a URL with a host name (not an IP address).",
+  },
+  invalid_passkey_response: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning: "The authenticator's WebAuthn response could not be verified.",
+  },
+  invalid_webauthn_challenge: {
+    status: 401,
+    grpc: "UNAUTHENTICATED",
+    meaning: "The WebAuthn challenge is unknown, used or expired; start again.",
+  },
+  invalid_passkey: {
+    status: 401,
+    grpc: "UNAUTHENTICATED",
+    meaning: "The passkey is not registered (or was removed), or its signature did not verify.",
+  },
+  passkey_exists: { status: 409, grpc: "ALREADY_EXISTS", meaning: "This authenticator is already registered." },
+  passkey_not_found: { status: 404, grpc: "NOT_FOUND", meaning: "No such passkey for this operator." },
   invalid_nonce: {
     status: 401,
     grpc: "UNAUTHENTICATED",

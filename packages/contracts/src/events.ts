@@ -14,6 +14,15 @@ export const EVENT_TYPES = {
       "A login attempt failed (bad signature, unknown key, expired nonce). warning only for the first failure of a known operator in `auth.login_failure_window_seconds`; repeats and unknown keys are info and notify nobody.",
   },
   "auth.logout": { severity: "info", description: "An operator revoked its session token." },
+  "auth.login_code.created": {
+    severity: "info",
+    description: "An operator asked for a one-time console login link (`orchctl console`).",
+  },
+  "auth.passkey.registered": { severity: "info", description: "An operator registered a passkey for the console." },
+  "auth.passkey.removed": {
+    severity: "warning",
+    description: "A passkey was removed (by its operator or an admin) and the console sessions it opened revoked.",
+  },
   "operator.created": { severity: "info", description: "An operator was added." },
   "operator.removed": { severity: "warning", description: "An operator was removed and its tokens revoked." },
   "operator.updated": {

@@ -8,3 +8,4 @@ export * from "./unnotified.js";
 export * from "./secret-mask.js";
 export * from "./error-catalogue.js";
 export * from "./rules/index.js";
+export * from "./console.js";

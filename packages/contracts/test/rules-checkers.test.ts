@@ -17,6 +17,12 @@ t.test("a name shaped like a node id is refused with the name's code", async (t)
   t.equal(checkAgentName(null)?.reason, "name_required");
 });
 
+t.test("a name the API's own agent routes use is refused (GET /agents/summary would shadow it)", async (t) => {
+  t.same(checkAgentName("summary")?.reason, "invalid_name");
+  t.match(checkAgentName("summary")?.message, /route of its own/);
+  t.equal(checkAgentName("summary-1"), null);
+});
+
 t.test("ULID patterns: any ULID, and one whose time fits 48 bits", async (t) => {
   const max = "7ZZZZZZZZZZZZZZZZZZZZZZZZZ";
   const beyond = "8ZZZZZZZZZZZZZZZZZZZZZZZZZ";

@@ -6,6 +6,7 @@ import type { AgentsDeps, LinkInfo } from "./deps.js";
 import { discoverHandlers } from "./handlers/discover.js";
 import { metricsHandlers } from "./handlers/metrics.js";
 import { registryHandlers } from "./handlers/registry.js";
+import { summaryHandlers } from "./handlers/summary.js";
 import { tagHandlers } from "./handlers/tags.js";
 import { grantsDb } from "./link/grants.js";
 import { createHub, type Hub } from "./link/hub.js";
@@ -111,6 +112,7 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
     log,
     handlers: {
       ...registryHandlers(deps),
+      ...summaryHandlers(deps),
       ...tagHandlers(deps),
       ...metricsHandlers(deps),
       ...discoverHandlers(deps, linkInfo),

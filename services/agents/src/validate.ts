@@ -1,5 +1,8 @@
 import {
   checkAgentName,
+  parseSelector,
+  SelectorError,
+  type Selector,
   checkTagKey as tagKeyRule,
   checkTags as tagsRule,
   checkTagValue as tagValueRule,
@@ -31,4 +34,18 @@ export function checkTags(tags: Record<string, string>): void {
 export function checkName(name: string): void {
   const v = checkAgentName(name);
   if (v) throw refuse(v, "name");
+}
+
+/** A request's selector filter; null when it narrows nothing (empty or `*`). */
+export function checkSelector(text: string, field = "selector"): Selector | null {
+  if (!text.trim()) return null;
+  let sel: Selector;
+  try {
+    sel = parseSelector(text);
+  } catch (err) {
+    if (err instanceof SelectorError)
+      throw invalid("invalid_selector", `${field}: ${err.message}`, { field, position: err.position });
+    throw err;
+  }
+  return sel.all ? null : sel;
 }

@@ -2,11 +2,27 @@ import { UNNOTIFIED_FLAG } from "@orch/contracts";
 import { SYSTEM_ACTOR, type Events, type Queryable } from "@orch/kit";
 import { operatorsDb } from "./db/operators.js";
 
-export interface LoginFailure {
+/** A failed key login (Ed25519 challenge): the presented key says which operator was tried. */
+export interface KeyLoginFailure {
   reason: string;
   publicKey: string;
   remoteAddress: string;
 }
+
+/**
+ * A failed console sign-in. The code or passkey names the operator when it was known (an expired
+ * code, a valid passkey of an inactive operator); `credential` names what was presented otherwise.
+ */
+export interface ConsoleLoginFailure {
+  reason: string;
+  method: "login_code" | "passkey";
+  operatorId?: string | undefined;
+  /** What was presented when no operator is known (a passkey's credential id; never a code). */
+  credential?: string | undefined;
+  remoteAddress: string;
+}
+
+export type LoginFailure = KeyLoginFailure | ConsoleLoginFailure;
 
 /**
  * Records failed logins without letting anyone flood the operators' inboxes.
@@ -32,13 +48,20 @@ export function loginFailureRecorder(deps: { events: Events; clock: { now(): num
 
   return async function recordLoginFailure(f: LoginFailure): Promise<void> {
     await events.tx(async (db, emit) => {
-      const op = await operatorsDb.byKey(db, f.publicKey);
+      const viaConsole = "method" in f;
+      const op = viaConsole
+        ? f.operatorId
+          ? await operatorsDb.byId(db, f.operatorId)
+          : undefined
+        : await operatorsDb.byKey(db, f.publicKey);
       // A boolean, never undefined: the event records `known_operator: false` for unknown keys.
       const known = op?.active === true;
       const notifies = known && (await opensWindow(db, op.id, clock.now()));
       const target = known
         ? { id: op.id, name: op.name, type: "operator" }
-        : { id: f.publicKey, name: f.publicKey.slice(0, 16), type: "public_key" };
+        : viaConsole
+          ? unknownConsoleTarget(f)
+          : { id: f.publicKey, name: f.publicKey.slice(0, 16), type: "public_key" };
       await emit({
         type: "auth.login.failed",
         severity: notifies ? "warning" : "info",
@@ -47,7 +70,7 @@ export function loginFailureRecorder(deps: { events: Events; clock: { now(): num
         target,
         metadata: {
           reason: f.reason,
-          public_key: f.publicKey,
+          ...(viaConsole ? { method: f.method } : { public_key: f.publicKey }),
           remote_address: f.remoteAddress,
           known_operator: known,
           ...(notifies ? {} : { [UNNOTIFIED_FLAG]: true }),
@@ -55,4 +78,11 @@ export function loginFailureRecorder(deps: { events: Events; clock: { now(): num
       });
     });
   };
+}
+
+function unknownConsoleTarget(f: ConsoleLoginFailure) {
+  if (f.method === "passkey" && f.credential)
+    return { id: f.credential, name: f.credential.slice(0, 16), type: "passkey" };
+  // Never the code itself: an unknown one may be a mistyped live one.
+  return { id: f.method, name: f.method.replace("_", " "), type: f.method };
 }

@@ -3,8 +3,10 @@ import { SYSTEM_ACTOR, schedulePeriodic, serveRpc, withJobLock, type Service } f
 import { operatorsDb } from "./db/operators.js";
 import { sessionsDb } from "./db/sessions.js";
 import type { AuthDeps } from "./deps.js";
+import { loginCodeHandlers } from "./handlers/login-codes.js";
 import { loginHandlers } from "./handlers/login.js";
 import { operatorHandlers } from "./handlers/operators.js";
+import { passkeyHandlers } from "./handlers/passkeys.js";
 import { normaliseKey } from "./keys.js";
 
 /** Creates the first admin from ORCH_BOOTSTRAP_ADMIN_KEY when no admin exists yet. */
@@ -49,7 +51,12 @@ export async function createAuthService(deps: AuthDeps): Promise<Service> {
     name: "auth",
     service: AuthService,
     log: deps.log,
-    handlers: { ...loginHandlers(deps), ...operatorHandlers(deps) },
+    handlers: {
+      ...loginHandlers(deps),
+      ...operatorHandlers(deps),
+      ...loginCodeHandlers(deps),
+      ...passkeyHandlers(deps),
+    },
   });
   const purge = schedulePeriodic(deps, "auth.purge", 600_000, (c) => sessionsDb.purgeExpired(c, deps.clock.now()));
   return {

@@ -1,5 +1,14 @@
 import { fileURLToPath } from "node:url";
-import { SYSTEM_ACTOR, systemClock, type CallContext, type Clock } from "@orch/kit";
+import { create, fromBinary } from "@bufbuild/protobuf";
+import {
+  AuthService,
+  RevocationSchema,
+  type AuditEvent,
+  AuditEventSchema,
+  OperatorSchema,
+  type Revocation,
+} from "@orch/contracts";
+import { rpcClient, SYSTEM_ACTOR, systemClock, type Actor, type CallContext, type Clock } from "@orch/kit";
 import {
   createTestDatabase,
   ed25519,
@@ -10,6 +19,7 @@ import {
   type NatsHandle,
 } from "@orch/kit/testing";
 import { authConfigSchema } from "../src/config.js";
+import { operatorHandlers } from "../src/handlers/operators.js";
 import { createAuthService } from "../src/service.js";
 
 export const AUTH_MIGRATIONS = fileURLToPath(new URL("../migrations", import.meta.url));
@@ -63,5 +73,37 @@ export async function authTestbed(t: { teardown(fn: () => Promise<void>): void }
     deadline: Date.now() + timeoutMs,
     log: auth.deps.log,
   });
-  return { nats, db, admin, auth, systemCtx };
+  /** Adds an operator (as the system) and returns the actor the gateway would send for it. */
+  const addOperator = async (name: string, role: "admin" | "operator" = "operator") => {
+    const key = ed25519();
+    const req = {
+      $typeName: "orch.v1.CreateOperatorRequest",
+      name,
+      publicKey: key.publicKeyHex,
+      role,
+      agentSelector: "",
+    } as const;
+    const op = create(OperatorSchema, await operatorHandlers(auth.deps).createOperator(req, systemCtx()));
+    const actor: Actor = { id: op.id, name: op.name, type: "operator", role };
+    return { op, actor, key };
+  };
+  return { nats, db, admin, auth, systemCtx, addOperator };
+}
+
+/** A bus client of the auth service, as the gateway holds one. */
+export async function authClient(nats: NatsHandle, name = "client") {
+  return rpcClient(await nats.connect(name), "auth", AuthService, { timeoutMs: 10_000 });
+}
+
+/** Everything published on the revocation subject and the auth audit subjects, for assertions. */
+export async function busObserver(nats: NatsHandle) {
+  const nc = await nats.connect("observer");
+  const revocations: Revocation[] = [];
+  const events: AuditEvent[] = [];
+  nc.subscribe("orch.auth.revoked", {
+    callback: (_e, m) => void revocations.push(fromBinary(RevocationSchema, m.data)),
+  });
+  nc.subscribe("audit.auth.>", { callback: (_e, m) => void events.push(fromBinary(AuditEventSchema, m.data)) });
+  await nc.flush();
+  return { revocations, events };
 }

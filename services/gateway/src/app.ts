@@ -30,6 +30,18 @@ import { startLiveSessions, type GatewayLiveSessions } from "./live-sessions.js"
 import { fastifyPath, successStatus, type RouteSpec } from "./route.js";
 import { allRoutes } from "./routes/index.js";
 import { applySecurityHeaders } from "./security-headers.js";
+import { requireCsrf } from "./console/csrf.js";
+import { requestToken } from "./console/session.js";
+import { registerConsole } from "./console/static.js";
+
+/** Sign-in routes share one per-address rate limit (gateway.auth_rate_limit_per_minute). */
+const LOGIN_ROUTES = new Set([
+  "POST /api/v1/auth/challenge",
+  "POST /api/v1/auth/verify",
+  "POST /api/v1/auth/console/exchange",
+  "POST /api/v1/auth/passkeys/authentication-options",
+  "POST /api/v1/auth/passkeys/authentication",
+]);
 
 export interface GatewayDeps {
   config: Readonly<GatewayConfig>;
@@ -138,7 +150,10 @@ export async function buildGateway(
     return sendProblem(reply, problemFromError(e, req.id));
   });
   const methodsOf = allowedMethods(routes);
+  const consoleServer = await registerConsole(app, { dir: config.http.console_dir, log });
   app.setNotFoundHandler((req, reply) => {
+    const page = consoleServer.fallback(req, reply);
+    if (page) return page;
     const path = req.url.split("?")[0] ?? "";
     const allow = methodsOf(path);
     if (allow.length > 0) {
@@ -153,7 +168,7 @@ export async function buildGateway(
 
   for (const spec of routes) {
     const status = successStatus(spec);
-    const limited = spec.path.startsWith("/api/v1/auth/challenge") || spec.path.startsWith("/api/v1/auth/verify");
+    const limited = LOGIN_ROUTES.has(`${spec.method} ${spec.path}`);
     app.route({
       method: spec.method,
       url: fastifyPath(spec.path),
@@ -167,10 +182,11 @@ export async function buildGateway(
           }
         }
         if (spec.auth === "public") return;
-        const h = req.headers.authorization;
-        const m = typeof h === "string" ? /^Bearer\s+(\S+)$/i.exec(h) : null;
-        if (!m?.[1]) throw unauthenticated("unauthenticated", "send Authorization: Bearer <token> (orchctl login)");
-        req.principal = await tokens.resolve(m[1]);
+        const cred = requestToken(req, config.http);
+        if (!cred) throw unauthenticated("unauthenticated", "send Authorization: Bearer <token> (orchctl login)");
+        req.principal = await tokens.resolve(cred.token);
+        // After the token check: a stale console tab gets 401 (sign in again), not a CSRF error.
+        if (cred.via === "cookie") requireCsrf(req, cred.token);
         if (spec.auth === "admin" && req.principal.role !== "admin") throw forbidden();
       },
       handler: async (req, reply) => {

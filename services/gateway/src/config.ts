@@ -19,6 +19,8 @@ export const gatewayConfigSchema = baseConfigSchema.extend({
       /** Origins allowed to open terminal WebSockets; empty = same host as the request. */
       allowed_origins: z.array(z.string()).default([]),
       trust_proxy: z.boolean().default(false),
+      /** Built web console (index.html + assets/) served at /; empty = the repository's web/dist. */
+      console_dir: z.string().default(""),
     })
     .prefault({}),
   gateway: z

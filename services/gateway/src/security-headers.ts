@@ -14,7 +14,8 @@ export const SECURITY_HEADERS: ReadonlyArray<readonly [string, string]> = [
 
 /**
  * Set on the raw response so they also reach replies written without fastify's send (SSE streams,
- * framework errors); a route that sets its own value of one of them (reply.header) wins.
+ * framework errors); a route that sets its own value of one of them (reply.header) wins. Console
+ * pages and assets replace them all with CONSOLE_HEADERS (console/static.ts).
  */
 export function applySecurityHeaders(res: ServerResponse): void {
   for (const [name, value] of SECURITY_HEADERS) res.setHeader(name, value);
@@ -22,3 +23,21 @@ export function applySecurityHeaders(res: ServerResponse): void {
 
 /** The same headers as raw HTTP/1.1 header lines, for replies written straight to a socket. */
 export const securityHeaderLines = (): string[] => SECURITY_HEADERS.map(([name, value]) => `${name}: ${value}`);
+
+/**
+ * The console's policy: its own origin only, no inline script. Inline styles are allowed because
+ * libraries inject <style> elements; scripts stay strict.
+ */
+export const CONSOLE_CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; " +
+  "font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; " +
+  "form-action 'self'; frame-ancestors 'none'";
+
+/** Headers on every console page and asset (not cache-control, which depends on the file). */
+export const CONSOLE_HEADERS: ReadonlyArray<readonly [string, string]> = [
+  ["content-security-policy", CONSOLE_CSP],
+  ["x-content-type-options", "nosniff"],
+  ["referrer-policy", "same-origin"],
+  ["cross-origin-opener-policy", "same-origin"],
+  ["x-frame-options", "DENY"],
+];

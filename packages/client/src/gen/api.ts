@@ -327,6 +327,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/agents/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count agents by status and connection
+         * @description Counts only the agents the caller can see (its scope), narrowed by `selector`. `connected` and `disconnected` split the approved agents; pending agents waiting on a live link count as pending only.
+         *
+         *     Any authenticated operator.
+         */
+        get: operations["getAgentsSummary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/assignments": {
         parameters: {
             query?: never;
@@ -535,6 +557,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/auth/console/exchange": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Exchange a login code for a console session; sets the console session cookies
+         * @description Browsers only: the Origin header must be the console's (http.public_url or http.allowed_origins).
+         *
+         *     No authentication.
+         */
+        post: operations["postAuthConsoleExchange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/login-codes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Get a single-use console login link for the calling operator
+         * @description The code is valid for 60 s and travels in the URL fragment, so it reaches no server log.
+         *
+         *     Any authenticated operator.
+         */
+        post: operations["postAuthLoginCodes"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/logout": {
         parameters: {
             query?: never;
@@ -545,10 +611,116 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Revoke the presented session token
+         * Revoke the presented session token (a console session also gets its cookies cleared)
          * @description Any authenticated operator.
          */
         post: operations["postAuthLogout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/passkeys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The calling operator's passkeys
+         * @description Any authenticated operator.
+         */
+        get: operations["getAuthPasskeys"];
+        put?: never;
+        /**
+         * Finish registering a passkey (the authenticator's attestation)
+         * @description Any authenticated operator.
+         */
+        post: operations["postAuthPasskeys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/passkeys/{passkey_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove one of the calling operator's passkeys and end the console sessions it opened
+         * @description Any authenticated operator.
+         */
+        delete: operations["deleteAuthPasskeysPasskeyId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/passkeys/authentication": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Finish a console sign-in with a passkey; sets the console session cookies
+         * @description Browsers only: the Origin header must be the console's (http.public_url or http.allowed_origins).
+         *
+         *     No authentication.
+         */
+        post: operations["postAuthPasskeysAuthentication"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/passkeys/authentication-options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a console sign-in with a passkey
+         * @description No authentication.
+         */
+        post: operations["postAuthPasskeysAuthenticationOptions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/passkeys/registration-options": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start registering a passkey for the calling operator
+         * @description Any authenticated operator.
+         */
+        post: operations["postAuthPasskeysRegistrationOptions"];
         delete?: never;
         options?: never;
         head?: never;
@@ -949,6 +1121,46 @@ export interface paths {
         patch: operations["patchOperatorsOperatorId"];
         trace?: never;
     };
+    "/api/v1/operators/{operator_id}/passkeys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An operator's passkeys
+         * @description Requires the admin role.
+         */
+        get: operations["getOperatorsOperatorIdPasskeys"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/operators/{operator_id}/passkeys/{passkey_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove an operator's passkey and end the console sessions it opened
+         * @description Requires the admin role.
+         */
+        delete: operations["deleteOperatorsOperatorIdPasskeysPasskeyId"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/secrets": {
         parameters: {
             query?: never;
@@ -1248,7 +1460,7 @@ export interface components {
              * @description stable machine-readable error code; `x-error-catalogue` (and docs/errors.md) gives each one's status
              * @enum {string}
              */
-            code: "admin_cannot_be_scoped" | "admin_required" | "agent_busy" | "agent_disconnected" | "agent_not_approved" | "agent_not_connected" | "agent_not_found" | "agent_not_rejected" | "agent_timeout" | "already_exists" | "assignment_exists" | "assignment_not_found" | "body_too_large" | "bus_permission_denied" | "bus_unavailable" | "channel_credentials_unavailable" | "channel_exists" | "channel_not_found" | "channel_type_immutable" | "cyclic_requires" | "database_unavailable" | "deadline_exceeded" | "discovery_failed" | "discovery_port_not_allowed" | "discovery_target_not_allowed" | "discovery_target_refused" | "drift_not_found" | "duplicate_resource" | "duplicate_resource_id" | "expires_at_in_past" | "expiry_extension_requires_admin" | "failed_precondition" | "headers_too_large" | "idempotency_key_in_flight" | "idempotency_key_reused" | "idempotency_store_unavailable" | "internal" | "invalid_argument" | "invalid_batch" | "invalid_channel_type" | "invalid_characters" | "invalid_config" | "invalid_cursor" | "invalid_description" | "invalid_expires_at" | "invalid_filter" | "invalid_idempotency_key" | "invalid_json" | "invalid_limit" | "invalid_mode" | "invalid_module" | "invalid_name" | "invalid_node_id" | "invalid_nonce" | "invalid_payload" | "invalid_public_key" | "invalid_range" | "invalid_request" | "invalid_resource" | "invalid_restriction" | "invalid_retention" | "invalid_selector" | "invalid_session_id" | "invalid_signature" | "invalid_signature_format" | "invalid_since" | "invalid_status" | "invalid_tag_key" | "invalid_tag_value" | "invalid_target" | "invalid_template" | "invalid_ticket" | "invalid_timestamp" | "invalid_token" | "invalid_until" | "invalid_url" | "invalid_value" | "invalid_window" | "invalid_yaml" | "last_admin" | "malformed_request" | "method_not_allowed" | "module_in_use" | "module_not_found" | "module_too_large" | "name_immutable" | "name_mismatch" | "name_required" | "name_taken" | "no_metrics" | "no_shell_configured" | "no_snapshot" | "not_found" | "nothing_to_update" | "notification_not_found" | "operation_not_found" | "operator_exists" | "operator_not_found" | "operator_required" | "origin_not_allowed" | "permission_denied" | "public_key_in_use" | "rate_limited" | "request_timeout" | "resource_exhausted" | "restriction_widening_requires_admin" | "route_not_found" | "run_not_found" | "secret_exists" | "secret_expired" | "secret_in_argument" | "secret_key_unavailable" | "secret_not_found" | "secret_not_permitted" | "secret_undecryptable" | "service_unavailable" | "session_exists" | "session_not_found" | "session_not_open" | "shell_not_allowed" | "shell_not_found" | "tag_not_found" | "terminal_disabled" | "ticket_expired" | "ticket_operator_mismatch" | "ticket_required" | "timeout" | "too_deep" | "too_many_sessions" | "too_many_tags" | "transcript_not_found" | "unauthenticated" | "unavailable" | "unknown_method" | "unknown_operator" | "unknown_requirement" | "unknown_requires" | "unknown_resource_type" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "value_too_large" | "window_not_found";
+            code: "admin_cannot_be_scoped" | "admin_required" | "agent_busy" | "agent_disconnected" | "agent_not_approved" | "agent_not_connected" | "agent_not_found" | "agent_not_rejected" | "agent_timeout" | "already_exists" | "assignment_exists" | "assignment_not_found" | "body_too_large" | "bus_permission_denied" | "bus_unavailable" | "channel_credentials_unavailable" | "channel_exists" | "channel_not_found" | "channel_type_immutable" | "console_unavailable" | "csrf_token_invalid" | "cyclic_requires" | "database_unavailable" | "deadline_exceeded" | "discovery_failed" | "discovery_port_not_allowed" | "discovery_target_not_allowed" | "discovery_target_refused" | "drift_not_found" | "duplicate_resource" | "duplicate_resource_id" | "expires_at_in_past" | "expiry_extension_requires_admin" | "failed_precondition" | "headers_too_large" | "idempotency_key_in_flight" | "idempotency_key_reused" | "idempotency_store_unavailable" | "internal" | "invalid_argument" | "invalid_batch" | "invalid_channel_type" | "invalid_characters" | "invalid_config" | "invalid_cursor" | "invalid_description" | "invalid_expires_at" | "invalid_filter" | "invalid_idempotency_key" | "invalid_json" | "invalid_limit" | "invalid_login_code" | "invalid_mode" | "invalid_module" | "invalid_name" | "invalid_node_id" | "invalid_nonce" | "invalid_passkey" | "invalid_passkey_response" | "invalid_payload" | "invalid_public_key" | "invalid_range" | "invalid_request" | "invalid_resource" | "invalid_restriction" | "invalid_retention" | "invalid_selector" | "invalid_session_id" | "invalid_signature" | "invalid_signature_format" | "invalid_since" | "invalid_status" | "invalid_tag_key" | "invalid_tag_value" | "invalid_target" | "invalid_template" | "invalid_ticket" | "invalid_timestamp" | "invalid_token" | "invalid_until" | "invalid_url" | "invalid_value" | "invalid_webauthn_challenge" | "invalid_window" | "invalid_yaml" | "last_admin" | "login_code_expired" | "malformed_request" | "method_not_allowed" | "module_in_use" | "module_not_found" | "module_too_large" | "name_immutable" | "name_mismatch" | "name_required" | "name_taken" | "no_metrics" | "no_shell_configured" | "no_snapshot" | "not_found" | "nothing_to_update" | "notification_not_found" | "operation_not_found" | "operator_exists" | "operator_not_found" | "operator_required" | "origin_not_allowed" | "passkey_exists" | "passkey_not_found" | "passkeys_unavailable" | "permission_denied" | "public_key_in_use" | "rate_limited" | "request_timeout" | "resource_exhausted" | "restriction_widening_requires_admin" | "route_not_found" | "run_not_found" | "secret_exists" | "secret_expired" | "secret_in_argument" | "secret_key_unavailable" | "secret_not_found" | "secret_not_permitted" | "secret_undecryptable" | "service_unavailable" | "session_exists" | "session_not_found" | "session_not_open" | "shell_not_allowed" | "shell_not_found" | "tag_not_found" | "terminal_disabled" | "ticket_expired" | "ticket_operator_mismatch" | "ticket_required" | "timeout" | "too_deep" | "too_many_sessions" | "too_many_tags" | "transcript_not_found" | "unauthenticated" | "unavailable" | "unknown_method" | "unknown_operator" | "unknown_requirement" | "unknown_requires" | "unknown_resource_type" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "value_too_large" | "window_not_found";
             detail: string;
             request_id?: string;
             status: number;
@@ -1271,6 +1483,8 @@ export interface operations {
             query?: {
                 cursor?: string;
                 limit?: string;
+                /** @description agent selector (assignment grammar: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, comma = and; keys are tags, `name`, `node_id`, `attr.<attribute>`; `*` globs in values), AND-ed with the caller's scope; empty = no filter */
+                selector?: string;
                 status?: "pending" | "approved" | "rejected";
             };
             header?: never;
@@ -1311,7 +1525,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description problem codes: invalid_request */
+            /** @description problem codes: invalid_request, invalid_selector */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2909,6 +3123,57 @@ export interface operations {
             };
         };
     };
+    getAgentsSummary: {
+        parameters: {
+            query?: {
+                /** @description agent selector (assignment grammar: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, comma = and; keys are tags, `name`, `node_id`, `attr.<attribute>`; `*` globs in values), AND-ed with the caller's scope; empty = no filter */
+                selector?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        approved: number;
+                        /** @description approved and connected now */
+                        connected: number;
+                        /** @description approved and not connected */
+                        disconnected: number;
+                        pending: number;
+                        rejected: number;
+                        /** @description agents the caller can see that match */
+                        total: number;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request, invalid_selector */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     getAssignments: {
         parameters: {
             query?: {
@@ -3853,6 +4118,138 @@ export interface operations {
             };
         };
     };
+    postAuthConsoleExchange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description send as the x-orch-csrf header on every request that is not GET/HEAD */
+                        csrf_token: string;
+                        expires_at: string;
+                        operator: {
+                            active: boolean;
+                            /** @description agent selector limiting the agents the operator reaches; null = unscoped (docs/access.md) */
+                            agent_selector: string | null;
+                            created_at: string;
+                            created_by: string;
+                            id: string;
+                            name: string;
+                            public_key: string;
+                            /** @enum {string} */
+                            role: "admin" | "operator";
+                        };
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: invalid_login_code, login_code_expired, unknown_operator */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: origin_not_allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postAuthLoginCodes: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        code: string;
+                        expires_at: string;
+                        url: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     postAuthLogout: {
         parameters: {
             query?: never;
@@ -3891,6 +4288,356 @@ export interface operations {
                 };
             };
             /** @description problem codes: idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAuthPasskeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        passkeys: {
+                            /** @description the credential is synced (multi-device), e.g. by a platform password manager */
+                            backed_up: boolean;
+                            created_at: string;
+                            id: string;
+                            last_used_at: string | null;
+                            name: string;
+                            transports: string[];
+                        }[];
+                    };
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postAuthPasskeys: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    response: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the credential is synced (multi-device), e.g. by a platform password manager */
+                        backed_up: boolean;
+                        created_at: string;
+                        id: string;
+                        last_used_at: string | null;
+                        name: string;
+                        transports: string[];
+                    };
+                };
+            };
+            /** @description problem codes: invalid_passkey_response, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: invalid_webauthn_challenge */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: passkey_exists, passkeys_unavailable, idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteAuthPasskeysPasskeyId: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                passkey_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success, no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem codes: invalid_request, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: passkey_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postAuthPasskeysAuthentication: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    response: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description send as the x-orch-csrf header on every request that is not GET/HEAD */
+                        csrf_token: string;
+                        expires_at: string;
+                        operator: {
+                            active: boolean;
+                            /** @description agent selector limiting the agents the operator reaches; null = unscoped (docs/access.md) */
+                            agent_selector: string | null;
+                            created_at: string;
+                            created_by: string;
+                            id: string;
+                            name: string;
+                            public_key: string;
+                            /** @enum {string} */
+                            role: "admin" | "operator";
+                        };
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: invalid_passkey, invalid_webauthn_challenge, unknown_operator */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: origin_not_allowed */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: passkeys_unavailable */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postAuthPasskeysAuthenticationOptions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        options: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description problem codes: passkeys_unavailable */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postAuthPasskeysRegistrationOptions: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        options: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description problem codes: invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: passkeys_unavailable, idempotency_key_reused, idempotency_key_in_flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5774,6 +6521,143 @@ export interface operations {
                 };
             };
             /** @description problem codes: operator_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getOperatorsOperatorIdPasskeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                operator_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        passkeys: {
+                            /** @description the credential is synced (multi-device), e.g. by a platform password manager */
+                            backed_up: boolean;
+                            created_at: string;
+                            id: string;
+                            last_used_at: string | null;
+                            name: string;
+                            transports: string[];
+                        }[];
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: operator_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteOperatorsOperatorIdPasskeysPasskeyId: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                operator_id: string;
+                passkey_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success, no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem codes: invalid_request, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: operator_not_found, passkey_not_found */
             404: {
                 headers: {
                     [name: string]: unknown;

@@ -15,12 +15,17 @@ export const MAX_TAGS = 64;
 const PRINTABLE_RE = /^[^\p{Cc}]*$/u;
 
 /** Required at approval; refused when it is not a DNS label or looks like a node id. */
+/** Path segments the API uses under /api/v1/agents/ itself; an agent so named could not be read by name. */
+export const RESERVED_AGENT_NAMES: ReadonlySet<string> = new Set(["summary"]);
+
 export function checkAgentName(name: string | null | undefined): Violation | null {
   if (!name) return { reason: "name_required", message: "is required when approving" };
   if (!AGENT_NAME_RE.test(name)) return { reason: "invalid_name", message: `must be ${AGENT_NAME_RULE}` };
   // Agents are addressed by node id or name interchangeably; a name shaped like a node id would be ambiguous.
   if (NODE_ID_RE.test(name))
     return { reason: "invalid_name", message: "cannot be 32 hex digits (that is what node ids look like)" };
+  if (RESERVED_AGENT_NAMES.has(name))
+    return { reason: "invalid_name", message: `cannot be "${name}": /api/v1/agents/${name} is a route of its own` };
   return null;
 }
 

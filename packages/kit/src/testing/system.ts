@@ -59,9 +59,17 @@ export async function startSystem(opts: {
   /** Env of one service on top of `env` (e.g. its own bus user), also on restarts by `start`. */
   serviceEnv?: (name: string) => Record<string, string>;
   admin?: KeyPair;
+  /**
+   * "localhost": the gateway's public URL (and `url`) is http://localhost:PORT, a host name, as the
+   * console's passkeys need (browsers refuse IP addresses as WebAuthn RP IDs). It still binds 127.0.0.1.
+   */
+  publicHost?: "localhost";
+  /** How long the gateway's port and every service's readiness may take (ms; default 30 s each). */
+  readyTimeoutMs?: number;
 }): Promise<SystemHandle> {
   const admin = opts.admin ?? ed25519();
   const port = await freePort();
+  const publicUrl = opts.publicHost ? `http://${opts.publicHost}:${port}` : undefined;
   const env: Record<string, string> = {
     NATS_URL: opts.nats.url,
     DATABASE_URL: opts.db.url,
@@ -74,6 +82,7 @@ export async function startSystem(opts: {
     ORCH_GATEWAY_SERVICES: JSON.stringify(opts.services.filter((s) => s !== "gateway")),
     // notify refuses to start without a key for channel credentials.
     ORCH_NOTIFY_CREDENTIALS_KEYS: `e2e:${Buffer.alloc(32, 0x6e).toString("base64")}`,
+    ...(publicUrl ? { ORCH_HTTP_PUBLIC_URL: publicUrl } : {}),
     // The agent link is TLS as in a real deployment; spawned agents trust this CA (agentPool).
     ...(opts.services.includes("agents") && !opts.env?.ORCH_AGENTS_INSECURE
       ? { ORCH_AGENTS_TLS_CERT: testLinkTls().serverCert, ORCH_AGENTS_TLS_KEY: testLinkTls().serverKey }
@@ -99,7 +108,7 @@ export async function startSystem(opts: {
   };
 
   const handle: SystemHandle = {
-    url: `http://127.0.0.1:${port}`,
+    url: publicUrl ?? `http://127.0.0.1:${port}`,
     admin,
     env,
     procs,
@@ -149,8 +158,9 @@ export async function startSystem(opts: {
 
   try {
     for (const s of opts.services) await start(s);
-    await waitForPort(port, 30_000);
-    const until = Date.now() + 30_000;
+    const readyMs = opts.readyTimeoutMs ?? 30_000;
+    await waitForPort(port, readyMs);
+    const until = Date.now() + readyMs;
     for (;;) {
       const st = await handle.api("GET", "/api/v1/status").catch(() => undefined);
       if (st?.status === 200 && st.body.status === "ok") break;

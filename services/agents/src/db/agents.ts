@@ -21,6 +21,19 @@ export interface AgentRow {
 const COLS =
   "node_id, public_key, name, status, tags, attributes, connected, replica, session, first_seen, last_seen, address, version";
 
+/** Counts by status and connection (connected/disconnected count approved agents only). */
+export interface AgentCounts {
+  total: number;
+  connected: number;
+  disconnected: number;
+  pending: number;
+  approved: number;
+  rejected: number;
+}
+
+/** What a selector or a scope is matched against, plus what the counts need: no keys or addresses. */
+export type AgentFacts = Pick<AgentRow, "node_id" | "name" | "status" | "connected" | "tags" | "attributes">;
+
 /** What a link knows when its handshake succeeds. */
 export interface LinkUp {
   nodeId: string;
@@ -56,6 +69,36 @@ export const agentsDb = {
       await db.query<AgentRow>(
         `SELECT ${COLS} FROM agents WHERE node_id > $1 AND ($2 = '' OR status = $2) ORDER BY node_id LIMIT $3`,
         [opts.after, opts.status, opts.limit],
+      )
+    ).rows;
+  },
+  /** The whole registry counted in one pass. */
+  async counts(db: Queryable): Promise<AgentCounts> {
+    const r = await db.query<Record<keyof AgentCounts, string>>(
+      `SELECT count(*) AS total,
+              count(*) FILTER (WHERE status = 'approved' AND connected) AS connected,
+              count(*) FILTER (WHERE status = 'approved' AND NOT connected) AS disconnected,
+              count(*) FILTER (WHERE status = 'pending') AS pending,
+              count(*) FILTER (WHERE status = 'approved') AS approved,
+              count(*) FILTER (WHERE status = 'rejected') AS rejected
+         FROM agents`,
+    );
+    const row = r.rows[0]!;
+    return {
+      total: Number(row.total),
+      connected: Number(row.connected),
+      disconnected: Number(row.disconnected),
+      pending: Number(row.pending),
+      approved: Number(row.approved),
+      rejected: Number(row.rejected),
+    };
+  },
+  /** A batch of agents in node id order, only the columns a selector and the counts read. */
+  async factsPage(db: Queryable, opts: { limit: number; after: string }): Promise<AgentFacts[]> {
+    return (
+      await db.query<AgentFacts>(
+        "SELECT node_id, name, status, connected, tags, attributes FROM agents WHERE node_id > $1 ORDER BY node_id LIMIT $2",
+        [opts.after, opts.limit],
       )
     ).rows;
   },

@@ -1,4 +1,4 @@
-import type { AgentsService } from "@orch/contracts";
+import { matchSelector, type AgentsService, type Selector, type SelectorTarget } from "@orch/contracts";
 import {
   keysetPage,
   conflict,
@@ -18,7 +18,7 @@ import type { AgentsDeps } from "../deps.js";
 import { agentRef } from "../link/presence.js";
 import { INTERNAL, agentSubject } from "../link/relay.js";
 import { toAgent } from "../convert.js";
-import { checkName } from "../validate.js";
+import { checkName, checkSelector } from "../validate.js";
 
 type RegistryHandlers = Pick<Handlers<typeof AgentsService>, "getAgent" | "listAgents" | "setApproval" | "removeAgent">;
 
@@ -35,18 +35,35 @@ export function reachable(row: AgentRow | undefined, actor: Actor, ref: string):
   return row;
 }
 
-const scopeTarget = (r: AgentRow) => ({
+/** What a selector (the actor's scope or a request's filter) is matched against. */
+const scopeTarget = (r: Pick<AgentRow, "node_id" | "name" | "tags" | "attributes">): SelectorTarget => ({
   node_id: r.node_id,
   name: r.name ?? "",
   tags: r.tags,
   attributes: r.attributes,
 });
 
+/**
+ * The rows the actor may see that also match `selector` (a request's filter), or null when nothing
+ * narrows the set. The scope always applies: a filter can only take agents away, never add them.
+ */
+export function visibleTo(
+  actor: Actor,
+  selector: Selector | null = null,
+): ((r: Pick<AgentRow, "node_id" | "name" | "tags" | "attributes">) => boolean) | null {
+  if (!isScoped(actor) && !selector) return null;
+  return (r) => {
+    const target = scopeTarget(r);
+    return inScope(actor, target) && (!selector || matchSelector(selector, target));
+  };
+}
+
 const SCAN_BATCH = 500;
 
 /**
- * Up to `want` agents after `after` that the actor may reach, in node id order. A selector cannot
- * be pushed into SQL, so a scoped actor's page is filled by scanning batches.
+ * Up to `want` agents after `after` that the actor may reach and `selector` matches, in node id
+ * order. A selector cannot be pushed into SQL, so a filtered page is filled by scanning batches:
+ * it comes back short only when the registry has no more matches.
  */
 export async function reachablePage(
   db: Queryable,
@@ -54,13 +71,15 @@ export async function reachablePage(
   want: number,
   after: string,
   status: string,
+  selector: Selector | null = null,
 ): Promise<AgentRow[]> {
-  if (!isScoped(actor)) return agentsDb.page(db, { limit: want, after, status });
+  const keep = visibleTo(actor, selector);
+  if (!keep) return agentsDb.page(db, { limit: want, after, status });
   const out: AgentRow[] = [];
   for (let cursor = after; ; ) {
     const rows = await agentsDb.page(db, { limit: SCAN_BATCH, after: cursor, status });
     for (const r of rows) {
-      if (!inScope(actor, scopeTarget(r))) continue;
+      if (!keep(r)) continue;
       out.push(r);
       if (out.length >= want) return out;
     }
@@ -96,7 +115,9 @@ export function registryHandlers(deps: AgentsDeps): RegistryHandlers {
       const limit = pageLimit(req.limit);
       if (req.status && !STATUSES.includes(req.status))
         throw invalid("invalid_status", "status must be pending, approved or rejected", { field: "status" });
-      const rows = await reachablePage(pool, ctx.actor, limit + 1, pageCursor(req.cursor, "node_id"), req.status);
+      const after = pageCursor(req.cursor, "node_id");
+      const selector = checkSelector(req.selector);
+      const rows = await reachablePage(pool, ctx.actor, limit + 1, after, req.status, selector);
       const { page, nextCursor } = keysetPage(rows, limit, (r) => r.node_id);
       return { agents: page.map(toAgent), nextCursor };
     },

@@ -26,6 +26,15 @@ export const operatorsDb = {
       })
     ).rows[0];
   },
+  async byId(db: Queryable, id: string): Promise<OperatorRow | undefined> {
+    return (
+      await db.query<OperatorRow>({
+        name: "auth.operator_by_id",
+        text: `SELECT ${COLS} FROM operators WHERE id = $1`,
+        values: [id],
+      })
+    ).rows[0];
+  },
   async byIdOrName(db: Queryable, idOrName: string): Promise<OperatorRow | undefined> {
     return (
       await db.query<OperatorRow>({

@@ -1,6 +1,9 @@
 import type { Queryable } from "@orch/kit";
 import type { OperatorRow } from "./operators.js";
 
+/** How a console session was opened (the `tokens.via` column). */
+export type ConsoleVia = "login_code" | "passkey";
+
 export const sessionsDb = {
   async addChallenge(db: Queryable, nonce: string, publicKey: string, expiresAt: number): Promise<void> {
     await db.query("INSERT INTO challenges (nonce, public_key, expires_at) VALUES ($1, $2, $3)", [
@@ -26,6 +29,17 @@ export const sessionsDb = {
       expiresAt,
     ]);
   },
+  /** A web console session: a token like any other, marked with how it was opened. */
+  async addConsoleToken(
+    db: Queryable,
+    t: { hash: string; operatorId: string; createdAt: number; expiresAt: number; via: ConsoleVia; passkeyId?: string },
+  ): Promise<void> {
+    await db.query(
+      `INSERT INTO tokens (hash, operator_id, created_at, expires_at, kind, via, passkey_id)
+       VALUES ($1, $2, $3, $4, 'console', $5, $6)`,
+      [t.hash, t.operatorId, t.createdAt, t.expiresAt, t.via, t.passkeyId ?? null],
+    );
+  },
   async principal(
     db: Queryable,
     hash: string,
@@ -47,5 +61,7 @@ export const sessionsDb = {
   async purgeExpired(db: Queryable, now: number): Promise<void> {
     await db.query("DELETE FROM challenges WHERE expires_at < $1", [now]);
     await db.query("DELETE FROM tokens WHERE expires_at < $1", [now]);
+    await db.query("DELETE FROM login_codes WHERE expires_at < $1", [now]);
+    await db.query("DELETE FROM webauthn_challenges WHERE expires_at < $1", [now]);
   },
 };

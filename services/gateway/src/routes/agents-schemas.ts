@@ -3,6 +3,7 @@ import {
   AGENT_NAME_RE,
   AGENT_NAME_RULE,
   DISCOVERY_TARGET_RULE,
+  SELECTOR_MAX_LENGTH,
   checkAgentName,
   checkAgentRef,
   checkDiscoveryTarget,
@@ -13,6 +14,7 @@ import {
   TAG_KEY_RULE,
   TAG_VALUE_RULE,
   type Agent,
+  type AgentSummary,
   type MetricsSample,
   type Violation,
 } from "@orch/contracts";
@@ -86,6 +88,34 @@ export const AgentOut = z.object({
   version: z.string().nullable(),
   public_key: z.string().describe("hex Ed25519 public key; node_id is derived from it"),
 });
+
+// Shape only: the grammar is checked by the agents service with the shared parser (400 invalid_selector).
+export const SelectorQuery = z
+  .string()
+  .max(SELECTOR_MAX_LENGTH)
+  .describe(
+    "agent selector (assignment grammar: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`, comma = and; keys are tags, `name`, `node_id`, `attr.<attribute>`; `*` globs in values), AND-ed with the caller's scope; empty = no filter",
+  );
+
+export const AgentSummaryOut = z.object({
+  total: z.number().int().min(0).describe("agents the caller can see that match"),
+  connected: z.number().int().min(0).describe("approved and connected now"),
+  disconnected: z.number().int().min(0).describe("approved and not connected"),
+  pending: z.number().int().min(0),
+  approved: z.number().int().min(0),
+  rejected: z.number().int().min(0),
+});
+
+export function summaryJson(s: AgentSummary): z.infer<typeof AgentSummaryOut> {
+  return {
+    total: s.total,
+    connected: s.connected,
+    disconnected: s.disconnected,
+    pending: s.pending,
+    approved: s.approved,
+    rejected: s.rejected,
+  };
+}
 
 export const SampleOut = z.object({
   taken_at: z.string(),

@@ -9,10 +9,12 @@ import {
   AgentParams,
   AgentRef,
   AgentStatus,
+  AgentSummaryOut,
   KEY_RULE,
   MAX_TAGS,
   NAME_RULE,
   SampleOut,
+  SelectorQuery,
   TARGET_RULE,
   VALUE_RULE,
   agentJson,
@@ -23,6 +25,7 @@ import {
   fieldError,
   isNodeId,
   sampleJson,
+  summaryJson,
   validTarget,
 } from "./agents-schemas.js";
 
@@ -48,16 +51,39 @@ export function agentRoutes(ctx: GatewayContext) {
         status: AgentStatus.optional(),
         limit: qInt(1, 500).optional(),
         cursor: z.string().regex(NODE_ID_RE, "must be the next_cursor of a previous page").optional(),
+        selector: SelectorQuery.optional(),
       }),
       responses: {
         200: z.object({ agents: z.array(AgentOut), has_more: z.boolean(), next_cursor: z.string().nullable() }),
       },
+      errors: { 400: ["invalid_request", "invalid_selector"] },
       async handler({ query, call }) {
         const r = await agents.listAgents(
-          { limit: query.limit ?? 0, cursor: query.cursor ?? "", status: query.status ?? "" },
+          {
+            limit: query.limit ?? 0,
+            cursor: query.cursor ?? "",
+            status: query.status ?? "",
+            selector: query.selector ?? "",
+          },
           call,
         );
         return { agents: r.agents.map(agentJson), has_more: r.nextCursor !== "", next_cursor: r.nextCursor || null };
+      },
+    }),
+    // A static segment: fastify matches it before /agents/{node_id}, so it needs no ordering care here.
+    route({
+      method: "GET",
+      path: "/api/v1/agents/summary",
+      auth: "operator",
+      summary: "Count agents by status and connection",
+      description:
+        "Counts only the agents the caller can see (its scope), narrowed by `selector`. `connected` and `disconnected` split the approved agents; pending agents waiting on a live link count as pending only.",
+      tags: ["agents"],
+      query: z.object({ selector: SelectorQuery.optional() }),
+      responses: { 200: AgentSummaryOut },
+      errors: { 400: ["invalid_request", "invalid_selector"] },
+      async handler({ query, call }) {
+        return summaryJson(await agents.summarizeAgents({ selector: query.selector ?? "" }, call));
       },
     }),
     route({

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { AuditService, type ErrorReason } from "@orch/contracts";
 import { invalid, rpcClient, unauthenticated } from "@orch/kit";
 import type { GatewayContext } from "../app.js";
-import { bearerToken } from "../auth-cache.js";
+import { requestToken } from "../console/session.js";
 import { route } from "../route.js";
 import { AuditTail } from "../sse/audit-tail.js";
 import { auditEventJson, retentionJson } from "./audit-json.js";
@@ -122,7 +122,7 @@ export function auditRoutes(ctx: GatewayContext) {
           filter: q.filter,
           res: reply.raw,
         });
-        const token = bearerToken(raw.headers.authorization) ?? "";
+        const token = requestToken(raw, ctx.config.http)?.token ?? "";
         tail.bindTo(live, { operatorId: principal!.id, token, expiresAt: principal!.expiresAt });
         const first = await tail.open(after);
         if (tail.endedBy) throw unauthenticated("invalid_token", "the token is invalid, expired or revoked");

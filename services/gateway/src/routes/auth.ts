@@ -1,10 +1,32 @@
+import type { FastifyReply } from "fastify";
 import { z } from "zod";
-import { AuthService } from "@orch/contracts";
+import { AuthService, type VerifyResponse } from "@orch/contracts";
+import { loginLink } from "@orch/contracts/console";
 import { rpcClient } from "@orch/kit";
 import type { GatewayContext } from "../app.js";
+import { requireConsoleOrigin } from "../console/csrf.js";
+import { clearSessionCookies, requestToken, setSessionCookies } from "../console/session.js";
+import { publicBaseUrl } from "../public-url.js";
 import { route } from "../route.js";
 import { OperatorOut, iso } from "../schemas.js";
 import { operatorJson } from "./operators.js";
+
+/** What a console sign-in answers (the token itself is only in the HttpOnly cookie). */
+export const ConsoleSessionOut = z.object({
+  operator: OperatorOut,
+  expires_at: z.string(),
+  csrf_token: z.string().describe("send as the x-orch-csrf header on every request that is not GET/HEAD"),
+});
+
+/** Sets the console cookies for a new session and returns its body. */
+export function consoleSession(
+  ctx: GatewayContext,
+  reply: FastifyReply,
+  r: VerifyResponse,
+): z.infer<typeof ConsoleSessionOut> {
+  const csrf = setSessionCookies(reply, ctx.config.http, ctx.clock, r.token, r.expiresAt);
+  return { operator: operatorJson(r.operator!), expires_at: iso(r.expiresAt), csrf_token: csrf };
+}
 
 const Hex = (bytes: number, what: string) =>
   z.string().regex(new RegExp(`^[0-9a-fA-F]{${bytes * 2}}$`), `must be ${what}: ${bytes} bytes, hex-encoded`);
@@ -50,14 +72,55 @@ export function authRoutes(ctx: GatewayContext) {
     }),
     route({
       method: "POST",
+      path: "/api/v1/auth/login-codes",
+      auth: "operator",
+      summary: "Get a single-use console login link for the calling operator",
+      description: "The code is valid for 60 s and travels in the URL fragment, so it reaches no server log.",
+      tags: ["auth"],
+      responses: { 201: z.object({ code: z.string(), url: z.string(), expires_at: z.string() }) },
+      async handler({ call, raw }) {
+        const r = await auth.createLoginCode({}, call);
+        return {
+          code: r.code,
+          url: loginLink(publicBaseUrl(ctx.config.http, raw), r.code),
+          expires_at: iso(r.expiresAt),
+        };
+      },
+    }),
+    route({
+      method: "POST",
+      path: "/api/v1/auth/console/exchange",
+      auth: "public",
+      summary: "Exchange a login code for a console session; sets the console session cookies",
+      description: "Browsers only: the Origin header must be the console's (http.public_url or http.allowed_origins).",
+      tags: ["auth"],
+      body: z.object({ code: z.string().min(1).max(200) }),
+      responses: { 200: ConsoleSessionOut },
+      errors: {
+        401: ["invalid_login_code", "login_code_expired", "unknown_operator"],
+        403: ["origin_not_allowed"],
+        429: ["rate_limited"],
+      },
+      async handler({ body, call, raw }, reply) {
+        requireConsoleOrigin(raw, ctx.config.http);
+        return consoleSession(
+          ctx,
+          reply,
+          await auth.exchangeLoginCode({ code: body.code, remoteAddress: raw.ip }, call),
+        );
+      },
+    }),
+    route({
+      method: "POST",
       path: "/api/v1/auth/logout",
       auth: "operator",
-      summary: "Revoke the presented session token",
+      summary: "Revoke the presented session token (a console session also gets its cookies cleared)",
       tags: ["auth"],
       responses: { 204: null },
-      async handler({ raw, call }) {
-        const token = /^Bearer\s+(\S+)$/i.exec(raw.headers.authorization ?? "")?.[1] ?? "";
-        await auth.logout({ token }, call);
+      async handler({ raw, call }, reply) {
+        const cred = requestToken(raw, ctx.config.http);
+        await auth.logout({ token: cred?.token ?? "" }, call);
+        if (cred?.via === "cookie") clearSessionCookies(reply, ctx.config.http);
       },
     }),
     route({

@@ -9,6 +9,7 @@ import { maintenanceRoutes } from "./maintenance.js";
 import { moduleRoutes } from "./modules.js";
 import { notificationRoutes } from "./notifications.js";
 import { operatorRoutes } from "./operators.js";
+import { passkeyRoutes } from "./passkeys.js";
 import { secretRoutes } from "./secrets.js";
 import { stateRoutes } from "./state.js";
 import { statusRoutes } from "./status.js";
@@ -22,6 +23,7 @@ export function allRoutes(ctx: GatewayContext): RouteSpec[] {
     ...notificationRoutes(ctx),
     ...maintenanceRoutes(ctx),
     ...authRoutes(ctx),
+    ...passkeyRoutes(ctx),
     ...operatorRoutes(ctx),
     ...agentRoutes(ctx),
     ...secretRoutes(ctx),

@@ -4,7 +4,8 @@ import { AgentsService, TerminalService, type TerminalSession, type Ticket } fro
 import { OrchError, notFound, precondition, rpcClient } from "@orch/kit";
 import type { FastifyRequest } from "fastify";
 import type { GatewayContext } from "../app.js";
-import { bearerToken, tokenHash, type Principal } from "../auth-cache.js";
+import { tokenHash, type Principal } from "../auth-cache.js";
+import { requestToken } from "../console/session.js";
 import { problem, sendProblem } from "../problem.js";
 import { publicBaseUrl } from "../public-url.js";
 import { route } from "../route.js";
@@ -75,8 +76,8 @@ function wsUrl(ctx: GatewayContext, req: FastifyRequest, t: Ticket): string {
  * ticket: a WebSocket attached later with the ticket alone (as a browser does) then still ends on
  * that token's logout and at its expiry (ws/terminal-sockets.ts).
  */
-function ticketCredential(principal: Principal | undefined, req: FastifyRequest) {
-  const token = bearerToken(req.headers.authorization);
+function ticketCredential(ctx: GatewayContext, principal: Principal | undefined, req: FastifyRequest) {
+  const token = requestToken(req, ctx.config.http)?.token;
   if (!principal || !token) return undefined;
   return { tokenHash: tokenHash(token), tokenExpiresAt: principal.expiresAt };
 }
@@ -133,7 +134,7 @@ export function terminalRoutes(ctx: GatewayContext) {
             throw notFound("agent_not_found", `no agent '${params.node_id}'`);
           throw err;
         }
-        const credential = ticketCredential(principal, raw);
+        const credential = ticketCredential(ctx, principal, raw);
         const size = { cols: query.cols ?? 0, rows: query.rows ?? 0 };
         const open = { nodeId, nodeName, ...size, shell: query.shell ?? "", credential };
         const r = await terminal.openSession(open, { ...call, timeoutMs: slowMs });
@@ -195,7 +196,7 @@ export function terminalRoutes(ctx: GatewayContext) {
       responses: { 201: OpenOut },
       errors: { 404: ["session_not_found"], 409: ["session_not_open"] },
       async handler({ params, principal, call, raw }) {
-        const credential = ticketCredential(principal, raw);
+        const credential = ticketCredential(ctx, principal, raw);
         const t = await terminal.issueTicket({ sessionId: params.session_id, credential }, call);
         return { session_id: t.sessionId, ws_url: wsUrl(ctx, raw, t) };
       },

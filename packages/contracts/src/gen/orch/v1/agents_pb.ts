@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file orch/v1/agents.proto.
  */
 export const file_orch_v1_agents: GenFile = /*@__PURE__*/
-  fileDesc("ChRvcmNoL3YxL2FnZW50cy5wcm90bxIHb3JjaC52MSJDChJTZXRBcHByb3ZhbFJlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRIOCgZzdGF0dXMYAiABKAkSDAoEbmFtZRgDIAEoCSIVChNSZW1vdmVBZ2VudFJlc3BvbnNlIocBChJSZXBsYWNlVGFnc1JlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRIzCgR0YWdzGAIgAygLMiUub3JjaC52MS5SZXBsYWNlVGFnc1JlcXVlc3QuVGFnc0VudHJ5GisKCVRhZ3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjwKDVNldFRhZ1JlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRILCgNrZXkYAiABKAkSDQoFdmFsdWUYAyABKAkiMAoQRGVsZXRlVGFnUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEgsKA2tleRgCIAEoCSIRCg9MaXN0VGFnc1JlcXVlc3QiKAoJVGFnVmFsdWVzEgsKA2tleRgBIAEoCRIOCgZ2YWx1ZXMYAiADKAkiNAoQTGlzdFRhZ3NSZXNwb25zZRIgCgR0YWdzGAEgAygLMhIub3JjaC52MS5UYWdWYWx1ZXMiRwoMTWV0cmljc1BvaW50Eg8KB25vZGVfaWQYASABKAkSJgoGc2FtcGxlGAIgASgLMhYub3JjaC52MS5NZXRyaWNzU2FtcGxlIlEKEUdldE1ldHJpY3NSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkSDQoFc2luY2UYAiABKAESDQoFdW50aWwYAyABKAESDQoFbGltaXQYBCABKAUiPQoSR2V0TWV0cmljc1Jlc3BvbnNlEicKB3NhbXBsZXMYASADKAsyFi5vcmNoLnYxLk1ldHJpY3NTYW1wbGUiIQoPRGlzY292ZXJSZXF1ZXN0Eg4KBnRhcmdldBgBIAEoCSI2ChBEaXNjb3ZlclJlc3BvbnNlEg8KB3NlbnRfdG8YASADKAkSEQoJYW5ub3VuY2VkGAIgASgJIuICCgVBZ2VudBIPCgdub2RlX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDgoGc3RhdHVzGAMgASgJEiYKBHRhZ3MYBCADKAsyGC5vcmNoLnYxLkFnZW50LlRhZ3NFbnRyeRIyCgphdHRyaWJ1dGVzGAUgAygLMh4ub3JjaC52MS5BZ2VudC5BdHRyaWJ1dGVzRW50cnkSEQoJY29ubmVjdGVkGAYgASgIEhIKCmZpcnN0X3NlZW4YByABKAESEQoJbGFzdF9zZWVuGAggASgBEg8KB2FkZHJlc3MYCSABKAkSDwoHdmVyc2lvbhgKIAEoCRISCgpwdWJsaWNfa2V5GAsgASgJGisKCVRhZ3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGjEKD0F0dHJpYnV0ZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIh0KD0dldEFnZW50UmVxdWVzdBIKCgJpZBgBIAEoCSJCChFMaXN0QWdlbnRzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkSDgoGc3RhdHVzGAMgASgJIkkKEkxpc3RBZ2VudHNSZXNwb25zZRIeCgZhZ2VudHMYASADKAsyDi5vcmNoLnYxLkFnZW50EhMKC25leHRfY3Vyc29yGAIgASgJMsMFCg1BZ2VudHNTZXJ2aWNlEjQKCEdldEFnZW50Ehgub3JjaC52MS5HZXRBZ2VudFJlcXVlc3QaDi5vcmNoLnYxLkFnZW50EkUKCkxpc3RBZ2VudHMSGi5vcmNoLnYxLkxpc3RBZ2VudHNSZXF1ZXN0Ghsub3JjaC52MS5MaXN0QWdlbnRzUmVzcG9uc2USOgoLU2V0QXBwcm92YWwSGy5vcmNoLnYxLlNldEFwcHJvdmFsUmVxdWVzdBoOLm9yY2gudjEuQWdlbnQSRQoLUmVtb3ZlQWdlbnQSGC5vcmNoLnYxLkdldEFnZW50UmVxdWVzdBocLm9yY2gudjEuUmVtb3ZlQWdlbnRSZXNwb25zZRI6CgtSZXBsYWNlVGFncxIbLm9yY2gudjEuUmVwbGFjZVRhZ3NSZXF1ZXN0Gg4ub3JjaC52MS5BZ2VudBIwCgZTZXRUYWcSFi5vcmNoLnYxLlNldFRhZ1JlcXVlc3QaDi5vcmNoLnYxLkFnZW50EjYKCURlbGV0ZVRhZxIZLm9yY2gudjEuRGVsZXRlVGFnUmVxdWVzdBoOLm9yY2gudjEuQWdlbnQSPwoITGlzdFRhZ3MSGC5vcmNoLnYxLkxpc3RUYWdzUmVxdWVzdBoZLm9yY2gudjEuTGlzdFRhZ3NSZXNwb25zZRJFCgpHZXRNZXRyaWNzEhoub3JjaC52MS5HZXRNZXRyaWNzUmVxdWVzdBobLm9yY2gudjEuR2V0TWV0cmljc1Jlc3BvbnNlEkMKEEdldExhdGVzdE1ldHJpY3MSGC5vcmNoLnYxLkdldEFnZW50UmVxdWVzdBoVLm9yY2gudjEuTWV0cmljc1BvaW50Ej8KCERpc2NvdmVyEhgub3JjaC52MS5EaXNjb3ZlclJlcXVlc3QaGS5vcmNoLnYxLkRpc2NvdmVyUmVzcG9uc2ViBnByb3RvMw", [file_orch_v1_agent_link]);
+  fileDesc("ChRvcmNoL3YxL2FnZW50cy5wcm90bxIHb3JjaC52MSJDChJTZXRBcHByb3ZhbFJlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRIOCgZzdGF0dXMYAiABKAkSDAoEbmFtZRgDIAEoCSIVChNSZW1vdmVBZ2VudFJlc3BvbnNlIocBChJSZXBsYWNlVGFnc1JlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRIzCgR0YWdzGAIgAygLMiUub3JjaC52MS5SZXBsYWNlVGFnc1JlcXVlc3QuVGFnc0VudHJ5GisKCVRhZ3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjwKDVNldFRhZ1JlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRILCgNrZXkYAiABKAkSDQoFdmFsdWUYAyABKAkiMAoQRGVsZXRlVGFnUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEgsKA2tleRgCIAEoCSIRCg9MaXN0VGFnc1JlcXVlc3QiKAoJVGFnVmFsdWVzEgsKA2tleRgBIAEoCRIOCgZ2YWx1ZXMYAiADKAkiNAoQTGlzdFRhZ3NSZXNwb25zZRIgCgR0YWdzGAEgAygLMhIub3JjaC52MS5UYWdWYWx1ZXMiRwoMTWV0cmljc1BvaW50Eg8KB25vZGVfaWQYASABKAkSJgoGc2FtcGxlGAIgASgLMhYub3JjaC52MS5NZXRyaWNzU2FtcGxlIlEKEUdldE1ldHJpY3NSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkSDQoFc2luY2UYAiABKAESDQoFdW50aWwYAyABKAESDQoFbGltaXQYBCABKAUiPQoSR2V0TWV0cmljc1Jlc3BvbnNlEicKB3NhbXBsZXMYASADKAsyFi5vcmNoLnYxLk1ldHJpY3NTYW1wbGUiIQoPRGlzY292ZXJSZXF1ZXN0Eg4KBnRhcmdldBgBIAEoCSI2ChBEaXNjb3ZlclJlc3BvbnNlEg8KB3NlbnRfdG8YASADKAkSEQoJYW5ub3VuY2VkGAIgASgJIuICCgVBZ2VudBIPCgdub2RlX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDgoGc3RhdHVzGAMgASgJEiYKBHRhZ3MYBCADKAsyGC5vcmNoLnYxLkFnZW50LlRhZ3NFbnRyeRIyCgphdHRyaWJ1dGVzGAUgAygLMh4ub3JjaC52MS5BZ2VudC5BdHRyaWJ1dGVzRW50cnkSEQoJY29ubmVjdGVkGAYgASgIEhIKCmZpcnN0X3NlZW4YByABKAESEQoJbGFzdF9zZWVuGAggASgBEg8KB2FkZHJlc3MYCSABKAkSDwoHdmVyc2lvbhgKIAEoCRISCgpwdWJsaWNfa2V5GAsgASgJGisKCVRhZ3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGjEKD0F0dHJpYnV0ZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIh0KD0dldEFnZW50UmVxdWVzdBIKCgJpZBgBIAEoCSJUChFMaXN0QWdlbnRzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkSDgoGc3RhdHVzGAMgASgJEhAKCHNlbGVjdG9yGAQgASgJIioKFlN1bW1hcml6ZUFnZW50c1JlcXVlc3QSEAoIc2VsZWN0b3IYASABKAkiewoMQWdlbnRTdW1tYXJ5Eg0KBXRvdGFsGAEgASgFEhEKCWNvbm5lY3RlZBgCIAEoBRIUCgxkaXNjb25uZWN0ZWQYAyABKAUSDwoHcGVuZGluZxgEIAEoBRIQCghhcHByb3ZlZBgFIAEoBRIQCghyZWplY3RlZBgGIAEoBSJJChJMaXN0QWdlbnRzUmVzcG9uc2USHgoGYWdlbnRzGAEgAygLMg4ub3JjaC52MS5BZ2VudBITCgtuZXh0X2N1cnNvchgCIAEoCTKOBgoNQWdlbnRzU2VydmljZRI0CghHZXRBZ2VudBIYLm9yY2gudjEuR2V0QWdlbnRSZXF1ZXN0Gg4ub3JjaC52MS5BZ2VudBJFCgpMaXN0QWdlbnRzEhoub3JjaC52MS5MaXN0QWdlbnRzUmVxdWVzdBobLm9yY2gudjEuTGlzdEFnZW50c1Jlc3BvbnNlEkkKD1N1bW1hcml6ZUFnZW50cxIfLm9yY2gudjEuU3VtbWFyaXplQWdlbnRzUmVxdWVzdBoVLm9yY2gudjEuQWdlbnRTdW1tYXJ5EjoKC1NldEFwcHJvdmFsEhsub3JjaC52MS5TZXRBcHByb3ZhbFJlcXVlc3QaDi5vcmNoLnYxLkFnZW50EkUKC1JlbW92ZUFnZW50Ehgub3JjaC52MS5HZXRBZ2VudFJlcXVlc3QaHC5vcmNoLnYxLlJlbW92ZUFnZW50UmVzcG9uc2USOgoLUmVwbGFjZVRhZ3MSGy5vcmNoLnYxLlJlcGxhY2VUYWdzUmVxdWVzdBoOLm9yY2gudjEuQWdlbnQSMAoGU2V0VGFnEhYub3JjaC52MS5TZXRUYWdSZXF1ZXN0Gg4ub3JjaC52MS5BZ2VudBI2CglEZWxldGVUYWcSGS5vcmNoLnYxLkRlbGV0ZVRhZ1JlcXVlc3QaDi5vcmNoLnYxLkFnZW50Ej8KCExpc3RUYWdzEhgub3JjaC52MS5MaXN0VGFnc1JlcXVlc3QaGS5vcmNoLnYxLkxpc3RUYWdzUmVzcG9uc2USRQoKR2V0TWV0cmljcxIaLm9yY2gudjEuR2V0TWV0cmljc1JlcXVlc3QaGy5vcmNoLnYxLkdldE1ldHJpY3NSZXNwb25zZRJDChBHZXRMYXRlc3RNZXRyaWNzEhgub3JjaC52MS5HZXRBZ2VudFJlcXVlc3QaFS5vcmNoLnYxLk1ldHJpY3NQb2ludBI/CghEaXNjb3ZlchIYLm9yY2gudjEuRGlzY292ZXJSZXF1ZXN0Ghkub3JjaC52MS5EaXNjb3ZlclJlc3BvbnNlYgZwcm90bzM", [file_orch_v1_agent_link]);
 
 /**
  * SetApprovalRequest changes an agent's approval.
@@ -497,6 +497,13 @@ export type ListAgentsRequest = Message<"orch.v1.ListAgentsRequest"> & {
    * @generated from field: string status = 3;
    */
   status: string;
+
+  /**
+   * Selector expression (assignment grammar), AND-ed with the caller's scope; empty = all.
+   *
+   * @generated from field: string selector = 4;
+   */
+  selector: string;
 };
 
 /**
@@ -505,6 +512,83 @@ export type ListAgentsRequest = Message<"orch.v1.ListAgentsRequest"> & {
  */
 export const ListAgentsRequestSchema: GenMessage<ListAgentsRequest> = /*@__PURE__*/
   messageDesc(file_orch_v1_agents, 15);
+
+/**
+ * SummarizeAgentsRequest narrows the counts.
+ *
+ * @generated from message orch.v1.SummarizeAgentsRequest
+ */
+export type SummarizeAgentsRequest = Message<"orch.v1.SummarizeAgentsRequest"> & {
+  /**
+   * Selector expression (assignment grammar), AND-ed with the caller's scope; empty = all.
+   *
+   * @generated from field: string selector = 1;
+   */
+  selector: string;
+};
+
+/**
+ * Describes the message orch.v1.SummarizeAgentsRequest.
+ * Use `create(SummarizeAgentsRequestSchema)` to create a new message.
+ */
+export const SummarizeAgentsRequestSchema: GenMessage<SummarizeAgentsRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 16);
+
+/**
+ * AgentSummary counts the agents the caller can see.
+ *
+ * @generated from message orch.v1.AgentSummary
+ */
+export type AgentSummary = Message<"orch.v1.AgentSummary"> & {
+  /**
+   * All matching agents.
+   *
+   * @generated from field: int32 total = 1;
+   */
+  total: number;
+
+  /**
+   * Approved and connected now.
+   *
+   * @generated from field: int32 connected = 2;
+   */
+  connected: number;
+
+  /**
+   * Approved and not connected.
+   *
+   * @generated from field: int32 disconnected = 3;
+   */
+  disconnected: number;
+
+  /**
+   * Awaiting approval.
+   *
+   * @generated from field: int32 pending = 4;
+   */
+  pending: number;
+
+  /**
+   * Approved.
+   *
+   * @generated from field: int32 approved = 5;
+   */
+  approved: number;
+
+  /**
+   * Rejected.
+   *
+   * @generated from field: int32 rejected = 6;
+   */
+  rejected: number;
+};
+
+/**
+ * Describes the message orch.v1.AgentSummary.
+ * Use `create(AgentSummarySchema)` to create a new message.
+ */
+export const AgentSummarySchema: GenMessage<AgentSummary> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 17);
 
 /**
  * ListAgentsResponse is one page.
@@ -532,7 +616,7 @@ export type ListAgentsResponse = Message<"orch.v1.ListAgentsResponse"> & {
  * Use `create(ListAgentsResponseSchema)` to create a new message.
  */
 export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PURE__*/
-  messageDesc(file_orch_v1_agents, 16);
+  messageDesc(file_orch_v1_agents, 18);
 
 /**
  * AgentsService owns the agent registry (schema `agents`) and the agent link.
@@ -559,6 +643,16 @@ export const AgentsService: GenService<{
     methodKind: "unary";
     input: typeof ListAgentsRequestSchema;
     output: typeof ListAgentsResponseSchema;
+  },
+  /**
+   * SummarizeAgents counts agents by status and connection.
+   *
+   * @generated from rpc orch.v1.AgentsService.SummarizeAgents
+   */
+  summarizeAgents: {
+    methodKind: "unary";
+    input: typeof SummarizeAgentsRequestSchema;
+    output: typeof AgentSummarySchema;
   },
   /**
    * SetApproval approves (with an immutable name) or rejects an agent.

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file orch/v1/auth.proto.
  */
 export const file_orch_v1_auth: GenFile = /*@__PURE__*/
-  fileDesc("ChJvcmNoL3YxL2F1dGgucHJvdG8SB29yY2gudjEilgEKCE9wZXJhdG9yEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKcHVibGljX2tleRgDIAEoCRIMCgRyb2xlGAQgASgJEg4KBmFjdGl2ZRgFIAEoCBISCgpjcmVhdGVkX2F0GAYgASgBEhIKCmNyZWF0ZWRfYnkYByABKAkSFgoOYWdlbnRfc2VsZWN0b3IYCCABKAkiJgoQQ2hhbGxlbmdlUmVxdWVzdBISCgpwdWJsaWNfa2V5GAEgASgJIjYKEUNoYWxsZW5nZVJlc3BvbnNlEg0KBW5vbmNlGAEgASgJEhIKCmV4cGlyZXNfYXQYAiABKAEiXQoNVmVyaWZ5UmVxdWVzdBISCgpwdWJsaWNfa2V5GAEgASgJEg0KBW5vbmNlGAIgASgJEhEKCXNpZ25hdHVyZRgDIAEoCRIWCg5yZW1vdGVfYWRkcmVzcxgEIAEoCSJYCg5WZXJpZnlSZXNwb25zZRINCgV0b2tlbhgBIAEoCRISCgpleHBpcmVzX2F0GAIgASgBEiMKCG9wZXJhdG9yGAMgASgLMhEub3JjaC52MS5PcGVyYXRvciIkChNBdXRoZW50aWNhdGVSZXF1ZXN0Eg0KBXRva2VuGAEgASgJIkQKCVByaW5jaXBhbBIjCghvcGVyYXRvchgBIAEoCzIRLm9yY2gudjEuT3BlcmF0b3ISEgoKZXhwaXJlc19hdBgCIAEoASIQCg5Mb2dvdXRSZXNwb25zZSI1ChRMaXN0T3BlcmF0b3JzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiUgoVTGlzdE9wZXJhdG9yc1Jlc3BvbnNlEiQKCW9wZXJhdG9ycxgBIAMoCzIRLm9yY2gudjEuT3BlcmF0b3ISEwoLbmV4dF9jdXJzb3IYAiABKAkiIAoSR2V0T3BlcmF0b3JSZXF1ZXN0EgoKAmlkGAEgASgJIl8KFUNyZWF0ZU9wZXJhdG9yUmVxdWVzdBIMCgRuYW1lGAEgASgJEhIKCnB1YmxpY19rZXkYAiABKAkSDAoEcm9sZRgDIAEoCRIWCg5hZ2VudF9zZWxlY3RvchgEIAEoCSJTChVVcGRhdGVPcGVyYXRvclJlcXVlc3QSCgoCaWQYASABKAkSGwoOYWdlbnRfc2VsZWN0b3IYAiABKAlIAIgBAUIRCg9fYWdlbnRfc2VsZWN0b3IiGAoWUmVtb3ZlT3BlcmF0b3JSZXNwb25zZSJQCgpSZXZvY2F0aW9uEhMKC29wZXJhdG9yX2lkGAEgASgJEhIKCnRva2VuX2hhc2gYAiABKAkSGQoRdG9rZW5fb3BlcmF0b3JfaWQYAyABKAky+AQKC0F1dGhTZXJ2aWNlEkIKCUNoYWxsZW5nZRIZLm9yY2gudjEuQ2hhbGxlbmdlUmVxdWVzdBoaLm9yY2gudjEuQ2hhbGxlbmdlUmVzcG9uc2USOQoGVmVyaWZ5EhYub3JjaC52MS5WZXJpZnlSZXF1ZXN0Ghcub3JjaC52MS5WZXJpZnlSZXNwb25zZRJACgxBdXRoZW50aWNhdGUSHC5vcmNoLnYxLkF1dGhlbnRpY2F0ZVJlcXVlc3QaEi5vcmNoLnYxLlByaW5jaXBhbBI/CgZMb2dvdXQSHC5vcmNoLnYxLkF1dGhlbnRpY2F0ZVJlcXVlc3QaFy5vcmNoLnYxLkxvZ291dFJlc3BvbnNlEk4KDUxpc3RPcGVyYXRvcnMSHS5vcmNoLnYxLkxpc3RPcGVyYXRvcnNSZXF1ZXN0Gh4ub3JjaC52MS5MaXN0T3BlcmF0b3JzUmVzcG9uc2USPQoLR2V0T3BlcmF0b3ISGy5vcmNoLnYxLkdldE9wZXJhdG9yUmVxdWVzdBoRLm9yY2gudjEuT3BlcmF0b3ISQwoOQ3JlYXRlT3BlcmF0b3ISHi5vcmNoLnYxLkNyZWF0ZU9wZXJhdG9yUmVxdWVzdBoRLm9yY2gudjEuT3BlcmF0b3ISTgoOUmVtb3ZlT3BlcmF0b3ISGy5vcmNoLnYxLkdldE9wZXJhdG9yUmVxdWVzdBofLm9yY2gudjEuUmVtb3ZlT3BlcmF0b3JSZXNwb25zZRJDCg5VcGRhdGVPcGVyYXRvchIeLm9yY2gudjEuVXBkYXRlT3BlcmF0b3JSZXF1ZXN0GhEub3JjaC52MS5PcGVyYXRvcmIGcHJvdG8z");
+  fileDesc("ChJvcmNoL3YxL2F1dGgucHJvdG8SB29yY2gudjEilgEKCE9wZXJhdG9yEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKcHVibGljX2tleRgDIAEoCRIMCgRyb2xlGAQgASgJEg4KBmFjdGl2ZRgFIAEoCBISCgpjcmVhdGVkX2F0GAYgASgBEhIKCmNyZWF0ZWRfYnkYByABKAkSFgoOYWdlbnRfc2VsZWN0b3IYCCABKAkiJgoQQ2hhbGxlbmdlUmVxdWVzdBISCgpwdWJsaWNfa2V5GAEgASgJIjYKEUNoYWxsZW5nZVJlc3BvbnNlEg0KBW5vbmNlGAEgASgJEhIKCmV4cGlyZXNfYXQYAiABKAEiXQoNVmVyaWZ5UmVxdWVzdBISCgpwdWJsaWNfa2V5GAEgASgJEg0KBW5vbmNlGAIgASgJEhEKCXNpZ25hdHVyZRgDIAEoCRIWCg5yZW1vdGVfYWRkcmVzcxgEIAEoCSJYCg5WZXJpZnlSZXNwb25zZRINCgV0b2tlbhgBIAEoCRISCgpleHBpcmVzX2F0GAIgASgBEiMKCG9wZXJhdG9yGAMgASgLMhEub3JjaC52MS5PcGVyYXRvciIkChNBdXRoZW50aWNhdGVSZXF1ZXN0Eg0KBXRva2VuGAEgASgJIkQKCVByaW5jaXBhbBIjCghvcGVyYXRvchgBIAEoCzIRLm9yY2gudjEuT3BlcmF0b3ISEgoKZXhwaXJlc19hdBgCIAEoASIQCg5Mb2dvdXRSZXNwb25zZSI1ChRMaXN0T3BlcmF0b3JzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiUgoVTGlzdE9wZXJhdG9yc1Jlc3BvbnNlEiQKCW9wZXJhdG9ycxgBIAMoCzIRLm9yY2gudjEuT3BlcmF0b3ISEwoLbmV4dF9jdXJzb3IYAiABKAkiIAoSR2V0T3BlcmF0b3JSZXF1ZXN0EgoKAmlkGAEgASgJIl8KFUNyZWF0ZU9wZXJhdG9yUmVxdWVzdBIMCgRuYW1lGAEgASgJEhIKCnB1YmxpY19rZXkYAiABKAkSDAoEcm9sZRgDIAEoCRIWCg5hZ2VudF9zZWxlY3RvchgEIAEoCSJTChVVcGRhdGVPcGVyYXRvclJlcXVlc3QSCgoCaWQYASABKAkSGwoOYWdlbnRfc2VsZWN0b3IYAiABKAlIAIgBAUIRCg9fYWdlbnRfc2VsZWN0b3IiGAoWUmVtb3ZlT3BlcmF0b3JSZXNwb25zZSJQCgpSZXZvY2F0aW9uEhMKC29wZXJhdG9yX2lkGAEgASgJEhIKCnRva2VuX2hhc2gYAiABKAkSGQoRdG9rZW5fb3BlcmF0b3JfaWQYAyABKAkiGAoWQ3JlYXRlTG9naW5Db2RlUmVxdWVzdCItCglMb2dpbkNvZGUSDAoEY29kZRgBIAEoCRISCgpleHBpcmVzX2F0GAIgASgBIkAKGEV4Y2hhbmdlTG9naW5Db2RlUmVxdWVzdBIMCgRjb2RlGAEgASgJEhYKDnJlbW90ZV9hZGRyZXNzGAIgASgJIkYKEFBhc3NrZXlScFJlcXVlc3QSDQoFcnBfaWQYASABKAkSDgoGb3JpZ2luGAIgASgJEhMKC29wZXJhdG9yX2lkGAMgASgJIiYKDlBhc3NrZXlPcHRpb25zEhQKDG9wdGlvbnNfanNvbhgBIAEoCSJ7CiBGaW5pc2hQYXNza2V5UmVnaXN0cmF0aW9uUmVxdWVzdBINCgVycF9pZBgBIAEoCRIOCgZvcmlnaW4YAiABKAkSEwoLb3BlcmF0b3JfaWQYAyABKAkSDAoEbmFtZRgEIAEoCRIVCg1yZXNwb25zZV9qc29uGAUgASgJIp8BCgdQYXNza2V5EgoKAmlkGAEgASgJEhMKC29wZXJhdG9yX2lkGAIgASgJEgwKBG5hbWUYAyABKAkSEgoKY3JlYXRlZF9hdBgEIAEoARIZCgxsYXN0X3VzZWRfYXQYBSABKAFIAIgBARIRCgliYWNrZWRfdXAYBiABKAgSEgoKdHJhbnNwb3J0cxgHIAMoCUIPCg1fbGFzdF91c2VkX2F0IioKE0xpc3RQYXNza2V5c1JlcXVlc3QSEwoLb3BlcmF0b3JfaWQYASABKAkiOgoUTGlzdFBhc3NrZXlzUmVzcG9uc2USIgoIcGFzc2tleXMYASADKAsyEC5vcmNoLnYxLlBhc3NrZXkiPwoUUmVtb3ZlUGFzc2tleVJlcXVlc3QSEwoLb3BlcmF0b3JfaWQYASABKAkSEgoKcGFzc2tleV9pZBgCIAEoCSIXChVSZW1vdmVQYXNza2V5UmVzcG9uc2UiaQoZRmluaXNoUGFzc2tleUxvZ2luUmVxdWVzdBINCgVycF9pZBgBIAEoCRIOCgZvcmlnaW4YAiABKAkSFQoNcmVzcG9uc2VfanNvbhgDIAEoCRIWCg5yZW1vdGVfYWRkcmVzcxgEIAEoCTL0CQoLQXV0aFNlcnZpY2USQgoJQ2hhbGxlbmdlEhkub3JjaC52MS5DaGFsbGVuZ2VSZXF1ZXN0Ghoub3JjaC52MS5DaGFsbGVuZ2VSZXNwb25zZRI5CgZWZXJpZnkSFi5vcmNoLnYxLlZlcmlmeVJlcXVlc3QaFy5vcmNoLnYxLlZlcmlmeVJlc3BvbnNlEkAKDEF1dGhlbnRpY2F0ZRIcLm9yY2gudjEuQXV0aGVudGljYXRlUmVxdWVzdBoSLm9yY2gudjEuUHJpbmNpcGFsEj8KBkxvZ291dBIcLm9yY2gudjEuQXV0aGVudGljYXRlUmVxdWVzdBoXLm9yY2gudjEuTG9nb3V0UmVzcG9uc2USTgoNTGlzdE9wZXJhdG9ycxIdLm9yY2gudjEuTGlzdE9wZXJhdG9yc1JlcXVlc3QaHi5vcmNoLnYxLkxpc3RPcGVyYXRvcnNSZXNwb25zZRI9CgtHZXRPcGVyYXRvchIbLm9yY2gudjEuR2V0T3BlcmF0b3JSZXF1ZXN0GhEub3JjaC52MS5PcGVyYXRvchJDCg5DcmVhdGVPcGVyYXRvchIeLm9yY2gudjEuQ3JlYXRlT3BlcmF0b3JSZXF1ZXN0GhEub3JjaC52MS5PcGVyYXRvchJOCg5SZW1vdmVPcGVyYXRvchIbLm9yY2gudjEuR2V0T3BlcmF0b3JSZXF1ZXN0Gh8ub3JjaC52MS5SZW1vdmVPcGVyYXRvclJlc3BvbnNlEkMKDlVwZGF0ZU9wZXJhdG9yEh4ub3JjaC52MS5VcGRhdGVPcGVyYXRvclJlcXVlc3QaES5vcmNoLnYxLk9wZXJhdG9yEkYKD0NyZWF0ZUxvZ2luQ29kZRIfLm9yY2gudjEuQ3JlYXRlTG9naW5Db2RlUmVxdWVzdBoSLm9yY2gudjEuTG9naW5Db2RlEk8KEUV4Y2hhbmdlTG9naW5Db2RlEiEub3JjaC52MS5FeGNoYW5nZUxvZ2luQ29kZVJlcXVlc3QaFy5vcmNoLnYxLlZlcmlmeVJlc3BvbnNlEk4KGEJlZ2luUGFzc2tleVJlZ2lzdHJhdGlvbhIZLm9yY2gudjEuUGFzc2tleVJwUmVxdWVzdBoXLm9yY2gudjEuUGFzc2tleU9wdGlvbnMSWAoZRmluaXNoUGFzc2tleVJlZ2lzdHJhdGlvbhIpLm9yY2gudjEuRmluaXNoUGFzc2tleVJlZ2lzdHJhdGlvblJlcXVlc3QaEC5vcmNoLnYxLlBhc3NrZXkSSwoMTGlzdFBhc3NrZXlzEhwub3JjaC52MS5MaXN0UGFzc2tleXNSZXF1ZXN0Gh0ub3JjaC52MS5MaXN0UGFzc2tleXNSZXNwb25zZRJOCg1SZW1vdmVQYXNza2V5Eh0ub3JjaC52MS5SZW1vdmVQYXNza2V5UmVxdWVzdBoeLm9yY2gudjEuUmVtb3ZlUGFzc2tleVJlc3BvbnNlEkcKEUJlZ2luUGFzc2tleUxvZ2luEhkub3JjaC52MS5QYXNza2V5UnBSZXF1ZXN0Ghcub3JjaC52MS5QYXNza2V5T3B0aW9ucxJRChJGaW5pc2hQYXNza2V5TG9naW4SIi5vcmNoLnYxLkZpbmlzaFBhc3NrZXlMb2dpblJlcXVlc3QaFy5vcmNoLnYxLlZlcmlmeVJlc3BvbnNlYgZwcm90bzM");
 
 /**
  * Operator is a person or system allowed to call the API.
@@ -472,6 +472,372 @@ export const RevocationSchema: GenMessage<Revocation> = /*@__PURE__*/
   messageDesc(file_orch_v1_auth, 14);
 
 /**
+ * CreateLoginCodeRequest asks for a login code for the calling operator (from the call context).
+ *
+ * @generated from message orch.v1.CreateLoginCodeRequest
+ */
+export type CreateLoginCodeRequest = Message<"orch.v1.CreateLoginCodeRequest"> & {
+};
+
+/**
+ * Describes the message orch.v1.CreateLoginCodeRequest.
+ * Use `create(CreateLoginCodeRequestSchema)` to create a new message.
+ */
+export const CreateLoginCodeRequestSchema: GenMessage<CreateLoginCodeRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_auth, 15);
+
+/**
+ * LoginCode is a single-use code for the console's login link.
+ *
+ * @generated from message orch.v1.LoginCode
+ */
+export type LoginCode = Message<"orch.v1.LoginCode"> & {
+  /**
+   * 32 random bytes, base64url; only its hash is stored.
+   *
+   * @generated from field: string code = 1;
+   */
+  code: string;
+
+  /**
+   * Expiry, Unix milliseconds.
+   *
+   * @generated from field: double expires_at = 2;
+   */
+  expiresAt: number;
+};
+
+/**
+ * Describes the message orch.v1.LoginCode.
+ * Use `create(LoginCodeSchema)` to create a new message.
+ */
+export const LoginCodeSchema: GenMessage<LoginCode> = /*@__PURE__*/
+  messageDesc(file_orch_v1_auth, 16);
+
+/**
+ * ExchangeLoginCodeRequest consumes a login code.
+ *
+ * @generated from message orch.v1.ExchangeLoginCodeRequest
+ */
+export type ExchangeLoginCodeRequest = Message<"orch.v1.ExchangeLoginCodeRequest"> & {
+  /**
+   * The code from CreateLoginCode.
+   *
+   * @generated from field: string code = 1;
+   */
+  code: string;
+
+  /**
+   * Caller address, for the audit trail.
+   *
+   * @generated from field: string remote_address = 2;
+   */
+  remoteAddress: string;
+};
+
+/**
+ * Describes the message orch.v1.ExchangeLoginCodeRequest.
+ * Use `create(ExchangeLoginCodeRequestSchema)` to create a new message.
+ */
+export const ExchangeLoginCodeRequestSchema: GenMessage<ExchangeLoginCodeRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_auth, 17);
+
+/**
+ * PasskeyRpRequest names the WebAuthn relying party (from the gateway's public URL).
+ *
+ * @generated from message orch.v1.PasskeyRpRequest
+ */
+export type PasskeyRpRequest = Message<"orch.v1.PasskeyRpRequest"> & {
+  /**
+   * Relying-party id: the public URL's host name.
+   *
+   * @generated from field: string rp_id = 1;
+   */
+  rpId: string;
+
+  /**
+   * Expected origin: the public URL's origin.
+   *
+   * @generated from field: string origin = 2;
+   */
+  origin: string;
+
+  /**
+   * The operator registering (empty for sign-in).
+   *
+   * @generated from field: string operator_id = 3;
+   */
+  operatorId: string;
+};
+
+/**
+ * Describes the message orch.v1.PasskeyRpRequest.
+ * Use `create(PasskeyRpRequestSchema)` to create a new message.
+ */
+export const PasskeyRpRequestSchema: GenMessage<PasskeyRpRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_auth, 18);
+
+/**
+ * PasskeyOptions carries WebAuthn options as JSON (the shape is the WebAuthn library's).
+ *
+ * @generated from message orch.v1.PasskeyOptions
+ */
+export type PasskeyOptions = Message<"orch.v1.PasskeyOptions"> & {
+  /**
+   * PublicKeyCredentialCreationOptionsJSON or PublicKeyCredentialRequestOptionsJSON.
+   *
+   * @generated from field: string options_json = 1;
+   */
+  optionsJson: string;
+};
+
+/**
+ * Describes the message orch.v1.PasskeyOptions.
+ * Use `create(PasskeyOptionsSchema)` to create a new message.
+ */
+export const PasskeyOptionsSchema: GenMessage<PasskeyOptions> = /*@__PURE__*/
+  messageDesc(file_orch_v1_auth, 19);
+
+/**
+ * FinishPasskeyRegistrationRequest carries the authenticator's registration response.
+ *
+ * @generated from message orch.v1.FinishPasskeyRegistrationRequest
+ */
+export type FinishPasskeyRegistrationRequest = Message<"orch.v1.FinishPasskeyRegistrationRequest"> & {
+  /**
+   * Relying-party id.
+   *
+   * @generated from field: string rp_id = 1;
+   */
+  rpId: string;
+
+  /**
+   * Expected origin.
+   *
+   * @generated from field: string origin = 2;
+   */
+  origin: string;
+
+  /**
+   * The operator registering.
+   *
+   * @generated from field: string operator_id = 3;
+   */
+  operatorId: string;
+
+  /**
+   * A name for the passkey, chosen by the operator.
+   *
+   * @generated from field: string name = 4;
+   */
+  name: string;
+
+  /**
+   * RegistrationResponseJSON.
+   *
+   * @generated from field: string response_json = 5;
+   */
+  responseJson: string;
+};
+
+/**
+ * Describes the message orch.v1.FinishPasskeyRegistrationRequest.
+ * Use `create(FinishPasskeyRegistrationRequestSchema)` to create a new message.
+ */
+export const FinishPasskeyRegistrationRequestSchema: GenMessage<FinishPasskeyRegistrationRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_auth, 20);
+
+/**
+ * Passkey is a registered WebAuthn credential (never its key material).
+ *
+ * @generated from message orch.v1.Passkey
+ */
+export type Passkey = Message<"orch.v1.Passkey"> & {
+  /**
+   * ULID.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Owner.
+   *
+   * @generated from field: string operator_id = 2;
+   */
+  operatorId: string;
+
+  /**
+   * Name chosen at registration.
+   *
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * Creation time, Unix milliseconds.
+   *
+   * @generated from field: double created_at = 4;
+   */
+  createdAt: number;
+
+  /**
+   * Last sign-in with it, Unix milliseconds.
+   *
+   * @generated from field: optional double last_used_at = 5;
+   */
+  lastUsedAt?: number;
+
+  /**
+   * Whether the credential is backed up (synced passkey).
+   *
+   * @generated from field: bool backed_up = 6;
+   */
+  backedUp: boolean;
+
+  /**
+   * Authenticator transports, as reported at registration.
+   *
+   * @generated from field: repeated string transports = 7;
+   */
+  transports: string[];
+};
+
+/**
+ * Describes the message orch.v1.Passkey.
+ * Use `create(PasskeySchema)` to create a new message.
+ */
+export const PasskeySchema: GenMessage<Passkey> = /*@__PURE__*/
+  messageDesc(file_orch_v1_auth, 21);
+
+/**
+ * ListPasskeysRequest names the owner.
+ *
+ * @generated from message orch.v1.ListPasskeysRequest
+ */
+export type ListPasskeysRequest = Message<"orch.v1.ListPasskeysRequest"> & {
+  /**
+   * Operator id or name.
+   *
+   * @generated from field: string operator_id = 1;
+   */
+  operatorId: string;
+};
+
+/**
+ * Describes the message orch.v1.ListPasskeysRequest.
+ * Use `create(ListPasskeysRequestSchema)` to create a new message.
+ */
+export const ListPasskeysRequestSchema: GenMessage<ListPasskeysRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_auth, 22);
+
+/**
+ * ListPasskeysResponse lists passkeys, oldest first.
+ *
+ * @generated from message orch.v1.ListPasskeysResponse
+ */
+export type ListPasskeysResponse = Message<"orch.v1.ListPasskeysResponse"> & {
+  /**
+   * The passkeys.
+   *
+   * @generated from field: repeated orch.v1.Passkey passkeys = 1;
+   */
+  passkeys: Passkey[];
+};
+
+/**
+ * Describes the message orch.v1.ListPasskeysResponse.
+ * Use `create(ListPasskeysResponseSchema)` to create a new message.
+ */
+export const ListPasskeysResponseSchema: GenMessage<ListPasskeysResponse> = /*@__PURE__*/
+  messageDesc(file_orch_v1_auth, 23);
+
+/**
+ * RemovePasskeyRequest names a passkey of an operator.
+ *
+ * @generated from message orch.v1.RemovePasskeyRequest
+ */
+export type RemovePasskeyRequest = Message<"orch.v1.RemovePasskeyRequest"> & {
+  /**
+   * Owner (id or name); a passkey of another operator is not found.
+   *
+   * @generated from field: string operator_id = 1;
+   */
+  operatorId: string;
+
+  /**
+   * Passkey id.
+   *
+   * @generated from field: string passkey_id = 2;
+   */
+  passkeyId: string;
+};
+
+/**
+ * Describes the message orch.v1.RemovePasskeyRequest.
+ * Use `create(RemovePasskeyRequestSchema)` to create a new message.
+ */
+export const RemovePasskeyRequestSchema: GenMessage<RemovePasskeyRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_auth, 24);
+
+/**
+ * RemovePasskeyResponse confirms removal.
+ *
+ * @generated from message orch.v1.RemovePasskeyResponse
+ */
+export type RemovePasskeyResponse = Message<"orch.v1.RemovePasskeyResponse"> & {
+};
+
+/**
+ * Describes the message orch.v1.RemovePasskeyResponse.
+ * Use `create(RemovePasskeyResponseSchema)` to create a new message.
+ */
+export const RemovePasskeyResponseSchema: GenMessage<RemovePasskeyResponse> = /*@__PURE__*/
+  messageDesc(file_orch_v1_auth, 25);
+
+/**
+ * FinishPasskeyLoginRequest carries the authenticator's assertion.
+ *
+ * @generated from message orch.v1.FinishPasskeyLoginRequest
+ */
+export type FinishPasskeyLoginRequest = Message<"orch.v1.FinishPasskeyLoginRequest"> & {
+  /**
+   * Relying-party id.
+   *
+   * @generated from field: string rp_id = 1;
+   */
+  rpId: string;
+
+  /**
+   * Expected origin.
+   *
+   * @generated from field: string origin = 2;
+   */
+  origin: string;
+
+  /**
+   * AuthenticationResponseJSON.
+   *
+   * @generated from field: string response_json = 3;
+   */
+  responseJson: string;
+
+  /**
+   * Caller address, for the audit trail.
+   *
+   * @generated from field: string remote_address = 4;
+   */
+  remoteAddress: string;
+};
+
+/**
+ * Describes the message orch.v1.FinishPasskeyLoginRequest.
+ * Use `create(FinishPasskeyLoginRequestSchema)` to create a new message.
+ */
+export const FinishPasskeyLoginRequestSchema: GenMessage<FinishPasskeyLoginRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_auth, 26);
+
+/**
  * AuthService owns operators, login challenges and session tokens (schema `auth`).
  *
  * @generated from service orch.v1.AuthService
@@ -566,6 +932,87 @@ export const AuthService: GenService<{
     methodKind: "unary";
     input: typeof UpdateOperatorRequestSchema;
     output: typeof OperatorSchema;
+  },
+  /**
+   * CreateLoginCode issues a single-use, short-lived code the caller (from the call context) can
+   * exchange once for a console session.
+   *
+   * @generated from rpc orch.v1.AuthService.CreateLoginCode
+   */
+  createLoginCode: {
+    methodKind: "unary";
+    input: typeof CreateLoginCodeRequestSchema;
+    output: typeof LoginCodeSchema;
+  },
+  /**
+   * ExchangeLoginCode consumes a login code and issues a console session token.
+   *
+   * @generated from rpc orch.v1.AuthService.ExchangeLoginCode
+   */
+  exchangeLoginCode: {
+    methodKind: "unary";
+    input: typeof ExchangeLoginCodeRequestSchema;
+    output: typeof VerifyResponseSchema;
+  },
+  /**
+   * BeginPasskeyRegistration returns WebAuthn creation options for the operator.
+   *
+   * @generated from rpc orch.v1.AuthService.BeginPasskeyRegistration
+   */
+  beginPasskeyRegistration: {
+    methodKind: "unary";
+    input: typeof PasskeyRpRequestSchema;
+    output: typeof PasskeyOptionsSchema;
+  },
+  /**
+   * FinishPasskeyRegistration verifies the authenticator's response and stores the passkey.
+   *
+   * @generated from rpc orch.v1.AuthService.FinishPasskeyRegistration
+   */
+  finishPasskeyRegistration: {
+    methodKind: "unary";
+    input: typeof FinishPasskeyRegistrationRequestSchema;
+    output: typeof PasskeySchema;
+  },
+  /**
+   * ListPasskeys lists an operator's passkeys.
+   *
+   * @generated from rpc orch.v1.AuthService.ListPasskeys
+   */
+  listPasskeys: {
+    methodKind: "unary";
+    input: typeof ListPasskeysRequestSchema;
+    output: typeof ListPasskeysResponseSchema;
+  },
+  /**
+   * RemovePasskey removes one of an operator's passkeys and revokes the sessions it opened.
+   *
+   * @generated from rpc orch.v1.AuthService.RemovePasskey
+   */
+  removePasskey: {
+    methodKind: "unary";
+    input: typeof RemovePasskeyRequestSchema;
+    output: typeof RemovePasskeyResponseSchema;
+  },
+  /**
+   * BeginPasskeyLogin returns WebAuthn request options for a discoverable-credential sign-in.
+   *
+   * @generated from rpc orch.v1.AuthService.BeginPasskeyLogin
+   */
+  beginPasskeyLogin: {
+    methodKind: "unary";
+    input: typeof PasskeyRpRequestSchema;
+    output: typeof PasskeyOptionsSchema;
+  },
+  /**
+   * FinishPasskeyLogin verifies an assertion and issues a console session token.
+   *
+   * @generated from rpc orch.v1.AuthService.FinishPasskeyLogin
+   */
+  finishPasskeyLogin: {
+    methodKind: "unary";
+    input: typeof FinishPasskeyLoginRequestSchema;
+    output: typeof VerifyResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_orch_v1_auth, 0);

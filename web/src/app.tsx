@@ -1,0 +1,68 @@
+/**
+ * Routes: every page is a URL (bookmarkable, back/forward work) and its view state (filters, cursor,
+ * Live) lives in the query string. Pages load lazily so the first page ships only what it needs.
+ */
+import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
+import { lazy, Suspense } from "react";
+import { Route, Switch, useLocation } from "wouter";
+import { ApiError } from "./api/client";
+import { RequireSession } from "./api/session";
+import { ErrorBoundary } from "./ui/error-boundary";
+import { Loading } from "./ui/loading";
+import { Shell } from "./ui/shell";
+
+const Login = lazy(() => import("./pages/login"));
+const Fleet = lazy(() => import("./pages/fleet"));
+const Pending = lazy(() => import("./pages/pending"));
+const AgentDetail = lazy(() => import("./pages/agent"));
+const Audit = lazy(() => import("./pages/audit"));
+const Inbox = lazy(() => import("./pages/inbox"));
+const Operators = lazy(() => import("./pages/operators"));
+const Account = lazy(() => import("./pages/account"));
+const NotFound = lazy(() => import("./pages/not-found"));
+
+const queryClient = new QueryClient({
+  defaultOptions: {
+    queries: {
+      // A 4xx will not change by asking again; a 5xx or an unreachable gateway might.
+      retry: (failures, error) => !(error instanceof ApiError && error.status < 500) && failures < 1000,
+      retryDelay: (n) => Math.min(1000 * 2 ** n, 10_000),
+      refetchOnWindowFocus: true,
+    },
+    mutations: { retry: false },
+  },
+});
+
+export function App() {
+  const [location] = useLocation();
+  return (
+    <QueryClientProvider client={queryClient}>
+      <Suspense fallback={<Loading />}>
+        <Switch>
+          <Route path="/login" component={Login} />
+          <Route>
+            <RequireSession>
+              <Shell>
+                <ErrorBoundary resetKey={location}>
+                  <Suspense fallback={<Loading />}>
+                    <Switch>
+                      <Route path="/" component={Fleet} />
+                      <Route path="/agents" component={Fleet} />
+                      <Route path="/agents/pending" component={Pending} />
+                      <Route path="/agents/:nodeId" component={AgentDetail} />
+                      <Route path="/audit" component={Audit} />
+                      <Route path="/inbox" component={Inbox} />
+                      <Route path="/operators" component={Operators} />
+                      <Route path="/account" component={Account} />
+                      <Route component={NotFound} />
+                    </Switch>
+                  </Suspense>
+                </ErrorBoundary>
+              </Shell>
+            </RequireSession>
+          </Route>
+        </Switch>
+      </Suspense>
+    </QueryClientProvider>
+  );
+}

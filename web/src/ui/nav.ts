@@ -1,0 +1,30 @@
+/** The shell's main navigation, and which entry a location belongs to (pure: unit-tested). */
+export interface NavItem {
+  label: "Fleet" | "Pending" | "Audit" | "Inbox" | "Operators" | "Account";
+  href: string;
+  adminOnly?: boolean;
+}
+
+export const NAV_ITEMS: readonly NavItem[] = [
+  { label: "Fleet", href: "/" },
+  { label: "Pending", href: "/agents/pending" },
+  { label: "Audit", href: "/audit" },
+  { label: "Inbox", href: "/inbox" },
+  { label: "Operators", href: "/operators", adminOnly: true },
+  { label: "Account", href: "/account" },
+];
+
+export function navItemsFor(isAdmin: boolean): NavItem[] {
+  return NAV_ITEMS.filter((i) => isAdmin || !i.adminOnly);
+}
+
+/** The nav entry a path belongs to: /agents and agent pages are Fleet, /agents/pending is Pending. */
+export function activeNav(path: string): NavItem["label"] | undefined {
+  const p = path.split(/[?#]/)[0]?.replace(/\/+$/, "") || "/";
+  if (p === "/agents/pending" || p.startsWith("/agents/pending/")) return "Pending";
+  if (p === "/" || p === "/agents" || p.startsWith("/agents/")) return "Fleet";
+  for (const item of NAV_ITEMS) {
+    if (item.href !== "/" && (p === item.href || p.startsWith(`${item.href}/`))) return item.label;
+  }
+  return undefined;
+}

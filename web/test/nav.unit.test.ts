@@ -1,0 +1,32 @@
+import t from "tap";
+import { activeNav, navItemsFor } from "../src/ui/nav.js";
+
+t.test("Operators is listed for admins only", async (t) => {
+  t.same(
+    navItemsFor(true).map((i) => i.label),
+    ["Fleet", "Pending", "Audit", "Inbox", "Operators", "Account"],
+  );
+  t.same(
+    navItemsFor(false).map((i) => i.label),
+    ["Fleet", "Pending", "Audit", "Inbox", "Account"],
+  );
+});
+
+t.test("activeNav maps a location to its nav entry", async (t) => {
+  const cases: [string, string | undefined][] = [
+    ["/", "Fleet"],
+    ["/agents", "Fleet"],
+    ["/agents/", "Fleet"],
+    ["/agents?status=connected", "Fleet"],
+    ["/agents/node-1", "Fleet"],
+    ["/agents/pending", "Pending"],
+    ["/agents/pending?status=rejected", "Pending"],
+    ["/audit", "Audit"],
+    ["/inbox", "Inbox"],
+    ["/operators", "Operators"],
+    ["/account", "Account"],
+    ["/accounting", undefined],
+    ["/nowhere", undefined],
+  ];
+  for (const [path, label] of cases) t.equal(activeNav(path), label, path);
+});
