@@ -9,13 +9,13 @@
  * Approval is done with the AgentsService.SetApproval RPC over NATS (no reconnect needed): the
  * service must start relaying requests to an agent once it is approved.
  */
-import { fork, spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { AgentControlService, AgentsService } from "@orch/contracts";
-import { SYSTEM_ACTOR, pingService, rpcClient, type NatsConnection } from "@orch/kit";
+import { AgentControlService } from "@orch/contracts";
+import { pingService, rpcClient, type NatsConnection } from "@orch/kit";
 import {
   createTestDatabase,
   freePort,
@@ -24,11 +24,10 @@ import {
   type DbHandle,
   type NatsHandle,
 } from "@orch/kit/testing";
-import type { FleetCommand, FleetReport } from "./lib/sim-agent.js";
+import { approveAll, startSimFleet, within, type SimFleet } from "./lib/sim-fleet.js";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const SERVICE_MAIN = `${ROOT}services/agents/dist/main.js`;
-const SIM = fileURLToPath(new URL("./lib/sim-agent.ts", import.meta.url));
 const CLK_TCK = 100;
 
 const { values } = parseArgs({
@@ -82,17 +81,6 @@ for (const sig of ["SIGINT", "SIGTERM"] as const) {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Resolves with `p`, or rejects after `ms` naming what was awaited. */
-function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    p,
-    new Promise<never>(
-      (_, rej) =>
-        (timer = setTimeout(() => rej(new Error(`${what}: no result within ${Math.round(ms / 1000)} s`)), ms)),
-    ),
-  ]).finally(() => clearTimeout(timer));
-}
-
 function openFileLimit(): number {
   const m = /^Max open files\s+(\d+|unlimited)/m.exec(readFileSync("/proc/self/limits", "utf8"));
   return !m || m[1] === "unlimited" ? Infinity : Number(m[1]);
@@ -177,54 +165,6 @@ async function startService(nats: NatsHandle, db: DbHandle, linkPort: number) {
   return { child, output, exited };
 }
 
-function startFleet(linkPort: number, n: number) {
-  const child = fork(
-    SIM,
-    [
-      "--target",
-      `127.0.0.1:${linkPort}`,
-      "--count",
-      String(n),
-      "--per-channel",
-      String(perChannel),
-      "--metrics-interval",
-      String(metricsInterval),
-    ],
-    {
-      execArgv: ["--conditions=orch-source", "--import", "tsx"],
-      stdio: ["ignore", "inherit", "inherit", "ipc"],
-    },
-  );
-  children.add(child);
-  const waiters = new Map<string, (m: FleetReport) => void>();
-  child.on("message", (m: FleetReport) => {
-    waiters.get(m.type)?.(m);
-    waiters.delete(m.type);
-  });
-  const next = <T extends FleetReport["type"]>(type: T, ms: number) =>
-    within(
-      new Promise<Extract<FleetReport, { type: T }>>((r) => waiters.set(type, r as (m: FleetReport) => void)),
-      ms,
-      `sim ${type}`,
-    );
-  const command = (c: FleetCommand) => child.connected && child.send(c);
-  return { child, next, command };
-}
-
-async function approveAll(nc: NatsConnection, nodeIds: string[]): Promise<number> {
-  const agents = rpcClient(nc, "agents", AgentsService, { timeoutMs: 10_000 });
-  const started = performance.now();
-  let i = 0;
-  const worker = async () => {
-    while (i < nodeIds.length) {
-      const k = i++;
-      await agents.setApproval({ nodeId: nodeIds[k]!, status: "approved", name: `sim-${k}` }, { actor: SYSTEM_ACTOR });
-    }
-  };
-  await Promise.all(Array.from({ length: 32 }, worker));
-  return (performance.now() - started) / 1000;
-}
-
 async function pingLatencies(
   nc: NatsConnection,
   nodeIds: string[],
@@ -288,13 +228,14 @@ async function runOne(nats: NatsHandle, nc: NatsConnection, n: number): Promise<
   teardown.push(() => db.drop());
   const linkPort = await freePort();
   let svc: Awaited<ReturnType<typeof startService>> | undefined;
-  let fleet: ReturnType<typeof startFleet> | undefined;
+  let fleet: SimFleet | undefined;
   try {
     svc = await startService(nats, db, linkPort);
     const pid = svc.child.pid!;
     for (let i = 0; i < 100 && !(await pingService(nc, "agents", 500)); i++) await sleep(200);
 
-    fleet = startFleet(linkPort, n);
+    fleet = startSimFleet({ target: `127.0.0.1:${linkPort}`, count: n, perChannel, metricsIntervalS: metricsInterval });
+    children.add(fleet.child);
     const keys = await fleet.next("keys", 120_000);
     const welcomed = await within(
       Promise.race([fleet.next("welcomed", 60_000 + n * 30), svc.exited]),

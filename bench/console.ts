@@ -9,21 +9,18 @@
  *     scrolling the virtual list with the mouse wheel while sampling requestAnimationFrame deltas.
  * Figures are printed, never asserted. Needs `npm run build` (services and web/dist).
  */
-import { fork, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { gzipSync } from "node:zlib";
-import { AgentsService } from "@orch/contracts";
-import { SYSTEM_ACTOR, rpcClient, type NatsConnection } from "@orch/kit";
 import { createTestDatabase, freePort, startNats, startSystem } from "@orch/kit/testing";
 import { launchBrowser } from "../test/e2e/lib/browser.js";
-import type { FleetCommand, FleetReport } from "./lib/sim-agent.js";
+import { approveAll, startSimFleet, type SimFleet } from "./lib/sim-fleet.js";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const DIST = `${ROOT}web/dist/`;
-const SIM = fileURLToPath(new URL("./lib/sim-agent.ts", import.meta.url));
 const BUDGET_KB = 200;
 
 const { values } = parseArgs({
@@ -105,42 +102,12 @@ function firstPageJs(): void {
 
 // ---- (b) Fleet with N agents ------------------------------------------------------------------------
 
-function startFleet(linkPort: number, n: number) {
-  const child = fork(SIM, ["--target", `127.0.0.1:${linkPort}`, "--count", String(n), "--metrics-interval", "60"], {
-    execArgv: ["--conditions=orch-source", "--import", "tsx"],
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-  children.add(child);
-  const waiters = new Map<string, (m: FleetReport) => void>();
-  child.on("message", (m: FleetReport) => {
-    waiters.get(m.type)?.(m);
-    waiters.delete(m.type);
-  });
-  const next = <T extends FleetReport["type"]>(type: T) =>
-    new Promise<Extract<FleetReport, { type: T }>>((r) => waiters.set(type, r as (m: FleetReport) => void));
-  return { child, next, command: (c: FleetCommand) => child.connected && child.send(c) };
-}
-
-async function approveAll(nc: NatsConnection, nodeIds: string[]): Promise<number> {
-  const agents = rpcClient(nc, "agents", AgentsService, { timeoutMs: 10_000 });
-  const t0 = performance.now();
-  let i = 0;
-  const worker = async () => {
-    while (i < nodeIds.length) {
-      const k = i++;
-      await agents.setApproval({ nodeId: nodeIds[k]!, status: "approved", name: `sim-${k}` }, { actor: SYSTEM_ACTOR });
-    }
-  };
-  await Promise.all(Array.from({ length: 32 }, worker));
-  return (performance.now() - t0) / 1000;
-}
-
 async function fleetPage(): Promise<void> {
   const nats = await startNats();
   const db = await createTestDatabase("orch_bench");
   const linkPort = await freePort();
   let system: Awaited<ReturnType<typeof startSystem>> | undefined;
-  let fleet: ReturnType<typeof startFleet> | undefined;
+  let fleet: SimFleet | undefined;
   const browser = await launchBrowser();
   try {
     system = await startSystem({
@@ -157,7 +124,8 @@ async function fleetPage(): Promise<void> {
       },
     });
     const nc = await nats.connect("bench-console");
-    fleet = startFleet(linkPort, agentCount);
+    fleet = startSimFleet({ target: `127.0.0.1:${linkPort}`, count: agentCount, metricsIntervalS: 60 });
+    children.add(fleet.child);
     const keys = await fleet.next("keys");
     const welcomed = await fleet.next("welcomed");
     console.log(`\nFleet with ${welcomed.count} simulated agents (${welcomed.ms.toFixed(0)} ms to connect them)`);

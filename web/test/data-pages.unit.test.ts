@@ -1,7 +1,6 @@
 import t from "tap";
 import { osLabel, formatBytes, percent, tagList } from "../src/lib/agent-format.js";
 import { readAuditView, streamQuery, writeAuditView } from "../src/lib/audit-query.js";
-import { backoffDelay } from "../src/lib/backoff.js";
 import { type EventSourceLike, type LiveState, openStream } from "../src/lib/event-stream.js";
 import { toSeries } from "../src/lib/metrics.js";
 import { fetchAllPages } from "../src/lib/paging.js";
@@ -82,16 +81,6 @@ t.test("fetchAllPages follows cursors to the end and stops on a cursor that does
     return { items: [calls], next_cursor: "same" };
   });
   t.same(stuck, [1, 2], "the second page repeats the cursor: stop");
-});
-
-t.test("backoff grows, is capped, and never drops below half the ceiling", async (t) => {
-  const low = () => 0;
-  const high = () => 0.999999;
-  t.equal(backoffDelay(0, { random: low }), 500);
-  t.equal(backoffDelay(0, { random: high }), 1000);
-  t.equal(backoffDelay(3, { random: low }), 4000);
-  t.equal(backoffDelay(30, { random: high }), 30_000);
-  t.equal(backoffDelay(30, { random: low }), 15_000);
 });
 
 t.test("agent formatting", async (t) => {

@@ -277,8 +277,16 @@ t.test("a removed passkey no longer signs in; an inactive operator's passkey is 
     await reasonOf(client.finishPasskeyLogin({ ...RP, responseJson: JSON.stringify(forged), remoteAddress: "" })),
     "UNAUTHENTICATED/invalid_passkey",
   );
+  // Presence without user verification (a security key with no PIN) is not a sign-in.
+  const o2 = JSON.parse((await client.beginPasskeyLogin(RP)).optionsJson);
+  t.equal(o2.userVerification, "required");
+  const unverified = authr.get(o2, authr.credentials[1], { userVerified: false });
+  t.equal(
+    await reasonOf(client.finishPasskeyLogin({ ...RP, responseJson: JSON.stringify(unverified), remoteAddress: "" })),
+    "UNAUTHENTICATED/invalid_passkey",
+  );
   const failed = bus.events.filter(
     (e) => e.eventType === "auth.login.failed" && (e.metadata as Record<string, unknown>).method === "passkey",
   );
-  t.ok(failed.length >= 3, "passkey failures are recorded");
+  t.ok(failed.length >= 4, "passkey failures are recorded");
 });

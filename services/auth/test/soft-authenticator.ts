@@ -39,6 +39,7 @@ interface Credential {
 }
 
 /** Flags: user present (0x01), user verified (0x04), attested credential data (0x40). */
+const UP = 0x01;
 const UP_UV = 0x05;
 const AT = 0x40;
 
@@ -91,9 +92,10 @@ export function softAuthenticator(origin: string) {
       };
     },
     /** navigator.credentials.get() + toJSON() with a chosen credential (discoverable sign-in). */
-    get(options: { challenge: string }, cred: Credential = credentials[0]!) {
+    get(options: { challenge: string }, cred: Credential = credentials[0]!, opts: { userVerified?: boolean } = {}) {
       cred.counter += 1;
-      const data = authData(cred.rpId, UP_UV, cred.counter);
+      // A security key without a PIN asserts presence only (UP, no UV).
+      const data = authData(cred.rpId, opts.userVerified === false ? UP : UP_UV, cred.counter);
       const cd = clientData("webauthn.get", options.challenge);
       const signature = sign("sha256", Buffer.concat([data, sha256(cd)]), cred.privateKey);
       return {

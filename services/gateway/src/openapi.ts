@@ -1,5 +1,12 @@
 import { z } from "zod";
-import { ERROR_CATALOGUE, ERROR_REASONS, IDEMPOTENCY_KEY_RE, type ErrorReason } from "@orch/contracts";
+import {
+  CSRF_HEADER,
+  ERROR_CATALOGUE,
+  ERROR_REASONS,
+  IDEMPOTENCY_KEY_RE,
+  SESSION_COOKIE,
+  type ErrorReason,
+} from "@orch/contracts";
 import type { RouteSpec } from "./route.js";
 
 export const API_VERSION = "0.0.9";
@@ -110,7 +117,7 @@ export function buildOpenApi(routes: RouteSpec[]): Record<string, unknown> {
         ...(keyed ? [IDEMPOTENCY_PARAM] : []),
       ],
       responses,
-      security: r.auth === "public" ? [] : [{ bearer: [] }],
+      security: r.auth === "public" ? [] : [{ bearer: [] }, { console: [] }],
       "x-auth": r.auth,
     };
     if (r.body)
@@ -130,8 +137,14 @@ export function buildOpenApi(routes: RouteSpec[]): Record<string, unknown> {
       schemas: { Problem: PROBLEM },
       securitySchemes: {
         bearer: { type: "http", scheme: "bearer", description: "Session token from POST /api/v1/auth/verify" },
+        console: {
+          type: "apiKey",
+          in: "cookie",
+          name: SESSION_COOKIE,
+          description: `The web console's session cookie (\`__Host-${SESSION_COOKIE}\` over https); requests other than GET/HEAD also need the \`${CSRF_HEADER}\` header (docs/console.md)`,
+        },
       },
     },
-    security: [{ bearer: [] }],
+    security: [{ bearer: [] }, { console: [] }],
   };
 }

@@ -5,7 +5,7 @@
  * id we saw through the stream's `cursor` parameter, so nothing is missed or repeated. Pure (the
  * EventSource and the timer are injectable) so it is tested without a browser.
  */
-import { backoffDelay } from "./backoff";
+import { backoff } from "@orch/kit/backoff";
 
 export type LiveState = "connecting" | "live" | "retrying" | "stopped";
 
@@ -45,6 +45,13 @@ export function openStream(opts: StreamOptions): () => void {
     });
   let lastId = opts.startAfter;
   let attempt = 0;
+  // Equal jitter: consoles reconnecting after a gateway restart spread out, yet none retries at once.
+  const reconnectDelay = backoff({
+    initialMs: 1000,
+    maxMs: 30_000,
+    jitter: "equal",
+    random: opts.random ?? Math.random,
+  });
   let stopped = false;
   let source: EventSourceLike | undefined;
   let cancelTimer: (() => void) | undefined;
@@ -76,7 +83,7 @@ export function openStream(opts: StreamOptions): () => void {
       }
       es.close();
       void opts.probe?.().catch(() => undefined);
-      const delay = backoffDelay(attempt++, { baseMs: 1000, maxMs: 30_000, random: opts.random ?? Math.random });
+      const delay = reconnectDelay(attempt++);
       opts.onState("retrying", `reconnecting in ${Math.round(delay / 1000)} s`);
       cancelTimer = schedule(connect, delay);
     });

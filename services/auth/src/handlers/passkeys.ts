@@ -83,7 +83,9 @@ export function passkeyHandlers(deps: AuthDeps): PasskeyHandlers {
         userID: new Uint8Array(Buffer.from(op.id, "utf8")),
         attestationType: "none",
         excludeCredentials: existing.map((p) => ({ id: p.credential_id, transports: p.transports })),
-        authenticatorSelection: { residentKey: "required", userVerification: "preferred" },
+        // A passkey is the whole sign-in (no key, no password): user verification (PIN, biometrics) is required,
+        // so a stolen security key alone opens nothing.
+        authenticatorSelection: { residentKey: "required", userVerification: "required" },
         timeout: challengeTtlMs,
       });
       await passkeysDb.addChallenge(pool, options.challenge, "register", op.id, clock.now() + challengeTtlMs);
@@ -102,8 +104,7 @@ export function passkeyHandlers(deps: AuthDeps): PasskeyHandlers {
         expectedChallenge: parsed.challenge,
         expectedOrigin: origin,
         expectedRPID: rpId,
-        // The options asked for user verification as "preferred": an authenticator without it is accepted.
-        requireUserVerification: false,
+        requireUserVerification: true,
       }).then(
         (v) => (v.verified ? v.registrationInfo : undefined),
         (err: unknown) => void ctx.log.info({ err }, "passkey registration refused"),
@@ -182,7 +183,7 @@ export function passkeyHandlers(deps: AuthDeps): PasskeyHandlers {
       const options = await generateAuthenticationOptions({
         rpID: rpId,
         allowCredentials: [],
-        userVerification: "preferred",
+        userVerification: "required",
         timeout: challengeTtlMs,
       });
       await passkeysDb.addChallenge(pool, options.challenge, "login", null, clock.now() + challengeTtlMs);
@@ -221,7 +222,7 @@ export function passkeyHandlers(deps: AuthDeps): PasskeyHandlers {
           counter: passkey.counter,
           transports: passkey.transports,
         },
-        requireUserVerification: false,
+        requireUserVerification: true,
       }).then(
         (v) => (v.verified && handleOk ? v.authenticationInfo : undefined),
         (err: unknown) => void ctx.log.info({ err }, "passkey sign-in refused"),
