@@ -1,4 +1,5 @@
 /** Keyset pagination as the API does it: one page, or with `all` every page following next_cursor. */
+import { followPages, PagingError } from "@orch/client";
 import { CliError } from "./errors.js";
 
 interface Page {
@@ -11,16 +12,14 @@ export async function pages<K extends string, P extends Page & { [k in K]: unkno
   key: K,
   q: { cursor?: string | undefined; all?: boolean | undefined },
 ): Promise<P> {
-  let page = await fetchPage(q.cursor);
-  if (!q.all) return page;
-  const items = [...page[key]];
-  const seen = new Set<string>();
-  while (page.has_more && page.next_cursor) {
-    if (seen.has(page.next_cursor))
-      throw new CliError("the server's pagination does not advance (repeated cursor)", "bad_response");
-    seen.add(page.next_cursor);
-    page = await fetchPage(page.next_cursor);
-    items.push(...page[key]);
+  const first = await fetchPage(q.cursor);
+  if (!q.all) return first;
+  const items: unknown[] = [];
+  try {
+    const last = await followPages(first, fetchPage, (page) => items.push(...page[key]));
+    return { ...last, [key]: items, has_more: false, next_cursor: null };
+  } catch (err) {
+    if (err instanceof PagingError) throw new CliError(err.message, "bad_response");
+    throw err;
   }
-  return { ...page, [key]: items, has_more: false, next_cursor: null };
 }

@@ -2,52 +2,27 @@ import t from "tap";
 import { createSocket } from "node:dgram";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { createTestDatabase, ed25519, eventually, serviceDeps, startNats } from "@orch/kit/testing";
-import { agentsConfigSchema } from "../../services/agents/src/config.js";
-import { createAgentsService } from "../../services/agents/src/service.js";
-import { call, login, startAuth, startGateway } from "../../services/gateway/test/harness.js";
+import { eventually } from "@orch/kit/testing";
+import { call, login } from "../../services/gateway/test/harness.js";
+import { startAgentsStack } from "../../services/gateway/test/agents-stack.js";
 import { connectSimAgent, defaultAttributes, linkClient, simKey, type SimAgent } from "../../bench/lib/sim-agent.js";
 import { cli } from "./helpers/cli.js";
 
 // orchctl against the real gateway, auth and agents services (in-process) with simulated agent links.
-const nats = await startNats();
-const db = await createTestDatabase();
-const admin = ed25519();
-const auth = await startAuth(nats, db, admin);
 // Unicast discovery goes to agents.discovery_port only, inside agents.discovery_networks (loopback here).
 const discoverySock = createSocket("udp4");
 await new Promise<void>((r) => discoverySock.bind(0, "127.0.0.1", r));
 discoverySock.unref();
-const agentsDeps = await serviceDeps({
-  name: "agents",
-  nats,
-  db,
-  schema: "agents",
-  migrations: fileURLToPath(new URL("../../services/agents/migrations", import.meta.url)),
-  config: agentsConfigSchema.parse({
-    agents: {
-      link_host: "127.0.0.1",
-      link_port: 0,
-      insecure: true,
-      discovery_port: discoverySock.address().port,
-      discovery_networks: ["127.0.0.0/8"],
-    },
-  }),
+const stack = await startAgentsStack({
+  agents: { discovery_port: discoverySock.address().port, discovery_networks: ["127.0.0.0/8"] },
 });
-const agentsSvc = await createAgentsService(agentsDeps);
-const gw = await startGateway(nats);
+const { admin, agentsSvc, gw } = stack;
 const grpc = linkClient(`127.0.0.1:${agentsSvc.linkPort}`);
 const sims: SimAgent[] = [];
 t.teardown(async () => {
   for (const s of sims) s.close();
   grpc.close();
-  await gw.stop();
-  await agentsSvc.stop();
-  await agentsDeps.close();
-  await auth.stop();
-  await db.drop();
-  await nats.stop();
+  await stack.stop();
 });
 
 // An orchctl home logged in as a plain operator (agents commands need no admin).

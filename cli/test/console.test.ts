@@ -1,35 +1,16 @@
 import t from "tap";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { createTestDatabase, ed25519, eventually, serviceDeps, startNats } from "@orch/kit/testing";
-import { agentsConfigSchema } from "../../services/agents/src/config.js";
-import { createAgentsService } from "../../services/agents/src/service.js";
-import { call, login, startAuth, startGateway } from "../../services/gateway/test/harness.js";
+import { ed25519, eventually } from "@orch/kit/testing";
+import { call, login } from "../../services/gateway/test/harness.js";
+import { startAgentsStack } from "../../services/gateway/test/agents-stack.js";
 import { cli } from "./helpers/cli.js";
 
 // orchctl console, passkeys and agents summary / --selector against the real gateway, auth and agents services.
-const nats = await startNats();
-const db = await createTestDatabase();
-const admin = ed25519();
-const auth = await startAuth(nats, db, admin);
-const agentsDeps = await serviceDeps({
-  name: "agents",
-  nats,
-  db,
-  schema: "agents",
-  migrations: fileURLToPath(new URL("../../services/agents/migrations", import.meta.url)),
-  config: agentsConfigSchema.parse({ agents: { link_host: "127.0.0.1", link_port: 0, insecure: true } }),
-});
-const agentsSvc = await createAgentsService(agentsDeps);
-const gw = await startGateway(nats);
+const stack = await startAgentsStack();
+const { admin, agentsDeps, agentsSvc, gw } = stack;
 t.teardown(async () => {
-  await gw.stop();
-  await agentsSvc.stop();
-  await agentsDeps.close();
-  await auth.stop();
-  await db.drop();
-  await nats.stop();
+  await stack.stop();
 });
 
 // An orchctl home logged in as a second admin (passkeys --operator is admin-only).

@@ -3,7 +3,6 @@ import { osLabel, formatBytes, percent, tagList } from "../src/lib/agent-format.
 import { readAuditView, streamQuery, writeAuditView } from "../src/lib/audit-query.js";
 import { type EventSourceLike, type LiveState, openStream } from "../src/lib/event-stream.js";
 import { toSeries } from "../src/lib/metrics.js";
-import { fetchAllPages } from "../src/lib/paging.js";
 import { agentNameError, operatorNameError, tagErrors } from "../src/lib/rules.js";
 import { checkSelector } from "../src/lib/selector.js";
 import { withParams } from "../src/lib/url-state.js";
@@ -60,27 +59,6 @@ t.test("audit view round-trips through the query string with the API's names", a
 t.test("withParams sets, replaces and removes blank values", async (t) => {
   const next = withParams(new URLSearchParams("a=1&b=2"), { a: "3", b: "", c: "x", d: null });
   t.equal(next.toString(), "a=3&c=x");
-});
-
-t.test("fetchAllPages follows cursors to the end and stops on a cursor that does not advance", async (t) => {
-  const pages: Record<string, { items: number[]; next_cursor: string | null }> = {
-    "": { items: [1, 2], next_cursor: "b" },
-    b: { items: [3, 4], next_cursor: "c" },
-    c: { items: [5], next_cursor: null },
-  };
-  const seen: (string | undefined)[] = [];
-  const all = await fetchAllPages(async (cursor) => {
-    seen.push(cursor);
-    return pages[cursor ?? ""]!;
-  });
-  t.same(all, [1, 2, 3, 4, 5]);
-  t.same(seen, [undefined, "b", "c"]);
-  let calls = 0;
-  const stuck = await fetchAllPages(async () => {
-    calls++;
-    return { items: [calls], next_cursor: "same" };
-  });
-  t.same(stuck, [1, 2], "the second page repeats the cursor: stop");
 });
 
 t.test("agent formatting", async (t) => {

@@ -168,3 +168,5 @@ export function unwrap<D>(result: { data?: D; error?: unknown; response: Respons
   if (result.response.ok) return result.data as D;
   throw new ApiError(problemOf(result.response, result.error));
 }
+
+export { followPages, PagingError } from "./pages.js";

@@ -1,9 +1,8 @@
-import { randomBytes } from "node:crypto";
 import type { Emit, Queryable } from "@orch/kit";
 import type { OperatorRow } from "./db/operators.js";
 import { sessionsDb, type ConsoleVia } from "./db/sessions.js";
 import type { AuthDeps } from "./deps.js";
-import { hashToken } from "./handlers/login.js";
+import { newSecret } from "./handlers/login.js";
 
 export interface ConsoleSessionOpts {
   via: ConsoleVia;
@@ -26,10 +25,10 @@ export function consoleSessionOpener(deps: Pick<AuthDeps, "clock" | "config">) {
     opts: ConsoleSessionOpts,
   ): Promise<{ token: string; expiresAt: number }> {
     const now = deps.clock.now();
-    const token = randomBytes(32).toString("base64url");
+    const { value: token, hash } = newSecret();
     const expiresAt = now + ttlMs;
     await sessionsDb.addConsoleToken(db, {
-      hash: hashToken(token),
+      hash,
       operatorId: o.id,
       createdAt: now,
       expiresAt,

@@ -1,11 +1,8 @@
 import t, { type Test } from "tap";
 import { createSocket } from "node:dgram";
-import { fileURLToPath } from "node:url";
 import { fromBinary } from "@bufbuild/protobuf";
 import { AuditEventSchema, type AuditEvent } from "@orch/contracts";
-import { createTestDatabase, ed25519, eventually, serviceDeps, startNats } from "@orch/kit/testing";
-import { agentsConfigSchema } from "../../agents/src/config.js";
-import { createAgentsService } from "../../agents/src/service.js";
+import { ed25519, eventually } from "@orch/kit/testing";
 import {
   connectSimAgent,
   defaultAttributes,
@@ -15,35 +12,18 @@ import {
   type SimKey,
 } from "../../../bench/lib/sim-agent.js";
 import { validTarget } from "../src/routes/agents-schemas.js";
-import { call, login, startAuth, startGateway } from "./harness.js";
+import { call, login } from "./harness.js";
+import { startAgentsStack } from "./agents-stack.js";
 
 // The real agents service in-process, real gRPC links from simulated agents, the real gateway.
-const nats = await startNats();
-const db = await createTestDatabase();
-const admin = ed25519();
-const auth = await startAuth(nats, db, admin);
 // Unicast discovery goes to agents.discovery_port only, inside agents.discovery_networks (loopback here).
 const discoverySock = createSocket("udp4");
 await new Promise<void>((r) => discoverySock.bind(0, "127.0.0.1", r));
 discoverySock.unref();
-const agentsDeps = await serviceDeps({
-  name: "agents",
-  nats,
-  db,
-  schema: "agents",
-  migrations: fileURLToPath(new URL("../../agents/migrations", import.meta.url)),
-  config: agentsConfigSchema.parse({
-    agents: {
-      link_host: "127.0.0.1",
-      link_port: 0,
-      insecure: true,
-      discovery_port: discoverySock.address().port,
-      discovery_networks: ["127.0.0.0/8"],
-    },
-  }),
+const stack = await startAgentsStack({
+  agents: { discovery_port: discoverySock.address().port, discovery_networks: ["127.0.0.0/8"] },
 });
-const agentsSvc = await createAgentsService(agentsDeps);
-const gw = await startGateway(nats);
+const { nats, admin, agentsSvc, gw } = stack;
 const grpc = linkClient(`127.0.0.1:${agentsSvc.linkPort}`);
 const sims: SimAgent[] = [];
 // Every request that reaches the agents service passes here: proves refused input never left the gateway.
@@ -55,12 +35,7 @@ spy.subscribe("audit.>", { callback: (_e, m) => void audit.push(fromBinary(Audit
 t.teardown(async () => {
   for (const s of sims) s.close();
   grpc.close();
-  await gw.stop();
-  await agentsSvc.stop();
-  await agentsDeps.close();
-  await auth.stop();
-  await db.drop();
-  await nats.stop();
+  await stack.stop();
 });
 
 const token = await login(gw.url, admin);

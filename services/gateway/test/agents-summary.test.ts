@@ -1,32 +1,13 @@
 import t from "tap";
-import { fileURLToPath } from "node:url";
-import { createTestDatabase, ed25519, serviceDeps, startNats } from "@orch/kit/testing";
-import { agentsConfigSchema } from "../../agents/src/config.js";
-import { createAgentsService } from "../../agents/src/service.js";
-import { call, login, startAuth, startGateway } from "./harness.js";
+import { ed25519 } from "@orch/kit/testing";
+import { call, login } from "./harness.js";
+import { startAgentsStack } from "./agents-stack.js";
 
 // GET /api/v1/agents?selector= and GET /api/v1/agents/summary through the real gateway, auth and agents service.
-const nats = await startNats();
-const db = await createTestDatabase();
-const admin = ed25519();
-const auth = await startAuth(nats, db, admin);
-const agentsDeps = await serviceDeps({
-  name: "agents",
-  nats,
-  db,
-  schema: "agents",
-  migrations: fileURLToPath(new URL("../../agents/migrations", import.meta.url)),
-  config: agentsConfigSchema.parse({ agents: { link_host: "127.0.0.1", link_port: 0, insecure: true } }),
-});
-const agentsSvc = await createAgentsService(agentsDeps);
-const gw = await startGateway(nats);
+const stack = await startAgentsStack();
+const { admin, agentsDeps, agentsSvc, gw } = stack;
 t.teardown(async () => {
-  await gw.stop();
-  await agentsSvc.stop();
-  await agentsDeps.close();
-  await auth.stop();
-  await db.drop();
-  await nats.stop();
+  await stack.stop();
 });
 
 const nodeId = (i: number) => i.toString(16).padStart(32, "0");

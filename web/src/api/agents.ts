@@ -2,9 +2,8 @@
  * Agents: the fleet list (every page), counts, approval, tags, attributes and metrics. Query keys
  * start with "agents" so one invalidation after a change refreshes every agents view.
  */
-import type { Agent, AgentAttributes, MetricsHistory, ResponseBody } from "@orch/client";
+import { type Agent, type AgentAttributes, followPages, type MetricsHistory, type ResponseBody } from "@orch/client";
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { fetchAllPages } from "../lib/paging";
 import { api, unwrap } from "./client";
 
 export type { Agent };
@@ -33,16 +32,18 @@ export function useAllAgents(
   return useQuery({
     queryKey: agentKeys.list(selector, status),
     queryFn: async ({ signal }) => {
-      const agents = await fetchAllPages<Agent>(async (cursor) => {
+      const page = async (cursor: string | undefined) => {
         const query = {
           limit: String(PAGE),
           ...(cursor ? { cursor } : {}),
           ...(selector ? { selector } : {}),
           ...(status ? { status: status as AgentStatus } : {}),
         };
-        const page = unwrap(await api.GET("/api/v1/agents", { params: { query }, signal }));
-        return { items: page.agents, next_cursor: page.next_cursor };
-      });
+        return unwrap(await api.GET("/api/v1/agents", { params: { query }, signal }));
+      };
+      // The whole fleet (counts, the virtual table): 5,000 agents are 10 pages of 500.
+      const agents: Agent[] = [];
+      await followPages(await page(undefined), page, (p) => agents.push(...p.agents));
       opts.onData?.(agents);
       return agents;
     },

@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import type { AuthService } from "@orch/contracts";
 import { forbidden, unauthenticated, type Handlers } from "@orch/kit";
 import { consoleSessionOpener } from "../console-session.js";
@@ -7,7 +6,7 @@ import { operatorsDb, type OperatorRow } from "../db/operators.js";
 import { toOperator } from "../convert.js";
 import type { AuthDeps } from "../deps.js";
 import { loginFailureRecorder } from "../login-failures.js";
-import { hashToken } from "./login.js";
+import { hashToken, newSecret } from "./login.js";
 
 type LoginCodeHandlers = Pick<Handlers<typeof AuthService>, "createLoginCode" | "exchangeLoginCode">;
 
@@ -38,13 +37,13 @@ export function loginCodeHandlers(deps: AuthDeps): LoginCodeHandlers {
       if (ctx.actor.type !== "operator") {
         throw forbidden("operator_required", "a login code is issued to the calling operator");
       }
-      const code = randomBytes(32).toString("base64url");
+      const { value: code, hash } = newSecret();
       const now = clock.now();
       const expiresAt = now + config.auth.login_code_ttl_seconds * 1000;
       await events.tx(async (db, emit) => {
         const o = await operatorsDb.byId(db, ctx.actor.id);
         if (!o?.active) throw refusal("unknown_operator");
-        await loginCodesDb.add(db, hashToken(code), o.id, now, expiresAt);
+        await loginCodesDb.add(db, hash, o.id, now, expiresAt);
         const actor = { id: o.id, name: o.name, type: "operator" };
         await emit({
           type: "auth.login_code.created",

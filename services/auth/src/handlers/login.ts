@@ -12,6 +12,15 @@ import type { AuthDeps } from "../deps.js";
 export const REVOCATION_SUBJECT = "orch.auth.revoked";
 export const hashToken = (token: string) => createHash("sha256").update(token).digest("hex");
 
+/**
+ * A new bearer secret (a session token or a console login code): 32 random bytes, base64url. Only
+ * its hash is ever stored, so a database dump opens no session.
+ */
+export function newSecret(): { value: string; hash: string } {
+  const value = randomBytes(32).toString("base64url");
+  return { value, hash: hashToken(value) };
+}
+
 // One message for unknown and inactive operators, so a caller cannot probe which keys exist.
 const unknownOperator = () => unauthenticated("unknown_operator", "unknown or inactive operator");
 const badNonce = () =>
@@ -60,12 +69,12 @@ export function loginHandlers(deps: AuthDeps): LoginHandlers {
         await loginFailed(ch && ch.expires_at < now ? "expired_nonce" : "invalid_nonce", publicKey, req.remoteAddress);
         throw badNonce();
       }
-      const token = randomBytes(32).toString("base64url");
+      const { value: token, hash } = newSecret();
       const expiresAt = now + config.auth.token_ttl_hours * 3_600_000;
       const op = await events.tx(async (db, emit) => {
         const o = await operatorsDb.byKey(db, publicKey);
         if (!o?.active) return undefined;
-        await sessionsDb.addToken(db, hashToken(token), o.id, now, expiresAt);
+        await sessionsDb.addToken(db, hash, o.id, now, expiresAt);
         const actor = { id: o.id, name: o.name, type: "operator" };
         await emit({
           type: "auth.login.succeeded",
