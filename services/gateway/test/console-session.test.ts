@@ -248,3 +248,14 @@ t.test("sign-in routes share the login rate limit", async (t) => {
     "rate_limited",
   );
 });
+
+t.test("malformed sign-in bodies are a 400 problem and set no cookie", async (t) => {
+  for (const body of [{}, { code: 5 }, { code: "x".repeat(10_000) }]) {
+    const r = await req(gw.url, "POST", "/api/v1/auth/console/exchange", { origin: ORIGIN, body });
+    problem(t, r, 400, "invalid_request");
+    t.same(r.cookies, [], "no cookie on a refusal");
+  }
+  const r = await req(gw.url, "POST", "/api/v1/auth/passkeys/authentication", { origin: ORIGIN, body: {} });
+  t.equal(r.status, 400, JSON.stringify(r.body));
+  t.same(r.cookies, []);
+});
