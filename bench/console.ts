@@ -1,5 +1,6 @@
 /**
- * npm run bench -- console [--agents 5000] [--screens 20] [--skip-fleet]
+ * npm run bench -- console [--agents 5000] [--screens 20] [--skip-fleet] [--plan-agents 500]
+ *   [--plan-resources 20] [--skip-plan]
  *
  * (a) The first page's JavaScript, gzipped: web/dist/.vite/manifest.json's entry chunk and its
  *     static imports (dynamic imports = lazy routes are not part of it), against the 200 KB budget.
@@ -7,6 +8,10 @@
  *     notify and gateway as real processes, all agents approved over the agents RPC, the console
  *     opened in headless Chromium: the page's own `fleet:data` → `fleet:painted` measure, then
  *     scrolling the virtual list with the mouse wheel while sampling requestAnimationFrame deltas.
+ * (c) The plan view: a synthetic plan run of --plan-agents × --plan-resources file diffs served to
+ *     the real run page through Playwright routes (run, stream, results pages), the page's own
+ *     `plan:data` (all results in hand) → `plan:painted` (a frame after the commit that rendered
+ *     them) measure; budget < 1 s. Auth, notify and gateway run for real (sign-in, the shell).
  * Figures are printed, never asserted. Needs `npm run build` (services and web/dist).
  */
 import type { ChildProcess } from "node:child_process";
@@ -28,12 +33,20 @@ const { values } = parseArgs({
     agents: { type: "string", default: "5000" },
     screens: { type: "string", default: "20" },
     "skip-fleet": { type: "boolean", default: false },
+    "plan-agents": { type: "string", default: "500" },
+    "plan-resources": { type: "string", default: "20" },
+    "skip-plan": { type: "boolean", default: false },
   },
 });
 const agentCount = Number(values.agents);
 const screens = Number(values.screens);
 if (!Number.isInteger(agentCount) || agentCount < 1 || agentCount > 50_000) fail("--agents must be 1..50000");
 if (!Number.isInteger(screens) || screens < 1 || screens > 1000) fail("--screens must be 1..1000");
+const planAgents = Number(values["plan-agents"]);
+const planResources = Number(values["plan-resources"]);
+if (!Number.isInteger(planAgents) || planAgents < 1 || planAgents > 10_000) fail("--plan-agents must be 1..10000");
+if (!Number.isInteger(planResources) || planResources < 1 || planResources > 500)
+  fail("--plan-resources must be 1..500");
 
 function fail(msg: string): never {
   console.error(`bench console: ${msg}`);
@@ -210,6 +223,195 @@ async function fleetPage(): Promise<void> {
   }
 }
 
+// ---- (c) the plan view: N agents × M resources ------------------------------------------------------
+
+const PLAN_BUDGET_MS = 1000;
+const PLAN_LOADS = 3;
+
+/** A ULID-shaped id (26 Crockford base-32 characters), distinct per n. */
+const fakeUlid = (prefix: string, n: number) =>
+  `01${prefix}${n.toString(32).toUpperCase().padStart(22, "0")}`.slice(0, 26);
+
+/** The synthetic run and its operations with results: every resource a small file diff. */
+function syntheticPlan(agents: number, resources: number) {
+  const runId = fakeUlid("RUN", 1);
+  const at = new Date().toISOString();
+  const targets = Array.from({ length: agents }, (_, i) => ({
+    operation_id: fakeUlid("OP", i + 1),
+    node_id: `node-${String(i).padStart(5, "0")}`,
+    name: `web-${String(i + 1).padStart(4, "0")}`,
+    batch: 1,
+    status: "succeeded",
+  }));
+  const run = {
+    run_id: runId,
+    assignment: "bench",
+    kind: "plan",
+    status: "completed",
+    selector: "role=web",
+    modules: ["web-base"],
+    batch_size: agents,
+    batches: 1,
+    max_failures: null,
+    failures: 0,
+    created_at: at,
+    finished_at: at,
+    started_by: "01BENCHOPERATOR00000000000",
+    operations: targets,
+  };
+  const diffOf = (agent: number, r: number) =>
+    [
+      `Index: /etc/app/conf-${r}.conf`,
+      "===================================================================",
+      `--- /etc/app/conf-${r}.conf\tcurrent`,
+      `+++ /etc/app/conf-${r}.conf\tdesired`,
+      "@@ -1,5 +1,6 @@",
+      ` # managed by orch (agent ${agent})`,
+      `-listen = 80`,
+      `+listen = 8080`,
+      ` workers = 4`,
+      `-token = ***`,
+      `+token = ***`,
+      `+tls = on`,
+      ` log = /var/log/app-${r}.log`,
+      "",
+    ].join("\n");
+  const operations = targets.map((t, i) => ({
+    id: t.operation_id,
+    node_id: t.node_id,
+    node_name: t.name,
+    kind: "plan",
+    modules: ["web-base"],
+    status: "succeeded",
+    created_at: at,
+    started_at: at,
+    finished_at: at,
+    deadline: at,
+    actor: { id: run.started_by, name: "bench" },
+    summary: { ok: 0, changed: resources, failed: 0, skipped: 0, unsupported: 0 },
+    error_code: null,
+    error: null,
+    assignment: "bench",
+    run_id: runId,
+    results: Array.from({ length: resources }, (_, r) => ({
+      id: `conf-${r}`,
+      module: "web-base",
+      type: "file",
+      status: "changed",
+      changed: true,
+      diff: diffOf(i, r),
+      message: "would change",
+      duration_ms: 1,
+      has_output: false,
+    })),
+  }));
+  return { run, operations };
+}
+
+async function planView(): Promise<void> {
+  const nats = await startNats();
+  const db = await createTestDatabase("orch_bench");
+  let system: Awaited<ReturnType<typeof startSystem>> | undefined;
+  const browser = await launchBrowser();
+  try {
+    system = await startSystem({
+      nats,
+      db,
+      services: ["auth", "agents", "notify", "gateway"],
+      publicHost: "localhost",
+      env: { ORCH_LOG_LEVEL: "warn" },
+    });
+    const { run, operations } = syntheticPlan(planAgents, planResources);
+    const PAGE = 100;
+    const json = (body: unknown) => ({ status: 200, contentType: "application/json", body: JSON.stringify(body) });
+    const bytes = JSON.stringify(operations).length;
+    console.log(
+      `\nPlan view: ${planAgents} agents × ${planResources} resources ` +
+        `(${(bytes / 1024 / 1024).toFixed(1)} MB of results in pages of ${PAGE}, served by page.route)`,
+    );
+
+    const token = await system.login(system.admin);
+    const code = await system.api("POST", "/api/v1/auth/login-codes", { token, body: {} });
+    if (code.status !== 201) throw new Error(`POST /auth/login-codes: ${code.status} ${code.text}`);
+    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const page = await context.newPage();
+    // The run's routes answer from memory: what is measured is the page, not the state service.
+    await page.route("**/api/v1/assignments/bench/runs/**", async (route) => {
+      const url = new URL(route.request().url());
+      if (url.pathname.endsWith("/operations")) {
+        const from = Number(url.searchParams.get("cursor") ?? "0");
+        const limit = Number(url.searchParams.get("limit") ?? "50");
+        const slice = operations.slice(from, from + limit);
+        const next = from + limit < operations.length ? String(from + limit) : null;
+        return route.fulfill(json({ operations: slice, has_more: next !== null, next_cursor: next }));
+      }
+      if (url.pathname.endsWith("/stream")) {
+        return route.fulfill({
+          status: 200,
+          contentType: "text/event-stream",
+          body: `event: run\ndata: ${JSON.stringify(run)}\n\nevent: end\ndata: {"status":"completed"}\n\n`,
+        });
+      }
+      return route.fulfill(json(run));
+    });
+    await page.goto(code.body.url as string);
+    await page.waitForURL((u) => u.pathname !== "/login", { timeout: 30_000 });
+
+    // Where the main thread's time went during each load (Chromium's counters restart with a navigation).
+    const cdp = await context.newCDPSession(page);
+    await cdp.send("Performance.enable");
+    const metrics = async () => {
+      const { metrics: list } = (await cdp.send("Performance.getMetrics")) as {
+        metrics: { name: string; value: number }[];
+      };
+      return new Map(list.map((m) => [m.name, m.value]));
+    };
+    const figures: number[] = [];
+    for (let i = 0; i < PLAN_LOADS; i++) {
+      await page.goto(new URL(`/assignments/bench/runs/${run.run_id}`, page.url()).href);
+      // A function, not a string: the console's CSP forbids eval, which a string predicate needs.
+      await page.waitForFunction(() => performance.getEntriesByName("plan:painted").length > 0, undefined, {
+        timeout: 120_000,
+      });
+      const m = (await page.evaluate(`(() => {
+        const d = performance.getEntriesByName("plan:data")[0];
+        const p = performance.getEntriesByName("plan:painted")[0];
+        return {
+          data: d ? d.startTime : null,
+          painted: p ? p.startTime : null,
+          sections: document.querySelectorAll('[data-testid="run-agent"]').length,
+          diffs: document.querySelectorAll('[data-testid="diff"] .d2h-file-wrapper').length,
+          nodes: document.getElementsByTagName("*").length,
+        };
+      })()`)) as { data: number | null; painted: number | null; sections: number; diffs: number; nodes: number };
+      const after = await metrics();
+      const spent = (name: string) => ((after.get(name) ?? 0) * 1000).toFixed(0);
+      const ms = m.data === null || m.painted === null ? NaN : m.painted - m.data;
+      figures.push(ms);
+      console.log(
+        `  load ${i + 1}: plan:data → plan:painted ${ms.toFixed(1)} ms; navigation → painted ` +
+          `${m.painted?.toFixed(0)} ms; ${m.sections} agent sections, ${m.diffs} diffs rendered, ${m.nodes} DOM elements; ` +
+          `whole load: script ${spent("ScriptDuration")} ms, style ${spent("RecalcStyleDuration")} ms, ` +
+          `layout ${spent("LayoutDuration")} ms ` +
+          `(load average ${loadavg()
+            .map((l) => l.toFixed(2))
+            .join(" ")})`,
+      );
+    }
+    const sorted = [...figures].sort((a, b) => a - b);
+    const median = pct(sorted, 50);
+    console.log(
+      `  median ${median.toFixed(1)} ms of the ${PLAN_BUDGET_MS} ms budget (${median < PLAN_BUDGET_MS ? "within" : "OVER"})`,
+    );
+    await context.close();
+  } finally {
+    await browser.close().catch(() => {});
+    await system?.stop();
+    await db.drop();
+    await nats.stop();
+  }
+}
+
 const hardStop = setTimeout(() => {
   console.error("bench console: exceeded its overall time limit; exiting");
   process.exit(1);
@@ -223,6 +425,9 @@ console.log(
 );
 firstPageJs();
 if (!values["skip-fleet"]) await fleetPage();
+if (!values["skip-plan"]) await planView();
+// ---- (d) H6: the browser terminal's keystroke-echo figure goes here (one call, like the above) ----
+await (await import("./lib/console-terminal.js")).benchConsoleTerminal();
 console.log(
   `\nload average at the end: ${loadavg()
     .map((l) => l.toFixed(2))

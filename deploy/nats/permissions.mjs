@@ -30,6 +30,7 @@ const AGENT_LINK = "orch.agent.*.>"; // orch.agent.<node_id>.<Method>, served by
 const TERMINAL_DATA = "orch.term.>"; // orch.term.<session_id>.{in,out,ctl}
 const REVOKED = "orch.auth.revoked"; // token revocation broadcast
 const STATE_PROGRESS = "orch.state.progress.*"; // per-resource progress an agent publishes during an operation
+const RUN_PROGRESS = "orch.state.runs.*"; // assignment-run progress state announces to the gateway's run streams (packages/contracts/src/run-progress.ts)
 const AUDIT_FEED = "orch.audit.feed.events"; // stored events announced by audit to the gateway's live tails (GET /audit/stream)
 
 /**
@@ -78,7 +79,7 @@ export const USERS = {
     serves: [rpc("gateway", "_ping")],
     requests: SERVICES.filter((s) => s !== "gateway").map((s) => rpc(s)),
     publish: [TERMINAL_DATA],
-    subscribe: [TERMINAL_DATA, REVOKED, AUDIT_FEED],
+    subscribe: [TERMINAL_DATA, REVOKED, AUDIT_FEED, RUN_PROGRESS],
     // Secrets are resolved only for the state service; revocations come only from auth; audit
     // events only from the services that made the change.
     deny: { publish: [rpc("secrets", "Resolve"), REVOKED, "audit.>", "$JS.>"], subscribe: [] },
@@ -107,7 +108,7 @@ export const USERS = {
     note: "modules, assignments, operations; resolves secrets for templates",
     serves: [rpc("state", ">")],
     requests: [rpc("secrets", "Resolve"), AGENT_LINK, rpc("agents", ">"), rpc("notify", "GetMaintenanceStatus")],
-    publish: [],
+    publish: [RUN_PROGRESS],
     subscribe: [],
     deny: { publish: [], subscribe: [] },
     jetstream: writer,

@@ -45,6 +45,11 @@ t.test("the permission matrix says what docs/deploy.md says", async (t) => {
   t.ok(can("state", "orch.agent.node1.Apply"), "state → orch.agent.*.>");
   t.ok(can("state", "orch.agents.List"), "state → orch.agents.>");
   t.notOk(can("state", "orch.secrets.Create"), "state ↛ other secrets RPCs");
+  // run progress: state announces, gateways listen; nobody else can forge it.
+  t.ok(can("state", "orch.state.runs.01J0000000000000000000000A"), "state → orch.state.runs.*");
+  t.ok(sub("gateway", "orch.state.runs.01J0000000000000000000000A"), "gateway hears run progress");
+  for (const u of SERVICES.filter((x) => x !== "state"))
+    t.notOk(can(u, "orch.state.runs.01J0000000000000000000000A"), `${u} cannot forge run progress`);
   // terminal
   t.ok(can("terminal", "orch.agent.node1.OpenTerminal"), "terminal → orch.agent.*.>");
   t.ok(can("terminal", "orch.term.s1.out") && sub("terminal", "orch.term.s1.in"), "terminal pub/sub orch.term.>");

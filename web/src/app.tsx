@@ -19,6 +19,21 @@ const Audit = lazy(() => import("./pages/audit"));
 const Inbox = lazy(() => import("./pages/inbox"));
 const Operators = lazy(() => import("./pages/operators"));
 const Account = lazy(() => import("./pages/account"));
+const Modules = lazy(() => import("./pages/modules"));
+const ModuleDetail = lazy(() => import("./pages/module"));
+const ModuleUpload = lazy(() => import("./pages/module-upload"));
+const Assignments = lazy(() => import("./pages/assignments"));
+const AssignmentEdit = lazy(() => import("./pages/assignment-edit"));
+const AssignmentDetail = lazy(() => import("./pages/assignment"));
+const RunDetail = lazy(() => import("./pages/run"));
+const OperationDetail = lazy(() => import("./pages/operation"));
+const Secrets = lazy(() => import("./pages/secrets"));
+const Channels = lazy(() => import("./pages/channels"));
+const ChannelDetail = lazy(() => import("./pages/channel"));
+const Maintenance = lazy(() => import("./pages/maintenance"));
+const TerminalPage = lazy(() => import("./pages/terminal"));
+const Sessions = lazy(() => import("./pages/sessions"));
+const Recording = lazy(() => import("./pages/recording"));
 const NotFound = lazy(() => import("./pages/not-found"));
 
 const queryClient = new QueryClient({
@@ -49,7 +64,25 @@ export function App() {
                       <Route path="/" component={Fleet} />
                       <Route path="/agents" component={Fleet} />
                       <Route path="/agents/pending" component={Pending} />
+                      <Route path="/agents/:nodeId/terminal" component={TerminalPage} />
                       <Route path="/agents/:nodeId" component={AgentDetail} />
+                      <Route path="/modules" component={Modules} />
+                      <Route path="/modules/new" component={ModuleUpload} />
+                      <Route path="/modules/:name/upload" component={ModuleUpload} />
+                      <Route path="/modules/:name" component={ModuleDetail} />
+                      <Route path="/assignments" component={Assignments} />
+                      <Route path="/assignments/new" component={AssignmentEdit} />
+                      <Route path="/assignments/:name/edit" component={AssignmentEdit} />
+                      <Route path="/assignments/:name/runs/:runId" component={RunDetail} />
+                      <Route path="/assignments/:name" component={AssignmentDetail} />
+                      <Route path="/operations/:operationId" component={OperationDetail} />
+                      <Route path="/secrets" component={Secrets} />
+                      <Route path="/channels" component={Channels} />
+                      <Route path="/channels/:id" component={ChannelDetail} />
+                      <Route path="/maintenance" component={Maintenance} />
+                      <Route path="/terminal/:sessionId" component={TerminalPage} />
+                      <Route path="/sessions" component={Sessions} />
+                      <Route path="/sessions/:sessionId" component={Recording} />
                       <Route path="/audit" component={Audit} />
                       <Route path="/inbox" component={Inbox} />
                       <Route path="/operators" component={Operators} />

@@ -4,11 +4,36 @@ import { activeNav, navItemsFor } from "../src/ui/nav.js";
 t.test("Operators is listed for admins only", async (t) => {
   t.same(
     navItemsFor(true).map((i) => i.label),
-    ["Fleet", "Pending", "Audit", "Inbox", "Operators", "Account"],
+    [
+      "Fleet",
+      "Pending",
+      "Modules",
+      "Assignments",
+      "Secrets",
+      "Sessions",
+      "Channels",
+      "Maintenance",
+      "Audit",
+      "Inbox",
+      "Operators",
+      "Account",
+    ],
   );
   t.same(
     navItemsFor(false).map((i) => i.label),
-    ["Fleet", "Pending", "Audit", "Inbox", "Account"],
+    [
+      "Fleet",
+      "Pending",
+      "Modules",
+      "Assignments",
+      "Secrets",
+      "Sessions",
+      "Channels",
+      "Maintenance",
+      "Audit",
+      "Inbox",
+      "Account",
+    ],
   );
 });
 
@@ -21,6 +46,15 @@ t.test("activeNav maps a location to its nav entry", async (t) => {
     ["/agents/node-1", "Fleet"],
     ["/agents/pending", "Pending"],
     ["/agents/pending?status=rejected", "Pending"],
+    ["/agents/node-1/terminal", "Fleet"],
+    ["/modules", "Modules"],
+    ["/modules/web/upload", "Modules"],
+    ["/assignments/web/runs/01J", "Assignments"],
+    ["/terminal/01J", "Sessions"],
+    ["/sessions/01J", "Sessions"],
+    ["/channels/ch-1", "Channels"],
+    ["/maintenance", "Maintenance"],
+    ["/secrets", "Secrets"],
     ["/audit", "Audit"],
     ["/inbox", "Inbox"],
     ["/operators", "Operators"],

@@ -1,4 +1,4 @@
-/** orchctl assignments create | list | show | rm | apply | plan */
+/** orchctl assignments create | update | list | show | rm | apply | plan | runs */
 import type { Command } from "commander";
 import { unwrap, type RequestBody, type AssignmentRun as Run, type StateOperation as Operation } from "@orch/client";
 import { parseLimit } from "../args.js";
@@ -11,7 +11,9 @@ import {
   createdLine,
   runFollowingLine,
   runProgressLine,
+  RUN_COLUMNS,
   runResultLines,
+  runRows,
   runStartedLine,
 } from "../format/assignments.js";
 import { isOpen } from "../format/operations.js";
@@ -81,6 +83,51 @@ const create: Sub = (asg, io) =>
           }),
         );
         ctx.out.result(a, () => ctx.out.line(createdLine(a)));
+      }),
+    );
+
+const collect = (v: string, prev: string[]) => [...prev, v];
+
+interface UpdateOpts {
+  selector?: string;
+  modules?: string;
+  module: string[];
+  description?: string;
+}
+
+const update: Sub = (asg, io) =>
+  asg
+    .command("update")
+    .description("change an assignment's selector, modules or description (what is not given is kept)")
+    .argument("<name>", "assignment name")
+    .option("--selector <selector>", "`*`, or terms like `env=test,role in (web,db)`")
+    .option("-m, --modules <list>", "comma-separated module names (replaces the list)")
+    .option("--module <name>", "a module, repeatable (replaces the list; adds to -m)", collect, [])
+    .option("--description <text>", 'description ("" clears it)')
+    .action(
+      action(io, async (ctx, name: string, opts: UpdateOpts) => {
+        const listed =
+          opts.modules !== undefined || opts.module.length
+            ? [...(opts.modules !== undefined ? parseModules(opts.modules) : []), ...opts.module]
+            : undefined;
+        if (opts.selector === undefined && !listed && opts.description === undefined)
+          throw new CliError(
+            "nothing to change: give --selector, --modules/--module or --description",
+            "invalid_argument",
+          );
+        // The API replaces the whole definition: what the command was not told to change is sent back as it is.
+        const current = unwrap(await ctx.api.GET("/api/v1/assignments/{name}", { params: { path: { name } } }));
+        const a = unwrap(
+          await ctx.api.PUT("/api/v1/assignments/{name}", {
+            params: { path: { name } },
+            body: {
+              selector: opts.selector ?? current.selector,
+              modules: listed ?? current.modules,
+              description: opts.description === undefined ? current.description : opts.description || null,
+            },
+          }),
+        );
+        ctx.out.result(a, () => ctx.out.line(`Updated assignment ${a.name}: ${a.selector} → ${a.modules.join(", ")}`));
       }),
     );
 
@@ -174,7 +221,36 @@ const fanOut =
         }),
       );
 
+const runs: Sub = (asg, io) =>
+  asg
+    .command("runs")
+    .description("list an assignment's apply and plan runs, newest first")
+    .argument("<name>", "assignment name (a deleted assignment's runs still list)")
+    .option("--limit <n>", "page size (at most 200)")
+    .option("--cursor <cursor>", "continue after a previous page's next_cursor")
+    .option("--all", "fetch every page")
+    .action(
+      action(io, async (ctx, name: string, opts: { limit?: string; cursor?: string; all?: boolean }) => {
+        const limit = parseLimit(opts.limit)?.toString();
+        const page = await pages(
+          async (cursor) =>
+            unwrap(
+              await ctx.api.GET("/api/v1/assignments/{name}/runs", {
+                params: { path: { name }, query: { limit, cursor } },
+              }),
+            ),
+          "runs",
+          opts,
+        );
+        ctx.out.result(page, () => {
+          ctx.out.table(RUN_COLUMNS, runRows(page.runs));
+          if (page.has_more && page.next_cursor)
+            ctx.out.note(`more runs: orchctl assignments runs ${name} --cursor ${page.next_cursor} (or --all)`);
+        });
+      }),
+    );
+
 export function register(program: Command, io: CliIO): void {
   const asg = program.command("assignments").description("assignments: modules for the agents a selector matches");
-  for (const sub of [create, list, show, remove, fanOut("apply"), fanOut("plan")]) sub(asg, io);
+  for (const sub of [create, update, list, show, remove, fanOut("apply"), fanOut("plan"), runs]) sub(asg, io);
 }

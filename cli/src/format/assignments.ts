@@ -1,5 +1,11 @@
 /** Assignments, and the progress and outcome of their fan-out runs (pure). */
-import type { Assignment, AssignmentPage, AssignmentRun as Run, StateOperation as Operation } from "@orch/client";
+import type {
+  Assignment,
+  AssignmentPage,
+  AssignmentRun as Run,
+  AssignmentRunPage,
+  StateOperation as Operation,
+} from "@orch/client";
 import { operationLines, paintStatus } from "./operations.js";
 
 export const ASSIGNMENT_COLUMNS = ["NAME", "SELECTOR", "MODULES", "DESCRIPTION"];
@@ -20,6 +26,12 @@ export function assignmentFields(a: Assignment): [string, unknown][] {
 }
 
 export const createdLine = (a: Assignment) => `Created assignment ${a.name}: ${a.selector} → ${a.modules.join(", ")}`;
+
+export const RUN_COLUMNS = ["RUN", "KIND", "STATUS", "FAILURES", "CREATED", "FINISHED", "BY"];
+
+export function runRows(runs: AssignmentRunPage["runs"]): unknown[][] {
+  return runs.map((r) => [r.run_id, r.kind, r.status, r.failures, r.created_at, r.finished_at, r.started_by]);
+}
 
 type Kind = "apply" | "plan";
 

@@ -100,6 +100,7 @@ export type ModulePage = ResponseBody<"/api/v1/modules", "get">;
 export type Assignment = ResponseBody<"/api/v1/assignments/{name}", "get">;
 export type AssignmentPage = ResponseBody<"/api/v1/assignments", "get">;
 export type AssignmentRun = ResponseBody<"/api/v1/assignments/{name}/runs/{run_id}", "get">;
+export type AssignmentRunPage = ResponseBody<"/api/v1/assignments/{name}/runs", "get">;
 export type StateOperation = ResponseBody<"/api/v1/state/operations/{operation_id}", "get">;
 export type StateOperationPage = ResponseBody<"/api/v1/state/operations", "get">;
 export type OperationOutput = ResponseBody<"/api/v1/agents/{node_id}/state/operations/{operation_id}/output", "get">;

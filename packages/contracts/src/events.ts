@@ -48,6 +48,10 @@ export const EVENT_TYPES = {
   "module.uploaded": { severity: "info", description: "A state module was created or replaced." },
   "module.deleted": { severity: "info", description: "A state module was deleted." },
   "assignment.created": { severity: "info", description: "An assignment was created." },
+  "assignment.updated": {
+    severity: "info",
+    description: "An assignment's selector, modules or description was changed.",
+  },
   "assignment.deleted": { severity: "info", description: "An assignment was deleted." },
   "assignment.applied": { severity: "info", description: "An assignment apply or plan fanned out to its agents." },
   "state.apply.succeeded": { severity: "info", description: "An apply operation finished without failures." },

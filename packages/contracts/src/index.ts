@@ -9,3 +9,4 @@ export * from "./secret-mask.js";
 export * from "./error-catalogue.js";
 export * from "./rules/index.js";
 export * from "./console.js";
+export * from "./run-progress.js";

@@ -26,10 +26,12 @@ export const securityHeaderLines = (): string[] => SECURITY_HEADERS.map(([name, 
 
 /**
  * The console's policy: its own origin only, no inline script. Inline styles are allowed because
- * libraries inject <style> elements; scripts stay strict.
+ * libraries inject <style> elements (xterm.js, CodeMirror); scripts stay strict. `wasm-unsafe-eval`
+ * lets the recording player compile its bundled WebAssembly terminal emulator; it does not allow
+ * JavaScript eval.
  */
 export const CONSOLE_CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; " +
+  "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; " +
   "font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; " +
   "form-action 'self'; frame-ancestors 'none'";
 

@@ -7,6 +7,7 @@ import { createFanOut } from "./engine/fanout.js";
 import type { Engine } from "./engine/index.js";
 import { createLimiter } from "./engine/limit.js";
 import { createModuleCache } from "./engine/modules.js";
+import { createProgressPublisher } from "./engine/progress.js";
 import { createRunner } from "./engine/runner.js";
 import { SWEEP_JOB, sweep, sweepStale } from "./engine/sweep.js";
 import { assignmentHandlers } from "./handlers/assignments.js";
@@ -21,11 +22,12 @@ export async function createStateService(deps: StateDeps): Promise<Service & { e
   const { config, log } = deps;
   const clients = createClients(deps.nc, config.nats.request_timeout_ms);
   const runner = createRunner(deps, clients);
-  const fanout = createFanOut(deps, runner, createLimiter(config.state.fanout_concurrency));
+  const progress = createProgressPublisher(deps);
+  const fanout = createFanOut(deps, runner, createLimiter(config.state.fanout_concurrency), progress);
   const engine: Engine = { deps, clients, runner, fanout, cache: createModuleCache() };
 
   // Operations a previous process left behind end now if their deadline passed.
-  await sweep(deps);
+  await sweep(deps, progress);
 
   const rpc = serveRpc({
     nc: deps.nc,
@@ -42,7 +44,7 @@ export async function createStateService(deps: StateDeps): Promise<Service & { e
   });
   // Once per interval across all replicas, under the same lock as the sweep at start.
   const sweeper = schedulePeriodic(deps, SWEEP_JOB, config.state.sweep_interval_seconds * 1000, async () => {
-    await sweepStale(deps);
+    await sweepStale(deps, progress);
   });
   const stops = [() => sweeper.stop()];
   if (config.state.drift_interval_seconds > 0) {

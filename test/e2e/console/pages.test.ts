@@ -13,7 +13,7 @@ if (approved.status !== 200) throw new Error(`approving ${nodeId}: ${approved.te
 await stack.api("PUT", `/api/v1/agents/${nodeId}/tags/env`, { value: "prod" });
 
 const CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; " +
+  "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; " +
   "font-src 'self' data:; connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; " +
   "form-action 'self'; frame-ancestors 'none'";
 

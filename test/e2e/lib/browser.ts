@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import AxeBuilder from "@axe-core/playwright";
-import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from "playwright-core";
+import { chromium, type Browser, type BrowserContext, type CDPSession, type Locator, type Page } from "playwright-core";
 import type { Test } from "tap";
 import {
   createTestDatabase,
@@ -306,8 +306,9 @@ export async function expectNoA11yViolations(t: Test, page: Page, what = new URL
 /**
  * Screenshots of the page in light and dark, desktop (1280×800) and phone (390×844):
  * test-results/console/<name>-<light|dark>-<desktop|phone>.png. Leaves the page at desktop/light.
+ * `scrollTo`: a part of a long page to shoot (scrolled to its top at each size).
  */
-export async function shoot(page: Page, name: string): Promise<string[]> {
+export async function shoot(page: Page, name: string, opts: { scrollTo?: Locator } = {}): Promise<string[]> {
   mkdirSync(SHOTS, { recursive: true });
   const files: string[] = [];
   for (const colorScheme of ["light", "dark"] as const) {
@@ -319,6 +320,10 @@ export async function shoot(page: Page, name: string): Promise<string[]> {
       await page.emulateMedia({ colorScheme });
       // Two frames: layout and paint after the media/viewport change.
       await page.evaluate("new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))");
+      // A part far down the page: scrolled to its top again at each size (the layout differs).
+      await opts.scrollTo?.evaluate((e) =>
+        (e as unknown as { scrollIntoView(o: object): void }).scrollIntoView({ block: "start" }),
+      );
       const path = join(SHOTS, `${name}-${colorScheme}-${size}.png`);
       await page.screenshot({ path });
       files.push(path);

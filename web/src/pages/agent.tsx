@@ -3,13 +3,13 @@
  * (charts loaded lazily: uPlot is not part of any other page), its recent operations and drift.
  */
 import { lazy, Suspense } from "react";
-import { useParams } from "wouter";
+import { Link, useParams } from "wouter";
 import { useAgent, useAgentAttributes, useAgentMetrics } from "../api/agents";
 import { formatBytes, osLabel, percent } from "../lib/agent-format";
 import { isMetricRange, METRIC_RANGES, type MetricRange, toSeries } from "../lib/metrics";
 import { useUrlState } from "../lib/url-state";
 import { Badge, EmptyState, Field, Loading, Page, ProblemMessage, QueryStatus, Section, Time, toneOf } from "../ui";
-import { DriftSection, OperationsSection } from "./agent/state-sections";
+import { DriftSection, OperationsSection, StateSection } from "./agent/state-sections";
 import { TagsEditor } from "./agent/tags-editor";
 import "./pages.css";
 import { TableRegion } from "./parts/table-region";
@@ -26,6 +26,13 @@ export default function AgentDetailPage() {
       <QueryStatus query={agent}>
         {a ? (
           <>
+            {a.status === "approved" ? (
+              <p className="actions">
+                <Link href={`/agents/${encodeURIComponent(a.node_id)}/terminal`} className="btn">
+                  Open terminal
+                </Link>
+              </p>
+            ) : null}
             <dl className="props card">
               <dt>Node ID</dt>
               <dd className="mono">{a.node_id}</dd>
@@ -52,6 +59,7 @@ export default function AgentDetailPage() {
             <AttributesSection nodeId={a.node_id} />
             <TagsEditor nodeId={nodeId} tags={a.tags} />
             <MetricsSection nodeId={a.node_id} />
+            {a.status === "approved" ? <StateSection nodeId={a.node_id} /> : null}
             <OperationsSection nodeId={a.node_id} />
             <DriftSection nodeId={a.node_id} />
           </>

@@ -1,6 +1,18 @@
 /** The shell's main navigation, and which entry a location belongs to (pure: unit-tested). */
 export interface NavItem {
-  label: "Fleet" | "Pending" | "Audit" | "Inbox" | "Operators" | "Account";
+  label:
+    | "Fleet"
+    | "Pending"
+    | "Modules"
+    | "Assignments"
+    | "Secrets"
+    | "Sessions"
+    | "Channels"
+    | "Maintenance"
+    | "Audit"
+    | "Inbox"
+    | "Operators"
+    | "Account";
   href: string;
   adminOnly?: boolean;
 }
@@ -8,6 +20,12 @@ export interface NavItem {
 export const NAV_ITEMS: readonly NavItem[] = [
   { label: "Fleet", href: "/" },
   { label: "Pending", href: "/agents/pending" },
+  { label: "Modules", href: "/modules" },
+  { label: "Assignments", href: "/assignments" },
+  { label: "Secrets", href: "/secrets" },
+  { label: "Sessions", href: "/sessions" },
+  { label: "Channels", href: "/channels" },
+  { label: "Maintenance", href: "/maintenance" },
   { label: "Audit", href: "/audit" },
   { label: "Inbox", href: "/inbox" },
   { label: "Operators", href: "/operators", adminOnly: true },
@@ -18,11 +36,15 @@ export function navItemsFor(isAdmin: boolean): NavItem[] {
   return NAV_ITEMS.filter((i) => isAdmin || !i.adminOnly);
 }
 
-/** The nav entry a path belongs to: /agents and agent pages are Fleet, /agents/pending is Pending. */
+/**
+ * The nav entry a path belongs to: /agents and agent pages (and an agent's terminal) are Fleet,
+ * /agents/pending is Pending, a live terminal (/terminal/:id) belongs with its recordings (Sessions).
+ */
 export function activeNav(path: string): NavItem["label"] | undefined {
   const p = path.split(/[?#]/)[0]?.replace(/\/+$/, "") || "/";
   if (p === "/agents/pending" || p.startsWith("/agents/pending/")) return "Pending";
   if (p === "/" || p === "/agents" || p.startsWith("/agents/")) return "Fleet";
+  if (p.startsWith("/terminal/")) return "Sessions";
   for (const item of NAV_ITEMS) {
     if (item.href !== "/" && (p === item.href || p.startsWith(`${item.href}/`))) return item.label;
   }

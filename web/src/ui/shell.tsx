@@ -9,6 +9,7 @@ import { connectivity } from "../api/connectivity";
 import { useUnreadCount } from "../api/notifications";
 import { useSession, useSignOut } from "../api/session";
 import { Banner } from "./banner";
+import { MaintenanceBanner } from "./maintenance-banner";
 import { activeNav, navItemsFor } from "./nav";
 
 function useGatewayDown(): string | undefined {
@@ -73,6 +74,7 @@ export function Shell({ children }: { children: ReactNode }) {
           Gateway unavailable — retrying…
         </Banner>
       ) : null}
+      <MaintenanceBanner />
       <main id="main" className="shell-main" tabIndex={-1}>
         {children}
       </main>

@@ -387,7 +387,13 @@ export interface paths {
          * @description Any authenticated operator.
          */
         get: operations["getAssignmentsName"];
-        put?: never;
+        /**
+         * Replace an assignment's selector, modules and description
+         * @description Validated like create; records `assignment.updated` (with the previous values). Runs already started keep the selector and modules they started with; the next apply or plan uses the new ones. Without `description` (or with null) the description is cleared. Selector grammar: `*`, or comma-separated terms that must all hold: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; keys are tags, or `name`, `node_id`, `attr.<attribute>`; values may use `*` globs. A parse error is 400 `invalid_selector` with the `position`.
+         *
+         *     Any authenticated operator.
+         */
+        put: operations["putAssignmentsName"];
         post?: never;
         /**
          * Delete an assignment
@@ -443,6 +449,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/assignments/{name}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an assignment's apply/plan runs, newest first
+         * @description At most 200 per page (default 50), without the per-agent operations (GET /assignments/{name}/runs/{run_id} has them). The runs of a deleted assignment are still listed; an assignment that never ran lists none.
+         *
+         *     Any authenticated operator.
+         */
+        get: operations["getAssignmentsNameRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/assignments/{name}/runs/{run_id}": {
         parameters: {
             query?: never;
@@ -455,6 +483,50 @@ export interface paths {
          * @description Any authenticated operator.
          */
         get: operations["getAssignmentsNameRunsRunId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/assignments/{name}/runs/{run_id}/operations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The operations of one run, with their per-resource results
+         * @description Newest first, at most 100 per page (results carry diffs). Secret values are masked. A scoped operator sees only the operations on agents it can reach. 404 `run_not_found` when the run does not belong to the assignment.
+         *
+         *     Any authenticated operator.
+         */
+        get: operations["getAssignmentsNameRunsRunIdOperations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/assignments/{name}/runs/{run_id}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Live progress of one run (Server-Sent Events)
+         * @description text/event-stream: `event: run` with the whole run (as GET /assignments/{name}/runs/{run_id}) first and whenever it changes, then `event: end` (`data: {"status": …}`) once the status is final, and the stream closes. A comment every 15 s keeps the connection alive. A client that reconnects gets the current run again, so nothing is lost; a finished run answers with its final snapshot and `end` at once. `event: error` when the credential ends (sign-out, removal, expiry).
+         *
+         *     Any authenticated operator.
+         */
+        get: operations["getAssignmentsNameRunsRunIdStream"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3357,6 +3429,82 @@ export interface operations {
             };
         };
     };
+    putAssignmentsName: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    description?: string | null;
+                    modules: string[];
+                    selector: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        created_at: string;
+                        created_by: string;
+                        description: string | null;
+                        modules: string[];
+                        name: string;
+                        selector: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_selector, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: assignment_not_found, module_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     deleteAssignmentsName: {
         parameters: {
             query?: never;
@@ -3676,6 +3824,69 @@ export interface operations {
             };
         };
     };
+    getAssignmentsNameRuns: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: string;
+            };
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        has_more: boolean;
+                        next_cursor: string | null;
+                        runs: {
+                            assignment: string;
+                            batch_size: number;
+                            batches: number;
+                            created_at: string;
+                            failures: number;
+                            finished_at: string | null;
+                            /** @enum {string} */
+                            kind: "apply" | "plan";
+                            max_failures: number | null;
+                            modules: string[];
+                            run_id: string;
+                            selector: string;
+                            started_by: string;
+                            /** @enum {string} */
+                            status: "running" | "completed" | "stopped" | "interrupted";
+                        }[];
+                    };
+                };
+            };
+            /** @description problem codes: invalid_cursor */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     getAssignmentsNameRunsRunId: {
         parameters: {
             query?: never;
@@ -3719,6 +3930,154 @@ export interface operations {
                         /** @enum {string} */
                         status: "running" | "completed" | "stopped" | "interrupted";
                     };
+                };
+            };
+            /** @description problem codes: invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: run_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAssignmentsNameRunsRunIdOperations: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: string;
+            };
+            header?: never;
+            path: {
+                name: string;
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        has_more: boolean;
+                        next_cursor: string | null;
+                        operations: {
+                            actor: {
+                                id: string;
+                                name: string;
+                            };
+                            assignment: string | null;
+                            created_at: string;
+                            deadline: string;
+                            error: string | null;
+                            /** @description stable reason when the operation failed as a whole, e.g. template_error, secret_not_permitted, agent_unreachable */
+                            error_code: string | null;
+                            finished_at: string | null;
+                            id: string;
+                            /** @enum {string} */
+                            kind: "apply" | "plan" | "drift";
+                            modules: string[];
+                            node_id: string;
+                            node_name: string;
+                            results: {
+                                changed: boolean;
+                                diff: string;
+                                duration_ms: number;
+                                has_output: boolean;
+                                id: string;
+                                message: string;
+                                module: string;
+                                /** @enum {string} */
+                                status: "ok" | "changed" | "failed" | "skipped" | "unsupported";
+                                type: string;
+                            }[];
+                            run_id: string | null;
+                            started_at: string | null;
+                            /** @enum {string} */
+                            status: "pending" | "running" | "succeeded" | "failed" | "timed_out" | "unreachable";
+                            summary: {
+                                changed: number;
+                                failed: number;
+                                ok: number;
+                                skipped: number;
+                                unsupported: number;
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description problem codes: invalid_cursor */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: run_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAssignmentsNameRunsRunIdStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
                 };
             };
             /** @description problem codes: invalid_request */

@@ -1,11 +1,14 @@
 import type { FastifyReply } from "fastify";
 import { z } from "zod";
 import { StateService, type Assignment, type AssignmentRun } from "@orch/contracts";
-import { rpcClient } from "@orch/kit";
+import { pageCursor, rpcClient, unauthenticated } from "@orch/kit";
 import type { GatewayContext } from "../app.js";
+import { requestToken } from "../console/session.js";
 import { route } from "../route.js";
 import { iso, pageQuery, qInt, Ulid } from "../schemas.js";
+import { RunStream } from "../sse/run-stream.js";
 import { NAME } from "./modules.js";
+import { OperationDetailOut, operationDetailJson } from "./state.js";
 
 const isoOrNull = (ms: number) => (ms > 0 ? iso(ms) : null);
 
@@ -77,7 +80,29 @@ export const runJson = (r: AssignmentRun) => ({
   })),
 });
 
+/** A run in a list: the per-agent operations are left out (GET the run for them). */
+export const RunSummaryOut = RunOut.omit({ operations: true });
+const runSummaryJson = (r: AssignmentRun) => {
+  const { operations: _, ...summary } = runJson(r);
+  return summary;
+};
+
 const AssignmentName = z.object({ name: z.string().min(1).max(128) });
+const RunParams = z.object({ name: z.string().min(1).max(128), run_id: Ulid });
+/** What an assignment is: the body of create (with its name) and of update (name in the path). */
+const Definition = z.object({
+  selector: z.string().min(1).max(4096),
+  modules: z.array(NAME).min(1).max(100),
+  description: z.string().max(1000).nullable().optional(),
+});
+const SELECTOR_GRAMMAR =
+  "Selector grammar: `*`, or comma-separated terms that must all hold: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; keys are tags, or `name`, `node_id`, `attr.<attribute>`; values may use `*` globs. A parse error is 400 `invalid_selector` with the `position`.";
+const definitionMsg = (name: string, body: z.infer<typeof Definition>) => ({
+  name,
+  selector: body.selector,
+  modules: body.modules,
+  ...(body.description != null ? { description: body.description } : {}),
+});
 const WaitQuery = z.object({
   wait: qInt(0, 300).optional().describe("block up to this many seconds for the whole fan-out; 200 when it finished"),
 });
@@ -107,6 +132,11 @@ function sendRun(reply: FastifyReply, run: AssignmentRun) {
 
 export function assignmentRoutes(ctx: GatewayContext) {
   const state = rpcClient(ctx.nc, "state", StateService, { timeoutMs: ctx.timeoutMs });
+  const streams = new Set<RunStream>();
+  // Open streams would otherwise keep the server from closing.
+  ctx.app.addHook("preClose", async () => {
+    for (const s of streams) s.close();
+  });
   const fanOut = (kind: "apply" | "plan") =>
     route({
       method: "POST",
@@ -143,28 +173,29 @@ export function assignmentRoutes(ctx: GatewayContext) {
       path: "/api/v1/assignments",
       auth: "operator",
       summary: "Create an assignment: modules for the agents a selector matches",
-      description:
-        "Selector grammar: `*`, or comma-separated terms that must all hold: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; keys are tags, or `name`, `node_id`, `attr.<attribute>`; values may use `*` globs. A parse error is 400 `invalid_selector` with the `position`.",
+      description: SELECTOR_GRAMMAR,
       tags: ["assignments"],
-      body: z.object({
-        name: NAME,
-        selector: z.string().min(1).max(4096),
-        modules: z.array(NAME).min(1).max(100),
-        description: z.string().max(1000).nullable().optional(),
-      }),
+      body: Definition.extend({ name: NAME }),
       responses: { 201: AssignmentOut },
       errors: { 400: ["invalid_selector"], 404: ["module_not_found"], 409: ["assignment_exists"] },
       async handler({ body, call }) {
-        const a: Assignment = await state.createAssignment(
-          {
-            name: body.name,
-            selector: body.selector,
-            modules: body.modules,
-            ...(body.description != null ? { description: body.description } : {}),
-          },
-          call,
-        );
+        const a: Assignment = await state.createAssignment(definitionMsg(body.name, body), call);
         return assignmentJson(a);
+      },
+    }),
+    route({
+      method: "PUT",
+      path: "/api/v1/assignments/{name}",
+      auth: "operator",
+      summary: "Replace an assignment's selector, modules and description",
+      description: `Validated like create; records \`assignment.updated\` (with the previous values). Runs already started keep the selector and modules they started with; the next apply or plan uses the new ones. Without \`description\` (or with null) the description is cleared. ${SELECTOR_GRAMMAR}`,
+      tags: ["assignments"],
+      params: AssignmentName,
+      body: Definition,
+      responses: { 200: AssignmentOut },
+      errors: { 400: ["invalid_selector"], 404: ["assignment_not_found", "module_not_found"] },
+      async handler({ params, body, call }) {
+        return assignmentJson(await state.updateAssignment(definitionMsg(params.name, body), call));
       },
     }),
     route({
@@ -220,15 +251,124 @@ export function assignmentRoutes(ctx: GatewayContext) {
     fanOut("plan"),
     route({
       method: "GET",
+      path: "/api/v1/assignments/{name}/runs",
+      auth: "operator",
+      summary: "List an assignment's apply/plan runs, newest first",
+      description:
+        "At most 200 per page (default 50), without the per-agent operations (GET /assignments/{name}/runs/{run_id} has them). The runs of a deleted assignment are still listed; an assignment that never ran lists none.",
+      tags: ["assignments"],
+      params: AssignmentName,
+      query: z.object({ limit: qInt(1, 200).optional(), cursor: z.string().max(200).optional() }),
+      responses: {
+        200: z.object({
+          runs: z.array(RunSummaryOut),
+          has_more: z.boolean(),
+          next_cursor: z.string().nullable(),
+        }),
+      },
+      errors: { 400: ["invalid_cursor"] },
+      async handler({ params, query, call }) {
+        const r = await state.listAssignmentRuns(
+          { name: params.name, limit: query.limit ?? 0, cursor: query.cursor ?? "" },
+          call,
+        );
+        return {
+          runs: r.runs.map(runSummaryJson),
+          has_more: r.nextCursor !== "",
+          next_cursor: r.nextCursor || null,
+        };
+      },
+    }),
+    route({
+      method: "GET",
       path: "/api/v1/assignments/{name}/runs/{run_id}",
       auth: "operator",
       summary: "Progress of one assignment apply/plan fan-out",
       tags: ["assignments"],
-      params: z.object({ name: z.string().min(1).max(128), run_id: Ulid }),
+      params: RunParams,
       responses: { 200: RunOut },
       errors: { 404: ["run_not_found"] },
       async handler({ params, call }) {
         return runJson(await state.getAssignmentRun({ name: params.name, runId: params.run_id }, call));
+      },
+    }),
+    route({
+      method: "GET",
+      path: "/api/v1/assignments/{name}/runs/{run_id}/operations",
+      auth: "operator",
+      summary: "The operations of one run, with their per-resource results",
+      description:
+        "Newest first, at most 100 per page (results carry diffs). Secret values are masked. A scoped operator sees only the operations on agents it can reach. 404 `run_not_found` when the run does not belong to the assignment.",
+      tags: ["assignments"],
+      params: RunParams,
+      query: z.object({ limit: qInt(1, 100).optional(), cursor: z.string().max(200).optional() }),
+      responses: {
+        200: z.object({
+          operations: z.array(OperationDetailOut),
+          has_more: z.boolean(),
+          next_cursor: z.string().nullable(),
+        }),
+      },
+      errors: { 400: ["invalid_cursor"], 404: ["run_not_found"] },
+      async handler({ params, query, call }) {
+        // A bad cursor is refused like on every list, before the run is looked up.
+        const cursor = pageCursor(query.cursor, "ulid");
+        // Also proves the run belongs to this assignment.
+        await state.getAssignmentRun({ name: params.name, runId: params.run_id }, call);
+        const r = await state.listOperations(
+          {
+            runId: params.run_id,
+            withResults: true,
+            limit: query.limit ?? 50,
+            cursor,
+            nodeId: "",
+            kind: "",
+            status: "",
+          },
+          call,
+        );
+        return {
+          operations: r.operations.map(operationDetailJson),
+          has_more: r.nextCursor !== "",
+          next_cursor: r.nextCursor || null,
+        };
+      },
+    }),
+    route({
+      method: "GET",
+      path: "/api/v1/assignments/{name}/runs/{run_id}/stream",
+      auth: "operator",
+      summary: "Live progress of one run (Server-Sent Events)",
+      description:
+        'text/event-stream: `event: run` with the whole run (as GET /assignments/{name}/runs/{run_id}) first and whenever it changes, then `event: end` (`data: {"status": …}`) once the status is final, and the stream closes. A comment every 15 s keeps the connection alive. A client that reconnects gets the current run again, so nothing is lost; a finished run answers with its final snapshot and `end` at once. `event: error` when the credential ends (sign-out, removal, expiry).',
+      tags: ["assignments"],
+      params: RunParams,
+      responses: { 200: z.string().meta({ description: "text/event-stream" }) },
+      errors: { 404: ["run_not_found"] },
+      async handler({ params, call, principal, raw }, reply) {
+        const stream = new RunStream({
+          nc: ctx.nc,
+          log: ctx.log,
+          registry: streams,
+          state,
+          call,
+          name: params.name,
+          runId: params.run_id,
+          res: reply.raw,
+        });
+        const token = requestToken(raw, ctx.config.http)?.token ?? "";
+        stream.bindTo(ctx.live, { operatorId: principal!.id, token, expiresAt: principal!.expiresAt });
+        const first = await stream.open();
+        if (stream.endedBy) throw unauthenticated("invalid_token", "the token is invalid, expired or revoked");
+        reply.hijack();
+        reply.raw.writeHead(200, {
+          "content-type": "text/event-stream; charset=utf-8",
+          "cache-control": "no-cache",
+          connection: "keep-alive",
+          "x-accel-buffering": "no",
+        });
+        stream.run(first);
+        return reply;
       },
     }),
   ];

@@ -108,6 +108,20 @@ export const assignmentsDb = {
       a.created_by,
     ]);
   },
+  /** The row, locked until the transaction ends (an update reads the old values it replaces). */
+  async getForUpdate(db: Queryable, name: string): Promise<AssignmentRow | undefined> {
+    return (
+      await db.query<AssignmentRow>(`SELECT ${ASSIGNMENT_COLS} FROM assignments WHERE name = $1 FOR UPDATE`, [name])
+    ).rows[0];
+  },
+  async update(db: Queryable, a: Pick<AssignmentRow, "name" | "selector" | "modules" | "description">): Promise<void> {
+    await db.query("UPDATE assignments SET selector = $2, modules = $3, description = $4 WHERE name = $1", [
+      a.name,
+      a.selector,
+      a.modules,
+      a.description,
+    ]);
+  },
   async remove(db: Queryable, name: string): Promise<AssignmentRow | undefined> {
     return (
       await db.query<AssignmentRow>(`DELETE FROM assignments WHERE name = $1 RETURNING ${ASSIGNMENT_COLS}`, [name])

@@ -86,6 +86,9 @@ const COLS =
 /** Lists skip the heavy columns. */
 const LIST_COLS =
   "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, '[]'::jsonb AS results, '[]'::jsonb AS output, error_code, error, run_id, assignment";
+/** A list with results (a run's page): still without the captured output, fetched one operation at a time. */
+const LIST_COLS_RESULTS =
+  "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, results, '[]'::jsonb AS output, error_code, error, run_id, assignment";
 
 export interface OperationFilter {
   node_id?: string;
@@ -93,6 +96,7 @@ export interface OperationFilter {
   node_ids?: string[];
   kind?: string;
   status?: string;
+  run_id?: string;
 }
 
 export const operationsDb = {
@@ -110,7 +114,13 @@ export const operationsDb = {
     return (await db.query<OperationRow>(`SELECT ${COLS} FROM operations WHERE id = $1`, [id])).rows[0];
   },
   /** Newest first; `before` is the id of the last row of the previous page. */
-  async page(db: Queryable, f: OperationFilter, limit: number, before: string): Promise<OperationRow[]> {
+  async page(
+    db: Queryable,
+    f: OperationFilter,
+    limit: number,
+    before: string,
+    withResults = false,
+  ): Promise<OperationRow[]> {
     const where: string[] = [];
     const args: unknown[] = [];
     const add = (sql: string, v: unknown) => {
@@ -122,10 +132,11 @@ export const operationsDb = {
     if (f.node_ids) add("node_id = ANY(?)", f.node_ids);
     if (f.kind) add("kind = ?", f.kind);
     if (f.status) add("status = ?", f.status);
+    if (f.run_id) add("run_id = ?", f.run_id);
     args.push(limit);
     return (
       await db.query<OperationRow>(
-        `SELECT ${LIST_COLS} FROM operations ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT $${args.length}`,
+        `SELECT ${withResults ? LIST_COLS_RESULTS : LIST_COLS} FROM operations ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ORDER BY id DESC LIMIT $${args.length}`,
         args,
       )
     ).rows;

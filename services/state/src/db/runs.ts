@@ -57,6 +57,15 @@ export const runsDb = {
   async get(db: Queryable, id: string): Promise<RunRow | undefined> {
     return (await db.query<RunRow>(`SELECT ${COLS} FROM runs WHERE id = $1`, [id])).rows[0];
   },
+  /** One assignment's runs, newest first (ULID ids sort by creation); `before` is the last id of the previous page. */
+  async page(db: Queryable, assignment: string, limit: number, before: string): Promise<RunRow[]> {
+    return (
+      await db.query<RunRow>(
+        `SELECT ${COLS} FROM runs WHERE assignment = $1 AND ($2 = '' OR id < $2) ORDER BY id DESC LIMIT $3`,
+        [assignment, before, limit],
+      )
+    ).rows;
+  },
   /** Heartbeat and failure count of a live run. */
   async touch(db: Queryable, id: string, now: number, failures?: number): Promise<void> {
     await db.query(

@@ -6,6 +6,7 @@ import { runsDb, type RunRow, type RunStatus, type RunTargetRow } from "../db/ru
 import { agentInfo } from "../convert.js";
 import type { AgentInfo, Clients, StateDeps } from "../deps.js";
 import type { Limiter } from "./limit.js";
+import type { ProgressPublisher } from "./progress.js";
 import type { ModuleSource } from "./render.js";
 import type { Runner } from "./runner.js";
 
@@ -67,7 +68,7 @@ export interface FanOut {
  * Assignment fan-out: the matched agents are split into batches; each batch runs through the
  * shared concurrency limiter, and once failures exceed max_failures no further batch starts.
  */
-export function createFanOut(deps: StateDeps, runner: Runner, limiter: Limiter): FanOut {
+export function createFanOut(deps: StateDeps, runner: Runner, limiter: Limiter, progress: ProgressPublisher): FanOut {
   const { pool, clock, ids, events, log } = deps;
   const inflight = new Map<string, Promise<void>>();
 
@@ -80,6 +81,7 @@ export function createFanOut(deps: StateDeps, runner: Runner, limiter: Limiter):
       actor: input.actor,
       runId: run.id,
       assignment: run.assignment,
+      onChange: () => progress.changed(run.id),
     });
     let failures = 0;
     let status: RunStatus = "completed";
@@ -116,6 +118,7 @@ export function createFanOut(deps: StateDeps, runner: Runner, limiter: Limiter):
       await runsDb
         .end(pool, run.id, status, clock.now(), failures)
         .catch((err) => log.error({ err, run: run.id }, "cannot end fan-out"));
+      progress.changed(run.id);
     }
   }
 
@@ -179,6 +182,7 @@ export function createFanOut(deps: StateDeps, runner: Runner, limiter: Limiter):
           },
         });
       });
+      progress.changed(run.id);
       const done = matched.length ? drive(run, input, first) : Promise.resolve();
       inflight.set(run.id, done);
       void done.finally(() => inflight.delete(run.id));
@@ -195,6 +199,7 @@ export function createFanOut(deps: StateDeps, runner: Runner, limiter: Limiter):
 
     async drain() {
       while (inflight.size) await Promise.allSettled([...inflight.values()]);
+      await progress.idle();
     },
   };
 }

@@ -15,6 +15,8 @@ export interface OperationInput {
   actor: Actor;
   runId?: string;
   assignment?: string;
+  /** Called after the operation starts running and after it ends (a fan-out publishes its progress). */
+  onChange?: () => void;
 }
 
 export interface Runner {
@@ -76,6 +78,7 @@ export function createRunner(deps: StateDeps, clients: Clients): Runner {
     const startedAt = clock.now();
     const deadline = startedAt + timeoutMs;
     if (!(await operationsDb.markRunning(pool, op.id, startedAt, deadline))) return current(op.id);
+    input.onChange?.();
     let response: ExecuteResponse;
     try {
       response = await clients
@@ -153,6 +156,7 @@ export function createRunner(deps: StateDeps, clients: Clients): Runner {
           );
         } finally {
           inflight.delete(op.id);
+          input.onChange?.();
         }
       })();
       inflight.set(op.id, p);

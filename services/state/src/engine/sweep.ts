@@ -5,6 +5,7 @@ import { runsDb } from "../db/runs.js";
 import type { StateDeps } from "../deps.js";
 import { HEARTBEAT_STALE_MS } from "./fanout.js";
 import { finishOperation } from "./finish.js";
+import type { ProgressPublisher } from "./progress.js";
 
 const DAY_MS = 86_400_000;
 
@@ -12,10 +13,13 @@ const DAY_MS = 86_400_000;
 export const SWEEP_JOB = "state.sweep";
 
 /** The sweep at start: one replica at a time (job lock); a replica that finds it taken skips it. */
-export async function sweep(deps: StateDeps): Promise<{ timedOut: number; interrupted: number }> {
+export async function sweep(
+  deps: StateDeps,
+  progress?: ProgressPublisher,
+): Promise<{ timedOut: number; interrupted: number }> {
   let result = { timedOut: 0, interrupted: 0 };
   await withJobLock(deps.pool, SWEEP_JOB, async () => {
-    result = await sweepStale(deps);
+    result = await sweepStale(deps, progress);
   });
   return result;
 }
@@ -25,11 +29,16 @@ export async function sweep(deps: StateDeps): Promise<{ timedOut: number; interr
  * become timed_out with their event, fan-outs without a heartbeat become interrupted, and module
  * versions nothing refers to are dropped. The caller holds the `state.sweep` job lock.
  */
-export async function sweepStale(deps: StateDeps): Promise<{ timedOut: number; interrupted: number }> {
+export async function sweepStale(
+  deps: StateDeps,
+  progress?: ProgressPublisher,
+): Promise<{ timedOut: number; interrupted: number }> {
   const { pool, clock } = deps;
   let timedOut = 0;
   const now = clock.now();
-  const interrupted = (await runsDb.interruptStale(pool, now - HEARTBEAT_STALE_MS, now)).length;
+  const interruptedRuns = await runsDb.interruptStale(pool, now - HEARTBEAT_STALE_MS, now);
+  for (const id of interruptedRuns) progress?.changed(id);
+  const interrupted = interruptedRuns.length;
   for (;;) {
     const stale = await operationsDb.stale(pool, clock.now(), clock.now() - HEARTBEAT_STALE_MS, 200);
     for (const op of stale) {
@@ -40,6 +49,7 @@ export async function sweepStale(deps: StateDeps): Promise<{ timedOut: number; i
         error: "the operation did not finish before its deadline",
       });
       if (ended) timedOut++;
+      if (ended && op.run_id) progress?.changed(op.run_id);
     }
     if (stale.length < 200) break;
   }

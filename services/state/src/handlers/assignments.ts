@@ -1,5 +1,14 @@
 import { parseSelector, SelectorError, type StateService } from "@orch/contracts";
-import { keysetPage, conflict, invalid, notFound, pageCursor, pageLimit, type Handlers } from "@orch/kit";
+import {
+  keysetPage,
+  conflict,
+  invalid,
+  notFound,
+  pageCursor,
+  pageLimit,
+  type Handlers,
+  type Queryable,
+} from "@orch/kit";
 import { assignmentMsg, runMsg } from "../convert.js";
 import { assignmentsDb, modulesDb, type AssignmentRow } from "../db/catalog.js";
 import { operationsDb } from "../db/operations.js";
@@ -12,11 +21,19 @@ import { kindOf, validName, waitMs } from "../validate.js";
 
 type AssignmentHandlers = Pick<
   Handlers<typeof StateService>,
-  "createAssignment" | "listAssignments" | "getAssignment" | "deleteAssignment" | "runAssignment" | "getAssignmentRun"
+  | "createAssignment"
+  | "listAssignments"
+  | "getAssignment"
+  | "updateAssignment"
+  | "deleteAssignment"
+  | "runAssignment"
+  | "getAssignmentRun"
+  | "listAssignmentRuns"
 >;
 
 const MAX_MODULES = 100;
 const MAX_DESCRIPTION = 1000;
+const MAX_RUNS_PAGE = 200;
 
 export function checkSelector(selector: string): void {
   try {
@@ -37,6 +54,24 @@ export function checkModuleList(modules: readonly string[]): string[] {
   return [...new Set(modules)];
 }
 
+/** The request's selector, modules and description, validated the same way for create and update. */
+function checkDefinition(req: { selector: string; modules: readonly string[]; description?: string }) {
+  checkSelector(req.selector);
+  const modules = checkModuleList(req.modules);
+  if (req.description !== undefined && req.description.length > MAX_DESCRIPTION)
+    throw invalid("invalid_request", `description is longer than ${MAX_DESCRIPTION} characters`, {
+      field: "description",
+    });
+  return { selector: req.selector.trim(), modules, description: req.description ?? null };
+}
+
+/** Refuses module names that do not exist; the found modules stay locked against deletion until commit. */
+async function requireModules(db: Queryable, modules: string[]): Promise<void> {
+  const found = new Set((await modulesDb.getManyForShare(db, modules)).map((m) => m.name));
+  const missing = modules.find((m) => !found.has(m));
+  if (missing) throw notFound("module_not_found", `no module '${missing}'`, { field: "modules", module: missing });
+}
+
 export function assignmentHandlers(engine: Engine): AssignmentHandlers {
   const { deps, clients, fanout, cache } = engine;
   const { pool, events, clock } = deps;
@@ -53,26 +88,16 @@ export function assignmentHandlers(engine: Engine): AssignmentHandlers {
   return {
     async createAssignment(req, ctx) {
       const name = validName(req.name, "name", "assignment");
-      checkSelector(req.selector);
-      const modules = checkModuleList(req.modules);
-      if (req.description !== undefined && req.description.length > MAX_DESCRIPTION)
-        throw invalid("invalid_request", `description is longer than ${MAX_DESCRIPTION} characters`, {
-          field: "description",
-        });
       const row: AssignmentRow = {
         name,
-        selector: req.selector.trim(),
-        modules,
-        description: req.description ?? null,
+        ...checkDefinition(req),
         created_at: clock.now(),
         created_by: ctx.actor.id,
       };
+      const { modules } = row;
       try {
         await events.tx(async (db, emit) => {
-          const found = new Set((await modulesDb.getManyForShare(db, modules)).map((m) => m.name));
-          const missing = modules.find((m) => !found.has(m));
-          if (missing)
-            throw notFound("module_not_found", `no module '${missing}'`, { field: "modules", module: missing });
+          await requireModules(db, modules);
           await assignmentsDb.insert(db, row);
           await emit({
             type: "assignment.created",
@@ -101,6 +126,29 @@ export function assignmentHandlers(engine: Engine): AssignmentHandlers {
       const row = await assignmentsDb.get(pool, req.name);
       if (!row) throw notFound("assignment_not_found", `no assignment '${req.name}'`);
       return assignmentMsg(row);
+    },
+
+    async updateAssignment(req, ctx) {
+      const def = checkDefinition(req);
+      return events.tx(async (db, emit) => {
+        const old = await assignmentsDb.getForUpdate(db, req.name);
+        if (!old) throw notFound("assignment_not_found", `no assignment '${req.name}'`);
+        await requireModules(db, def.modules);
+        const row: AssignmentRow = { ...old, ...def };
+        await assignmentsDb.update(db, row);
+        await emit({
+          type: "assignment.updated",
+          summary: `assignment ${row.name} (${row.selector} → ${row.modules.join(", ")}) updated by ${ctx.actor.name}`,
+          actor: ctx.actor,
+          target: { id: row.name, name: row.name, type: "assignment" },
+          metadata: {
+            selector: row.selector,
+            modules: row.modules,
+            previous: { selector: old.selector, modules: old.modules, description: old.description },
+          },
+        });
+        return assignmentMsg(row);
+      });
     },
 
     async deleteAssignment(req, ctx) {
@@ -146,6 +194,16 @@ export function assignmentHandlers(engine: Engine): AssignmentHandlers {
       if (view.assignment !== req.name)
         throw notFound("run_not_found", `no run '${req.runId}' of assignment '${req.name}'`);
       return view;
+    },
+
+    async listAssignmentRuns(req) {
+      const limit = pageLimit(req.limit, 50, MAX_RUNS_PAGE);
+      const cursor = pageCursor(req.cursor, "ulid");
+      // No assignment lookup: a deleted assignment's runs stay listable (an unknown name is an empty page).
+      const rows = await runsDb.page(pool, req.name, limit + 1, cursor);
+      const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
+      // Targets are left out: the list is a summary, GetAssignmentRun has them (scoped to the operator).
+      return { runs: page.map((r) => runMsg({ ...r, targets: [] }, [])), nextCursor };
     },
   };
 }

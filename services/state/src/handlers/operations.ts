@@ -1,4 +1,4 @@
-import type { StateService } from "@orch/contracts";
+import { ULID_RE, type StateService } from "@orch/contracts";
 import { keysetPage, invalid, notFound, pageCursor, pageLimit, type Handlers } from "@orch/kit";
 import { operationMsg } from "../convert.js";
 import { operationsDb } from "../db/operations.js";
@@ -15,6 +15,8 @@ type OperationHandlers = Pick<
 
 const KINDS = new Set(["apply", "plan", "drift"]);
 const STATUSES = new Set(["pending", "running", "succeeded", "failed", "timed_out", "unreachable"]);
+/** Results make a row heavy (diffs), so a page with them is smaller. */
+const MAX_WITH_RESULTS = 100;
 
 export function operationHandlers(engine: Engine): OperationHandlers {
   const { deps, clients, runner, cache } = engine;
@@ -42,8 +44,11 @@ export function operationHandlers(engine: Engine): OperationHandlers {
     },
 
     async listOperations(req, ctx) {
-      const limit = pageLimit(req.limit);
+      const limit = req.withResults ? pageLimit(req.limit, 50, MAX_WITH_RESULTS) : pageLimit(req.limit);
       const cursor = pageCursor(req.cursor, "ulid");
+      const runId = req.runId.toUpperCase();
+      if (runId && !ULID_RE.test(runId))
+        throw invalid("invalid_request", "run_id must be a run id (ULID)", { field: "run_id" });
       if (req.kind && !KINDS.has(req.kind))
         throw invalid("invalid_request", "kind must be apply, plan or drift", { field: "kind" });
       if (req.status && !STATUSES.has(req.status))
@@ -51,10 +56,16 @@ export function operationHandlers(engine: Engine): OperationHandlers {
       const nodeId = await nodeIdForRead(clients, req.nodeId, ctx.actor);
       // Across agents, a scoped operator sees only operations on agents it can reach.
       const nodeIds = nodeId ? undefined : await reachableNodeIds(clients, ctx.actor);
-      const filter = { node_id: nodeId, kind: req.kind, status: req.status, ...(nodeIds ? { node_ids: nodeIds } : {}) };
-      const rows = await operationsDb.page(pool, filter, limit + 1, cursor);
+      const filter = {
+        node_id: nodeId,
+        kind: req.kind,
+        status: req.status,
+        run_id: runId,
+        ...(nodeIds ? { node_ids: nodeIds } : {}),
+      };
+      const rows = await operationsDb.page(pool, filter, limit + 1, cursor, req.withResults);
       const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
-      return { operations: page.map((o) => operationMsg(o, false)), nextCursor };
+      return { operations: page.map((o) => operationMsg(o, req.withResults)), nextCursor };
     },
 
     async getOperation(req, ctx) {

@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file orch/v1/state.proto.
  */
 export const file_orch_v1_state: GenFile = /*@__PURE__*/
-  fileDesc("ChNvcmNoL3YxL3N0YXRlLnByb3RvEgdvcmNoLnYxIqgBCgZNb2R1bGUSDAoEbmFtZRgBIAEoCRITCgt1cGxvYWRlZF9hdBgCIAEoARITCgt1cGxvYWRlZF9ieRgDIAEoCRIPCgdjb250ZW50GAQgASgJEhMKC2Rlc2NyaXB0aW9uGAUgASgJEhYKDnJlc291cmNlX2NvdW50GAYgASgFEg4KBnNoYTI1NhgHIAEoCRIYChB1cGxvYWRlZF9ieV9uYW1lGAggASgJIjQKE1VwbG9hZE1vZHVsZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIPCgdjb250ZW50GAIgASgJIjMKEkxpc3RNb2R1bGVzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiTAoTTGlzdE1vZHVsZXNSZXNwb25zZRIgCgdtb2R1bGVzGAEgAygLMg8ub3JjaC52MS5Nb2R1bGUSEwoLbmV4dF9jdXJzb3IYAiABKAkiIAoQR2V0TW9kdWxlUmVxdWVzdBIMCgRuYW1lGAEgASgJIo8BCgpBc3NpZ25tZW50EgwKBG5hbWUYASABKAkSEAoIc2VsZWN0b3IYAiABKAkSDwoHbW9kdWxlcxgDIAMoCRIYCgtkZXNjcmlwdGlvbhgEIAEoCUgAiAEBEhIKCmNyZWF0ZWRfYXQYBSABKAESEgoKY3JlYXRlZF9ieRgGIAEoCUIOCgxfZGVzY3JpcHRpb24idAoXQ3JlYXRlQXNzaWdubWVudFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIQCghzZWxlY3RvchgCIAEoCRIPCgdtb2R1bGVzGAMgAygJEhgKC2Rlc2NyaXB0aW9uGAQgASgJSACIAQFCDgoMX2Rlc2NyaXB0aW9uIjcKFkxpc3RBc3NpZ25tZW50c1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJIlgKF0xpc3RBc3NpZ25tZW50c1Jlc3BvbnNlEigKC2Fzc2lnbm1lbnRzGAEgAygLMhMub3JjaC52MS5Bc3NpZ25tZW50EhMKC25leHRfY3Vyc29yGAIgASgJIiQKFEdldEFzc2lnbm1lbnRSZXF1ZXN0EgwKBG5hbWUYASABKAkigwEKFFJ1bkFzc2lnbm1lbnRSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEa2luZBgCIAEoCRINCgViYXRjaBgDIAEoCRIZCgxtYXhfZmFpbHVyZXMYBCABKAVIAIgBARIUCgx3YWl0X3NlY29uZHMYBSABKAVCDwoNX21heF9mYWlsdXJlcyI3ChdHZXRBc3NpZ25tZW50UnVuUmVxdWVzdBIMCgRuYW1lGAEgASgJEg4KBnJ1bl9pZBgCIAEoCSJfCglSdW5UYXJnZXQSDwoHbm9kZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg0KBWJhdGNoGAMgASgFEhQKDG9wZXJhdGlvbl9pZBgEIAEoCRIOCgZzdGF0dXMYBSABKAkiswIKDUFzc2lnbm1lbnRSdW4SCgoCaWQYASABKAkSEgoKYXNzaWdubWVudBgCIAEoCRIMCgRraW5kGAMgASgJEg4KBnN0YXR1cxgEIAEoCRIQCghzZWxlY3RvchgFIAEoCRIPCgdtb2R1bGVzGAYgAygJEhIKCmJhdGNoX3NpemUYByABKAUSDwoHYmF0Y2hlcxgIIAEoBRIZCgxtYXhfZmFpbHVyZXMYCSABKAVIAIgBARIQCghmYWlsdXJlcxgKIAEoBRISCgpjcmVhdGVkX2F0GAsgASgBEhMKC2ZpbmlzaGVkX2F0GAwgASgBEhAKCGFjdG9yX2lkGA0gASgJEiMKB3RhcmdldHMYDiADKAsyEi5vcmNoLnYxLlJ1blRhcmdldEIPCg1fbWF4X2ZhaWx1cmVzIlcKD1J1bkFnZW50UmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEgwKBGtpbmQYAiABKAkSDwoHbW9kdWxlcxgDIAMoCRIUCgx3YWl0X3NlY29uZHMYBCABKAUiYgoNUmVzdWx0U3VtbWFyeRIKCgJvaxgBIAEoBRIPCgdjaGFuZ2VkGAIgASgFEg4KBmZhaWxlZBgDIAEoBRIPCgdza2lwcGVkGAQgASgFEhMKC3Vuc3VwcG9ydGVkGAUgASgFIqQBCg9PcGVyYXRpb25SZXN1bHQSCgoCaWQYASABKAkSDgoGbW9kdWxlGAIgASgJEgwKBHR5cGUYAyABKAkSDgoGc3RhdHVzGAQgASgJEg8KB2NoYW5nZWQYBSABKAgSDAoEZGlmZhgGIAEoCRIPCgdtZXNzYWdlGAcgASgJEhMKC2R1cmF0aW9uX21zGAggASgBEhIKCmhhc19vdXRwdXQYCSABKAgi+gIKCU9wZXJhdGlvbhIKCgJpZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEhEKCW5vZGVfbmFtZRgDIAEoCRIMCgRraW5kGAQgASgJEg8KB21vZHVsZXMYBSADKAkSDgoGc3RhdHVzGAYgASgJEhIKCmNyZWF0ZWRfYXQYByABKAESEgoKc3RhcnRlZF9hdBgIIAEoARITCgtmaW5pc2hlZF9hdBgJIAEoARIQCghhY3Rvcl9pZBgKIAEoCRISCgphY3Rvcl9uYW1lGAsgASgJEicKB3N1bW1hcnkYDCABKAsyFi5vcmNoLnYxLlJlc3VsdFN1bW1hcnkSKQoHcmVzdWx0cxgNIAMoCzIYLm9yY2gudjEuT3BlcmF0aW9uUmVzdWx0EhIKCmVycm9yX2NvZGUYDiABKAkSDQoFZXJyb3IYDyABKAkSEgoKYXNzaWdubWVudBgQIAEoCRIOCgZydW5faWQYESABKAkSEAoIZGVhZGxpbmUYEiABKAEiZQoVTGlzdE9wZXJhdGlvbnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCRIPCgdub2RlX2lkGAMgASgJEgwKBGtpbmQYBCABKAkSDgoGc3RhdHVzGAUgASgJIlUKFkxpc3RPcGVyYXRpb25zUmVzcG9uc2USJgoKb3BlcmF0aW9ucxgBIAMoCzISLm9yY2gudjEuT3BlcmF0aW9uEhMKC25leHRfY3Vyc29yGAIgASgJIjIKE0dldE9wZXJhdGlvblJlcXVlc3QSCgoCaWQYASABKAkSDwoHbm9kZV9pZBgCIAEoCSJMCg5SZXNvdXJjZU91dHB1dBIKCgJpZBgBIAEoCRIOCgZtb2R1bGUYAiABKAkSDgoGc3Rkb3V0GAMgASgJEg4KBnN0ZGVychgEIAEoCSJiCg9PcGVyYXRpb25PdXRwdXQSFAoMb3BlcmF0aW9uX2lkGAEgASgJEg8KB25vZGVfaWQYAiABKAkSKAoHb3V0cHV0cxgDIAMoCzIXLm9yY2gudjEuUmVzb3VyY2VPdXRwdXQiOgoRQ2hlY2tEcmlmdFJlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRIUCgx3YWl0X3NlY29uZHMYAiABKAUiagoPRHJpZnRlZFJlc291cmNlEg4KBm1vZHVsZRgBIAEoCRIKCgJpZBgCIAEoCRIMCgR0eXBlGAMgASgJEgwKBGRpZmYYBCABKAkSDgoGc3RhdHVzGAUgASgJEg8KB21lc3NhZ2UYBiABKAkikgEKC0RyaWZ0UmVjb3JkEgoKAmlkGAEgASgJEg8KB25vZGVfaWQYAiABKAkSFAoMb3BlcmF0aW9uX2lkGAMgASgJEhIKCmNoZWNrZWRfYXQYBCABKAESDwoHZHJpZnRlZBgFIAEoCBIrCglyZXNvdXJjZXMYBiADKAsyGC5vcmNoLnYxLkRyaWZ0ZWRSZXNvdXJjZSJnCgpEcmlmdENoZWNrEiUKCW9wZXJhdGlvbhgBIAEoCzISLm9yY2gudjEuT3BlcmF0aW9uEigKBWRyaWZ0GAIgASgLMhQub3JjaC52MS5EcmlmdFJlY29yZEgAiAEBQggKBl9kcmlmdCJCChBMaXN0RHJpZnRSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDgoGY3Vyc29yGAMgASgJIk8KEUxpc3REcmlmdFJlc3BvbnNlEiUKB3JlY29yZHMYASADKAsyFC5vcmNoLnYxLkRyaWZ0UmVjb3JkEhMKC25leHRfY3Vyc29yGAIgASgJIigKFUdldExhdGVzdERyaWZ0UmVxdWVzdBIPCgdub2RlX2lkGAEgASgJIh0KD0dldERyaWZ0UmVxdWVzdBIKCgJpZBgBIAEoCSIqChdHZXRCZWxpZXZlZFN0YXRlUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJIqEBChBCZWxpZXZlZFJlc291cmNlEg4KBm1vZHVsZRgBIAEoCRIKCgJpZBgCIAEoCRIMCgR0eXBlGAMgASgJEg4KBnN0YXR1cxgEIAEoCRIpCghvYnNlcnZlZBgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFAoMb3BlcmF0aW9uX2lkGAYgASgJEhIKCmFwcGxpZWRfYXQYByABKAEiTgoNQmVsaWV2ZWRTdGF0ZRIPCgdub2RlX2lkGAEgASgJEiwKCXJlc291cmNlcxgCIAMoCzIZLm9yY2gudjEuQmVsaWV2ZWRSZXNvdXJjZTK8CgoMU3RhdGVTZXJ2aWNlEj0KDFVwbG9hZE1vZHVsZRIcLm9yY2gudjEuVXBsb2FkTW9kdWxlUmVxdWVzdBoPLm9yY2gudjEuTW9kdWxlEkgKC0xpc3RNb2R1bGVzEhsub3JjaC52MS5MaXN0TW9kdWxlc1JlcXVlc3QaHC5vcmNoLnYxLkxpc3RNb2R1bGVzUmVzcG9uc2USNwoJR2V0TW9kdWxlEhkub3JjaC52MS5HZXRNb2R1bGVSZXF1ZXN0Gg8ub3JjaC52MS5Nb2R1bGUSOQoMRGVsZXRlTW9kdWxlEhkub3JjaC52MS5HZXRNb2R1bGVSZXF1ZXN0Gg4ub3JjaC52MS5FbXB0eRJJChBDcmVhdGVBc3NpZ25tZW50EiAub3JjaC52MS5DcmVhdGVBc3NpZ25tZW50UmVxdWVzdBoTLm9yY2gudjEuQXNzaWdubWVudBJUCg9MaXN0QXNzaWdubWVudHMSHy5vcmNoLnYxLkxpc3RBc3NpZ25tZW50c1JlcXVlc3QaIC5vcmNoLnYxLkxpc3RBc3NpZ25tZW50c1Jlc3BvbnNlEkMKDUdldEFzc2lnbm1lbnQSHS5vcmNoLnYxLkdldEFzc2lnbm1lbnRSZXF1ZXN0GhMub3JjaC52MS5Bc3NpZ25tZW50EkEKEERlbGV0ZUFzc2lnbm1lbnQSHS5vcmNoLnYxLkdldEFzc2lnbm1lbnRSZXF1ZXN0Gg4ub3JjaC52MS5FbXB0eRJGCg1SdW5Bc3NpZ25tZW50Eh0ub3JjaC52MS5SdW5Bc3NpZ25tZW50UmVxdWVzdBoWLm9yY2gudjEuQXNzaWdubWVudFJ1bhJMChBHZXRBc3NpZ25tZW50UnVuEiAub3JjaC52MS5HZXRBc3NpZ25tZW50UnVuUmVxdWVzdBoWLm9yY2gudjEuQXNzaWdubWVudFJ1bhI4CghSdW5BZ2VudBIYLm9yY2gudjEuUnVuQWdlbnRSZXF1ZXN0GhIub3JjaC52MS5PcGVyYXRpb24SUQoOTGlzdE9wZXJhdGlvbnMSHi5vcmNoLnYxLkxpc3RPcGVyYXRpb25zUmVxdWVzdBofLm9yY2gudjEuTGlzdE9wZXJhdGlvbnNSZXNwb25zZRJACgxHZXRPcGVyYXRpb24SHC5vcmNoLnYxLkdldE9wZXJhdGlvblJlcXVlc3QaEi5vcmNoLnYxLk9wZXJhdGlvbhJMChJHZXRPcGVyYXRpb25PdXRwdXQSHC5vcmNoLnYxLkdldE9wZXJhdGlvblJlcXVlc3QaGC5vcmNoLnYxLk9wZXJhdGlvbk91dHB1dBI9CgpDaGVja0RyaWZ0Ehoub3JjaC52MS5DaGVja0RyaWZ0UmVxdWVzdBoTLm9yY2gudjEuRHJpZnRDaGVjaxJCCglMaXN0RHJpZnQSGS5vcmNoLnYxLkxpc3REcmlmdFJlcXVlc3QaGi5vcmNoLnYxLkxpc3REcmlmdFJlc3BvbnNlEkYKDkdldExhdGVzdERyaWZ0Eh4ub3JjaC52MS5HZXRMYXRlc3REcmlmdFJlcXVlc3QaFC5vcmNoLnYxLkRyaWZ0UmVjb3JkEjoKCEdldERyaWZ0Ehgub3JjaC52MS5HZXREcmlmdFJlcXVlc3QaFC5vcmNoLnYxLkRyaWZ0UmVjb3JkEkwKEEdldEJlbGlldmVkU3RhdGUSIC5vcmNoLnYxLkdldEJlbGlldmVkU3RhdGVSZXF1ZXN0GhYub3JjaC52MS5CZWxpZXZlZFN0YXRlYgZwcm90bzM", [file_google_protobuf_struct, file_orch_v1_common]);
+  fileDesc("ChNvcmNoL3YxL3N0YXRlLnByb3RvEgdvcmNoLnYxIqgBCgZNb2R1bGUSDAoEbmFtZRgBIAEoCRITCgt1cGxvYWRlZF9hdBgCIAEoARITCgt1cGxvYWRlZF9ieRgDIAEoCRIPCgdjb250ZW50GAQgASgJEhMKC2Rlc2NyaXB0aW9uGAUgASgJEhYKDnJlc291cmNlX2NvdW50GAYgASgFEg4KBnNoYTI1NhgHIAEoCRIYChB1cGxvYWRlZF9ieV9uYW1lGAggASgJIjQKE1VwbG9hZE1vZHVsZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIPCgdjb250ZW50GAIgASgJIjMKEkxpc3RNb2R1bGVzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiTAoTTGlzdE1vZHVsZXNSZXNwb25zZRIgCgdtb2R1bGVzGAEgAygLMg8ub3JjaC52MS5Nb2R1bGUSEwoLbmV4dF9jdXJzb3IYAiABKAkiIAoQR2V0TW9kdWxlUmVxdWVzdBIMCgRuYW1lGAEgASgJIo8BCgpBc3NpZ25tZW50EgwKBG5hbWUYASABKAkSEAoIc2VsZWN0b3IYAiABKAkSDwoHbW9kdWxlcxgDIAMoCRIYCgtkZXNjcmlwdGlvbhgEIAEoCUgAiAEBEhIKCmNyZWF0ZWRfYXQYBSABKAESEgoKY3JlYXRlZF9ieRgGIAEoCUIOCgxfZGVzY3JpcHRpb24idAoXQ3JlYXRlQXNzaWdubWVudFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIQCghzZWxlY3RvchgCIAEoCRIPCgdtb2R1bGVzGAMgAygJEhgKC2Rlc2NyaXB0aW9uGAQgASgJSACIAQFCDgoMX2Rlc2NyaXB0aW9uIjcKFkxpc3RBc3NpZ25tZW50c1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJIlgKF0xpc3RBc3NpZ25tZW50c1Jlc3BvbnNlEigKC2Fzc2lnbm1lbnRzGAEgAygLMhMub3JjaC52MS5Bc3NpZ25tZW50EhMKC25leHRfY3Vyc29yGAIgASgJIiQKFEdldEFzc2lnbm1lbnRSZXF1ZXN0EgwKBG5hbWUYASABKAkigwEKFFJ1bkFzc2lnbm1lbnRSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEa2luZBgCIAEoCRINCgViYXRjaBgDIAEoCRIZCgxtYXhfZmFpbHVyZXMYBCABKAVIAIgBARIUCgx3YWl0X3NlY29uZHMYBSABKAVCDwoNX21heF9mYWlsdXJlcyI3ChdHZXRBc3NpZ25tZW50UnVuUmVxdWVzdBIMCgRuYW1lGAEgASgJEg4KBnJ1bl9pZBgCIAEoCSJIChlMaXN0QXNzaWdubWVudFJ1bnNSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFbGltaXQYAiABKAUSDgoGY3Vyc29yGAMgASgJIlcKGkxpc3RBc3NpZ25tZW50UnVuc1Jlc3BvbnNlEiQKBHJ1bnMYASADKAsyFi5vcmNoLnYxLkFzc2lnbm1lbnRSdW4SEwoLbmV4dF9jdXJzb3IYAiABKAkiXwoJUnVuVGFyZ2V0Eg8KB25vZGVfaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgViYXRjaBgDIAEoBRIUCgxvcGVyYXRpb25faWQYBCABKAkSDgoGc3RhdHVzGAUgASgJIrMCCg1Bc3NpZ25tZW50UnVuEgoKAmlkGAEgASgJEhIKCmFzc2lnbm1lbnQYAiABKAkSDAoEa2luZBgDIAEoCRIOCgZzdGF0dXMYBCABKAkSEAoIc2VsZWN0b3IYBSABKAkSDwoHbW9kdWxlcxgGIAMoCRISCgpiYXRjaF9zaXplGAcgASgFEg8KB2JhdGNoZXMYCCABKAUSGQoMbWF4X2ZhaWx1cmVzGAkgASgFSACIAQESEAoIZmFpbHVyZXMYCiABKAUSEgoKY3JlYXRlZF9hdBgLIAEoARITCgtmaW5pc2hlZF9hdBgMIAEoARIQCghhY3Rvcl9pZBgNIAEoCRIjCgd0YXJnZXRzGA4gAygLMhIub3JjaC52MS5SdW5UYXJnZXRCDwoNX21heF9mYWlsdXJlcyLTAQoLUnVuUHJvZ3Jlc3MSDgoGcnVuX2lkGAEgASgJEhIKCmFzc2lnbm1lbnQYAiABKAkSDAoEa2luZBgDIAEoCRIOCgZzdGF0dXMYBCABKAkSDQoFdG90YWwYBSABKAUSDAoEZG9uZRgGIAEoBRIOCgZmYWlsZWQYByABKAUSEwoLdW5yZWFjaGFibGUYCCABKAUSDwoHcnVubmluZxgJIAEoBRIOCgZxdWV1ZWQYCiABKAUSEwoLbm90X3N0YXJ0ZWQYCyABKAUSCgoCYXQYDCABKAEiVwoPUnVuQWdlbnRSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkSDAoEa2luZBgCIAEoCRIPCgdtb2R1bGVzGAMgAygJEhQKDHdhaXRfc2Vjb25kcxgEIAEoBSJiCg1SZXN1bHRTdW1tYXJ5EgoKAm9rGAEgASgFEg8KB2NoYW5nZWQYAiABKAUSDgoGZmFpbGVkGAMgASgFEg8KB3NraXBwZWQYBCABKAUSEwoLdW5zdXBwb3J0ZWQYBSABKAUipAEKD09wZXJhdGlvblJlc3VsdBIKCgJpZBgBIAEoCRIOCgZtb2R1bGUYAiABKAkSDAoEdHlwZRgDIAEoCRIOCgZzdGF0dXMYBCABKAkSDwoHY2hhbmdlZBgFIAEoCBIMCgRkaWZmGAYgASgJEg8KB21lc3NhZ2UYByABKAkSEwoLZHVyYXRpb25fbXMYCCABKAESEgoKaGFzX291dHB1dBgJIAEoCCL6AgoJT3BlcmF0aW9uEgoKAmlkGAEgASgJEg8KB25vZGVfaWQYAiABKAkSEQoJbm9kZV9uYW1lGAMgASgJEgwKBGtpbmQYBCABKAkSDwoHbW9kdWxlcxgFIAMoCRIOCgZzdGF0dXMYBiABKAkSEgoKY3JlYXRlZF9hdBgHIAEoARISCgpzdGFydGVkX2F0GAggASgBEhMKC2ZpbmlzaGVkX2F0GAkgASgBEhAKCGFjdG9yX2lkGAogASgJEhIKCmFjdG9yX25hbWUYCyABKAkSJwoHc3VtbWFyeRgMIAEoCzIWLm9yY2gudjEuUmVzdWx0U3VtbWFyeRIpCgdyZXN1bHRzGA0gAygLMhgub3JjaC52MS5PcGVyYXRpb25SZXN1bHQSEgoKZXJyb3JfY29kZRgOIAEoCRINCgVlcnJvchgPIAEoCRISCgphc3NpZ25tZW50GBAgASgJEg4KBnJ1bl9pZBgRIAEoCRIQCghkZWFkbGluZRgSIAEoASKLAQoVTGlzdE9wZXJhdGlvbnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCRIPCgdub2RlX2lkGAMgASgJEgwKBGtpbmQYBCABKAkSDgoGc3RhdHVzGAUgASgJEg4KBnJ1bl9pZBgGIAEoCRIUCgx3aXRoX3Jlc3VsdHMYByABKAgiVQoWTGlzdE9wZXJhdGlvbnNSZXNwb25zZRImCgpvcGVyYXRpb25zGAEgAygLMhIub3JjaC52MS5PcGVyYXRpb24SEwoLbmV4dF9jdXJzb3IYAiABKAkiMgoTR2V0T3BlcmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJIkwKDlJlc291cmNlT3V0cHV0EgoKAmlkGAEgASgJEg4KBm1vZHVsZRgCIAEoCRIOCgZzdGRvdXQYAyABKAkSDgoGc3RkZXJyGAQgASgJImIKD09wZXJhdGlvbk91dHB1dBIUCgxvcGVyYXRpb25faWQYASABKAkSDwoHbm9kZV9pZBgCIAEoCRIoCgdvdXRwdXRzGAMgAygLMhcub3JjaC52MS5SZXNvdXJjZU91dHB1dCI6ChFDaGVja0RyaWZ0UmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEhQKDHdhaXRfc2Vjb25kcxgCIAEoBSJqCg9EcmlmdGVkUmVzb3VyY2USDgoGbW9kdWxlGAEgASgJEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDAoEZGlmZhgEIAEoCRIOCgZzdGF0dXMYBSABKAkSDwoHbWVzc2FnZRgGIAEoCSKSAQoLRHJpZnRSZWNvcmQSCgoCaWQYASABKAkSDwoHbm9kZV9pZBgCIAEoCRIUCgxvcGVyYXRpb25faWQYAyABKAkSEgoKY2hlY2tlZF9hdBgEIAEoARIPCgdkcmlmdGVkGAUgASgIEisKCXJlc291cmNlcxgGIAMoCzIYLm9yY2gudjEuRHJpZnRlZFJlc291cmNlImcKCkRyaWZ0Q2hlY2sSJQoJb3BlcmF0aW9uGAEgASgLMhIub3JjaC52MS5PcGVyYXRpb24SKAoFZHJpZnQYAiABKAsyFC5vcmNoLnYxLkRyaWZ0UmVjb3JkSACIAQFCCAoGX2RyaWZ0IkIKEExpc3REcmlmdFJlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZjdXJzb3IYAyABKAkiTwoRTGlzdERyaWZ0UmVzcG9uc2USJQoHcmVjb3JkcxgBIAMoCzIULm9yY2gudjEuRHJpZnRSZWNvcmQSEwoLbmV4dF9jdXJzb3IYAiABKAkiKAoVR2V0TGF0ZXN0RHJpZnRSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkiHQoPR2V0RHJpZnRSZXF1ZXN0EgoKAmlkGAEgASgJIioKF0dldEJlbGlldmVkU3RhdGVSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkioQEKEEJlbGlldmVkUmVzb3VyY2USDgoGbW9kdWxlGAEgASgJEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDgoGc3RhdHVzGAQgASgJEikKCG9ic2VydmVkGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIUCgxvcGVyYXRpb25faWQYBiABKAkSEgoKYXBwbGllZF9hdBgHIAEoASJOCg1CZWxpZXZlZFN0YXRlEg8KB25vZGVfaWQYASABKAkSLAoJcmVzb3VyY2VzGAIgAygLMhkub3JjaC52MS5CZWxpZXZlZFJlc291cmNlMuYLCgxTdGF0ZVNlcnZpY2USPQoMVXBsb2FkTW9kdWxlEhwub3JjaC52MS5VcGxvYWRNb2R1bGVSZXF1ZXN0Gg8ub3JjaC52MS5Nb2R1bGUSSAoLTGlzdE1vZHVsZXMSGy5vcmNoLnYxLkxpc3RNb2R1bGVzUmVxdWVzdBocLm9yY2gudjEuTGlzdE1vZHVsZXNSZXNwb25zZRI3CglHZXRNb2R1bGUSGS5vcmNoLnYxLkdldE1vZHVsZVJlcXVlc3QaDy5vcmNoLnYxLk1vZHVsZRI5CgxEZWxldGVNb2R1bGUSGS5vcmNoLnYxLkdldE1vZHVsZVJlcXVlc3QaDi5vcmNoLnYxLkVtcHR5EkkKEENyZWF0ZUFzc2lnbm1lbnQSIC5vcmNoLnYxLkNyZWF0ZUFzc2lnbm1lbnRSZXF1ZXN0GhMub3JjaC52MS5Bc3NpZ25tZW50ElQKD0xpc3RBc3NpZ25tZW50cxIfLm9yY2gudjEuTGlzdEFzc2lnbm1lbnRzUmVxdWVzdBogLm9yY2gudjEuTGlzdEFzc2lnbm1lbnRzUmVzcG9uc2USQwoNR2V0QXNzaWdubWVudBIdLm9yY2gudjEuR2V0QXNzaWdubWVudFJlcXVlc3QaEy5vcmNoLnYxLkFzc2lnbm1lbnQSQQoQRGVsZXRlQXNzaWdubWVudBIdLm9yY2gudjEuR2V0QXNzaWdubWVudFJlcXVlc3QaDi5vcmNoLnYxLkVtcHR5EkkKEFVwZGF0ZUFzc2lnbm1lbnQSIC5vcmNoLnYxLkNyZWF0ZUFzc2lnbm1lbnRSZXF1ZXN0GhMub3JjaC52MS5Bc3NpZ25tZW50EkYKDVJ1bkFzc2lnbm1lbnQSHS5vcmNoLnYxLlJ1bkFzc2lnbm1lbnRSZXF1ZXN0GhYub3JjaC52MS5Bc3NpZ25tZW50UnVuEkwKEEdldEFzc2lnbm1lbnRSdW4SIC5vcmNoLnYxLkdldEFzc2lnbm1lbnRSdW5SZXF1ZXN0GhYub3JjaC52MS5Bc3NpZ25tZW50UnVuEl0KEkxpc3RBc3NpZ25tZW50UnVucxIiLm9yY2gudjEuTGlzdEFzc2lnbm1lbnRSdW5zUmVxdWVzdBojLm9yY2gudjEuTGlzdEFzc2lnbm1lbnRSdW5zUmVzcG9uc2USOAoIUnVuQWdlbnQSGC5vcmNoLnYxLlJ1bkFnZW50UmVxdWVzdBoSLm9yY2gudjEuT3BlcmF0aW9uElEKDkxpc3RPcGVyYXRpb25zEh4ub3JjaC52MS5MaXN0T3BlcmF0aW9uc1JlcXVlc3QaHy5vcmNoLnYxLkxpc3RPcGVyYXRpb25zUmVzcG9uc2USQAoMR2V0T3BlcmF0aW9uEhwub3JjaC52MS5HZXRPcGVyYXRpb25SZXF1ZXN0GhIub3JjaC52MS5PcGVyYXRpb24STAoSR2V0T3BlcmF0aW9uT3V0cHV0Ehwub3JjaC52MS5HZXRPcGVyYXRpb25SZXF1ZXN0Ghgub3JjaC52MS5PcGVyYXRpb25PdXRwdXQSPQoKQ2hlY2tEcmlmdBIaLm9yY2gudjEuQ2hlY2tEcmlmdFJlcXVlc3QaEy5vcmNoLnYxLkRyaWZ0Q2hlY2sSQgoJTGlzdERyaWZ0Ehkub3JjaC52MS5MaXN0RHJpZnRSZXF1ZXN0Ghoub3JjaC52MS5MaXN0RHJpZnRSZXNwb25zZRJGCg5HZXRMYXRlc3REcmlmdBIeLm9yY2gudjEuR2V0TGF0ZXN0RHJpZnRSZXF1ZXN0GhQub3JjaC52MS5EcmlmdFJlY29yZBI6CghHZXREcmlmdBIYLm9yY2gudjEuR2V0RHJpZnRSZXF1ZXN0GhQub3JjaC52MS5EcmlmdFJlY29yZBJMChBHZXRCZWxpZXZlZFN0YXRlEiAub3JjaC52MS5HZXRCZWxpZXZlZFN0YXRlUmVxdWVzdBoWLm9yY2gudjEuQmVsaWV2ZWRTdGF0ZWIGcHJvdG8z", [file_google_protobuf_struct, file_orch_v1_common]);
 
 /**
  * Module is a stored YAML module.
@@ -443,6 +443,69 @@ export const GetAssignmentRunRequestSchema: GenMessage<GetAssignmentRunRequest> 
   messageDesc(file_orch_v1_state, 11);
 
 /**
+ * ListAssignmentRunsRequest pages the runs of one assignment, newest first.
+ *
+ * @generated from message orch.v1.ListAssignmentRunsRequest
+ */
+export type ListAssignmentRunsRequest = Message<"orch.v1.ListAssignmentRunsRequest"> & {
+  /**
+   * Assignment name (runs of a deleted assignment stay listable).
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Page size (default 50, max 200).
+   *
+   * @generated from field: int32 limit = 2;
+   */
+  limit: number;
+
+  /**
+   * Id of the last run of the previous page.
+   *
+   * @generated from field: string cursor = 3;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message orch.v1.ListAssignmentRunsRequest.
+ * Use `create(ListAssignmentRunsRequestSchema)` to create a new message.
+ */
+export const ListAssignmentRunsRequestSchema: GenMessage<ListAssignmentRunsRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 12);
+
+/**
+ * ListAssignmentRunsResponse is one page of runs; each run's `targets` is empty (use GetAssignmentRun).
+ *
+ * @generated from message orch.v1.ListAssignmentRunsResponse
+ */
+export type ListAssignmentRunsResponse = Message<"orch.v1.ListAssignmentRunsResponse"> & {
+  /**
+   * The page.
+   *
+   * @generated from field: repeated orch.v1.AssignmentRun runs = 1;
+   */
+  runs: AssignmentRun[];
+
+  /**
+   * Cursor of the next page; empty at the end.
+   *
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
+};
+
+/**
+ * Describes the message orch.v1.ListAssignmentRunsResponse.
+ * Use `create(ListAssignmentRunsResponseSchema)` to create a new message.
+ */
+export const ListAssignmentRunsResponseSchema: GenMessage<ListAssignmentRunsResponse> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 13);
+
+/**
  * RunTarget is one matched agent of a fan-out.
  *
  * @generated from message orch.v1.RunTarget
@@ -489,7 +552,7 @@ export type RunTarget = Message<"orch.v1.RunTarget"> & {
  * Use `create(RunTargetSchema)` to create a new message.
  */
 export const RunTargetSchema: GenMessage<RunTarget> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 12);
+  messageDesc(file_orch_v1_state, 14);
 
 /**
  * AssignmentRun is one fan-out of an assignment.
@@ -601,7 +664,107 @@ export type AssignmentRun = Message<"orch.v1.AssignmentRun"> & {
  * Use `create(AssignmentRunSchema)` to create a new message.
  */
 export const AssignmentRunSchema: GenMessage<AssignmentRun> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 13);
+  messageDesc(file_orch_v1_state, 15);
+
+/**
+ * RunProgress is published on `orch.state.runs.<run_id>` after each operation of a fan-out changes
+ * state and when the run ends, so live views (the gateway's run stream) and other systems follow a
+ * run without polling. Core NATS: a missed message is repaired by the next one or a GetAssignmentRun.
+ *
+ * @generated from message orch.v1.RunProgress
+ */
+export type RunProgress = Message<"orch.v1.RunProgress"> & {
+  /**
+   * Run id (ULID).
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * Assignment name.
+   *
+   * @generated from field: string assignment = 2;
+   */
+  assignment: string;
+
+  /**
+   * apply or plan.
+   *
+   * @generated from field: string kind = 3;
+   */
+  kind: string;
+
+  /**
+   * running, completed, stopped or interrupted.
+   *
+   * @generated from field: string status = 4;
+   */
+  status: string;
+
+  /**
+   * Matched agents.
+   *
+   * @generated from field: int32 total = 5;
+   */
+  total: number;
+
+  /**
+   * Operations that succeeded.
+   *
+   * @generated from field: int32 done = 6;
+   */
+  done: number;
+
+  /**
+   * Operations that failed or timed out.
+   *
+   * @generated from field: int32 failed = 7;
+   */
+  failed: number;
+
+  /**
+   * Operations whose agent was unreachable.
+   *
+   * @generated from field: int32 unreachable = 8;
+   */
+  unreachable: number;
+
+  /**
+   * Operations pending or running.
+   *
+   * @generated from field: int32 running = 9;
+   */
+  running: number;
+
+  /**
+   * Agents waiting for their batch.
+   *
+   * @generated from field: int32 queued = 10;
+   */
+  queued: number;
+
+  /**
+   * Agents never started (the run stopped first).
+   *
+   * @generated from field: int32 not_started = 11;
+   */
+  notStarted: number;
+
+  /**
+   * When this snapshot was taken, Unix ms.
+   *
+   * @generated from field: double at = 12;
+   */
+  at: number;
+};
+
+/**
+ * Describes the message orch.v1.RunProgress.
+ * Use `create(RunProgressSchema)` to create a new message.
+ */
+export const RunProgressSchema: GenMessage<RunProgress> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 16);
 
 /**
  * RunAgentRequest starts an operation on one agent.
@@ -643,7 +806,7 @@ export type RunAgentRequest = Message<"orch.v1.RunAgentRequest"> & {
  * Use `create(RunAgentRequestSchema)` to create a new message.
  */
 export const RunAgentRequestSchema: GenMessage<RunAgentRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 14);
+  messageDesc(file_orch_v1_state, 17);
 
 /**
  * ResultSummary counts per-resource results.
@@ -692,7 +855,7 @@ export type ResultSummary = Message<"orch.v1.ResultSummary"> & {
  * Use `create(ResultSummarySchema)` to create a new message.
  */
 export const ResultSummarySchema: GenMessage<ResultSummary> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 15);
+  messageDesc(file_orch_v1_state, 18);
 
 /**
  * OperationResult is the stored outcome of one resource (secret values masked).
@@ -769,7 +932,7 @@ export type OperationResult = Message<"orch.v1.OperationResult"> & {
  * Use `create(OperationResultSchema)` to create a new message.
  */
 export const OperationResultSchema: GenMessage<OperationResult> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 16);
+  messageDesc(file_orch_v1_state, 19);
 
 /**
  * Operation is one apply, plan or drift check on one agent.
@@ -909,7 +1072,7 @@ export type Operation = Message<"orch.v1.Operation"> & {
  * Use `create(OperationSchema)` to create a new message.
  */
 export const OperationSchema: GenMessage<Operation> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 17);
+  messageDesc(file_orch_v1_state, 20);
 
 /**
  * ListOperationsRequest filters and pages, newest first.
@@ -951,6 +1114,20 @@ export type ListOperationsRequest = Message<"orch.v1.ListOperationsRequest"> & {
    * @generated from field: string status = 5;
    */
   status: string;
+
+  /**
+   * Only the operations of this assignment run (ULID).
+   *
+   * @generated from field: string run_id = 6;
+   */
+  runId: string;
+
+  /**
+   * Include each operation's per-resource results (secret values masked); pages of at most 100.
+   *
+   * @generated from field: bool with_results = 7;
+   */
+  withResults: boolean;
 };
 
 /**
@@ -958,10 +1135,10 @@ export type ListOperationsRequest = Message<"orch.v1.ListOperationsRequest"> & {
  * Use `create(ListOperationsRequestSchema)` to create a new message.
  */
 export const ListOperationsRequestSchema: GenMessage<ListOperationsRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 18);
+  messageDesc(file_orch_v1_state, 21);
 
 /**
- * ListOperationsResponse is one page (without results).
+ * ListOperationsResponse is one page (without results unless with_results was set).
  *
  * @generated from message orch.v1.ListOperationsResponse
  */
@@ -986,7 +1163,7 @@ export type ListOperationsResponse = Message<"orch.v1.ListOperationsResponse"> &
  * Use `create(ListOperationsResponseSchema)` to create a new message.
  */
 export const ListOperationsResponseSchema: GenMessage<ListOperationsResponse> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 19);
+  messageDesc(file_orch_v1_state, 22);
 
 /**
  * GetOperationRequest names an operation.
@@ -1014,7 +1191,7 @@ export type GetOperationRequest = Message<"orch.v1.GetOperationRequest"> & {
  * Use `create(GetOperationRequestSchema)` to create a new message.
  */
 export const GetOperationRequestSchema: GenMessage<GetOperationRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 20);
+  messageDesc(file_orch_v1_state, 23);
 
 /**
  * ResourceOutput is the captured output of one exec resource.
@@ -1056,7 +1233,7 @@ export type ResourceOutput = Message<"orch.v1.ResourceOutput"> & {
  * Use `create(ResourceOutputSchema)` to create a new message.
  */
 export const ResourceOutputSchema: GenMessage<ResourceOutput> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 21);
+  messageDesc(file_orch_v1_state, 24);
 
 /**
  * OperationOutput lists captured output.
@@ -1091,7 +1268,7 @@ export type OperationOutput = Message<"orch.v1.OperationOutput"> & {
  * Use `create(OperationOutputSchema)` to create a new message.
  */
 export const OperationOutputSchema: GenMessage<OperationOutput> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 22);
+  messageDesc(file_orch_v1_state, 25);
 
 /**
  * CheckDriftRequest starts a drift check.
@@ -1119,7 +1296,7 @@ export type CheckDriftRequest = Message<"orch.v1.CheckDriftRequest"> & {
  * Use `create(CheckDriftRequestSchema)` to create a new message.
  */
 export const CheckDriftRequestSchema: GenMessage<CheckDriftRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 23);
+  messageDesc(file_orch_v1_state, 26);
 
 /**
  * DriftedResource is a resource that no longer matches the snapshot.
@@ -1175,7 +1352,7 @@ export type DriftedResource = Message<"orch.v1.DriftedResource"> & {
  * Use `create(DriftedResourceSchema)` to create a new message.
  */
 export const DriftedResourceSchema: GenMessage<DriftedResource> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 24);
+  messageDesc(file_orch_v1_state, 27);
 
 /**
  * DriftRecord is the result of one drift check.
@@ -1231,7 +1408,7 @@ export type DriftRecord = Message<"orch.v1.DriftRecord"> & {
  * Use `create(DriftRecordSchema)` to create a new message.
  */
 export const DriftRecordSchema: GenMessage<DriftRecord> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 25);
+  messageDesc(file_orch_v1_state, 28);
 
 /**
  * DriftCheck is the answer to CheckDrift.
@@ -1259,7 +1436,7 @@ export type DriftCheck = Message<"orch.v1.DriftCheck"> & {
  * Use `create(DriftCheckSchema)` to create a new message.
  */
 export const DriftCheckSchema: GenMessage<DriftCheck> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 26);
+  messageDesc(file_orch_v1_state, 29);
 
 /**
  * ListDriftRequest pages through an agent's drift records.
@@ -1294,7 +1471,7 @@ export type ListDriftRequest = Message<"orch.v1.ListDriftRequest"> & {
  * Use `create(ListDriftRequestSchema)` to create a new message.
  */
 export const ListDriftRequestSchema: GenMessage<ListDriftRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 27);
+  messageDesc(file_orch_v1_state, 30);
 
 /**
  * ListDriftResponse is one page, newest first.
@@ -1322,7 +1499,7 @@ export type ListDriftResponse = Message<"orch.v1.ListDriftResponse"> & {
  * Use `create(ListDriftResponseSchema)` to create a new message.
  */
 export const ListDriftResponseSchema: GenMessage<ListDriftResponse> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 28);
+  messageDesc(file_orch_v1_state, 31);
 
 /**
  * GetLatestDriftRequest names an agent.
@@ -1343,7 +1520,7 @@ export type GetLatestDriftRequest = Message<"orch.v1.GetLatestDriftRequest"> & {
  * Use `create(GetLatestDriftRequestSchema)` to create a new message.
  */
 export const GetLatestDriftRequestSchema: GenMessage<GetLatestDriftRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 29);
+  messageDesc(file_orch_v1_state, 32);
 
 /**
  * GetDriftRequest names a drift record.
@@ -1364,7 +1541,7 @@ export type GetDriftRequest = Message<"orch.v1.GetDriftRequest"> & {
  * Use `create(GetDriftRequestSchema)` to create a new message.
  */
 export const GetDriftRequestSchema: GenMessage<GetDriftRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 30);
+  messageDesc(file_orch_v1_state, 33);
 
 /**
  * GetBelievedStateRequest names an agent.
@@ -1385,7 +1562,7 @@ export type GetBelievedStateRequest = Message<"orch.v1.GetBelievedStateRequest">
  * Use `create(GetBelievedStateRequestSchema)` to create a new message.
  */
 export const GetBelievedStateRequestSchema: GenMessage<GetBelievedStateRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 31);
+  messageDesc(file_orch_v1_state, 34);
 
 /**
  * BelievedResource is what the orchestrator believes about one resource.
@@ -1448,7 +1625,7 @@ export type BelievedResource = Message<"orch.v1.BelievedResource"> & {
  * Use `create(BelievedResourceSchema)` to create a new message.
  */
 export const BelievedResourceSchema: GenMessage<BelievedResource> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 32);
+  messageDesc(file_orch_v1_state, 35);
 
 /**
  * BelievedState lists an agent's believed resources.
@@ -1476,7 +1653,7 @@ export type BelievedState = Message<"orch.v1.BelievedState"> & {
  * Use `create(BelievedStateSchema)` to create a new message.
  */
 export const BelievedStateSchema: GenMessage<BelievedState> = /*@__PURE__*/
-  messageDesc(file_orch_v1_state, 33);
+  messageDesc(file_orch_v1_state, 36);
 
 /**
  * StateService owns modules, assignments, state operations, snapshots, drift records and the
@@ -1567,6 +1744,16 @@ export const StateService: GenService<{
     output: typeof EmptySchema;
   },
   /**
+   * UpdateAssignment replaces an assignment's selector, modules and description (runs keep the old values).
+   *
+   * @generated from rpc orch.v1.StateService.UpdateAssignment
+   */
+  updateAssignment: {
+    methodKind: "unary";
+    input: typeof CreateAssignmentRequestSchema;
+    output: typeof AssignmentSchema;
+  },
+  /**
    * RunAssignment fans an apply or plan out to every matching approved agent.
    *
    * @generated from rpc orch.v1.StateService.RunAssignment
@@ -1585,6 +1772,16 @@ export const StateService: GenService<{
     methodKind: "unary";
     input: typeof GetAssignmentRunRequestSchema;
     output: typeof AssignmentRunSchema;
+  },
+  /**
+   * ListAssignmentRuns pages through the fan-outs of one assignment, newest first (targets omitted).
+   *
+   * @generated from rpc orch.v1.StateService.ListAssignmentRuns
+   */
+  listAssignmentRuns: {
+    methodKind: "unary";
+    input: typeof ListAssignmentRunsRequestSchema;
+    output: typeof ListAssignmentRunsResponseSchema;
   },
   /**
    * RunAgent starts an apply or plan of named modules on one agent.

@@ -1,0 +1,96 @@
+import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { RunProgressSchema, runProgressSubject, type RunProgress } from "@orch/contracts";
+import { runMsg } from "../convert.js";
+import { operationsDb } from "../db/operations.js";
+import { runsDb } from "../db/runs.js";
+import type { StateDeps } from "../deps.js";
+
+/** Target status (an operation's, or queued / not_started) → the RunProgress counter it adds to. */
+const COUNTER: Record<
+  string,
+  keyof Pick<RunProgress, "done" | "failed" | "unreachable" | "running" | "queued" | "notStarted">
+> = {
+  succeeded: "done",
+  failed: "failed",
+  timed_out: "failed",
+  unreachable: "unreachable",
+  pending: "running",
+  running: "running",
+  queued: "queued",
+  not_started: "notStarted",
+};
+
+/** The counts of a run as its current view shows them. */
+export function progressOf(run: ReturnType<typeof runMsg>, at: number): MessageInitShape<typeof RunProgressSchema> {
+  const counts = { done: 0, failed: 0, unreachable: 0, running: 0, queued: 0, notStarted: 0 };
+  const targets = run.targets ?? [];
+  for (const t of targets) {
+    const c = COUNTER[t.status ?? ""];
+    if (c) counts[c]++;
+  }
+  return {
+    runId: run.id ?? "",
+    assignment: run.assignment ?? "",
+    kind: run.kind ?? "",
+    status: run.status ?? "",
+    total: targets.length,
+    ...counts,
+    at,
+  };
+}
+
+export interface ProgressPublisher {
+  /** Something in the run changed: publish its counts soon (bursts coalesce into few reads). */
+  changed(runId: string): void;
+  /** Resolves when nothing is being read or waiting to be published. */
+  idle(): Promise<void>;
+}
+
+/**
+ * Publishes RunProgress on `orch.state.runs.<run_id>` after a fan-out's operation starts or ends
+ * and when the run ends. Each message is read from the database, so it is the truth at `at`
+ * whatever order the changes happened in; per run at most one read is in flight and one more is
+ * pending, so a burst of N changes costs at most two reads and the last message is never stale.
+ * Best effort (core NATS): subscribers re-read the run to cover lost messages.
+ */
+export function createProgressPublisher(deps: StateDeps): ProgressPublisher {
+  const { pool, nc, clock, log } = deps;
+  const runs = new Map<string, { pending: boolean; done: Promise<void> }>();
+
+  async function publish(runId: string) {
+    const run = await runsDb.get(pool, runId);
+    if (!run) return;
+    const msg = create(RunProgressSchema, progressOf(runMsg(run, await operationsDb.ofRun(pool, runId)), clock.now()));
+    nc.publish(runProgressSubject(runId), toBinary(RunProgressSchema, msg));
+  }
+
+  async function loop(runId: string) {
+    for (;;) {
+      const entry = runs.get(runId)!;
+      entry.pending = false;
+      try {
+        await publish(runId);
+      } catch (err) {
+        log.debug({ err: (err as Error).message, run: runId }, "run progress not published");
+      }
+      if (!entry.pending) break;
+    }
+    runs.delete(runId);
+  }
+
+  return {
+    changed(runId) {
+      const entry = runs.get(runId);
+      if (entry) {
+        entry.pending = true;
+        return;
+      }
+      const e = { pending: true, done: Promise.resolve() };
+      runs.set(runId, e);
+      e.done = loop(runId);
+    },
+    async idle() {
+      while (runs.size) await Promise.allSettled([...runs.values()].map((r) => r.done));
+    },
+  };
+}

@@ -1,0 +1,235 @@
+/**
+ * One assignment (/assignments/:name?batch=&max_failures=): what it keeps where, "Plan" and "Apply"
+ * across the agents its selector matches (rolling batches, a failure limit), and its recent runs.
+ * Starting a run goes to the run's page, which follows it live. Operators and admins alike may run
+ * and delete (the API allows operators).
+ */
+import { type FormEvent, useState } from "react";
+import { Link, useLocation, useParams } from "wouter";
+import { type Assignment, useAssignment, useDeleteAssignment } from "../api/assignments";
+import { RECENT_RUNS, type RunKind, useRecentRuns, useStartRun } from "../api/runs";
+import { useUrlState } from "../lib/url-state";
+import {
+  Badge,
+  ConfirmDialog,
+  EmptyState,
+  Field,
+  fieldError,
+  Page,
+  ProblemMessage,
+  QueryStatus,
+  Section,
+  Time,
+} from "../ui";
+import "./pages.css";
+import { TableRegion } from "./parts/table-region";
+import { RUN_TONE } from "./runs/run-counts";
+import "./runs/runs.css";
+
+export default function AssignmentPage() {
+  const { name = "" } = useParams<{ name: string }>();
+  const assignment = useAssignment(name);
+  const a = assignment.data;
+  return (
+    <Page title={name} actions={a ? <AssignmentActions name={a.name} /> : null}>
+      <QueryStatus query={assignment}>
+        {a ? (
+          <>
+            <AssignmentProps assignment={a} />
+            <RunForm name={a.name} />
+            <RecentRuns name={a.name} />
+          </>
+        ) : null}
+      </QueryStatus>
+    </Page>
+  );
+}
+
+function AssignmentActions({ name }: { name: string }) {
+  const [, navigate] = useLocation();
+  const [confirming, setConfirming] = useState(false);
+  const remove = useDeleteAssignment();
+  return (
+    <>
+      <Link href={`/assignments/${encodeURIComponent(name)}/edit`} className="btn">
+        Edit
+      </Link>
+      <button
+        type="button"
+        className="btn btn-danger"
+        onClick={() => {
+          remove.reset();
+          setConfirming(true);
+        }}
+      >
+        Delete
+      </button>
+      {remove.error ? <ProblemMessage error={remove.error} /> : null}
+      <ConfirmDialog
+        open={confirming}
+        title={`Delete assignment ${name}?`}
+        confirmLabel="Delete"
+        onClose={() => setConfirming(false)}
+        onConfirm={() => {
+          setConfirming(false);
+          remove.mutate(name, { onSuccess: () => navigate("/assignments") });
+        }}
+      >
+        <p>Agents keep what was applied; nothing is removed from them.</p>
+      </ConfirmDialog>
+    </>
+  );
+}
+
+function AssignmentProps({ assignment: a }: { assignment: Assignment }) {
+  return (
+    <dl className="props card">
+      <dt>Selector</dt>
+      <dd className="mono">{a.selector}</dd>
+      <dt>Modules</dt>
+      <dd>
+        {a.modules.map((m, i) => (
+          <span key={m}>
+            {i > 0 ? ", " : null}
+            <Link href={`/modules/${encodeURIComponent(m)}`}>{m}</Link>
+          </span>
+        ))}
+      </dd>
+      <dt>Description</dt>
+      <dd>{a.description || "—"}</dd>
+      <dt>Created</dt>
+      <dd>
+        <Time value={a.created_at} /> by {a.created_by}
+      </dd>
+    </dl>
+  );
+}
+
+const BATCH = /^([1-9]\d*|([1-9]\d?|100)%)$/;
+
+/** Batch and failure limit live in the URL, so a prepared rollout can be bookmarked or shared. */
+function RunForm({ name }: { name: string }) {
+  const [params, setParams] = useUrlState();
+  const [, navigate] = useLocation();
+  const start = useStartRun(name);
+  const batch = params.get("batch") ?? "";
+  const maxFailures = params.get("max_failures") ?? "";
+  const [kind, setKind] = useState<RunKind>("plan");
+  const batchError =
+    batch.trim() && !BATCH.test(batch.trim())
+      ? 'A number of agents (e.g. 5) or a percentage (e.g. "25%").'
+      : fieldError(start.error, "batch");
+  const failuresError =
+    maxFailures.trim() && !/^\d+$/.test(maxFailures.trim())
+      ? "A whole number (0 or more)."
+      : fieldError(start.error, "max_failures");
+
+  const run = (k: RunKind) => {
+    setKind(k);
+    const b = batch.trim();
+    const mf = maxFailures.trim();
+    start.mutate(
+      {
+        kind: k,
+        options: {
+          ...(b ? { batch: /^\d+$/.test(b) ? Number(b) : b } : {}),
+          ...(mf ? { max_failures: Number(mf) } : {}),
+        },
+      },
+      { onSuccess: (r) => navigate(`/assignments/${encodeURIComponent(name)}/runs/${encodeURIComponent(r.run_id)}`) },
+    );
+  };
+  const invalid = Boolean(batchError && !start.error) || Boolean(failuresError && !start.error);
+  const onSubmit = (e: FormEvent) => {
+    e.preventDefault();
+    run("plan");
+  };
+
+  return (
+    <Section title="Run">
+      <form className="run-form" onSubmit={onSubmit} aria-label="Plan or apply">
+        <Field label="Batch" hint="agents per batch or a percentage; blank = all at once" error={batchError}>
+          <input
+            type="text"
+            inputMode="numeric"
+            value={batch}
+            placeholder="all"
+            autoComplete="off"
+            spellCheck={false}
+            onChange={(e) => setParams({ batch: e.target.value }, { replace: true })}
+          />
+        </Field>
+        <Field label="Max failures" hint="stop starting batches after this many" error={failuresError}>
+          <input
+            type="number"
+            min={0}
+            value={maxFailures}
+            placeholder="no limit"
+            onChange={(e) => setParams({ max_failures: e.target.value }, { replace: true })}
+          />
+        </Field>
+        <div className="toolbar">
+          <button type="submit" className="btn" disabled={start.isPending || invalid}>
+            {start.isPending && kind === "plan" ? "Planning…" : "Plan"}
+          </button>
+          <button
+            type="button"
+            className="btn btn-primary"
+            disabled={start.isPending || invalid}
+            onClick={() => run("apply")}
+          >
+            {start.isPending && kind === "apply" ? "Applying…" : "Apply"}
+          </button>
+        </div>
+      </form>
+      <p className="muted">Plan shows what would change and changes nothing; apply changes the agents.</p>
+      {start.error && !fieldError(start.error, "batch") && !fieldError(start.error, "max_failures") ? (
+        <ProblemMessage error={start.error} />
+      ) : null}
+    </Section>
+  );
+}
+
+function RecentRuns({ name }: { name: string }) {
+  const runs = useRecentRuns(name);
+  const list = runs.data?.runs ?? [];
+  return (
+    <Section title="Runs">
+      <QueryStatus query={runs}>
+        {list.length === 0 ? (
+          <EmptyState title="No recent runs.">Plan or apply to start one.</EmptyState>
+        ) : (
+          <TableRegion label="Runs">
+            <table className="table">
+              <thead>
+                <tr>
+                  <th scope="col">Started</th>
+                  <th scope="col">Kind</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Failures</th>
+                </tr>
+              </thead>
+              <tbody>
+                {list.map((r) => (
+                  <tr key={r.run_id}>
+                    <td>
+                      <Link href={`/assignments/${encodeURIComponent(name)}/runs/${encodeURIComponent(r.run_id)}`}>
+                        <Time value={r.created_at} />
+                      </Link>
+                    </td>
+                    <td>{r.kind}</td>
+                    <td>
+                      <Badge tone={RUN_TONE[r.status] ?? "neutral"}>{r.status}</Badge>
+                    </td>
+                    <td>{r.failures}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </TableRegion>
+        )}
+      </QueryStatus>
+      {runs.data?.has_more ? <p className="muted">The {RECENT_RUNS} most recent runs.</p> : null}
+    </Section>
+  );
+}

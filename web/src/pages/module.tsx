@@ -1,0 +1,102 @@
+/**
+ * One module (/modules/:name): its YAML (highlighted, read-only, with line numbers), what it is, the
+ * assignments that use it, and its upload history. Operators and admins may upload a new version or
+ * delete it (the API refuses deleting a module an assignment still uses, and says which).
+ */
+import { Suspense, useState } from "react";
+import { Link, useLocation, useParams } from "wouter";
+import { useAssignments } from "../api/assignments";
+import { type ModuleInfo, useDeleteModule, useModule } from "../api/modules";
+import { YamlEditor } from "../editor";
+import { ConfirmDialog, Loading, Page, ProblemMessage, QueryStatus, Section, Time } from "../ui";
+import { VersionHistory } from "./modules/version-history";
+import "./pages.css";
+
+export default function ModulePage() {
+  const { name = "" } = useParams<{ name: string }>();
+  const module = useModule(name);
+  const m = module.data;
+  return (
+    <Page title={name} actions={m ? <ModuleActions name={m.name} /> : null}>
+      <QueryStatus query={module}>{m ? <ModuleBody module={m} /> : null}</QueryStatus>
+    </Page>
+  );
+}
+
+function ModuleActions({ name }: { name: string }) {
+  const [, navigate] = useLocation();
+  const [confirming, setConfirming] = useState(false);
+  const remove = useDeleteModule();
+  return (
+    <>
+      <Link href={`/modules/${encodeURIComponent(name)}/upload`} className="btn btn-primary">
+        Upload new version
+      </Link>
+      <button
+        type="button"
+        className="btn btn-danger"
+        onClick={() => {
+          remove.reset();
+          setConfirming(true);
+        }}
+      >
+        Delete
+      </button>
+      {remove.error ? <ProblemMessage error={remove.error} /> : null}
+      <ConfirmDialog
+        open={confirming}
+        title={`Delete module ${name}?`}
+        confirmLabel="Delete"
+        onClose={() => setConfirming(false)}
+        onConfirm={() => {
+          setConfirming(false);
+          remove.mutate(name, { onSuccess: () => navigate("/modules") });
+        }}
+      >
+        <p>Agents keep what was applied; assignments can no longer use it. A module in use cannot be deleted.</p>
+      </ConfirmDialog>
+    </>
+  );
+}
+
+function ModuleBody({ module: m }: { module: ModuleInfo }) {
+  const assignments = useAssignments();
+  const users = (assignments.data ?? []).filter((a) => a.modules.includes(m.name));
+  return (
+    <>
+      <dl className="props card">
+        <dt>Description</dt>
+        <dd>{m.description || "—"}</dd>
+        <dt>Resources</dt>
+        <dd>{m.resource_count}</dd>
+        <dt>Uploaded</dt>
+        <dd>
+          <Time value={m.uploaded_at * 1000} />
+        </dd>
+        <dt>SHA-256</dt>
+        <dd className="mono">{m.sha256}</dd>
+        <dt>Used by</dt>
+        <dd>
+          {assignments.data === undefined ? (
+            "…"
+          ) : users.length === 0 ? (
+            <span className="muted">no assignment</span>
+          ) : (
+            users.map((a, i) => (
+              <span key={a.name}>
+                {i > 0 ? ", " : null}
+                <Link href={`/assignments/${encodeURIComponent(a.name)}`}>{a.name}</Link>
+              </span>
+            ))
+          )}
+        </dd>
+      </dl>
+      <Section title="YAML">
+        <Suspense fallback={<Loading label="Loading the editor…" />}>
+          <YamlEditor value={m.content} label={`${m.name} YAML`} readOnly />
+        </Suspense>
+      </Section>
+      <VersionHistory name={m.name} currentSha256={m.sha256} />
+    </>
+  );
+}

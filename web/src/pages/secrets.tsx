@@ -1,0 +1,183 @@
+/**
+ * Secrets (/secrets?new=1&cursor=): metadata only — the API never returns a value and this page never
+ * keeps one (see secrets/new-secret-form.tsx). Operators and admins create and delete; the secrets
+ * service decides who may widen a restriction.
+ */
+import { useState } from "react";
+import { type Agent, useAllAgents } from "../api/agents";
+import { type SecretMeta, useCreateSecret, useDeleteSecret, useSecrets } from "../api/secrets";
+import { useUrlState } from "../lib/url-state";
+import { Badge, ConfirmDialog, EmptyState, Page, ProblemMessage, QueryStatus, Section, Time } from "../ui";
+import "./pages.css";
+import { TableRegion } from "./parts/table-region";
+import { agentLabel } from "./secrets/agent-picker";
+import { NewSecretForm } from "./secrets/new-secret-form";
+import "./secrets/secrets.css";
+
+export default function SecretsPage() {
+  const [params, setParams] = useUrlState();
+  const cursor = params.get("cursor") ?? undefined;
+  const creating = params.get("new") === "1";
+  const list = useSecrets(cursor);
+  const fleet = useAllAgents("", "", { poll: false });
+  const agents = fleet.data ?? [];
+  const creator = useCreateSecret();
+  const remove = useDeleteSecret();
+  const [confirming, setConfirming] = useState<SecretMeta | undefined>();
+  const [notice, setNotice] = useState<string | undefined>();
+  const secrets = list.data?.secrets ?? [];
+
+  return (
+    <Page
+      title="Secrets"
+      actions={
+        creating ? null : (
+          <button
+            type="button"
+            className="btn btn-primary"
+            onClick={() => {
+              creator.reset();
+              setNotice(undefined);
+              setParams({ new: "1" });
+            }}
+          >
+            New secret
+          </button>
+        )
+      }
+    >
+      {creating ? (
+        <NewSecretForm
+          agents={agents}
+          creator={creator}
+          onCreated={(name) => {
+            setNotice(`Created secret ${name}.`);
+            setParams({ new: undefined }, { replace: true });
+          }}
+          onCancel={() => setParams({ new: undefined })}
+        />
+      ) : null}
+      {notice ? (
+        <p role="status" className="muted">
+          {notice}
+        </p>
+      ) : null}
+      <Section title="All secrets">
+        <QueryStatus query={list}>
+          {secrets.length === 0 ? (
+            <EmptyState title="No secrets yet.">Modules read them as {"{{ secrets.NAME }}"}.</EmptyState>
+          ) : (
+            <TableRegion label="Secrets">
+              <table className="table">
+                <thead>
+                  <tr>
+                    <th scope="col">Name</th>
+                    <th scope="col">Description</th>
+                    <th scope="col">Restriction</th>
+                    <th scope="col">Expires</th>
+                    <th scope="col">Updated</th>
+                    <th scope="col">Actions</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {secrets.map((s) => (
+                    <tr key={s.name}>
+                      <td className="mono">{s.name}</td>
+                      <td>{s.description ?? <span className="muted">—</span>}</td>
+                      <td>
+                        <Restriction restriction={s.restriction} agents={agents} />
+                      </td>
+                      <td>
+                        {s.expires_at ? (
+                          <>
+                            <Time value={s.expires_at} />
+                            {Date.parse(s.expires_at) <= Date.now() ? <Badge tone="danger">expired</Badge> : null}
+                          </>
+                        ) : (
+                          <span className="muted">never</span>
+                        )}
+                      </td>
+                      <td>
+                        <Time value={s.updated_at} />
+                        <span className="muted"> by {s.updated_by}</span>
+                      </td>
+                      <td>
+                        <button
+                          type="button"
+                          className="btn btn-danger btn-small"
+                          title={`Delete ${s.name}`}
+                          onClick={() => {
+                            remove.reset();
+                            setConfirming(s);
+                          }}
+                        >
+                          Delete
+                        </button>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </TableRegion>
+          )}
+          <div className="toolbar">
+            {cursor ? (
+              <button type="button" className="btn" onClick={() => setParams({ cursor: undefined })}>
+                First page
+              </button>
+            ) : null}
+            <button
+              type="button"
+              className="btn"
+              disabled={!list.data?.has_more || !list.data.next_cursor}
+              onClick={() => setParams({ cursor: list.data?.next_cursor ?? undefined })}
+            >
+              Next page
+            </button>
+          </div>
+        </QueryStatus>
+        {remove.error ? <ProblemMessage error={remove.error} /> : null}
+      </Section>
+      <ConfirmDialog
+        open={confirming !== undefined}
+        title={`Delete secret ${confirming?.name ?? ""}?`}
+        confirmLabel="Delete"
+        onClose={() => setConfirming(undefined)}
+        onConfirm={() => {
+          if (confirming) {
+            const name = confirming.name;
+            remove.mutate(name, { onSuccess: () => setNotice(`Deleted secret ${name}.`) });
+          }
+          setConfirming(undefined);
+        }}
+      >
+        <p>Modules that use it fail their next plan or apply. This cannot be undone.</p>
+      </ConfirmDialog>
+    </Page>
+  );
+}
+
+/** Who may receive the secret: picked agents by name (node id as tooltip) and required tags. */
+function Restriction({ restriction, agents }: { restriction: SecretMeta["restriction"]; agents: Agent[] }) {
+  if (!restriction || (restriction.node_ids.length === 0 && Object.keys(restriction.tags).length === 0)) {
+    return <span className="muted">any approved agent</span>;
+  }
+  const byId = new Map(agents.map((a) => [a.node_id, a]));
+  return (
+    <ul className="restriction-list" aria-label="Restriction">
+      {restriction.node_ids.map((id) => {
+        const a = byId.get(id);
+        return (
+          <li key={id} className="chip" title={id}>
+            {a ? agentLabel(a) : <span className="mono">{id}</span>}
+          </li>
+        );
+      })}
+      {Object.entries(restriction.tags).map(([k, v]) => (
+        <li key={`tag:${k}`} className="chip mono">
+          {k}={v}
+        </li>
+      ))}
+    </ul>
+  );
+}
