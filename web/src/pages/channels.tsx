@@ -9,6 +9,7 @@ import { type Channel, useChannels, useCreateChannel } from "../api/channels";
 import { useSession } from "../api/session";
 import { useUrlState } from "../lib/url-state";
 import { Badge, Banner, EmptyState, Page, QueryStatus, Section, Time } from "../ui";
+import { Pager } from "../ui/pager";
 import { ChannelForm } from "./channels/channel-form";
 import "./pages.css";
 import { TableRegion } from "./parts/table-region";
@@ -112,21 +113,11 @@ export default function ChannelsPage() {
               </table>
             </TableRegion>
           )}
-          <div className="toolbar">
-            {cursor ? (
-              <button type="button" className="btn" onClick={() => setParams({ cursor: undefined })}>
-                First page
-              </button>
-            ) : null}
-            <button
-              type="button"
-              className="btn"
-              disabled={!list.data?.has_more || !list.data.next_cursor}
-              onClick={() => setParams({ cursor: list.data?.next_cursor ?? undefined })}
-            >
-              Next page
-            </button>
-          </div>
+          <Pager
+            cursor={cursor}
+            nextCursor={list.data?.has_more ? list.data.next_cursor : undefined}
+            onCursor={(c) => setParams({ cursor: c })}
+          />
         </QueryStatus>
       </Section>
     </Page>

@@ -23,6 +23,7 @@ import { useNow } from "../ui/now";
 import { fromLocalInput, phaseOf, spanError, toLocalInput } from "../lib/window-times";
 import "./pages.css";
 import { TableRegion } from "./parts/table-region";
+import { Pager } from "../ui/pager";
 
 export default function MaintenancePage() {
   const { isAdmin } = useSession();
@@ -110,21 +111,11 @@ export default function MaintenancePage() {
               </table>
             </TableRegion>
           )}
-          <div className="toolbar">
-            {cursor ? (
-              <button type="button" className="btn" onClick={() => setParams({ cursor: undefined })}>
-                First page
-              </button>
-            ) : null}
-            <button
-              type="button"
-              className="btn"
-              disabled={!list.data?.has_more || !list.data.next_cursor}
-              onClick={() => setParams({ cursor: list.data?.next_cursor ?? undefined })}
-            >
-              Next page
-            </button>
-          </div>
+          <Pager
+            cursor={cursor}
+            nextCursor={list.data?.has_more ? list.data.next_cursor : undefined}
+            onCursor={(c) => setParams({ cursor: c })}
+          />
         </QueryStatus>
         {end.error ? <ProblemMessage error={end.error} /> : null}
         {remove.error ? <ProblemMessage error={remove.error} /> : null}

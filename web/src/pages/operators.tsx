@@ -24,6 +24,7 @@ import {
 } from "../ui";
 import "./pages.css";
 import { TableRegion } from "./parts/table-region";
+import { Pager } from "../ui/pager";
 
 export default function OperatorsPage() {
   const { isAdmin, operator: me } = useSession();
@@ -94,21 +95,11 @@ export default function OperatorsPage() {
               </table>
             </TableRegion>
           )}
-          <div className="toolbar">
-            {cursor ? (
-              <button type="button" className="btn" onClick={() => setParams({ cursor: undefined })}>
-                First page
-              </button>
-            ) : null}
-            <button
-              type="button"
-              className="btn"
-              disabled={!list.data?.has_more || !list.data.next_cursor}
-              onClick={() => setParams({ cursor: list.data?.next_cursor ?? undefined })}
-            >
-              Next page
-            </button>
-          </div>
+          <Pager
+            cursor={cursor}
+            nextCursor={list.data?.has_more ? list.data.next_cursor : undefined}
+            onCursor={(c) => setParams({ cursor: c })}
+          />
         </QueryStatus>
         {remove.error ? <ProblemMessage error={remove.error} /> : null}
       </Section>

@@ -8,6 +8,7 @@ import { type Agent, useAllAgents } from "../api/agents";
 import { type SecretMeta, useCreateSecret, useDeleteSecret, useSecrets } from "../api/secrets";
 import { useUrlState } from "../lib/url-state";
 import { Badge, ConfirmDialog, EmptyState, Page, ProblemMessage, QueryStatus, Section, Time } from "../ui";
+import { Pager } from "../ui/pager";
 import "./pages.css";
 import { TableRegion } from "./parts/table-region";
 import { agentLabel } from "./secrets/agent-picker";
@@ -120,21 +121,11 @@ export default function SecretsPage() {
               </table>
             </TableRegion>
           )}
-          <div className="toolbar">
-            {cursor ? (
-              <button type="button" className="btn" onClick={() => setParams({ cursor: undefined })}>
-                First page
-              </button>
-            ) : null}
-            <button
-              type="button"
-              className="btn"
-              disabled={!list.data?.has_more || !list.data.next_cursor}
-              onClick={() => setParams({ cursor: list.data?.next_cursor ?? undefined })}
-            >
-              Next page
-            </button>
-          </div>
+          <Pager
+            cursor={cursor}
+            nextCursor={list.data?.has_more ? list.data.next_cursor : undefined}
+            onCursor={(c) => setParams({ cursor: c })}
+          />
         </QueryStatus>
         {remove.error ? <ProblemMessage error={remove.error} /> : null}
       </Section>

@@ -8,6 +8,7 @@ import { SESSION_STATUSES, type TerminalSummary, useTerminalSessions } from "../
 import { stateOfSession, statusText } from "../lib/terminal-socket";
 import { useUrlState } from "../lib/url-state";
 import { Badge, EmptyState, Field, Page, QueryStatus, Section, Time, toneOf } from "../ui";
+import { Pager } from "../ui/pager";
 import "./pages.css";
 import { TableRegion } from "./parts/table-region";
 
@@ -100,21 +101,7 @@ export default function SessionsPage() {
               </table>
             </TableRegion>
           )}
-          <div className="toolbar">
-            {cursor ? (
-              <button type="button" className="btn" onClick={() => setParams({ cursor: undefined })}>
-                First page
-              </button>
-            ) : null}
-            <button
-              type="button"
-              className="btn"
-              disabled={!list.data?.nextCursor}
-              onClick={() => setParams({ cursor: list.data?.nextCursor })}
-            >
-              Next page
-            </button>
-          </div>
+          <Pager cursor={cursor} nextCursor={list.data?.nextCursor} onCursor={(c) => setParams({ cursor: c })} />
         </QueryStatus>
       </Section>
     </Page>

@@ -5,14 +5,12 @@ import type { CallOptions, Client, Logger, NatsConnection } from "@orch/kit";
 import type { Credential, EndReason, LiveSessions } from "../live-sessions.js";
 import { auditEventJson } from "../routes/audit-json.js";
 import { matchesFilter, type FilterValues } from "../routes/audit-query.js";
+import { SseChannel } from "./channel.js";
 
 /** Published by the audit service after each commit (AuditFeed in proto/orch/v1/audit.proto). */
 export const AUDIT_FEED_SUBJECT = "orch.audit.feed.events";
 /** How often a live tail re-reads the store, covering feed messages lost in transit. */
 const POLL_MS = 5_000;
-const HEARTBEAT_MS = 15_000;
-/** A client this far behind is disconnected; it resumes with Last-Event-ID and loses nothing. */
-const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 /** Live events held while the backlog is sent; beyond this they are left to the next poll. */
 const MAX_HELD = 10_000;
 const PAGE = 500;
@@ -49,15 +47,17 @@ export class AuditTail {
   /** Sent from the feed, ahead of `position`: id → seq. */
   private readonly liveSent = new Map<string, number>();
   private polling = false;
-  private timers: NodeJS.Timeout[] = [];
+  /** A client too far behind is disconnected by the channel; it resumes with Last-Event-ID. */
+  private readonly channel: SseChannel;
   private readonly sub;
-  private release: (() => void) | undefined;
-  /** Set when the stream's credential ended (logout, the operator's removal, expiry). */
-  endedBy: EndReason | undefined;
 
   constructor(private readonly d: AuditTailDeps) {
     d.registry.add(this);
-    d.res.on("close", () => this.close());
+    this.channel = new SseChannel(d.res, "audit_stream", () => {
+      this.state = { phase: "closed" };
+      d.registry.delete(this);
+      this.sub.unsubscribe();
+    });
     this.sub = d.nc.subscribe(AUDIT_FEED_SUBJECT, {
       callback: (err, msg) => {
         if (err || this.closed) return;
@@ -91,7 +91,7 @@ export class AuditTail {
   async run(first: { events: StoredEvent[]; position: number; hasMore: boolean }) {
     const { res } = this.d;
     if (res.socket?.destroyed) return this.close();
-    res.write("retry: 2000\n\n");
+    this.channel.start();
     let page = first;
     for (;;) {
       for (const e of page.events) this.send(e);
@@ -104,10 +104,7 @@ export class AuditTail {
     this.state = { phase: "live" };
     for (const e of held) this.onLive(e);
     if (this.closed) return;
-    this.timers.push(
-      setInterval(() => void this.poll(), POLL_MS),
-      setInterval(() => this.write(": heartbeat\n\n"), HEARTBEAT_MS),
-    );
+    this.channel.every(POLL_MS, () => void this.poll());
   }
 
   private onLive(e: StoredEvent) {
@@ -154,35 +151,24 @@ export class AuditTail {
   }
 
   private write(chunk: string) {
-    const { res } = this.d;
-    if (this.closed || res.destroyed) return;
-    res.write(chunk);
-    if (res.writableLength > MAX_BUFFERED_BYTES) res.destroy();
+    this.channel.write(chunk);
+  }
+
+  /** Set when the stream's credential ended (logout, the operator's removal, expiry). */
+  get endedBy(): EndReason | undefined {
+    return this.channel.endedBy;
   }
 
   /** Ends the stream with the credential that opened it; bound before anything is sent. */
   bindTo(live: LiveSessions, cred: Credential) {
-    this.release = live.bind(cred, { kind: "audit_stream", end: (reason) => this.end(reason) });
+    this.channel.bindTo(live, cred);
   }
 
-  /** An `error` event names why, then the stream ends; a reconnecting client gets 401. */
   end(reason: EndReason) {
-    if (this.closed) return;
-    this.endedBy = reason;
-    const data = { code: reason, detail: "the credential this stream was opened with has ended; sign in again" };
-    // Before the stream starts the response belongs to Fastify (the handler answers 401).
-    if (this.d.res.headersSent) this.write(`event: error\ndata: ${JSON.stringify(data)}\n\n`);
-    this.close();
+    this.channel.end(reason);
   }
 
   close() {
-    if (this.closed) return;
-    this.state = { phase: "closed" };
-    this.release?.();
-    this.d.registry.delete(this);
-    for (const t of this.timers) clearInterval(t);
-    this.sub.unsubscribe();
-    // Before the stream starts the response belongs to Fastify (it sends the problem).
-    if (this.d.res.headersSent && !this.d.res.writableEnded) this.d.res.end();
+    this.channel.close();
   }
 }

@@ -3,12 +3,10 @@ import { runProgressSubject, type AssignmentRun, type StateService } from "@orch
 import type { CallOptions, Client, Logger, NatsConnection } from "@orch/kit";
 import type { Credential, EndReason, LiveSessions } from "../live-sessions.js";
 import { runJson } from "../routes/assignments.js";
+import { SseChannel } from "./channel.js";
 
 /** How often a stream re-reads the run, covering progress messages lost in transit (core NATS). */
 const POLL_MS = 5_000;
-const HEARTBEAT_MS = 15_000;
-/** A client this far behind is disconnected; it reconnects and gets the current snapshot. */
-const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 
 export interface RunStreamDeps {
   nc: NatsConnection;
@@ -37,15 +35,16 @@ export class RunStream {
   private last = "";
   private reading = false;
   private pending = false;
-  private timers: NodeJS.Timeout[] = [];
+  private readonly channel: SseChannel;
   private readonly sub;
-  private release: (() => void) | undefined;
-  /** Set when the stream's credential ended (logout, the operator's removal, expiry). */
-  endedBy: EndReason | undefined;
 
   constructor(private readonly d: RunStreamDeps) {
     d.registry.add(this);
-    d.res.on("close", () => this.close());
+    this.channel = new SseChannel(d.res, "run_stream", () => {
+      this.phase = "closed";
+      d.registry.delete(this);
+      this.sub.unsubscribe();
+    });
     this.sub = d.nc.subscribe(runProgressSubject(d.runId), {
       callback: (err) => {
         if (err || this.phase === "closed") return;
@@ -72,16 +71,12 @@ export class RunStream {
   }
 
   run(first: AssignmentRun) {
-    const { res } = this.d;
-    if (res.destroyed) return this.close();
-    this.write("retry: 2000\n\n");
+    if (this.d.res.destroyed) return this.close();
+    this.channel.start();
     this.phase = "live";
     this.show(first);
     if (this.closed) return;
-    this.timers.push(
-      setInterval(() => this.refresh(), POLL_MS),
-      setInterval(() => this.write(": heartbeat\n\n"), HEARTBEAT_MS),
-    );
+    this.channel.every(POLL_MS, () => this.refresh());
     if (this.pending) this.refresh();
   }
 
@@ -127,35 +122,24 @@ export class RunStream {
   }
 
   private write(chunk: string) {
-    const { res } = this.d;
-    if (this.closed || res.destroyed) return;
-    res.write(chunk);
-    if (res.writableLength > MAX_BUFFERED_BYTES) res.destroy();
+    this.channel.write(chunk);
+  }
+
+  /** Set when the stream's credential ended (logout, the operator's removal, expiry). */
+  get endedBy(): EndReason | undefined {
+    return this.channel.endedBy;
   }
 
   /** Ends the stream with the credential that opened it; bound before anything is sent. */
   bindTo(live: LiveSessions, cred: Credential) {
-    this.release = live.bind(cred, { kind: "run_stream", end: (reason) => this.end(reason) });
+    this.channel.bindTo(live, cred);
   }
 
-  /** An `error` event names why, then the stream ends; a reconnecting client gets 401. */
   end(reason: EndReason) {
-    if (this.closed) return;
-    this.endedBy = reason;
-    const data = { code: reason, detail: "the credential this stream was opened with has ended; sign in again" };
-    // Before the stream starts the response belongs to Fastify (the handler answers 401).
-    if (this.d.res.headersSent) this.write(`event: error\ndata: ${JSON.stringify(data)}\n\n`);
-    this.close();
+    this.channel.end(reason);
   }
 
   close() {
-    if (this.closed) return;
-    this.phase = "closed";
-    this.release?.();
-    this.d.registry.delete(this);
-    for (const t of this.timers) clearInterval(t);
-    this.sub.unsubscribe();
-    // Before the stream starts the response belongs to Fastify (it sends the problem).
-    if (this.d.res.headersSent && !this.d.res.writableEnded) this.d.res.end();
+    this.channel.close();
   }
 }
