@@ -67,7 +67,9 @@ const textOf = async (testId: string, scope: Page | Locator = page) =>
 /** Everything the page holds as text and markup: the secret must be in none of it. */
 const domHasSecret = async () =>
   (await page.evaluate("document.documentElement.outerHTML + document.body.innerText")) as unknown as string;
+/** Results arrive after the counts (fetched as operations finish), so wait for the masked value first. */
 const noSecret = async (t: Test, where: string) => {
+  await eventually(async () => (await domHasSecret()).includes("***"), 30_000, 250).catch(() => {});
   const dom = await domHasSecret();
   t.notOk(dom.includes(SECRET), `${where}: the secret's value is nowhere in the DOM`);
   t.ok(dom.includes("***"), `${where}: the secret shows as ***`);
