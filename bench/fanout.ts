@@ -9,10 +9,9 @@
  * and a second (no-change) apply, the time from the RunAssignment call until every operation
  * finished, and operations per second. Goal: 500 agents applied in < 10 s.
  */
-import { fork, spawn, type ChildProcess } from "node:child_process";
+import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
-import { AgentControlService, AgentsService, StateService, type AssignmentRun } from "@orch/contracts";
+import { StateService, type AssignmentRun } from "@orch/contracts";
 import { rpcClient, type Actor, type NatsConnection } from "@orch/kit";
 import {
   createTestDatabase,
@@ -22,49 +21,29 @@ import {
   type DbHandle,
   type NatsHandle,
 } from "@orch/kit/testing";
-import type { StateFleetCommand, StateFleetReport } from "./lib/sim-state-agent.js";
+import { approveTagged } from "./lib/approve-tagged.js";
+import { children, stopChildren } from "./lib/children.js";
+import { intOptions } from "./lib/int-options.js";
+import { forkLinkFleet, linksUp, type LinkFleet } from "./lib/link-fleet.js";
+import type { StateCounters } from "./lib/sim-state-agent.js";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const SIM = fileURLToPath(new URL("./lib/sim-state-agent.ts", import.meta.url));
 const ACTOR: Actor = { id: "bench", name: "bench", type: "operator", role: "admin" };
 
-const { values } = parseArgs({
-  options: {
-    agents: { type: "string", default: "500" },
-    resources: { type: "string", default: "20" },
-    "exec-ms": { type: "string", default: "20" },
-    concurrency: { type: "string", default: "50" },
-  },
+const {
+  agents: N,
+  resources: R,
+  "exec-ms": execMs,
+  concurrency,
+} = intOptions("fanout", {
+  agents: { default: 500, min: 1, max: 20_000 },
+  resources: { default: 20, min: 1, max: 500 },
+  "exec-ms": { default: 20, min: 0, max: 60_000 },
+  concurrency: { default: 50, min: 1, max: 10_000 },
 });
-const N = int("agents", 1, 20_000);
-const R = int("resources", 1, 500);
-const execMs = int("exec-ms", 0, 60_000);
-const concurrency = int("concurrency", 1, 10_000);
-
-function int(name: keyof typeof values, min: number, max: number): number {
-  const n = Number(values[name]);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    console.error(`bench fanout: --${name} must be an integer in ${min}..${max}`);
-    process.exit(2);
-  }
-  return n;
-}
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const children = new Set<ChildProcess>();
-process.on("exit", () => {
-  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
-});
-
-function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    p,
-    new Promise<never>(
-      (_, rej) => (timer = setTimeout(() => rej(new Error(`${what}: nothing within ${Math.round(ms / 1000)} s`)), ms)),
-    ),
-  ]).finally(() => clearTimeout(timer));
-}
 
 /** A service from its dist/main.js; resolves once it answers its ping subject. */
 async function startService(
@@ -104,38 +83,6 @@ async function startService(
       await sleep(250);
     }
   }
-}
-
-function startFleet(linkPort: number) {
-  const child = fork(SIM, ["--target", `127.0.0.1:${linkPort}`, "--count", String(N), "--exec-ms", String(execMs)], {
-    execArgv: ["--conditions=orch-source", "--import", "tsx"],
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-  children.add(child);
-  const waiters = new Map<string, (m: StateFleetReport) => void>();
-  child.on("message", (m: StateFleetReport) => {
-    waiters.get(m.type)?.(m);
-    waiters.delete(m.type);
-  });
-  const next = <T extends StateFleetReport["type"]>(type: T, ms: number) =>
-    within(
-      new Promise<Extract<StateFleetReport, { type: T }>>((r) => waiters.set(type, r as (m: StateFleetReport) => void)),
-      ms,
-      `sim ${type}`,
-    );
-  return { child, next, command: (c: StateFleetCommand) => child.connected && child.send(c) };
-}
-
-async function pool<T>(items: T[], width: number, fn: (x: T, i: number) => Promise<void>): Promise<void> {
-  let i = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(width, items.length) }, async () => {
-      while (i < items.length) {
-        const k = i++;
-        await fn(items[k]!, k);
-      }
-    }),
-  );
 }
 
 function moduleYaml(): string {
@@ -205,7 +152,7 @@ async function main() {
   const nats = await startNats();
   const db = await createTestDatabase("orch_bench");
   const nc = await nats.connect("bench");
-  let fleet: ReturnType<typeof startFleet> | undefined;
+  let fleet: LinkFleet<StateCounters> | undefined;
   try {
     const linkPort = await freePort();
     // Plaintext on purpose: the simulated links (bench/lib/sim-state-agent.ts) speak it, as in earlier runs.
@@ -220,34 +167,9 @@ async function main() {
       ORCH_STATE_DRIFT_INTERVAL_SECONDS: "0",
     });
 
-    fleet = startFleet(linkPort);
-    const keys = await fleet.next("keys", 120_000);
-    const welcomed = await fleet.next("welcomed", 120_000 + N * 50);
-    if (welcomed.failed) throw new Error(`${welcomed.failed} links failed: ${welcomed.firstError}`);
-    console.error(`  ${welcomed.count} links up in ${(welcomed.ms / 1000).toFixed(2)} s`);
-
-    const agents = rpcClient(nc, "agents", AgentsService, { timeoutMs: 10_000 });
-    await pool(keys.nodeIds, 32, async (id, i) => {
-      await agents.setApproval(
-        { nodeId: id, status: "approved", name: `sim-${String(i).padStart(5, "0")}` },
-        { actor: ACTOR },
-      );
-      await agents.replaceTags({ nodeId: id, tags: { env: "bench", role: i % 2 ? "web" : "db" } }, { actor: ACTOR });
-    });
-    // Approval reaches the replica holding the link asynchronously: wait until the last agent answers.
-    const last = rpcClient(nc, "", AgentControlService, {
-      timeoutMs: 2000,
-      subjectBase: `orch.agent.${keys.nodeIds.at(-1)}`,
-    });
-    for (let i = 0; ; i++) {
-      try {
-        await last.ping({ payload: "ready" });
-        break;
-      } catch (err) {
-        if (i > 30) throw new Error(`approved agents do not answer: ${(err as Error).message}`);
-        await sleep(500);
-      }
-    }
+    fleet = forkLinkFleet<StateCounters>(SIM, linkPort, N, execMs);
+    const nodeIds = await linksUp(fleet, N);
+    await approveTagged(nc, nodeIds, ACTOR, (i) => ({ env: "bench", role: i % 2 ? "web" : "db" }));
     console.error(`  ${N} agents approved and tagged`);
 
     const state = rpcClient(nc, "state", StateService, { timeoutMs: 30_000 });
@@ -299,7 +221,7 @@ async function main() {
     );
   } finally {
     fleet?.command({ type: "stop" });
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGTERM");
+    stopChildren();
     await sleep(500);
     await nc.close().catch(() => {});
     await db.drop().catch(() => {});

@@ -1,7 +1,8 @@
+import { commandsFeature } from "./commands/feature.js";
 import type { Feature } from "./runtime.js";
 import { controlFeature } from "./control.js";
 import { stateFeature } from "./state/feature.js";
 import { terminalFeature } from "./terminal/feature.js";
 
 /** Every agent-side feature, one line each (state providers and the terminal add theirs). */
-export const features: Feature[] = [controlFeature, stateFeature, terminalFeature];
+export const features: Feature[] = [controlFeature, stateFeature, commandsFeature, terminalFeature];

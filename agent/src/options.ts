@@ -4,6 +4,7 @@ import type { AgentOptions } from "./runtime.js";
 import { isLogLevel, type LogLevel } from "./log.js";
 import { parseFingerprint } from "@orch/contracts";
 import type { LinkTrust } from "./link/trust.js";
+import { DEFAULT_CRON_DIR } from "./state/providers/cron.js";
 
 export const DEFAULT_DATA_DIR = "/var/lib/orch-agent";
 export const DEFAULT_DISCOVERY_PORT = 7444;
@@ -33,6 +34,7 @@ export const USAGE = `usage: orch-agent [--server host:port | --discover] [optio
   --tls                     TLS with the system CAs (the default; kept for old scripts)
   --shell PATH              allowed terminal shell, repeatable; first is the default
                             (default /bin/bash if present, else /bin/sh)  ORCH_AGENT_SHELLS=a:b
+  --cron-dir DIR            where cron resources are written (${DEFAULT_CRON_DIR})  ORCH_AGENT_CRON_DIR
   --log-level LEVEL         debug|info|warn|error (info)          ORCH_AGENT_LOG_LEVEL
   --help, --version
 `;
@@ -76,6 +78,7 @@ function readFlags(argv: string[]) {
         "server-fingerprint": { type: "string" },
         insecure: { type: "boolean" },
         shell: { type: "string", multiple: true },
+        "cron-dir": { type: "string" },
         "log-level": { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean" },
@@ -119,6 +122,9 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): DaemonOpti
       : [existsSync("/bin/bash") ? "/bin/bash" : "/bin/sh"];
   for (const s of shells)
     if (!s.startsWith("/")) throw new UsageError(`--shell must be an absolute path, got ${JSON.stringify(s)}`);
+  const cronDir = values["cron-dir"] ?? env.ORCH_AGENT_CRON_DIR ?? DEFAULT_CRON_DIR;
+  if (!cronDir.startsWith("/"))
+    throw new UsageError(`--cron-dir must be an absolute path, got ${JSON.stringify(cronDir)}`);
   const logLevel = values["log-level"] ?? env.ORCH_AGENT_LOG_LEVEL ?? "info";
   if (!isLogLevel(logLevel))
     throw new UsageError(`--log-level must be debug, info, warn or error, got ${JSON.stringify(logLevel)}`);
@@ -131,6 +137,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): DaemonOpti
     shells,
     metricsIntervalSeconds,
     trust,
+    cronDir,
     logLevel,
   };
 }

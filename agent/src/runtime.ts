@@ -36,6 +36,8 @@ export interface AgentOptions {
   metricsIntervalSeconds: number;
   /** How the server is authenticated (agent/src/link/trust.ts). */
   trust: LinkTrust;
+  /** Directory of `cron` resources' files (default /etc/cron.d). */
+  cronDir?: string | undefined;
 }
 
 export interface AgentLogger {

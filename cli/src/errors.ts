@@ -29,6 +29,22 @@ export class CliError extends Error {
   }
 }
 
+/**
+ * A command that ran and reported its outcome itself (`orchctl run`'s summary or NDJSON) but must
+ * exit with a status other than 0 or 1 is not an error to print again: with --json no problem
+ * document follows the command's own output.
+ */
+export class ExitStatus extends CliError {
+  constructor(
+    message: string,
+    code: string,
+    readonly exitCode: number,
+  ) {
+    super(message, code);
+    this.name = "ExitStatus";
+  }
+}
+
 /** An error response from the API. `message` is what we show; `problem` is what the server sent. */
 export class ProblemError extends CliError {
   readonly status: number;

@@ -11,7 +11,7 @@
 import { Command, CommanderError, Option } from "commander";
 import { readFileSync } from "node:fs";
 import { DEFAULT_SERVER } from "./config.js";
-import { CliError } from "./errors.js";
+import { CliError, ExitStatus } from "./errors.js";
 import type { CliIO } from "./output.js";
 import { register as registerAgents } from "./commands/agents.js";
 import { register as registerAudit } from "./commands/audit.js";
@@ -24,6 +24,7 @@ import { register as registerDiscover } from "./commands/discover.js";
 import { register as registerKeygen } from "./commands/keygen.js";
 import { register as registerOperators } from "./commands/operators.js";
 import { register as registerPasskeys } from "./commands/passkeys.js";
+import { register as registerRuns } from "./commands/runs.js";
 import { register as registerSecrets } from "./commands/secrets.js";
 import { register as registerSsh } from "./commands/ssh.js";
 import { register as registerState } from "./commands/state.js";
@@ -52,6 +53,7 @@ export const commandGroups: RegisterFn[] = [
   registerTerminal,
   registerState,
   registerAudit,
+  registerRuns,
 ];
 
 function version(): string {
@@ -120,6 +122,10 @@ export async function run(argv: readonly string[], io: CliIO): Promise<number> {
           `${JSON.stringify({ type: "about:blank", title: "usage error", detail, code: "usage_error" }, null, 2)}\n`,
         );
       }
+      return err.exitCode;
+    }
+    if (err instanceof ExitStatus) {
+      if (!json) reportError(err, io, false);
       return err.exitCode;
     }
     reportError(err, io, json);

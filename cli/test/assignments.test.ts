@@ -12,6 +12,7 @@ const stored = () => ({
   description: "web nodes",
   created_at: "2026-01-01T00:00:00.000Z",
   created_by: "01J0000000000000000000000A",
+  enforce: false,
 });
 
 const json = (res: ServerResponse, status: number, body: unknown, type = "application/json") => {
@@ -49,6 +50,46 @@ t.test('--module is repeatable; --description "" clears it; --json prints the as
   t.equal(r.code, 0, r.stderr);
   t.same(puts(), [{ selector: "role=web", modules: ["ntp", "sshd"], description: null }]);
   t.match(JSON.parse(r.stdout), { name: "web", selector: "role=web", modules: ["ntp", "sshd"], description: null });
+});
+
+t.test("update --enforce / --no-enforce set enforce mode and keep the rest; absent sends no enforce", async (t) => {
+  const w = await loggedIn(t);
+  const puts = serveWeb(w);
+  const on = await cli(["assignments", "update", "web", "--enforce"], w.env);
+  t.equal(on.code, 0, on.stderr);
+  t.equal(on.stdout, "Updated assignment web: role=web → motd, ntp (enforced)\n");
+  const off = await cli(["assignments", "update", "web", "--no-enforce"], w.env);
+  t.equal(off.code, 0, off.stderr);
+  t.equal(off.stdout, "Updated assignment web: role=web → motd, ntp (not enforced)\n");
+  const kept = { selector: "role=web", modules: ["motd", "ntp"], description: "web nodes" };
+  t.same(puts(), [
+    { ...kept, enforce: true },
+    { ...kept, enforce: false },
+  ]);
+});
+
+t.test("create --enforce sends enforce: true; without the flag the field is left to the default", async (t) => {
+  const w = await loggedIn(t);
+  w.server.overrides.set("POST /api/v1/assignments", (_req, res) =>
+    json(res, 201, { ...stored(), ...(w.server.requests.at(-1)!.body as object) }),
+  );
+  const posts = () => w.server.requests.filter((r) => r.method === "POST" && r.path === "/api/v1/assignments");
+  const on = await cli(["assignments", "create", "web", "--selector", "role=web", "-m", "motd", "--enforce"], w.env);
+  t.equal(on.code, 0, on.stderr);
+  const plain = await cli(["assignments", "create", "web", "--selector", "role=web", "-m", "motd"], w.env);
+  t.equal(plain.code, 0, plain.stderr);
+  t.same(
+    posts().map((r) => r.body),
+    [
+      { name: "web", selector: "role=web", modules: ["motd"], description: null, enforce: true },
+      { name: "web", selector: "role=web", modules: ["motd"], description: null },
+    ],
+  );
+  const shown = await cli(
+    ["--json", "assignments", "create", "web", "--selector", "*", "-m", "motd", "--enforce"],
+    w.env,
+  );
+  t.equal(JSON.parse(shown.stdout).enforce, true);
 });
 
 t.test("update with nothing to change is refused before any request", async (t) => {

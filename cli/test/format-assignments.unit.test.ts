@@ -18,20 +18,27 @@ const web = {
   description: null,
   created_at: "2025-06-01T12:00:00.000Z",
   created_by: "alice",
+  enforce: false,
 } as Assignment;
 
 t.test("unit: assignments table, an empty one and a long selector", async (t) => {
-  const long = { ...web, name: "all", selector: "env in (prod,stage,test),role!=db", description: "everything" };
+  const long = {
+    ...web,
+    name: "all",
+    selector: "env in (prod,stage,test),role!=db",
+    description: "everything",
+    enforce: true,
+  };
   t.equal(
     formatTable(ASSIGNMENT_COLUMNS, assignmentRows([web, long])),
     [
-      "NAME  SELECTOR                           MODULES      DESCRIPTION",
-      "web   role=web                           nginx,users  -",
-      "all   env in (prod,stage,test),role!=db  nginx,users  everything",
+      "NAME  SELECTOR                           MODULES      ENFORCE  DESCRIPTION",
+      "web   role=web                           nginx,users  no       -",
+      "all   env in (prod,stage,test),role!=db  nginx,users  yes      everything",
       "",
     ].join("\n"),
   );
-  t.equal(formatTable(ASSIGNMENT_COLUMNS, assignmentRows([])), "NAME  SELECTOR  MODULES  DESCRIPTION\n");
+  t.equal(formatTable(ASSIGNMENT_COLUMNS, assignmentRows([])), "NAME  SELECTOR  MODULES  ENFORCE  DESCRIPTION\n");
 });
 
 t.test("unit: assignment fields and the created line list modules with spaces", async (t) => {
@@ -39,6 +46,7 @@ t.test("unit: assignment fields and the created line list modules with spaces", 
     ["name", "web"],
     ["selector", "role=web"],
     ["modules", "nginx, users"],
+    ["enforce", "no"],
     ["description", null],
     ["created_at", "2025-06-01T12:00:00.000Z"],
     ["created_by", "alice"],

@@ -31,6 +31,8 @@ const TERMINAL_DATA = "orch.term.>"; // orch.term.<session_id>.{in,out,ctl}
 const REVOKED = "orch.auth.revoked"; // token revocation broadcast
 const STATE_PROGRESS = "orch.state.progress.*"; // per-resource progress an agent publishes during an operation
 const RUN_PROGRESS = "orch.state.runs.*"; // assignment-run progress state announces to the gateway's run streams (packages/contracts/src/run-progress.ts)
+const COMMAND_OUTPUT = "orch.state.output.*"; // fleet command output chunks an agent publishes while its job runs (packages/contracts/src/rules/commands.ts)
+const COMMAND_RUNS = "orch.state.commands.*"; // fleet command run events state announces to the gateway's run streams
 const AUDIT_FEED = "orch.audit.feed.events"; // stored events announced by audit to the gateway's live tails (GET /audit/stream)
 
 /**
@@ -79,7 +81,7 @@ export const USERS = {
     serves: [rpc("gateway", "_ping")],
     requests: SERVICES.filter((s) => s !== "gateway").map((s) => rpc(s)),
     publish: [TERMINAL_DATA],
-    subscribe: [TERMINAL_DATA, REVOKED, AUDIT_FEED, RUN_PROGRESS],
+    subscribe: [TERMINAL_DATA, REVOKED, AUDIT_FEED, RUN_PROGRESS, COMMAND_RUNS],
     // Secrets are resolved only for the state service; revocations come only from auth; audit
     // events only from the services that made the change.
     deny: { publish: [rpc("secrets", "Resolve"), REVOKED, "audit.>", "$JS.>"], subscribe: [] },
@@ -99,7 +101,7 @@ export const USERS = {
     serves: [rpc("agents", ">"), AGENT_LINK],
     // Reaching an agent held by another replica (approve, remove, tags) goes through its subject.
     requests: [AGENT_LINK],
-    publish: [TERMINAL_DATA, STATE_PROGRESS],
+    publish: [TERMINAL_DATA, STATE_PROGRESS, COMMAND_OUTPUT],
     subscribe: [TERMINAL_DATA],
     deny: { publish: [], subscribe: [] },
     jetstream: writer,
@@ -108,8 +110,8 @@ export const USERS = {
     note: "modules, assignments, operations; resolves secrets for templates",
     serves: [rpc("state", ">")],
     requests: [rpc("secrets", "Resolve"), AGENT_LINK, rpc("agents", ">"), rpc("notify", "GetMaintenanceStatus")],
-    publish: [RUN_PROGRESS],
-    subscribe: [],
+    publish: [RUN_PROGRESS, COMMAND_RUNS],
+    subscribe: [COMMAND_OUTPUT],
     deny: { publish: [], subscribe: [] },
     jetstream: writer,
   },

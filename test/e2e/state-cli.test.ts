@@ -141,7 +141,7 @@ t.test("assignments create | list | show | plan | apply | rm", async (t) => {
   t.equal(created.code, 0, created.stderr);
   const badSel = await orchctl(["assignments", "create", "bad", "--selector", "env=", "-m", "motd"]);
   t.match(badSel.stderr, /position 4.*\(invalid_selector\)/);
-  t.match((await orchctl(["assignments", "list"])).stdout, /tests\s+env=test\s+motd\s+test nodes/);
+  t.match((await orchctl(["assignments", "list"])).stdout, /tests\s+env=test\s+motd\s+no\s+test nodes/);
   t.match((await orchctl(["assignments", "show", "tests"])).stdout, /selector:\s+env=test/);
   const apply = await orchctl(["assignments", "apply", "tests"]);
   t.equal(apply.code, 0, apply.stderr);

@@ -62,6 +62,8 @@ async function followRun(ctx: Context, run: Run, color: boolean): Promise<{ run:
 
 type Sub = (asg: Command, io: CliIO) => void;
 
+const ENFORCE_HELP = "re-apply drifted resources after a scheduled drift check (see docs/enforce.md)";
+
 const create: Sub = (asg, io) =>
   asg
     .command("create")
@@ -70,20 +72,30 @@ const create: Sub = (asg, io) =>
     .requiredOption("--selector <selector>", "`*`, or terms like `env=test,role in (web,db)`")
     .requiredOption("-m, --modules <list>", "comma-separated module names")
     .option("--description <text>", "description")
+    .option("--enforce", ENFORCE_HELP)
+    .option("--no-enforce", "report drift only (the default)")
     .action(
-      action(io, async (ctx, name: string, opts: { selector: string; modules: string; description?: string }) => {
-        const a = unwrap(
-          await ctx.api.POST("/api/v1/assignments", {
-            body: {
-              name,
-              selector: opts.selector,
-              modules: parseModules(opts.modules),
-              description: opts.description ?? null,
-            },
-          }),
-        );
-        ctx.out.result(a, () => ctx.out.line(createdLine(a)));
-      }),
+      action(
+        io,
+        async (
+          ctx,
+          name: string,
+          opts: { selector: string; modules: string; description?: string; enforce?: boolean },
+        ) => {
+          const a = unwrap(
+            await ctx.api.POST("/api/v1/assignments", {
+              body: {
+                name,
+                selector: opts.selector,
+                modules: parseModules(opts.modules),
+                description: opts.description ?? null,
+                ...(opts.enforce !== undefined ? { enforce: opts.enforce } : {}),
+              },
+            }),
+          );
+          ctx.out.result(a, () => ctx.out.line(createdLine(a)));
+        },
+      ),
     );
 
 const collect = (v: string, prev: string[]) => [...prev, v];
@@ -93,6 +105,7 @@ interface UpdateOpts {
   modules?: string;
   module: string[];
   description?: string;
+  enforce?: boolean;
 }
 
 const update: Sub = (asg, io) =>
@@ -104,15 +117,17 @@ const update: Sub = (asg, io) =>
     .option("-m, --modules <list>", "comma-separated module names (replaces the list)")
     .option("--module <name>", "a module, repeatable (replaces the list; adds to -m)", collect, [])
     .option("--description <text>", 'description ("" clears it)')
+    .option("--enforce", ENFORCE_HELP)
+    .option("--no-enforce", "stop enforcing: report drift only")
     .action(
       action(io, async (ctx, name: string, opts: UpdateOpts) => {
         const listed =
           opts.modules !== undefined || opts.module.length
             ? [...(opts.modules !== undefined ? parseModules(opts.modules) : []), ...opts.module]
             : undefined;
-        if (opts.selector === undefined && !listed && opts.description === undefined)
+        if (opts.selector === undefined && !listed && opts.description === undefined && opts.enforce === undefined)
           throw new CliError(
-            "nothing to change: give --selector, --modules/--module or --description",
+            "nothing to change: give --selector, --modules/--module, --description or --enforce/--no-enforce",
             "invalid_argument",
           );
         // The API replaces the whole definition: what the command was not told to change is sent back as it is.
@@ -124,10 +139,16 @@ const update: Sub = (asg, io) =>
               selector: opts.selector ?? current.selector,
               modules: listed ?? current.modules,
               description: opts.description === undefined ? current.description : opts.description || null,
+              // Absent keeps enforce mode as it is.
+              ...(opts.enforce !== undefined ? { enforce: opts.enforce } : {}),
             },
           }),
         );
-        ctx.out.result(a, () => ctx.out.line(`Updated assignment ${a.name}: ${a.selector} → ${a.modules.join(", ")}`));
+        ctx.out.result(a, () =>
+          ctx.out.line(
+            `Updated assignment ${a.name}: ${a.selector} → ${a.modules.join(", ")}${opts.enforce === undefined ? "" : a.enforce ? " (enforced)" : " (not enforced)"}`,
+          ),
+        );
       }),
     );
 

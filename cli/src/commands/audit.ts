@@ -1,7 +1,5 @@
 /** orchctl audit [list] | prune | retention [set] — query, tail and prune the audit log */
 import { backoff } from "@orch/kit/backoff";
-import { request as httpRequest, type IncomingMessage } from "node:http";
-import { request as httpsRequest } from "node:https";
 import type { Command } from "commander";
 import { unwrap, type AuditEvent, type AuditPage, type AuditRetention, type QueryParams } from "@orch/client";
 import { action, type Context } from "../context.js";
@@ -16,6 +14,7 @@ import {
 } from "../format/audit.js";
 import { apiUrl, type Query } from "../http.js";
 import type { CliIO } from "../output.js";
+import { openSse } from "../sse.js";
 
 interface FilterOptions {
   agent?: string;
@@ -86,25 +85,6 @@ export async function listAudit(
   return { events, has_more: false, next_cursor: null };
 }
 
-/** Parses a text/event-stream body into (id, data) frames. */
-export function sseParser(onEvent: (id: string, data: string) => void): (chunk: string) => void {
-  let buf = "";
-  return (chunk) => {
-    buf += chunk.replace(/\r\n?/g, "\n");
-    for (let i = buf.indexOf("\n\n"); i >= 0; i = buf.indexOf("\n\n")) {
-      const frame = buf.slice(0, i);
-      buf = buf.slice(i + 2);
-      let id = "";
-      const data: string[] = [];
-      for (const line of frame.split("\n")) {
-        if (line.startsWith("id:")) id = line.slice(3).trimStart();
-        else if (line.startsWith("data:")) data.push(line.slice(5).replace(/^ /, ""));
-      }
-      if (data.length) onEvent(id, data.join("\n"));
-    }
-  };
-}
-
 /**
  * Tails GET /audit/stream until interrupted, reconnecting with Last-Event-ID (so nothing is
  * missed) after a dropped connection or 45 s of silence (the server sends a comment every 15 s).
@@ -133,77 +113,23 @@ async function follow(
   try {
     while (!stop) {
       try {
-        await new Promise<void>((resolve, reject) => {
-          const url = new URL(apiUrl(server, "/audit/stream", query));
-          const headers: Record<string, string> = {
-            accept: "text/event-stream",
-            authorization: `Bearer ${token}`,
-            "user-agent": "orchctl",
-          };
-          if (lastId) headers["last-event-id"] = lastId;
-          const req = (url.protocol === "https:" ? httpsRequest : httpRequest)(
-            url,
-            { headers },
-            (res: IncomingMessage) => {
-              res.setEncoding("utf8");
-              if (res.statusCode !== 200) {
-                let text = "";
-                res.on("data", (c: string) => (text += c));
-                res.on("end", () => {
-                  let problem: Record<string, unknown> = {};
-                  try {
-                    problem = JSON.parse(text) as Record<string, unknown>;
-                  } catch {
-                    /* not JSON */
-                  }
-                  const detail = typeof problem.detail === "string" ? problem.detail : `HTTP ${res.statusCode}`;
-                  reject(
-                    new ProblemError({
-                      type: "about:blank",
-                      title: "error",
-                      status: res.statusCode ?? 0,
-                      detail,
-                      code: typeof problem.code === "string" ? problem.code : `http_${res.statusCode}`,
-                      ...problem,
-                    }),
-                  );
-                });
-                return;
-              }
-              failures = 0;
-              let idle: NodeJS.Timeout | undefined;
-              const arm = () => {
-                clearTimeout(idle);
-                idle = setTimeout(() => req.destroy(new Error("no data for 45 s")), 45_000);
-              };
-              arm();
-              const parse = sseParser((id, data) => {
-                if (id) lastId = id;
-                print(JSON.parse(data) as AuditEvent);
-              });
-              res.on("data", (c: string) => {
-                arm();
-                parse(c);
-              });
-              res.on("close", () => {
-                clearTimeout(idle);
-                resolve();
-              });
-            },
-          );
-          current = req;
-          const connectTimer = setTimeout(
-            () => req.destroy(new Error(`no answer within ${ctx.timeoutMs / 1000}s`)),
-            ctx.timeoutMs,
-          );
-          req.on("response", () => clearTimeout(connectTimer));
-          req.on("error", (err) => {
-            clearTimeout(connectTimer);
-            if (stop) resolve();
-            else reject(err);
-          });
-          req.end();
+        const stream = openSse({
+          url: new URL(apiUrl(server, "/audit/stream", query)),
+          token,
+          lastEventId: lastId,
+          timeoutMs: ctx.timeoutMs,
+          idleMs: 45_000,
+          onOpen: () => {
+            failures = 0;
+          },
+          onFrame: ({ id, data }) => {
+            if (id) lastId = id;
+            print(JSON.parse(data) as AuditEvent);
+          },
         });
+        current = stream;
+        // An error while stopping is the stream being destroyed: it ends the loop below.
+        await stream.done;
       } catch (err) {
         // Refusals (bad filter, expired session) will not heal by retrying.
         if (err instanceof ProblemError && err.status >= 400 && err.status < 500) throw err;
@@ -291,17 +217,23 @@ const retentionGet: Sub = (retention, io) =>
 const retentionSet: Sub = (retention, io) =>
   retention
     .command("set")
-    .description("set the retention override in days (admin); `default` returns to the configuration file's value")
-    .argument("<days>", "whole days ≥ 1, or `default`")
+    .description(
+      "set the retention override in days (admin); `off` turns pruning off; `default` removes the override (the configuration file's value applies)",
+    )
+    .argument("<days>", "whole days ≥ 1, `off`, or `default`")
     .action(
       action(io, async (ctx, days: string) => {
+        if (days === "default") {
+          showRetention(ctx, unwrap(await ctx.api.DELETE("/api/v1/audit/retention")));
+          return;
+        }
         let value: number | null;
-        if (days === "default" || days === "none" || days === "null") value = null;
+        if (days === "off" || days === "none" || days === "null") value = null;
         else {
           value = Number(days);
           if (!/^\d+$/.test(days) || value < 1)
             throw new CliError(
-              `days must be a whole number ≥ 1 or \`default\`, got ${JSON.stringify(days)}`,
+              `days must be a whole number ≥ 1, \`off\` or \`default\`, got ${JSON.stringify(days)}`,
               "invalid_argument",
             );
         }

@@ -83,7 +83,7 @@ const list: Sub = (term, io) =>
     .command("list")
     .description("list sessions (yours; an admin sees everyone's), newest first")
     .option("--status <status>", `only this status (${STATUSES.join(", ")})`)
-    .option("--limit <n>", "page size")
+    .option("--limit <n>", "one page of this size (without --limit/--cursor: every session, up to 10 000)")
     .option("--cursor <id>", "continue after this session id (printed when more exist)")
     .action(
       action(io, async (ctx, opts: { status?: string; limit?: string; cursor?: string }) => {

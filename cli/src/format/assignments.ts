@@ -8,10 +8,12 @@ import type {
 } from "@orch/client";
 import { operationLines, paintStatus } from "./operations.js";
 
-export const ASSIGNMENT_COLUMNS = ["NAME", "SELECTOR", "MODULES", "DESCRIPTION"];
+export const ASSIGNMENT_COLUMNS = ["NAME", "SELECTOR", "MODULES", "ENFORCE", "DESCRIPTION"];
+
+const yesNo = (b: boolean) => (b ? "yes" : "no");
 
 export function assignmentRows(assignments: AssignmentPage["assignments"]): unknown[][] {
-  return assignments.map((a) => [a.name, a.selector, a.modules.join(","), a.description]);
+  return assignments.map((a) => [a.name, a.selector, a.modules.join(","), yesNo(a.enforce), a.description]);
 }
 
 export function assignmentFields(a: Assignment): [string, unknown][] {
@@ -19,6 +21,7 @@ export function assignmentFields(a: Assignment): [string, unknown][] {
     ["name", a.name],
     ["selector", a.selector],
     ["modules", a.modules.join(", ")],
+    ["enforce", yesNo(a.enforce)],
     ["description", a.description],
     ["created_at", a.created_at],
     ["created_by", a.created_by],

@@ -26,7 +26,12 @@ export const agentLinkGrpcDefinition = {
 } as const;
 
 /** Subjects an agent may publish to / subscribe to through its link (enforced by the agents service). */
-export const AGENT_PUBLISH_ALLOWED = [/^orch\.term\.[0-9A-Za-z]+\.(out|ctl)$/, /^orch\.state\.progress\.[0-9A-Za-z]+$/];
+export const AGENT_PUBLISH_ALLOWED = [
+  /^orch\.term\.[0-9A-Za-z]+\.(out|ctl)$/,
+  /^orch\.state\.progress\.[0-9A-Za-z]+$/,
+  // Output chunks of a fleet command job (rules/commands.ts).
+  /^orch\.state\.output\.[0-9A-Za-z]+$/,
+];
 export const AGENT_SUBSCRIBE_ALLOWED = [/^orch\.term\.[0-9A-Za-z]+\.(in|ctl)$/];
 
 /**

@@ -370,7 +370,11 @@ export const ERROR_CATALOGUE = {
   },
   assignment_not_found: { status: 404, grpc: "NOT_FOUND", meaning: "No assignment with this name." },
   assignment_exists: { status: 409, grpc: "ALREADY_EXISTS", meaning: "An assignment with this name exists already." },
-  run_not_found: { status: 404, grpc: "NOT_FOUND", meaning: "No run with this id (of this assignment)." },
+  run_not_found: {
+    status: 404,
+    grpc: "NOT_FOUND",
+    meaning: "No run with this id (a fleet command run, or a run of this assignment).",
+  },
   invalid_batch: {
     status: 400,
     grpc: "INVALID_ARGUMENT",
@@ -382,6 +386,24 @@ export const ERROR_CATALOGUE = {
     status: 409,
     grpc: "FAILED_PRECONDITION",
     meaning: "The agent has no successful apply to check drift against.",
+  },
+
+  // Fleet command runs (POST /api/v1/runs).
+  invalid_command: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning:
+      "The run's command, script or env is refused (`field` names which): both or neither given, a non-string argument, over 64 KiB, a bad variable name.",
+  },
+  invalid_timeout: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning: "The run's timeout_s is not a whole number of seconds from 1 to 86400 (24 h).",
+  },
+  run_finished: {
+    status: 409,
+    grpc: "FAILED_PRECONDITION",
+    meaning: "The run has already ended, so there is nothing to cancel (the problem's `run_status` says how it ended).",
   },
 
   // State on the agent: what orch-agent refuses in an execute request.

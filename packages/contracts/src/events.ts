@@ -65,6 +65,28 @@ export const EVENT_TYPES = {
     description: "A drift check found resources that no longer match the last apply.",
   },
   "drift.cleared": { severity: "info", description: "A previously drifted agent matches its snapshot again." },
+  "drift.remediated": {
+    severity: "info",
+    description:
+      "Enforcement re-applied the drifted resources of an enforced assignment on an agent (actor `system:enforce`; metadata links the drift record and the operation).",
+  },
+  "drift.remediation_failed": {
+    severity: "error",
+    description:
+      "Enforcement tried to re-apply drifted resources and the apply failed, timed out or found the agent unreachable.",
+  },
+
+  "run.started": {
+    severity: "info",
+    description:
+      "A fleet command run started (metadata: command or script digest, selector or node list, target count, active maintenance window; env values never).",
+  },
+  "run.finished": {
+    severity: "info",
+    description:
+      "A fleet command run ended; metadata counts the targets per status (outputs are stored, not in the event).",
+  },
+  "run.cancelled": { severity: "warning", description: "An operator cancelled a fleet command run." },
 
   "secret.created": { severity: "info", description: "A secret was created (metadata only)." },
   "secret.updated": { severity: "info", description: "A secret's value or metadata changed (metadata only)." },

@@ -186,12 +186,26 @@ t.test("DELETE /audit?before=: 400 on a bad cutoff; deletes strictly earlier; au
   t.equal(left.body.events[0].metadata.deleted, all.body.deleted);
 });
 
-t.test("PUT null clears the override: back to the configuration file", async (t) => {
-  const r = await put({ retention_days: null });
+t.test("DELETE removes the override: back to the configuration file", async (t) => {
+  const r = await call(gw.url, "DELETE", "/api/v1/audit/retention", { token: admin });
   t.same(r.body, { retention_days: 30, source: "config", default_retention_days: 30 });
   const evs = await eventsOf("audit.retention.updated");
   t.equal(evs.length, 1, "the earlier one went with the prune of everything");
   t.match(evs[0], { metadata: { previous_override: 7, override: null, retention_days: 30, source: "config" } });
+});
+
+t.test("on the bus: returning to the configured default takes no retention_days", async (t) => {
+  const client = rpcClient(nc, "audit", AuditService, { timeoutMs: 5000 });
+  const err = await client
+    .setRetention(
+      { useConfigDefault: true, retentionDays: 7 },
+      { actor: { id: "x", name: "ada", type: "operator", role: "admin" } },
+    )
+    .catch((e: unknown) => e);
+  t.ok(err instanceof OrchError);
+  t.equal((err as OrchError).reason, "invalid_retention");
+  t.equal((err as OrchError).details.field, "retention_days");
+  t.same((await retention()).body.source, "config", "nothing changed");
 });
 
 t.test("with audit.retention_days null in the configuration, null means pruning is off", async (t) => {
@@ -210,7 +224,7 @@ t.test("with audit.retention_days null in the configuration, null means pruning 
   });
   t.equal(await audit.svc.runRetention(), 1);
   t.notOk(await stored(old.id));
-  t.same((await put({ retention_days: null })).body, {
+  t.same((await call(gw.url, "DELETE", "/api/v1/audit/retention", { token: admin })).body, {
     retention_days: null,
     source: "config",
     default_retention_days: null,

@@ -32,6 +32,8 @@ export const gatewayConfigSchema = baseConfigSchema.extend({
       token_cache_size: z.number().int().positive().default(10_000),
       /** Login attempts (challenge + verify) per client address per minute. */
       auth_rate_limit_per_minute: z.number().int().positive().default(60),
+      /** Fleet command runs are admin-only unless this grants them to every operator. */
+      operators_may_run_commands: z.boolean().default(false),
     })
     .prefault({}),
 });

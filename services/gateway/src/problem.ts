@@ -48,9 +48,12 @@ export function problem(
     status,
     detail,
     code,
-    ...extra,
+    ...Object.fromEntries(Object.entries(extra).filter(([k]) => !PROBLEM_MEMBERS.has(k))),
   };
 }
+
+/** RFC 9457's members and our `code`: an error's details extend a problem, never rewrite it. */
+const PROBLEM_MEMBERS = new Set(["type", "title", "status", "detail", "code"]);
 
 export function problemFromError(err: OrchError, requestId?: string): Problem {
   const extra: Record<string, unknown> = { ...err.details };

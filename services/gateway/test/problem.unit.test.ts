@@ -35,3 +35,22 @@ t.test("an OrchError keeps the status of its gRPC code and carries the request i
   });
   t.equal(problemFromError(new OrchError("UNAVAILABLE", undefined, "down")).code, "unavailable");
 });
+
+t.test("an error's details extend the problem but never rewrite its members", async (t) => {
+  const p = problemFromError(
+    new OrchError("FAILED_PRECONDITION", "run_finished", "run x has already ended", {
+      status: "completed",
+      code: "other",
+      type: "x",
+      title: "y",
+      detail: "z",
+      run_status: "completed",
+    }),
+  );
+  t.equal(p.status, 409);
+  t.equal(p.code, "run_finished");
+  t.equal(p.type, "https://orch.dev/problems/run_finished");
+  t.equal(p.title, "Conflict");
+  t.equal(p.detail, "run x has already ended");
+  t.equal((p as Record<string, unknown>).run_status, "completed");
+});

@@ -34,6 +34,7 @@ export const assignmentMsg = (a: AssignmentRow): MessageInitShape<typeof Assignm
   ...(a.description !== null ? { description: a.description } : {}),
   createdAt: a.created_at,
   createdBy: a.created_by,
+  enforce: a.enforce,
 });
 
 export const operationMsg = (o: OperationRow, withResults: boolean): MessageInitShape<typeof OperationSchema> => ({
@@ -67,6 +68,7 @@ export const operationMsg = (o: OperationRow, withResults: boolean): MessageInit
   error: o.error,
   assignment: o.assignment,
   runId: o.run_id ?? "",
+  remediates: o.remediates ?? "",
 });
 
 export const driftMsg = (d: DriftRow): MessageInitShape<typeof DriftRecordSchema> => ({

@@ -1,4 +1,10 @@
-import type { AgentStateService, AgentsService, NotifyService, SecretsService } from "@orch/contracts";
+import type {
+  AgentCommandService,
+  AgentStateService,
+  AgentsService,
+  NotifyService,
+  SecretsService,
+} from "@orch/contracts";
 import type { Client, ServiceDeps } from "@orch/kit";
 import type { StateConfig } from "./config.js";
 
@@ -11,6 +17,8 @@ export interface Clients {
   notify: Client<typeof NotifyService>;
   /** AgentStateService of one agent, relayed by whichever agents replica holds its link. */
   agentState(nodeId: string): Client<typeof AgentStateService>;
+  /** AgentCommandService of one agent (fleet command runs), relayed the same way. */
+  agentCommand(nodeId: string): Client<typeof AgentCommandService>;
 }
 
 /** What an operation needs to know about its agent. */

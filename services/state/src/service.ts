@@ -1,6 +1,7 @@
 import { StateService } from "@orch/contracts";
 import { schedulePeriodic, serveRpc, type Service } from "@orch/kit";
 import { createClients } from "./clients.js";
+import { createCommandDriver } from "./commands/driver.js";
 import type { StateDeps } from "./deps.js";
 import { driftPass } from "./engine/drift.js";
 import { createFanOut } from "./engine/fanout.js";
@@ -11,6 +12,7 @@ import { createProgressPublisher } from "./engine/progress.js";
 import { createRunner } from "./engine/runner.js";
 import { SWEEP_JOB, sweep, sweepStale } from "./engine/sweep.js";
 import { assignmentHandlers } from "./handlers/assignments.js";
+import { commandHandlers } from "./handlers/commands.js";
 import { driftHandlers } from "./handlers/drift.js";
 import { moduleHandlers } from "./handlers/modules.js";
 import { operationHandlers } from "./handlers/operations.js";
@@ -25,6 +27,7 @@ export async function createStateService(deps: StateDeps): Promise<Service & { e
   const progress = createProgressPublisher(deps);
   const fanout = createFanOut(deps, runner, createLimiter(config.state.fanout_concurrency), progress);
   const engine: Engine = { deps, clients, runner, fanout, cache: createModuleCache() };
+  const commands = createCommandDriver(deps, clients, createLimiter(config.state.command_concurrency));
 
   // Operations a previous process left behind end now if their deadline passed.
   await sweep(deps, progress);
@@ -40,6 +43,7 @@ export async function createStateService(deps: StateDeps): Promise<Service & { e
       ...assignmentHandlers(engine),
       ...operationHandlers(engine),
       ...driftHandlers(engine),
+      ...commandHandlers(engine, commands),
     },
   });
   // Once per interval across all replicas, under the same lock as the sweep at start.
@@ -62,7 +66,7 @@ export async function createStateService(deps: StateDeps): Promise<Service & { e
       await rpc.stop();
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
-        Promise.all([runner.drain(), fanout.drain()]),
+        Promise.all([runner.drain(), fanout.drain(), commands.drain()]),
         new Promise((r) => (timer = setTimeout(r, STOP_GRACE_MS))),
       ]);
       clearTimeout(timer);

@@ -130,6 +130,7 @@ t.test("assignments: create, duplicate, selector errors with position, unknown m
     description: "web nodes",
     created_at: created.body.created_at,
     created_by: created.body.created_by,
+    enforce: false,
   });
   t.match(created.body.created_at, /^\d{4}-\d\d-\d\dT/);
 

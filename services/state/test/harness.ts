@@ -7,17 +7,20 @@ import type { Test } from "tap";
 import { fromBinary } from "@bufbuild/protobuf";
 import { jetstream } from "@nats-io/jetstream";
 import {
+  AgentCommandService,
   AgentsService,
   AgentStateService,
   AuditEventSchema,
   NotifyService,
   SecretsService,
+  StateService,
   type Agent,
   type AuditEvent,
 } from "@orch/contracts";
-import { OrchError, notFound, rpcClient, serveRpc, type Handlers, type RpcServer } from "@orch/kit";
+import { OrchError, notFound, rpcClient, serveRpc, type Actor, type Handlers, type RpcServer } from "@orch/kit";
 import { createTestDatabase, ed25519, serviceDeps, silentLogger, startNats, type NatsHandle } from "@orch/kit/testing";
 import { AgentError, type AgentHandlers, type AgentRuntime } from "../../../agent/src/runtime.js";
+import { commandsFeature } from "../../../agent/src/commands/feature.js";
 import { stateFeature } from "../../../agent/src/state/feature.js";
 import { call, login, startAuth, startGateway } from "../../gateway/test/harness.js";
 import { secretsConfigSchema } from "../../secrets/src/config.js";
@@ -64,21 +67,34 @@ function startRegistry(nc: Awaited<ReturnType<NatsHandle["connect"]>>) {
 
 /** A maintenance status the test sets; stands in for the notify service's answer. */
 function startMaintenance(nc: Awaited<ReturnType<NatsHandle["connect"]>>) {
-  const status = { active: false };
+  const status: { active: boolean; reason?: string } = { active: false };
   const refuse = async () => {
     throw new OrchError("INTERNAL", undefined, "not served here");
   };
   const handlers = Object.fromEntries(
     (NotifyService as unknown as { methods: Array<{ localName: string }> }).methods.map((m) => [m.localName, refuse]),
   ) as unknown as Handlers<typeof NotifyService>;
-  handlers.getMaintenanceStatus = async () => ({ active: status.active });
+  handlers.getMaintenanceStatus = async () => ({
+    active: status.active,
+    ...(status.active && status.reason ? { window: { id: "01JWINDOW0000000000000000", reason: status.reason } } : {}),
+  });
   const server = serveRpc({ nc, name: "notify", service: NotifyService, handlers, log: silentLogger() });
   return { status, server };
 }
 
-/** The real agent-side state feature (agent/src/state), served where the link relays it: orch.agent.<node_id>. */
+const agentCall =
+  <Req, Res>(h: (req: Req, ctx: { deadline: number }) => Promise<Res>) =>
+  (req: Req, ctx: { deadline: number }) =>
+    h(req, { deadline: ctx.deadline }).catch((e: unknown) => {
+      throw e instanceof AgentError ? new OrchError(e.code, e.reason, e.message) : e;
+    });
+
+/**
+ * The real agent-side features served where the link relays them (orch.agent.<node_id>): state
+ * providers (agent/src/state) and fleet commands (agent/src/commands).
+ */
 async function serveRealProviders(nc: Awaited<ReturnType<NatsHandle["connect"]>>, nodeId: string): Promise<RpcServer> {
-  let handlers: AgentHandlers<typeof AgentStateService> | undefined;
+  const served = new Map<unknown, unknown>();
   const silent = { debug() {}, info() {}, warn() {}, error() {} };
   const rt: AgentRuntime = {
     nodeId,
@@ -93,29 +109,30 @@ async function serveRealProviders(nc: Awaited<ReturnType<NatsHandle["connect"]>>
       trust: { kind: "system" },
     },
     log: silent,
-    serve(_service, h) {
-      handlers = h as unknown as AgentHandlers<typeof AgentStateService>;
+    serve(service, h) {
+      served.set(service, h);
     },
     publish: (subject, data) => nc.publish(subject, data),
     subscribe: () => () => {},
     setAttribute() {},
   };
   await stateFeature(rt);
-  const h = handlers!;
-  return serveRpc({
-    nc,
-    name: "agent",
-    service: AgentStateService,
-    subjectBase: `orch.agent.${nodeId}`,
-    queue: null,
-    log: silentLogger(),
-    handlers: {
-      execute: (req, ctx) =>
-        h.execute(req, { deadline: ctx.deadline }).catch((e: unknown) => {
-          throw e instanceof AgentError ? new OrchError(e.code, e.reason, e.message) : e;
-        }),
-    },
-  });
+  await commandsFeature(rt);
+  const state = served.get(AgentStateService) as AgentHandlers<typeof AgentStateService>;
+  const commands = served.get(AgentCommandService) as AgentHandlers<typeof AgentCommandService>;
+  const base = { nc, name: "agent", subjectBase: `orch.agent.${nodeId}`, queue: null, log: silentLogger() } as const;
+  const servers = [
+    serveRpc({ ...base, service: AgentStateService, handlers: { execute: agentCall(state.execute) } }),
+    serveRpc({
+      ...base,
+      service: AgentCommandService,
+      handlers: { runCommand: agentCall(commands.runCommand), cancelCommand: agentCall(commands.cancelCommand) },
+    }),
+  ];
+  return {
+    inflight: () => servers.reduce((n, x) => n + x.inflight(), 0),
+    stop: async () => void (await Promise.all(servers.map((x) => x.stop()))),
+  };
 }
 
 export interface StackOptions {
@@ -171,6 +188,7 @@ export async function startStack(t: Test, opts: StackOptions = {}) {
   const agentServers = new Map<string, RpcServer>();
   const dirs: string[] = [];
   const secretsClient = rpcClient(infra, "secrets", SecretsService, { timeoutMs: 5000 });
+  const stateClient = rpcClient(infra, "state", StateService, { timeoutMs: 30_000 });
 
   const stack = {
     nats,
@@ -188,6 +206,10 @@ export async function startStack(t: Test, opts: StackOptions = {}) {
       state = await startState(overrides);
       return state;
     },
+    /** The state service over NATS, as the gateway calls it (for RPCs without an HTTP route here). */
+    stateRpc: stateClient,
+    /** The bus connection of the test's infrastructure (subscriptions, publishing as an agent would). */
+    infra,
     api: (method: string, path: string, body?: unknown) =>
       call(gw.url, method, `/api/v1${path}`, { token, ...(body !== undefined ? { body } : {}) }),
     /** Registers an agent in the registry; `serve` runs the real providers for it. */
@@ -288,3 +310,6 @@ export async function startStack(t: Test, opts: StackOptions = {}) {
 }
 
 export type Stack = Awaited<ReturnType<typeof startStack>>;
+
+export const ADMIN: Actor = { id: "admin-1", name: "alice", type: "operator", role: "admin" };
+export const operator = (id: string, name = id): Actor => ({ id, name, type: "operator", role: "operator" });

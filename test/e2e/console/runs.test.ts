@@ -78,6 +78,8 @@ let planUrl = "";
 t.test("the assignment page: details, Plan/Apply controls, runs", async (t) => {
   await page.goto("/assignments/demo");
   await h1("demo");
+  // The heading is the URL's name at once; the actions and the form come with the assignment.
+  await page.getByTestId("assignment-enforce").waitFor();
   t.ok(await page.getByRole("link", { name: "Edit", exact: true }).isVisible(), "Edit link");
   t.ok(await page.getByLabel("Batch", { exact: true }).isVisible(), "Batch field");
   t.ok(await page.getByLabel("Max failures", { exact: true }).isVisible(), "Max failures field");

@@ -101,13 +101,17 @@ t.test("create the assignment role=web in the form", async (t) => {
   await eventually(async () => (await textOf("selector-matches")) === "matches 2 agents", 10_000);
   t.equal(await textOf("selector-matches"), "matches 2 agents");
   await page.getByRole("group", { name: "Modules" }).getByRole("checkbox", { name: "app-config", exact: true }).check();
+  // Enforce mode (scheduled drift checks are off in this stack, so it changes nothing below).
+  await page.getByRole("checkbox", { name: "Enforce", exact: true }).check();
   await page.getByRole("button", { name: "Create", exact: true }).click();
   await page.waitForURL((u) => u.pathname === "/assignments/web", { timeout: 15_000 });
   await h1("web");
   t.match(await must("GET", "/api/v1/assignments/web", undefined, 200), {
     selector: "role=web",
     modules: ["app-config"],
+    enforce: true,
   });
+  t.match(await textOf("assignment-enforce"), /^on:/, "the assignment page shows enforce mode");
   guard.check(t, "assignment create");
 });
 

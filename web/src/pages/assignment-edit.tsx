@@ -1,6 +1,7 @@
 /**
  * Create (/assignments/new?selector=) or edit (/assignments/:name/edit) an assignment: a selector
- * checked as it is typed with a live "matches N agents", and the modules to keep on those agents.
+ * checked as it is typed with a live "matches N agents", the modules to keep on those agents, and
+ * whether drift is corrected automatically (enforce).
  * An unparsable selector disables Create/Save; the API's refusals are shown at their field.
  */
 import { type FormEvent, useState } from "react";
@@ -63,6 +64,7 @@ function AssignmentForm({ initial, existing }: { initial: Partial<Assignment>; e
   const [selector, setSelector] = useState(initial.selector ?? "");
   const [modules, setModules] = useState<readonly string[]>(initial.modules ?? []);
   const [description, setDescription] = useState(initial.description ?? "");
+  const [enforce, setEnforce] = useState(initial.enforce ?? false);
   const [touched, setTouched] = useState(false);
   const available = useModules();
   const create = useCreateAssignment();
@@ -88,6 +90,7 @@ function AssignmentForm({ initial, existing }: { initial: Partial<Assignment>; e
       selector: check.selector,
       modules: names.filter((m) => modules.includes(m)),
       description: description.trim() === "" ? null : description.trim(),
+      enforce,
     };
     const done = (a: Assignment) => navigate(`/assignments/${encodeURIComponent(a.name)}`);
     if (existing) {
@@ -145,6 +148,21 @@ function AssignmentForm({ initial, existing }: { initial: Partial<Assignment>; e
       <Field label="Description" hint="optional, at most 1000 characters" error={apiFieldError(error, "description")}>
         <textarea value={description} rows={2} maxLength={1000} onChange={(e) => setDescription(e.target.value)} />
       </Field>
+      <div className="stack">
+        <label className="check">
+          <input
+            type="checkbox"
+            checked={enforce}
+            aria-describedby="enforce-hint"
+            onChange={(e) => setEnforce(e.target.checked)}
+          />
+          Enforce
+        </label>
+        <p id="enforce-hint" className="muted">
+          Drift a scheduled check finds is re-applied automatically (outside maintenance windows, at most once per agent
+          per interval). Off: drift is only reported.
+        </p>
+      </div>
       {error && !shownAtField ? <ProblemMessage error={error} /> : null}
       <div className="toolbar">
         <button type="submit" className="btn btn-primary" disabled={!check.selectorOk || save.isPending}>

@@ -11,7 +11,7 @@ import { RECENT_RUNS, type RunKind, useRecentRuns, useStartRun } from "../api/ru
 import { useUrlState } from "../lib/url-state";
 import {
   Badge,
-  ConfirmDialog,
+  DeleteWithConfirm,
   EmptyState,
   Field,
   fieldError,
@@ -22,7 +22,7 @@ import {
   Time,
 } from "../ui";
 import "./pages.css";
-import { TableRegion } from "./parts/table-region";
+import { ItemTable } from "./parts/item-table";
 import { RUN_TONE } from "./runs/run-counts";
 import "./runs/runs.css";
 
@@ -47,36 +47,20 @@ export default function AssignmentPage() {
 
 function AssignmentActions({ name }: { name: string }) {
   const [, navigate] = useLocation();
-  const [confirming, setConfirming] = useState(false);
   const remove = useDeleteAssignment();
   return (
     <>
       <Link href={`/assignments/${encodeURIComponent(name)}/edit`} className="btn">
         Edit
       </Link>
-      <button
-        type="button"
-        className="btn btn-danger"
-        onClick={() => {
-          remove.reset();
-          setConfirming(true);
-        }}
-      >
-        Delete
-      </button>
-      {remove.error ? <ProblemMessage error={remove.error} /> : null}
-      <ConfirmDialog
-        open={confirming}
+      <DeleteWithConfirm
+        mutation={remove}
+        target={name}
         title={`Delete assignment ${name}?`}
-        confirmLabel="Delete"
-        onClose={() => setConfirming(false)}
-        onConfirm={() => {
-          setConfirming(false);
-          remove.mutate(name, { onSuccess: () => navigate("/assignments") });
-        }}
+        onDeleted={() => navigate("/assignments")}
       >
         <p>Agents keep what was applied; nothing is removed from them.</p>
-      </ConfirmDialog>
+      </DeleteWithConfirm>
     </>
   );
 }
@@ -94,6 +78,10 @@ function AssignmentProps({ assignment: a }: { assignment: Assignment }) {
             <Link href={`/modules/${encodeURIComponent(m)}`}>{m}</Link>
           </span>
         ))}
+      </dd>
+      <dt>Enforce</dt>
+      <dd data-testid="assignment-enforce">
+        {a.enforce ? "on: drift found by a scheduled check is re-applied" : "off: drift is reported only"}
       </dd>
       <dt>Description</dt>
       <dd>{a.description || "—"}</dd>
@@ -196,38 +184,27 @@ function RecentRuns({ name }: { name: string }) {
   return (
     <Section title="Runs">
       <QueryStatus query={runs}>
-        {list.length === 0 ? (
-          <EmptyState title="No recent runs.">Plan or apply to start one.</EmptyState>
-        ) : (
-          <TableRegion label="Runs">
-            <table className="table">
-              <thead>
-                <tr>
-                  <th scope="col">Started</th>
-                  <th scope="col">Kind</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Failures</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((r) => (
-                  <tr key={r.run_id}>
-                    <td>
-                      <Link href={`/assignments/${encodeURIComponent(name)}/runs/${encodeURIComponent(r.run_id)}`}>
-                        <Time value={r.created_at} />
-                      </Link>
-                    </td>
-                    <td>{r.kind}</td>
-                    <td>
-                      <Badge tone={RUN_TONE[r.status] ?? "neutral"}>{r.status}</Badge>
-                    </td>
-                    <td>{r.failures}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableRegion>
-        )}
+        <ItemTable
+          label="Runs"
+          columns={["Started", "Kind", "Status", "Failures"]}
+          items={list}
+          empty={<EmptyState title="No recent runs.">Plan or apply to start one.</EmptyState>}
+        >
+          {(r) => (
+            <tr key={r.run_id}>
+              <td>
+                <Link href={`/assignments/${encodeURIComponent(name)}/runs/${encodeURIComponent(r.run_id)}`}>
+                  <Time value={r.created_at} />
+                </Link>
+              </td>
+              <td>{r.kind}</td>
+              <td>
+                <Badge tone={RUN_TONE[r.status] ?? "neutral"}>{r.status}</Badge>
+              </td>
+              <td>{r.failures}</td>
+            </tr>
+          )}
+        </ItemTable>
       </QueryStatus>
       {runs.data?.has_more ? <p className="muted">The {RECENT_RUNS} most recent runs.</p> : null}
     </Section>

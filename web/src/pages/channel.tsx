@@ -20,7 +20,7 @@ import { useUrlState } from "../lib/url-state";
 import {
   Badge,
   Banner,
-  ConfirmDialog,
+  DeleteWithConfirm,
   EmptyState,
   Page,
   ProblemMessage,
@@ -48,7 +48,6 @@ function ChannelView({ channel }: { channel: Channel }) {
   const test = useTestChannel(channel.id);
   const update = useUpdateChannel(channel.id);
   const remove = useDeleteChannel();
-  const [confirming, setConfirming] = useState(false);
   const [saved, setSaved] = useState<Channel | undefined>();
 
   return (
@@ -60,16 +59,15 @@ function ChannelView({ channel }: { channel: Channel }) {
             <button type="button" className="btn" disabled={test.isPending} onClick={() => test.mutate()}>
               {test.isPending ? "Testing…" : "Test"}
             </button>
-            <button
-              type="button"
-              className="btn btn-danger"
-              onClick={() => {
-                remove.reset();
-                setConfirming(true);
-              }}
+            <DeleteWithConfirm
+              mutation={remove}
+              target={channel.id}
+              title={`Delete channel ${channel.name}?`}
+              showProblem={false}
+              onDeleted={() => navigate("/channels")}
             >
-              Delete
-            </button>
+              <p>Its deliveries history goes with it. This cannot be undone.</p>
+            </DeleteWithConfirm>
           </>
         ) : null
       }
@@ -115,18 +113,6 @@ function ChannelView({ channel }: { channel: Channel }) {
         </Section>
       ) : null}
       <Deliveries channelId={channel.id} />
-      <ConfirmDialog
-        open={confirming}
-        title={`Delete channel ${channel.name}?`}
-        confirmLabel="Delete"
-        onClose={() => setConfirming(false)}
-        onConfirm={() => {
-          setConfirming(false);
-          remove.mutate(channel.id, { onSuccess: () => navigate("/channels") });
-        }}
-      >
-        <p>Its deliveries history goes with it. This cannot be undone.</p>
-      </ConfirmDialog>
     </Page>
   );
 }

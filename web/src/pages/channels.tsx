@@ -9,10 +9,9 @@ import { type Channel, useChannels, useCreateChannel } from "../api/channels";
 import { useSession } from "../api/session";
 import { useUrlState } from "../lib/url-state";
 import { Badge, Banner, EmptyState, Page, QueryStatus, Section, Time } from "../ui";
-import { Pager } from "../ui/pager";
 import { ChannelForm } from "./channels/channel-form";
 import "./pages.css";
-import { TableRegion } from "./parts/table-region";
+import { PagedTable } from "./parts/item-table";
 
 export default function ChannelsPage() {
   const { isAdmin } = useSession();
@@ -71,53 +70,41 @@ export default function ChannelsPage() {
       {created ? <CreatedNotice channel={created} /> : null}
       <Section title="All channels">
         <QueryStatus query={list}>
-          {channels.length === 0 ? (
-            <EmptyState title="No channels yet.">
-              {isAdmin ? "Add one to have events delivered." : "An admin can add one."}
-            </EmptyState>
-          ) : (
-            <TableRegion label="Channels">
-              <table className="table">
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Type</th>
-                    <th scope="col">Target</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Updated</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {channels.map((c) => (
-                    <tr key={c.id}>
-                      <td>
-                        <Link href={`/channels/${encodeURIComponent(c.id)}`}>{c.name}</Link>
-                      </td>
-                      <td>{c.channel_type}</td>
-                      <td className="mono truncate">{targetOf(c)}</td>
-                      <td>
-                        {c.enabled ? (
-                          <Badge tone="ok">enabled</Badge>
-                        ) : (
-                          <Badge tone="danger" title={c.disabled_reason ?? undefined}>
-                            disabled
-                          </Badge>
-                        )}
-                      </td>
-                      <td>
-                        <Time value={c.updated_at * 1000} />
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </TableRegion>
-          )}
-          <Pager
+          <PagedTable
+            label="Channels"
+            columns={["Name", "Type", "Target", "Status", "Updated"]}
+            items={channels}
+            empty={
+              <EmptyState title="No channels yet.">
+                {isAdmin ? "Add one to have events delivered." : "An admin can add one."}
+              </EmptyState>
+            }
             cursor={cursor}
             nextCursor={list.data?.has_more ? list.data.next_cursor : undefined}
             onCursor={(c) => setParams({ cursor: c })}
-          />
+          >
+            {(c) => (
+              <tr key={c.id}>
+                <td>
+                  <Link href={`/channels/${encodeURIComponent(c.id)}`}>{c.name}</Link>
+                </td>
+                <td>{c.channel_type}</td>
+                <td className="mono truncate">{targetOf(c)}</td>
+                <td>
+                  {c.enabled ? (
+                    <Badge tone="ok">enabled</Badge>
+                  ) : (
+                    <Badge tone="danger" title={c.disabled_reason ?? undefined}>
+                      disabled
+                    </Badge>
+                  )}
+                </td>
+                <td>
+                  <Time value={c.updated_at * 1000} />
+                </td>
+              </tr>
+            )}
+          </PagedTable>
         </QueryStatus>
       </Section>
     </Page>

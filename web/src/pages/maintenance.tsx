@@ -4,12 +4,12 @@
  * now (ends_at = now, so it stays in the list as history) or delete one.
  */
 import { type FormEvent, useState } from "react";
-import { type MaintenanceWindow, useCreateWindow, useDeleteWindow, useEndWindow, useWindows } from "../api/maintenance";
+import { useCreateWindow, useDeleteWindow, useEndWindow, useWindows } from "../api/maintenance";
 import { useSession } from "../api/session";
 import { useUrlState } from "../lib/url-state";
 import {
   Badge,
-  ConfirmDialog,
+  DeleteWithConfirm,
   EmptyState,
   Field,
   fieldError,
@@ -22,8 +22,7 @@ import {
 import { useNow } from "../ui/now";
 import { fromLocalInput, phaseOf, spanError, toLocalInput } from "../lib/window-times";
 import "./pages.css";
-import { TableRegion } from "./parts/table-region";
-import { Pager } from "../ui/pager";
+import { PagedTable } from "./parts/item-table";
 
 export default function MaintenancePage() {
   const { isAdmin } = useSession();
@@ -36,7 +35,6 @@ export default function MaintenancePage() {
   // not look active until the next tick).
   useNow();
   const now = Date.now();
-  const [deleting, setDeleting] = useState<MaintenanceWindow | undefined>();
   const windows = list.data?.windows ?? [];
 
   return (
@@ -44,94 +42,68 @@ export default function MaintenancePage() {
       {isAdmin ? <NewWindowForm /> : null}
       <Section title="All windows">
         <QueryStatus query={list}>
-          {windows.length === 0 ? (
-            <EmptyState title="No maintenance windows.">
-              While one is active, channel notifications are suppressed.
-            </EmptyState>
-          ) : (
-            <TableRegion label="Maintenance windows">
-              <table className="table">
-                <thead>
-                  <tr>
-                    <th scope="col">Reason</th>
-                    <th scope="col">Starts</th>
-                    <th scope="col">Ends</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Created by</th>
-                    {isAdmin ? <th scope="col">Actions</th> : null}
-                  </tr>
-                </thead>
-                <tbody>
-                  {windows.map((w) => {
-                    const phase = phaseOf(w, now);
-                    return (
-                      <tr key={w.id}>
-                        <td>{w.reason}</td>
-                        <td>
-                          <Time value={w.starts_at * 1000} />
-                        </td>
-                        <td>
-                          <Time value={w.ends_at * 1000} />
-                        </td>
-                        <td>
-                          <Badge tone={phase === "active" ? "warn" : phase === "upcoming" ? "info" : "neutral"}>
-                            {phase}
-                          </Badge>
-                        </td>
-                        <td>{w.created_by}</td>
-                        {isAdmin ? (
-                          <td>
-                            {phase === "active" ? (
-                              <button
-                                type="button"
-                                className="btn btn-small"
-                                disabled={end.isPending}
-                                onClick={() => end.mutate(w)}
-                              >
-                                End now
-                              </button>
-                            ) : (
-                              <button
-                                type="button"
-                                className="btn btn-danger btn-small"
-                                onClick={() => {
-                                  remove.reset();
-                                  setDeleting(w);
-                                }}
-                              >
-                                Delete
-                              </button>
-                            )}
-                          </td>
-                        ) : null}
-                      </tr>
-                    );
-                  })}
-                </tbody>
-              </table>
-            </TableRegion>
-          )}
-          <Pager
+          <PagedTable
+            label="Maintenance windows"
+            columns={["Reason", "Starts", "Ends", "Status", "Created by", isAdmin && "Actions"]}
+            items={windows}
+            empty={
+              <EmptyState title="No maintenance windows.">
+                While one is active, channel notifications are suppressed.
+              </EmptyState>
+            }
             cursor={cursor}
             nextCursor={list.data?.has_more ? list.data.next_cursor : undefined}
             onCursor={(c) => setParams({ cursor: c })}
-          />
+          >
+            {(w) => {
+              const phase = phaseOf(w, now);
+              return (
+                <tr key={w.id}>
+                  <td>{w.reason}</td>
+                  <td>
+                    <Time value={w.starts_at * 1000} />
+                  </td>
+                  <td>
+                    <Time value={w.ends_at * 1000} />
+                  </td>
+                  <td>
+                    <Badge tone={phase === "active" ? "warn" : phase === "upcoming" ? "info" : "neutral"}>
+                      {phase}
+                    </Badge>
+                  </td>
+                  <td>{w.created_by}</td>
+                  {isAdmin ? (
+                    <td>
+                      {phase === "active" ? (
+                        <button
+                          type="button"
+                          className="btn btn-small"
+                          disabled={end.isPending}
+                          onClick={() => end.mutate(w)}
+                        >
+                          End now
+                        </button>
+                      ) : (
+                        <DeleteWithConfirm
+                          mutation={remove}
+                          target={w.id}
+                          title="Delete this maintenance window?"
+                          small
+                          showProblem={false}
+                        >
+                          <p>{w.reason}</p>
+                        </DeleteWithConfirm>
+                      )}
+                    </td>
+                  ) : null}
+                </tr>
+              );
+            }}
+          </PagedTable>
         </QueryStatus>
         {end.error ? <ProblemMessage error={end.error} /> : null}
         {remove.error ? <ProblemMessage error={remove.error} /> : null}
       </Section>
-      <ConfirmDialog
-        open={deleting !== undefined}
-        title="Delete this maintenance window?"
-        confirmLabel="Delete"
-        onClose={() => setDeleting(undefined)}
-        onConfirm={() => {
-          if (deleting) remove.mutate(deleting.id);
-          setDeleting(undefined);
-        }}
-      >
-        <p>{deleting?.reason}</p>
-      </ConfirmDialog>
     </Page>
   );
 }

@@ -3,12 +3,12 @@
  * assignments that use it, and its upload history. Operators and admins may upload a new version or
  * delete it (the API refuses deleting a module an assignment still uses, and says which).
  */
-import { Suspense, useState } from "react";
+import { Suspense } from "react";
 import { Link, useLocation, useParams } from "wouter";
 import { useAssignments } from "../api/assignments";
 import { type ModuleInfo, useDeleteModule, useModule } from "../api/modules";
 import { YamlEditor } from "../editor";
-import { ConfirmDialog, Loading, Page, ProblemMessage, QueryStatus, Section, Time } from "../ui";
+import { DeleteWithConfirm, Loading, Page, QueryStatus, Section, Time } from "../ui";
 import { VersionHistory } from "./modules/version-history";
 import "./pages.css";
 
@@ -25,36 +25,20 @@ export default function ModulePage() {
 
 function ModuleActions({ name }: { name: string }) {
   const [, navigate] = useLocation();
-  const [confirming, setConfirming] = useState(false);
   const remove = useDeleteModule();
   return (
     <>
       <Link href={`/modules/${encodeURIComponent(name)}/upload`} className="btn btn-primary">
         Upload new version
       </Link>
-      <button
-        type="button"
-        className="btn btn-danger"
-        onClick={() => {
-          remove.reset();
-          setConfirming(true);
-        }}
-      >
-        Delete
-      </button>
-      {remove.error ? <ProblemMessage error={remove.error} /> : null}
-      <ConfirmDialog
-        open={confirming}
+      <DeleteWithConfirm
+        mutation={remove}
+        target={name}
         title={`Delete module ${name}?`}
-        confirmLabel="Delete"
-        onClose={() => setConfirming(false)}
-        onConfirm={() => {
-          setConfirming(false);
-          remove.mutate(name, { onSuccess: () => navigate("/modules") });
-        }}
+        onDeleted={() => navigate("/modules")}
       >
         <p>Agents keep what was applied; assignments can no longer use it. A module in use cannot be deleted.</p>
-      </ConfirmDialog>
+      </DeleteWithConfirm>
     </>
   );
 }

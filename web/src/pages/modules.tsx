@@ -4,20 +4,18 @@
  */
 import { Link } from "wouter";
 import { useModules } from "../api/modules";
-import { useUrlState } from "../lib/url-state";
-import { EmptyState, Field, Page, QueryStatus, Time } from "../ui";
+import { EmptyState, FilterField, Page, QueryStatus, Time, useListFilter } from "../ui";
 import "./pages.css";
-import { TableRegion } from "./parts/table-region";
+import { ItemTable } from "./parts/item-table";
 
 export default function ModulesPage() {
-  const [params, setParams] = useUrlState();
-  const q = params.get("q") ?? "";
   const list = useModules();
   const all = list.data ?? [];
-  const needle = q.trim().toLowerCase();
-  const shown = needle
-    ? all.filter((m) => m.name.includes(needle) || m.description.toLowerCase().includes(needle))
-    : all;
+  const filter = useListFilter(
+    all,
+    (m, needle) => m.name.includes(needle) || m.description.toLowerCase().includes(needle),
+  );
+  const shown = filter.shown;
 
   return (
     <Page
@@ -28,55 +26,34 @@ export default function ModulesPage() {
         </Link>
       }
     >
-      <div className="toolbar">
-        <Field label="Filter">
-          <input
-            type="search"
-            value={q}
-            placeholder="name or description"
-            spellCheck={false}
-            autoComplete="off"
-            onChange={(e) => setParams({ q: e.target.value }, { replace: true })}
-          />
-        </Field>
-      </div>
+      <FilterField value={filter.query} onChange={filter.setQuery} placeholder="name or description" />
       <QueryStatus query={list}>
-        {shown.length === 0 ? (
-          <EmptyState title={all.length === 0 ? "No modules yet." : "No module matches the filter."}>
-            {all.length === 0 ? "Upload one: a YAML list of files, packages, services and commands." : null}
-          </EmptyState>
-        ) : (
-          <TableRegion label="Modules">
-            <table className="table">
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Description</th>
-                  <th scope="col">Resources</th>
-                  <th scope="col">Uploaded</th>
-                  <th scope="col">SHA-256</th>
-                </tr>
-              </thead>
-              <tbody>
-                {shown.map((m) => (
-                  <tr key={m.name}>
-                    <td>
-                      <Link href={`/modules/${encodeURIComponent(m.name)}`}>{m.name}</Link>
-                    </td>
-                    <td>{m.description || <span className="muted">—</span>}</td>
-                    <td>{m.resource_count}</td>
-                    <td>
-                      <Time value={m.uploaded_at * 1000} />
-                    </td>
-                    <td className="mono" title={m.sha256}>
-                      {m.sha256.slice(0, 12)}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableRegion>
-        )}
+        <ItemTable
+          label="Modules"
+          columns={["Name", "Description", "Resources", "Uploaded", "SHA-256"]}
+          items={shown}
+          empty={
+            <EmptyState title={all.length === 0 ? "No modules yet." : "No module matches the filter."}>
+              {all.length === 0 ? "Upload one: a YAML list of files, packages, services and commands." : null}
+            </EmptyState>
+          }
+        >
+          {(m) => (
+            <tr key={m.name}>
+              <td>
+                <Link href={`/modules/${encodeURIComponent(m.name)}`}>{m.name}</Link>
+              </td>
+              <td>{m.description || <span className="muted">—</span>}</td>
+              <td>{m.resource_count}</td>
+              <td>
+                <Time value={m.uploaded_at * 1000} />
+              </td>
+              <td className="mono" title={m.sha256}>
+                {m.sha256.slice(0, 12)}
+              </td>
+            </tr>
+          )}
+        </ItemTable>
       </QueryStatus>
     </Page>
   );

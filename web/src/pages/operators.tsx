@@ -5,14 +5,14 @@
  */
 import { type FormEvent, useState } from "react";
 import { ApiError } from "../api/client";
-import { type Operator, useAddOperator, useOperators, useRemoveOperator } from "../api/operators";
+import { useAddOperator, useOperators, useRemoveOperator } from "../api/operators";
 import { useSession } from "../api/session";
 import { operatorNameError } from "../lib/rules";
 import { checkSelector } from "../lib/selector";
 import { useUrlState } from "../lib/url-state";
 import {
   Badge,
-  ConfirmDialog,
+  DeleteWithConfirm,
   EmptyState,
   Field,
   fieldError,
@@ -23,8 +23,7 @@ import {
   Time,
 } from "../ui";
 import "./pages.css";
-import { TableRegion } from "./parts/table-region";
-import { Pager } from "../ui/pager";
+import { PagedTable } from "./parts/item-table";
 
 export default function OperatorsPage() {
   const { isAdmin, operator: me } = useSession();
@@ -32,7 +31,6 @@ export default function OperatorsPage() {
   const cursor = params.get("cursor") ?? undefined;
   const list = useOperators(cursor);
   const remove = useRemoveOperator();
-  const [confirming, setConfirming] = useState<Operator | undefined>();
   const operators = list.data?.operators ?? [];
 
   return (
@@ -40,81 +38,54 @@ export default function OperatorsPage() {
       {isAdmin ? <AddOperatorForm /> : null}
       <Section title="All operators">
         <QueryStatus query={list}>
-          {operators.length === 0 ? (
-            <EmptyState title="No operators." />
-          ) : (
-            <TableRegion label="Operators">
-              <table className="table">
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Role</th>
-                    <th scope="col">Scope</th>
-                    <th scope="col">Created</th>
-                    <th scope="col">Public key</th>
-                    {isAdmin ? <th scope="col">Actions</th> : null}
-                  </tr>
-                </thead>
-                <tbody>
-                  {operators.map((o) => (
-                    <tr key={o.id}>
-                      <td>
-                        {o.name}
-                        {o.id === me.id ? <span className="muted"> (you)</span> : null}
-                        {!o.active ? <Badge tone="neutral">inactive</Badge> : null}
-                      </td>
-                      <td>
-                        <Badge tone={o.role === "admin" ? "info" : "neutral"}>{o.role}</Badge>
-                      </td>
-                      <td className="mono">{o.agent_selector ?? <span className="muted">all agents</span>}</td>
-                      <td>
-                        <Time value={o.created_at} />
-                        {o.created_by ? <span className="muted"> by {o.created_by}</span> : null}
-                      </td>
-                      <td className="mono truncate" title={o.public_key} style={{ maxWidth: "14rem" }}>
-                        {o.public_key}
-                      </td>
-                      {isAdmin ? (
-                        <td>
-                          <button
-                            type="button"
-                            className="btn btn-danger btn-small"
-                            title={`Remove ${o.name}`}
-                            onClick={() => {
-                              remove.reset();
-                              setConfirming(o);
-                            }}
-                          >
-                            Remove
-                          </button>
-                        </td>
-                      ) : null}
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </TableRegion>
-          )}
-          <Pager
+          <PagedTable
+            label="Operators"
+            columns={["Name", "Role", "Scope", "Created", "Public key", isAdmin && "Actions"]}
+            items={operators}
+            empty={<EmptyState title="No operators." />}
             cursor={cursor}
             nextCursor={list.data?.has_more ? list.data.next_cursor : undefined}
             onCursor={(c) => setParams({ cursor: c })}
-          />
+          >
+            {(o) => (
+              <tr key={o.id}>
+                <td>
+                  {o.name}
+                  {o.id === me.id ? <span className="muted"> (you)</span> : null}
+                  {!o.active ? <Badge tone="neutral">inactive</Badge> : null}
+                </td>
+                <td>
+                  <Badge tone={o.role === "admin" ? "info" : "neutral"}>{o.role}</Badge>
+                </td>
+                <td className="mono">{o.agent_selector ?? <span className="muted">all agents</span>}</td>
+                <td>
+                  <Time value={o.created_at} />
+                  {o.created_by ? <span className="muted"> by {o.created_by}</span> : null}
+                </td>
+                <td className="mono truncate" title={o.public_key} style={{ maxWidth: "14rem" }}>
+                  {o.public_key}
+                </td>
+                {isAdmin ? (
+                  <td>
+                    <DeleteWithConfirm
+                      mutation={remove}
+                      target={o.id}
+                      title={`Remove operator ${o.name}?`}
+                      label="Remove"
+                      small
+                      tooltip={`Remove ${o.name}`}
+                      showProblem={false}
+                    >
+                      <p>Their tokens and console sessions are revoked at once. This cannot be undone.</p>
+                    </DeleteWithConfirm>
+                  </td>
+                ) : null}
+              </tr>
+            )}
+          </PagedTable>
         </QueryStatus>
         {remove.error ? <ProblemMessage error={remove.error} /> : null}
       </Section>
-      <ConfirmDialog
-        open={confirming !== undefined}
-        title={`Remove operator ${confirming?.name ?? ""}?`}
-        confirmLabel="Remove"
-        onClose={() => setConfirming(undefined)}
-        onConfirm={() => {
-          if (confirming) remove.mutate(confirming.id);
-          setConfirming(undefined);
-        }}
-      >
-        <p>Their tokens and console sessions are revoked at once. This cannot be undone.</p>
-      </ConfirmDialog>
     </Page>
   );
 }

@@ -7,10 +7,9 @@ import { useState } from "react";
 import { type Agent, useAllAgents } from "../api/agents";
 import { type SecretMeta, useCreateSecret, useDeleteSecret, useSecrets } from "../api/secrets";
 import { useUrlState } from "../lib/url-state";
-import { Badge, ConfirmDialog, EmptyState, Page, ProblemMessage, QueryStatus, Section, Time } from "../ui";
-import { Pager } from "../ui/pager";
+import { Badge, DeleteWithConfirm, EmptyState, Page, ProblemMessage, QueryStatus, Section, Time } from "../ui";
 import "./pages.css";
-import { TableRegion } from "./parts/table-region";
+import { PagedTable } from "./parts/item-table";
 import { agentLabel } from "./secrets/agent-picker";
 import { NewSecretForm } from "./secrets/new-secret-form";
 import "./secrets/secrets.css";
@@ -24,7 +23,6 @@ export default function SecretsPage() {
   const agents = fleet.data ?? [];
   const creator = useCreateSecret();
   const remove = useDeleteSecret();
-  const [confirming, setConfirming] = useState<SecretMeta | undefined>();
   const [notice, setNotice] = useState<string | undefined>();
   const secrets = list.data?.secrets ?? [];
 
@@ -65,85 +63,55 @@ export default function SecretsPage() {
       ) : null}
       <Section title="All secrets">
         <QueryStatus query={list}>
-          {secrets.length === 0 ? (
-            <EmptyState title="No secrets yet.">Modules read them as {"{{ secrets.NAME }}"}.</EmptyState>
-          ) : (
-            <TableRegion label="Secrets">
-              <table className="table">
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Description</th>
-                    <th scope="col">Restriction</th>
-                    <th scope="col">Expires</th>
-                    <th scope="col">Updated</th>
-                    <th scope="col">Actions</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {secrets.map((s) => (
-                    <tr key={s.name}>
-                      <td className="mono">{s.name}</td>
-                      <td>{s.description ?? <span className="muted">—</span>}</td>
-                      <td>
-                        <Restriction restriction={s.restriction} agents={agents} />
-                      </td>
-                      <td>
-                        {s.expires_at ? (
-                          <>
-                            <Time value={s.expires_at} />
-                            {Date.parse(s.expires_at) <= Date.now() ? <Badge tone="danger">expired</Badge> : null}
-                          </>
-                        ) : (
-                          <span className="muted">never</span>
-                        )}
-                      </td>
-                      <td>
-                        <Time value={s.updated_at} />
-                        <span className="muted"> by {s.updated_by}</span>
-                      </td>
-                      <td>
-                        <button
-                          type="button"
-                          className="btn btn-danger btn-small"
-                          title={`Delete ${s.name}`}
-                          onClick={() => {
-                            remove.reset();
-                            setConfirming(s);
-                          }}
-                        >
-                          Delete
-                        </button>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </TableRegion>
-          )}
-          <Pager
+          <PagedTable
+            label="Secrets"
+            columns={["Name", "Description", "Restriction", "Expires", "Updated", "Actions"]}
+            items={secrets}
+            empty={<EmptyState title="No secrets yet.">Modules read them as {"{{ secrets.NAME }}"}.</EmptyState>}
             cursor={cursor}
             nextCursor={list.data?.has_more ? list.data.next_cursor : undefined}
             onCursor={(c) => setParams({ cursor: c })}
-          />
+          >
+            {(s) => (
+              <tr key={s.name}>
+                <td className="mono">{s.name}</td>
+                <td>{s.description ?? <span className="muted">—</span>}</td>
+                <td>
+                  <Restriction restriction={s.restriction} agents={agents} />
+                </td>
+                <td>
+                  {s.expires_at ? (
+                    <>
+                      <Time value={s.expires_at} />
+                      {Date.parse(s.expires_at) <= Date.now() ? <Badge tone="danger">expired</Badge> : null}
+                    </>
+                  ) : (
+                    <span className="muted">never</span>
+                  )}
+                </td>
+                <td>
+                  <Time value={s.updated_at} />
+                  <span className="muted"> by {s.updated_by}</span>
+                </td>
+                <td>
+                  <DeleteWithConfirm
+                    mutation={remove}
+                    target={s.name}
+                    title={`Delete secret ${s.name}?`}
+                    small
+                    tooltip={`Delete ${s.name}`}
+                    showProblem={false}
+                    onDeleted={() => setNotice(`Deleted secret ${s.name}.`)}
+                  >
+                    <p>Modules that use it fail their next plan or apply. This cannot be undone.</p>
+                  </DeleteWithConfirm>
+                </td>
+              </tr>
+            )}
+          </PagedTable>
         </QueryStatus>
         {remove.error ? <ProblemMessage error={remove.error} /> : null}
       </Section>
-      <ConfirmDialog
-        open={confirming !== undefined}
-        title={`Delete secret ${confirming?.name ?? ""}?`}
-        confirmLabel="Delete"
-        onClose={() => setConfirming(undefined)}
-        onConfirm={() => {
-          if (confirming) {
-            const name = confirming.name;
-            remove.mutate(name, { onSuccess: () => setNotice(`Deleted secret ${name}.`) });
-          }
-          setConfirming(undefined);
-        }}
-      >
-        <p>Modules that use it fail their next plan or apply. This cannot be undone.</p>
-      </ConfirmDialog>
     </Page>
   );
 }

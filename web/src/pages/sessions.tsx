@@ -8,9 +8,8 @@ import { SESSION_STATUSES, type TerminalSummary, useTerminalSessions } from "../
 import { stateOfSession, statusText } from "../lib/terminal-socket";
 import { useUrlState } from "../lib/url-state";
 import { Badge, EmptyState, Field, Page, QueryStatus, Section, Time, toneOf } from "../ui";
-import { Pager } from "../ui/pager";
 import "./pages.css";
-import { TableRegion } from "./parts/table-region";
+import { PagedTable } from "./parts/item-table";
 
 const live = (s: TerminalSummary) => s.status === "open" || s.status === "opening";
 
@@ -46,62 +45,50 @@ export default function SessionsPage() {
       </div>
       <Section title="Terminal sessions">
         <QueryStatus query={list}>
-          {sessions.length === 0 ? (
-            <EmptyState title="No terminal sessions." />
-          ) : (
-            <TableRegion label="Terminal sessions">
-              <table className="table">
-                <thead>
-                  <tr>
-                    <th scope="col">Session</th>
-                    <th scope="col">Agent</th>
-                    <th scope="col">Operator</th>
-                    <th scope="col">Status</th>
-                    <th scope="col">Opened</th>
-                    <th scope="col">Duration</th>
-                    <th scope="col">Actions</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {sessions.map((s) => (
-                    <tr key={s.session_id}>
-                      <td>
-                        <Link
-                          href={`/sessions/${encodeURIComponent(s.session_id)}`}
-                          className="mono"
-                          aria-label={`Session ${s.session_id} on ${s.node_name}`}
-                        >
-                          {s.session_id}
-                        </Link>
-                      </td>
-                      <td>{s.node_name}</td>
-                      <td>
-                        {s.operator_name}
-                        {s.operator_id === me.id ? <span className="muted"> (you)</span> : null}
-                      </td>
-                      <td>
-                        <Badge tone={live(s) ? "ok" : toneOf(s.status)} title={s.close_reason ?? undefined}>
-                          {live(s) ? s.status : statusText(stateOfSession(s))}
-                        </Badge>
-                      </td>
-                      <td>
-                        <Time value={s.opened_at * 1000} />
-                      </td>
-                      <td>{duration(s)}</td>
-                      <td>
-                        {s.status === "open" && s.operator_id === me.id ? (
-                          <Link href={`/terminal/${encodeURIComponent(s.session_id)}`} className="btn btn-small">
-                            Re-attach
-                          </Link>
-                        ) : null}
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </TableRegion>
-          )}
-          <Pager cursor={cursor} nextCursor={list.data?.nextCursor} onCursor={(c) => setParams({ cursor: c })} />
+          <PagedTable
+            label="Terminal sessions"
+            columns={["Session", "Agent", "Operator", "Status", "Opened", "Duration", "Actions"]}
+            items={sessions}
+            empty={<EmptyState title="No terminal sessions." />}
+            cursor={cursor}
+            nextCursor={list.data?.nextCursor}
+            onCursor={(c) => setParams({ cursor: c })}
+          >
+            {(s) => (
+              <tr key={s.session_id}>
+                <td>
+                  <Link
+                    href={`/sessions/${encodeURIComponent(s.session_id)}`}
+                    className="mono"
+                    aria-label={`Session ${s.session_id} on ${s.node_name}`}
+                  >
+                    {s.session_id}
+                  </Link>
+                </td>
+                <td>{s.node_name}</td>
+                <td>
+                  {s.operator_name}
+                  {s.operator_id === me.id ? <span className="muted"> (you)</span> : null}
+                </td>
+                <td>
+                  <Badge tone={live(s) ? "ok" : toneOf(s.status)} title={s.close_reason ?? undefined}>
+                    {live(s) ? s.status : statusText(stateOfSession(s))}
+                  </Badge>
+                </td>
+                <td>
+                  <Time value={s.opened_at * 1000} />
+                </td>
+                <td>{duration(s)}</td>
+                <td>
+                  {s.status === "open" && s.operator_id === me.id ? (
+                    <Link href={`/terminal/${encodeURIComponent(s.session_id)}`} className="btn btn-small">
+                      Re-attach
+                    </Link>
+                  ) : null}
+                </td>
+              </tr>
+            )}
+          </PagedTable>
         </QueryStatus>
       </Section>
     </Page>

@@ -1,8 +1,7 @@
-import { access, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { access, stat } from "node:fs/promises";
 import { absPath, onlyKeys, optInt, optStr, optStrMap } from "../spec.js";
 import { budget, run, type RunResult } from "../proc.js";
+import { runScript } from "../script.js";
 import { SpecError, type Provider, type ProviderContext, type Spec } from "../types.js";
 
 const FIELDS = ["command", "script", "creates", "onlyif", "unless", "env", "cwd", "timeout_seconds"];
@@ -91,18 +90,8 @@ async function runMain(w: Want, ctx: ProviderContext): Promise<{ r: RunResult; t
   const timeoutMs = budget(w.timeoutMs, ctx.deadline);
   if (w.command !== undefined)
     return { r: await run("/bin/sh", ["-c", w.command], { cwd: w.cwd, env: w.env, timeoutMs }), timeoutMs };
-  const dir = await mkdtemp(join(tmpdir(), "orch-exec-"));
-  try {
-    const file = join(dir, "script");
-    await writeFile(file, w.script!, { mode: 0o700 });
-    // A script with its own interpreter line runs with it; anything else is a shell script.
-    const r = w.script!.startsWith("#!")
-      ? await run(file, [], { cwd: w.cwd, env: w.env, timeoutMs })
-      : await run("/bin/sh", [file], { cwd: w.cwd, env: w.env, timeoutMs });
-    return { r, timeoutMs };
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  const r = await runScript(w.script!, "orch-exec-", { cwd: w.cwd, env: w.env, timeoutMs });
+  return { r, timeoutMs };
 }
 
 export function execProvider(): Provider {

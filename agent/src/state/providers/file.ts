@@ -1,10 +1,11 @@
-import { createHash, randomBytes } from "node:crypto";
-import { lstat, open, readFile, rename, unlink, chmod, chown, type FileHandle } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { lstat, readFile, unlink, chmod, chown } from "node:fs/promises";
 import type { Stats } from "node:fs";
-import { basename, dirname, join } from "node:path";
+import { dirname } from "node:path";
 import { createTwoFilesPatch } from "diff";
 import { absPath, fmtMode, onlyKeys, optMode, optStr, state } from "../spec.js";
 import { attrChanges, observeAttrs, resolveOwner, type WantedAttrs } from "../ownership.js";
+import { atomicWrite } from "../atomic-write.js";
 import { SpecError, UnsupportedError, type CheckResult, type Provider, type Spec } from "../types.js";
 
 const FIELDS = ["path", "content", "source", "mode", "owner", "group", "state"];
@@ -117,32 +118,6 @@ async function plan(
         : `content (${st.size} bytes) -> sha256:${sha256(w.content!)} (${w.content!.length} bytes)\n`
       : "");
   return { st, old, contentChanged, attrLines, diff };
-}
-
-/** Writes next to the target and renames over it, so readers see the old or the new file, never half of one. */
-async function atomicWrite(
-  path: string,
-  data: Buffer,
-  mode: number,
-  uid: number | undefined,
-  gid: number | undefined,
-): Promise<void> {
-  const tmp = join(dirname(path), `.${basename(path)}.orch-${randomBytes(6).toString("hex")}`);
-  let fh: FileHandle | undefined;
-  try {
-    fh = await open(tmp, "wx", 0o600);
-    await fh.writeFile(data);
-    if (uid !== undefined || gid !== undefined) await fh.chown(uid ?? -1, gid ?? -1);
-    await fh.chmod(mode); // after chown: chown clears setuid/setgid bits
-    await fh.sync();
-    await fh.close();
-    fh = undefined;
-    await rename(tmp, path);
-  } catch (e) {
-    await fh?.close().catch(() => {});
-    await unlink(tmp).catch(() => {});
-    throw e;
-  }
 }
 
 export function fileProvider(): Provider {

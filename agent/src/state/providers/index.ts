@@ -1,15 +1,23 @@
 import type { Provider } from "../types.js";
+import { blockProvider } from "./block.js";
+import { cronProvider } from "./cron.js";
 import { directoryProvider } from "./directory.js";
 import { execProvider } from "./exec.js";
 import { fileProvider } from "./file.js";
 import { groupProvider } from "./group.js";
+import { lineProvider } from "./line.js";
 import { packageProvider } from "./package.js";
 import { serviceProvider } from "./service.js";
 import { symlinkProvider } from "./symlink.js";
 import { userProvider } from "./user.js";
 
 /** Every resource type this agent enforces, by the `type` of a StateResource. */
-export function defaultProviders(): Record<string, Provider> {
+export interface ProviderOptions {
+  /** Where `cron` resources are written (default /etc/cron.d; tests use a temp dir). */
+  cronDir?: string | undefined;
+}
+
+export function defaultProviders(opts: ProviderOptions = {}): Record<string, Provider> {
   return {
     file: fileProvider(),
     directory: directoryProvider(),
@@ -19,5 +27,8 @@ export function defaultProviders(): Record<string, Provider> {
     service: serviceProvider(),
     user: userProvider(),
     group: groupProvider(),
+    line: lineProvider(),
+    block: blockProvider(),
+    cron: cronProvider({ dir: opts.cronDir }),
   };
 }

@@ -388,8 +388,8 @@ export interface paths {
          */
         get: operations["getAssignmentsName"];
         /**
-         * Replace an assignment's selector, modules and description
-         * @description Validated like create; records `assignment.updated` (with the previous values). Runs already started keep the selector and modules they started with; the next apply or plan uses the new ones. Without `description` (or with null) the description is cleared. Selector grammar: `*`, or comma-separated terms that must all hold: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; keys are tags, or `name`, `node_id`, `attr.<attribute>`; values may use `*` globs. A parse error is 400 `invalid_selector` with the `position`.
+         * Replace an assignment's selector, modules and description (and set enforce mode)
+         * @description Validated like create; records `assignment.updated` (with the previous values). Runs already started keep the selector and modules they started with; the next apply or plan uses the new ones. Without `description` (or with null) the description is cleared; without `enforce` enforce mode is unchanged. Selector grammar: `*`, or comma-separated terms that must all hold: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; keys are tags, or `name`, `node_id`, `attr.<attribute>`; values may use `*` globs. A parse error is 400 `invalid_selector` with the `position`.
          *
          *     Any authenticated operator.
          */
@@ -574,14 +574,20 @@ export interface paths {
          */
         get: operations["getAuditRetention"];
         /**
-         * Set or clear the audit retention override
-         * @description An integer ≥ 1 sets the override; null clears it and falls back to `audit.retention_days` of orch.yaml (null there = pruning off). The hourly pruning job applies it.
+         * Set the audit retention override, or turn pruning off
+         * @description An integer ≥ 1 sets the override (days); null sets an override that turns pruning off, whatever `audit.retention_days` of orch.yaml says. To return to the configuration file's value, `DELETE /api/v1/audit/retention`. The hourly pruning job applies it.
          *
          *     Requires the admin role.
          */
         put: operations["putAuditRetention"];
         post?: never;
-        delete?: never;
+        /**
+         * Remove the audit retention override: the configuration file's value applies again
+         * @description Afterwards `source` is `config` and `retention_days` is `audit.retention_days` of orch.yaml (null there = pruning off). Removing an override that is not set changes nothing and records nothing.
+         *
+         *     Requires the admin role.
+         */
+        delete: operations["deleteAuditRetention"];
         options?: never;
         head?: never;
         patch?: never;
@@ -879,7 +885,7 @@ export interface paths {
         get: operations["getChannelsId"];
         /**
          * Update a channel's name, config or enabled flag
-         * @description channel_type cannot change. config replaces the stored config; credentials omitted or sent back masked keep their stored value; `secret: null` rotates a webhook secret (the new one is returned once).
+         * @description channel_type cannot change: it may be sent (e.g. echoing GET) only with its current value; a different value is refused with 400 channel_type_immutable. config replaces the stored config; credentials omitted or sent back masked keep their stored value; `secret: null` rotates a webhook secret (the new one is returned once).
          *
          *     Requires the admin role.
          */
@@ -1233,6 +1239,100 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List command runs, newest first (without the per-agent results)
+         * @description At most 200 per page (default 50). Admin only (`gateway.operators_may_run_commands` grants runs to operators).
+         *
+         *     Requires the admin role.
+         */
+        get: operations["getRuns"];
+        put?: never;
+        /**
+         * Run a command or script on the agents a selector (or a node list) picks
+         * @description Exactly one of `selector` / `node_ids` and one of `command` / `script`. Answers at once (202) with the run and its targets, queued; follow it with GET /runs/{id}/stream. A selector matching no agent answers 200 with `targets: 0` and status `completed`. Maintenance windows never block a run; the active one is recorded. Admin only (`gateway.operators_may_run_commands` grants runs to operators). See docs/runs.md.
+         *
+         *     Requires the admin role.
+         */
+        post: operations["postRuns"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One command run with every agent's status, exit code and captured output
+         * @description stdout/stderr are capped (`state.command_output_cap_bytes`, `*_truncated` says when bytes were dropped); valid UTF-8 is a string (`*_encoding: utf8`), anything else base64. `?output=false` leaves them out.
+         *
+         *     Requires the admin role.
+         */
+        get: operations["getRunsId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a command run: queued agents never start, running processes are signalled
+         * @description Answers 202 with the run (status `cancelling`); each running process group gets SIGTERM, then SIGKILL after 2 s, and the run ends `cancelled`. 409 `run_finished` when it has already ended.
+         *
+         *     Requires the admin role.
+         */
+        post: operations["postRunsIdCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{id}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Live output and progress of one command run (Server-Sent Events)
+         * @description text/event-stream: `event: run` (the run, agents without output) first; the captured output of agents already finished (`seq` 0); then live `event: output` (`{"node_id","name","stream","data","encoding","seq"}`) and `event: agent` (one agent, without output) on each status change; at the end `event: summary` (the run with agents, without output) and `event: end` (`{"status"}`), and the stream closes. A comment every 15 s keeps the connection alive; `event: error` when the credential ends. A reconnecting client starts over from a new snapshot.
+         *
+         *     Requires the admin role.
+         */
+        get: operations["getRunsIdStream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/secrets": {
         parameters: {
             query?: never;
@@ -1400,7 +1500,7 @@ export interface paths {
         };
         /**
          * List terminal sessions (operators see their own, admins all)
-         * @description An array, newest first. Pages with limit/cursor: when more sessions exist the response carries `X-Next-Cursor`; pass it back as `cursor`.
+         * @description An array, newest first: every session matching the filter, up to 10000 (the newest). Paging is opt-in: with `limit` or `cursor` one page is returned (default 50). Whenever more sessions exist than the response holds (a page, or the 10000 cap) it carries `X-Next-Cursor`; pass it back as `cursor`.
          *
          *     Any authenticated operator.
          */
@@ -1532,7 +1632,7 @@ export interface components {
              * @description stable machine-readable error code; `x-error-catalogue` (and docs/errors.md) gives each one's status
              * @enum {string}
              */
-            code: "admin_cannot_be_scoped" | "admin_required" | "agent_busy" | "agent_disconnected" | "agent_not_approved" | "agent_not_connected" | "agent_not_found" | "agent_not_rejected" | "agent_timeout" | "already_exists" | "assignment_exists" | "assignment_not_found" | "body_too_large" | "bus_permission_denied" | "bus_unavailable" | "channel_credentials_unavailable" | "channel_exists" | "channel_not_found" | "channel_type_immutable" | "console_unavailable" | "csrf_token_invalid" | "cyclic_requires" | "database_unavailable" | "deadline_exceeded" | "discovery_failed" | "discovery_port_not_allowed" | "discovery_target_not_allowed" | "discovery_target_refused" | "drift_not_found" | "duplicate_resource" | "duplicate_resource_id" | "expires_at_in_past" | "expiry_extension_requires_admin" | "failed_precondition" | "headers_too_large" | "idempotency_key_in_flight" | "idempotency_key_reused" | "idempotency_store_unavailable" | "internal" | "invalid_argument" | "invalid_batch" | "invalid_channel_type" | "invalid_characters" | "invalid_config" | "invalid_cursor" | "invalid_description" | "invalid_expires_at" | "invalid_filter" | "invalid_idempotency_key" | "invalid_json" | "invalid_limit" | "invalid_login_code" | "invalid_mode" | "invalid_module" | "invalid_name" | "invalid_node_id" | "invalid_nonce" | "invalid_passkey" | "invalid_passkey_response" | "invalid_payload" | "invalid_public_key" | "invalid_range" | "invalid_request" | "invalid_resource" | "invalid_restriction" | "invalid_retention" | "invalid_selector" | "invalid_session_id" | "invalid_signature" | "invalid_signature_format" | "invalid_since" | "invalid_status" | "invalid_tag_key" | "invalid_tag_value" | "invalid_target" | "invalid_template" | "invalid_ticket" | "invalid_timestamp" | "invalid_token" | "invalid_until" | "invalid_url" | "invalid_value" | "invalid_webauthn_challenge" | "invalid_window" | "invalid_yaml" | "last_admin" | "login_code_expired" | "malformed_request" | "method_not_allowed" | "module_in_use" | "module_not_found" | "module_too_large" | "name_immutable" | "name_mismatch" | "name_required" | "name_taken" | "no_metrics" | "no_shell_configured" | "no_snapshot" | "not_found" | "nothing_to_update" | "notification_not_found" | "operation_not_found" | "operator_exists" | "operator_not_found" | "operator_required" | "origin_not_allowed" | "passkey_exists" | "passkey_not_found" | "passkeys_unavailable" | "permission_denied" | "public_key_in_use" | "rate_limited" | "request_timeout" | "resource_exhausted" | "restriction_widening_requires_admin" | "route_not_found" | "run_not_found" | "secret_exists" | "secret_expired" | "secret_in_argument" | "secret_key_unavailable" | "secret_not_found" | "secret_not_permitted" | "secret_undecryptable" | "service_unavailable" | "session_exists" | "session_not_found" | "session_not_open" | "shell_not_allowed" | "shell_not_found" | "tag_not_found" | "terminal_disabled" | "ticket_expired" | "ticket_operator_mismatch" | "ticket_required" | "timeout" | "too_deep" | "too_many_sessions" | "too_many_tags" | "transcript_not_found" | "unauthenticated" | "unavailable" | "unknown_method" | "unknown_operator" | "unknown_requirement" | "unknown_requires" | "unknown_resource_type" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "value_too_large" | "window_not_found";
+            code: "admin_cannot_be_scoped" | "admin_required" | "agent_busy" | "agent_disconnected" | "agent_not_approved" | "agent_not_connected" | "agent_not_found" | "agent_not_rejected" | "agent_timeout" | "already_exists" | "assignment_exists" | "assignment_not_found" | "body_too_large" | "bus_permission_denied" | "bus_unavailable" | "channel_credentials_unavailable" | "channel_exists" | "channel_not_found" | "channel_type_immutable" | "console_unavailable" | "csrf_token_invalid" | "cyclic_requires" | "database_unavailable" | "deadline_exceeded" | "discovery_failed" | "discovery_port_not_allowed" | "discovery_target_not_allowed" | "discovery_target_refused" | "drift_not_found" | "duplicate_resource" | "duplicate_resource_id" | "expires_at_in_past" | "expiry_extension_requires_admin" | "failed_precondition" | "headers_too_large" | "idempotency_key_in_flight" | "idempotency_key_reused" | "idempotency_store_unavailable" | "internal" | "invalid_argument" | "invalid_batch" | "invalid_channel_type" | "invalid_characters" | "invalid_command" | "invalid_config" | "invalid_cursor" | "invalid_description" | "invalid_expires_at" | "invalid_filter" | "invalid_idempotency_key" | "invalid_json" | "invalid_limit" | "invalid_login_code" | "invalid_mode" | "invalid_module" | "invalid_name" | "invalid_node_id" | "invalid_nonce" | "invalid_passkey" | "invalid_passkey_response" | "invalid_payload" | "invalid_public_key" | "invalid_range" | "invalid_request" | "invalid_resource" | "invalid_restriction" | "invalid_retention" | "invalid_selector" | "invalid_session_id" | "invalid_signature" | "invalid_signature_format" | "invalid_since" | "invalid_status" | "invalid_tag_key" | "invalid_tag_value" | "invalid_target" | "invalid_template" | "invalid_ticket" | "invalid_timeout" | "invalid_timestamp" | "invalid_token" | "invalid_until" | "invalid_url" | "invalid_value" | "invalid_webauthn_challenge" | "invalid_window" | "invalid_yaml" | "last_admin" | "login_code_expired" | "malformed_request" | "method_not_allowed" | "module_in_use" | "module_not_found" | "module_too_large" | "name_immutable" | "name_mismatch" | "name_required" | "name_taken" | "no_metrics" | "no_shell_configured" | "no_snapshot" | "not_found" | "nothing_to_update" | "notification_not_found" | "operation_not_found" | "operator_exists" | "operator_not_found" | "operator_required" | "origin_not_allowed" | "passkey_exists" | "passkey_not_found" | "passkeys_unavailable" | "permission_denied" | "public_key_in_use" | "rate_limited" | "request_timeout" | "resource_exhausted" | "restriction_widening_requires_admin" | "route_not_found" | "run_finished" | "run_not_found" | "secret_exists" | "secret_expired" | "secret_in_argument" | "secret_key_unavailable" | "secret_not_found" | "secret_not_permitted" | "secret_undecryptable" | "service_unavailable" | "session_exists" | "session_not_found" | "session_not_open" | "shell_not_allowed" | "shell_not_found" | "tag_not_found" | "terminal_disabled" | "ticket_expired" | "ticket_operator_mismatch" | "ticket_required" | "timeout" | "too_deep" | "too_many_sessions" | "too_many_tags" | "transcript_not_found" | "unauthenticated" | "unavailable" | "unknown_method" | "unknown_operator" | "unknown_requirement" | "unknown_requires" | "unknown_resource_type" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "value_too_large" | "window_not_found";
             detail: string;
             request_id?: string;
             status: number;
@@ -1880,6 +1980,8 @@ export interface operations {
                         modules: string[];
                         node_id: string;
                         node_name: string;
+                        /** @description enforcement: the id of the drift record this apply corrects (actor `system:enforce`) */
+                        remediates: string | null;
                         results: {
                             changed: boolean;
                             diff: string;
@@ -1930,6 +2032,8 @@ export interface operations {
                         modules: string[];
                         node_id: string;
                         node_name: string;
+                        /** @description enforcement: the id of the drift record this apply corrects (actor `system:enforce`) */
+                        remediates: string | null;
                         results: {
                             changed: boolean;
                             diff: string;
@@ -2166,6 +2270,8 @@ export interface operations {
                             modules: string[];
                             node_id: string;
                             node_name: string;
+                            /** @description enforcement: the id of the drift record this apply corrects (actor `system:enforce`) */
+                            remediates: string | null;
                             results: {
                                 changed: boolean;
                                 diff: string;
@@ -2233,6 +2339,8 @@ export interface operations {
                             modules: string[];
                             node_id: string;
                             node_name: string;
+                            /** @description enforcement: the id of the drift record this apply corrects (actor `system:enforce`) */
+                            remediates: string | null;
                             results: {
                                 changed: boolean;
                                 diff: string;
@@ -2540,6 +2648,8 @@ export interface operations {
                         modules: string[];
                         node_id: string;
                         node_name: string;
+                        /** @description enforcement: the id of the drift record this apply corrects (actor `system:enforce`) */
+                        remediates: string | null;
                         results: {
                             changed: boolean;
                             diff: string;
@@ -2590,6 +2700,8 @@ export interface operations {
                         modules: string[];
                         node_id: string;
                         node_name: string;
+                        /** @description enforcement: the id of the drift record this apply corrects (actor `system:enforce`) */
+                        remediates: string | null;
                         results: {
                             changed: boolean;
                             diff: string;
@@ -2750,6 +2862,8 @@ export interface operations {
                             modules: string[];
                             node_id: string;
                             node_name: string;
+                            /** @description enforcement: the id of the drift record this apply corrects (actor `system:enforce`) */
+                            remediates: string | null;
                             run_id: string | null;
                             started_at: string | null;
                             /** @enum {string} */
@@ -2821,6 +2935,8 @@ export interface operations {
                         modules: string[];
                         node_id: string;
                         node_name: string;
+                        /** @description enforcement: the id of the drift record this apply corrects (actor `system:enforce`) */
+                        remediates: string | null;
                         results: {
                             changed: boolean;
                             diff: string;
@@ -3269,6 +3385,8 @@ export interface operations {
                             created_at: string;
                             created_by: string;
                             description: string | null;
+                            /** @description drift found by a scheduled check is re-applied (docs/enforce.md) */
+                            enforce: boolean;
                             modules: string[];
                             name: string;
                             selector: string;
@@ -3312,6 +3430,8 @@ export interface operations {
             content: {
                 "application/json": {
                     description?: string | null;
+                    /** @description enforce mode: drift a scheduled check finds is re-applied (outside maintenance windows, at most once per agent per `state.enforce_interval_seconds`); absent = false on create, unchanged on update */
+                    enforce?: boolean;
                     modules: string[];
                     name: string;
                     selector: string;
@@ -3329,6 +3449,8 @@ export interface operations {
                         created_at: string;
                         created_by: string;
                         description: string | null;
+                        /** @description drift found by a scheduled check is re-applied (docs/enforce.md) */
+                        enforce: boolean;
                         modules: string[];
                         name: string;
                         selector: string;
@@ -3394,6 +3516,8 @@ export interface operations {
                         created_at: string;
                         created_by: string;
                         description: string | null;
+                        /** @description drift found by a scheduled check is re-applied (docs/enforce.md) */
+                        enforce: boolean;
                         modules: string[];
                         name: string;
                         selector: string;
@@ -3445,6 +3569,8 @@ export interface operations {
             content: {
                 "application/json": {
                     description?: string | null;
+                    /** @description enforce mode: drift a scheduled check finds is re-applied (outside maintenance windows, at most once per agent per `state.enforce_interval_seconds`); absent = false on create, unchanged on update */
+                    enforce?: boolean;
                     modules: string[];
                     selector: string;
                 };
@@ -3461,6 +3587,8 @@ export interface operations {
                         created_at: string;
                         created_by: string;
                         description: string | null;
+                        /** @description drift found by a scheduled check is re-applied (docs/enforce.md) */
+                        enforce: boolean;
                         modules: string[];
                         name: string;
                         selector: string;
@@ -4003,6 +4131,8 @@ export interface operations {
                             modules: string[];
                             node_id: string;
                             node_name: string;
+                            /** @description enforcement: the id of the drift record this apply corrects (actor `system:enforce`) */
+                            remediates: string | null;
                             results: {
                                 changed: boolean;
                                 diff: string;
@@ -4274,7 +4404,7 @@ export interface operations {
                         /** @description retention in force, days; null = pruning off */
                         retention_days: number | null;
                         /**
-                         * @description override = set through this API; config = audit.retention_days of orch.yaml
+                         * @description override = set through PUT (with retention_days null: pruning turned off); config = audit.retention_days of orch.yaml (no override, or after DELETE)
                          * @enum {string}
                          */
                         source: "override" | "config";
@@ -4305,7 +4435,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description days; null clears the override */
+                    /** @description days; null = pruning off (an override) */
                     retention_days: number | null;
                 };
             };
@@ -4323,7 +4453,7 @@ export interface operations {
                         /** @description retention in force, days; null = pruning off */
                         retention_days: number | null;
                         /**
-                         * @description override = set through this API; config = audit.retention_days of orch.yaml
+                         * @description override = set through PUT (with retention_days null: pruning turned off); config = audit.retention_days of orch.yaml (no override, or after DELETE)
                          * @enum {string}
                          */
                         source: "override" | "config";
@@ -4331,6 +4461,75 @@ export interface operations {
                 };
             };
             /** @description problem codes: invalid_retention, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteAuditRetention: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description audit.retention_days of orch.yaml */
+                        default_retention_days: number | null;
+                        /** @description retention in force, days; null = pruning off */
+                        retention_days: number | null;
+                        /**
+                         * @description override = set through PUT (with retention_days null: pruning turned off); config = audit.retention_days of orch.yaml (no override, or after DELETE)
+                         * @enum {string}
+                         */
+                        source: "override" | "config";
+                    };
+                };
+            };
+            /** @description problem codes: invalid_idempotency_key */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5343,6 +5542,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description optional; must equal the channel's current type */
                     channel_type?: unknown;
                     config?: {
                         [key: string]: unknown;
@@ -7036,6 +7236,607 @@ export interface operations {
             };
         };
     };
+    getRuns: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: string;
+                status?: "running" | "cancelling" | "completed" | "cancelled" | "stopped" | "interrupted";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        has_more: boolean;
+                        next_cursor: string | null;
+                        runs: {
+                            batch: string | null;
+                            batch_size: number;
+                            batches: number;
+                            cancelled_by: string | null;
+                            command: string[] | null;
+                            /** @description targets per status, every status listed */
+                            counts: {
+                                [key: string]: number;
+                            };
+                            created_at: string;
+                            /** @description names of the extra variables; values are never stored */
+                            env_keys: string[];
+                            finished_at: string | null;
+                            id: string;
+                            /** @description a maintenance window active at start (runs are never blocked) */
+                            maintenance_window: string | null;
+                            max_failures: number | null;
+                            node_ids: string[] | null;
+                            script: string | null;
+                            selector: string | null;
+                            started_by: {
+                                id: string;
+                                name: string;
+                            };
+                            /** @enum {string} */
+                            status: "running" | "cancelling" | "completed" | "cancelled" | "stopped" | "interrupted";
+                            /** @description matched or named agents (0 when a selector matched none) */
+                            targets: number;
+                            timeout_s: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description problem codes: invalid_cursor */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postRuns: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description rolling run: agents per batch, or a percentage of the targets (default: all at once) */
+                    batch?: number | string;
+                    /** @description argv, executed directly without a shell (at most 4096 arguments, 65536 bytes in all); or script */
+                    command?: string[];
+                    /** @description extra environment (at most 100); the values are never stored or returned */
+                    env?: {
+                        [key: string]: string;
+                    };
+                    /** @description stop launching batches once more targets than this failed */
+                    max_failures?: number;
+                    /** @description node ids or agent names; unknown ones are listed as not_found, unapproved ones as not_approved */
+                    node_ids?: string[];
+                    /** @description script body run by its #! interpreter, else /bin/sh (at most 65536 bytes); or command */
+                    script?: string;
+                    /** @description agent selector over approved agents (docs/modules.md#selectors); or node_ids */
+                    selector?: string;
+                    /** @description seconds before each agent's process group is killed (default 300) */
+                    timeout_s?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description per agent, in launch order (absent in lists) */
+                        agents?: {
+                            /** @description from 1; 0 = never launched (not_approved, not_found) */
+                            batch: number;
+                            duration_ms: number;
+                            /** @description why it did not run or end normally (spawn error, unreachable, lost link) */
+                            error: string | null;
+                            exit_code: number | null;
+                            finished_at: string | null;
+                            name: string;
+                            node_id: string;
+                            /** @description the signal that ended the process (SIGTERM, SIGKILL), if any */
+                            signal: string | null;
+                            started_at: string | null;
+                            /** @enum {string} */
+                            status: "queued" | "running" | "succeeded" | "failed" | "timed_out" | "cancelled" | "unreachable" | "lost" | "not_approved" | "not_found" | "not_started";
+                            stderr?: string;
+                            /** @enum {string} */
+                            stderr_encoding?: "utf8" | "base64";
+                            stderr_truncated: boolean;
+                            /** @description captured stdout (capped); absent with ?output=false */
+                            stdout?: string;
+                            /**
+                             * @description utf8 when the bytes are valid UTF-8, else base64
+                             * @enum {string}
+                             */
+                            stdout_encoding?: "utf8" | "base64";
+                            stdout_truncated: boolean;
+                        }[];
+                        batch: string | null;
+                        batch_size: number;
+                        batches: number;
+                        cancelled_by: string | null;
+                        command: string[] | null;
+                        /** @description targets per status, every status listed */
+                        counts: {
+                            [key: string]: number;
+                        };
+                        created_at: string;
+                        /** @description names of the extra variables; values are never stored */
+                        env_keys: string[];
+                        finished_at: string | null;
+                        id: string;
+                        /** @description a maintenance window active at start (runs are never blocked) */
+                        maintenance_window: string | null;
+                        max_failures: number | null;
+                        node_ids: string[] | null;
+                        script: string | null;
+                        selector: string | null;
+                        started_by: {
+                            id: string;
+                            name: string;
+                        };
+                        /** @enum {string} */
+                        status: "running" | "cancelling" | "completed" | "cancelled" | "stopped" | "interrupted";
+                        /** @description matched or named agents (0 when a selector matched none) */
+                        targets: number;
+                        timeout_s: number;
+                    };
+                };
+            };
+            /** @description success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description per agent, in launch order (absent in lists) */
+                        agents?: {
+                            /** @description from 1; 0 = never launched (not_approved, not_found) */
+                            batch: number;
+                            duration_ms: number;
+                            /** @description why it did not run or end normally (spawn error, unreachable, lost link) */
+                            error: string | null;
+                            exit_code: number | null;
+                            finished_at: string | null;
+                            name: string;
+                            node_id: string;
+                            /** @description the signal that ended the process (SIGTERM, SIGKILL), if any */
+                            signal: string | null;
+                            started_at: string | null;
+                            /** @enum {string} */
+                            status: "queued" | "running" | "succeeded" | "failed" | "timed_out" | "cancelled" | "unreachable" | "lost" | "not_approved" | "not_found" | "not_started";
+                            stderr?: string;
+                            /** @enum {string} */
+                            stderr_encoding?: "utf8" | "base64";
+                            stderr_truncated: boolean;
+                            /** @description captured stdout (capped); absent with ?output=false */
+                            stdout?: string;
+                            /**
+                             * @description utf8 when the bytes are valid UTF-8, else base64
+                             * @enum {string}
+                             */
+                            stdout_encoding?: "utf8" | "base64";
+                            stdout_truncated: boolean;
+                        }[];
+                        batch: string | null;
+                        batch_size: number;
+                        batches: number;
+                        cancelled_by: string | null;
+                        command: string[] | null;
+                        /** @description targets per status, every status listed */
+                        counts: {
+                            [key: string]: number;
+                        };
+                        created_at: string;
+                        /** @description names of the extra variables; values are never stored */
+                        env_keys: string[];
+                        finished_at: string | null;
+                        id: string;
+                        /** @description a maintenance window active at start (runs are never blocked) */
+                        maintenance_window: string | null;
+                        max_failures: number | null;
+                        node_ids: string[] | null;
+                        script: string | null;
+                        selector: string | null;
+                        started_by: {
+                            id: string;
+                            name: string;
+                        };
+                        /** @enum {string} */
+                        status: "running" | "cancelling" | "completed" | "cancelled" | "stopped" | "interrupted";
+                        /** @description matched or named agents (0 when a selector matched none) */
+                        targets: number;
+                        timeout_s: number;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request, invalid_command, invalid_timeout, invalid_selector, invalid_batch, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getRunsId: {
+        parameters: {
+            query?: {
+                /** @description include stdout/stderr (default true) */
+                output?: "0" | "1" | "true" | "false";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description per agent, in launch order (absent in lists) */
+                        agents?: {
+                            /** @description from 1; 0 = never launched (not_approved, not_found) */
+                            batch: number;
+                            duration_ms: number;
+                            /** @description why it did not run or end normally (spawn error, unreachable, lost link) */
+                            error: string | null;
+                            exit_code: number | null;
+                            finished_at: string | null;
+                            name: string;
+                            node_id: string;
+                            /** @description the signal that ended the process (SIGTERM, SIGKILL), if any */
+                            signal: string | null;
+                            started_at: string | null;
+                            /** @enum {string} */
+                            status: "queued" | "running" | "succeeded" | "failed" | "timed_out" | "cancelled" | "unreachable" | "lost" | "not_approved" | "not_found" | "not_started";
+                            stderr?: string;
+                            /** @enum {string} */
+                            stderr_encoding?: "utf8" | "base64";
+                            stderr_truncated: boolean;
+                            /** @description captured stdout (capped); absent with ?output=false */
+                            stdout?: string;
+                            /**
+                             * @description utf8 when the bytes are valid UTF-8, else base64
+                             * @enum {string}
+                             */
+                            stdout_encoding?: "utf8" | "base64";
+                            stdout_truncated: boolean;
+                        }[];
+                        batch: string | null;
+                        batch_size: number;
+                        batches: number;
+                        cancelled_by: string | null;
+                        command: string[] | null;
+                        /** @description targets per status, every status listed */
+                        counts: {
+                            [key: string]: number;
+                        };
+                        created_at: string;
+                        /** @description names of the extra variables; values are never stored */
+                        env_keys: string[];
+                        finished_at: string | null;
+                        id: string;
+                        /** @description a maintenance window active at start (runs are never blocked) */
+                        maintenance_window: string | null;
+                        max_failures: number | null;
+                        node_ids: string[] | null;
+                        script: string | null;
+                        selector: string | null;
+                        started_by: {
+                            id: string;
+                            name: string;
+                        };
+                        /** @enum {string} */
+                        status: "running" | "cancelling" | "completed" | "cancelled" | "stopped" | "interrupted";
+                        /** @description matched or named agents (0 when a selector matched none) */
+                        targets: number;
+                        timeout_s: number;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: run_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postRunsIdCancel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description per agent, in launch order (absent in lists) */
+                        agents?: {
+                            /** @description from 1; 0 = never launched (not_approved, not_found) */
+                            batch: number;
+                            duration_ms: number;
+                            /** @description why it did not run or end normally (spawn error, unreachable, lost link) */
+                            error: string | null;
+                            exit_code: number | null;
+                            finished_at: string | null;
+                            name: string;
+                            node_id: string;
+                            /** @description the signal that ended the process (SIGTERM, SIGKILL), if any */
+                            signal: string | null;
+                            started_at: string | null;
+                            /** @enum {string} */
+                            status: "queued" | "running" | "succeeded" | "failed" | "timed_out" | "cancelled" | "unreachable" | "lost" | "not_approved" | "not_found" | "not_started";
+                            stderr?: string;
+                            /** @enum {string} */
+                            stderr_encoding?: "utf8" | "base64";
+                            stderr_truncated: boolean;
+                            /** @description captured stdout (capped); absent with ?output=false */
+                            stdout?: string;
+                            /**
+                             * @description utf8 when the bytes are valid UTF-8, else base64
+                             * @enum {string}
+                             */
+                            stdout_encoding?: "utf8" | "base64";
+                            stdout_truncated: boolean;
+                        }[];
+                        batch: string | null;
+                        batch_size: number;
+                        batches: number;
+                        cancelled_by: string | null;
+                        command: string[] | null;
+                        /** @description targets per status, every status listed */
+                        counts: {
+                            [key: string]: number;
+                        };
+                        created_at: string;
+                        /** @description names of the extra variables; values are never stored */
+                        env_keys: string[];
+                        finished_at: string | null;
+                        id: string;
+                        /** @description a maintenance window active at start (runs are never blocked) */
+                        maintenance_window: string | null;
+                        max_failures: number | null;
+                        node_ids: string[] | null;
+                        script: string | null;
+                        selector: string | null;
+                        started_by: {
+                            id: string;
+                            name: string;
+                        };
+                        /** @enum {string} */
+                        status: "running" | "cancelling" | "completed" | "cancelled" | "stopped" | "interrupted";
+                        /** @description matched or named agents (0 when a selector matched none) */
+                        targets: number;
+                        timeout_s: number;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: run_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: run_finished, idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getRunsIdStream: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": string;
+                };
+            };
+            /** @description problem codes: invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: run_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     getSecrets: {
         parameters: {
             query?: {
@@ -7510,6 +8311,8 @@ export interface operations {
                             modules: string[];
                             node_id: string;
                             node_name: string;
+                            /** @description enforcement: the id of the drift record this apply corrects (actor `system:enforce`) */
+                            remediates: string | null;
                             run_id: string | null;
                             started_at: string | null;
                             /** @enum {string} */
@@ -7580,6 +8383,8 @@ export interface operations {
                         modules: string[];
                         node_id: string;
                         node_name: string;
+                        /** @description enforcement: the id of the drift record this apply corrects (actor `system:enforce`) */
+                        remediates: string | null;
                         results: {
                             changed: boolean;
                             diff: string;

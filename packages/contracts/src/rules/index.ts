@@ -5,3 +5,5 @@ export * from "./names.js";
 export * from "./agents.js";
 export * from "./secrets.js";
 export * from "./discovery.js";
+export * from "./commands.js";
+export * from "./cron.js";

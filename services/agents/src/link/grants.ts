@@ -2,23 +2,28 @@ import { fromBinary } from "@bufbuild/protobuf";
 import {
   AGENT_PUBLISH_ALLOWED,
   AGENT_SUBSCRIBE_ALLOWED,
+  AgentCommandService,
   AgentStateService,
   AgentTerminalService,
   ExecuteRequestSchema,
   OpenTerminalRequestSchema,
+  RunCommandRequestSchema,
 } from "@orch/contracts";
 import type { Clock, Logger, Queryable } from "@orch/kit";
 import type { RelayObserver } from "./relay.js";
 
 export type GrantKind = "terminal" | "progress";
 
-/** What an agent must have been given to use a subject: a terminal session or a state operation. */
+/**
+ * What an agent must have been given to use a subject: a terminal session, or a state operation or
+ * command job ("progress": both publish what the relay asked for while it runs).
+ */
 export interface Grant {
   kind: GrantKind;
   ref: string;
 }
 
-/** Progress grants only need to outlive the Execute that made them. */
+/** Progress grants only need to outlive the Execute or RunCommand that made them. */
 export const PROGRESS_GRANT_MS = 60 * 60_000;
 /** A refused lookup is remembered this long, so a misbehaving agent cannot turn frames into queries. */
 const DENIED_MS = 2000;
@@ -28,9 +33,11 @@ const MAX_LOADED = 10_000;
 const REF_RE = /^[0-9A-Za-z]{1,64}$/;
 const TERM_RE = /^orch\.term\.([0-9A-Za-z]+)\.(?:in|out|ctl)$/;
 const PROGRESS_RE = /^orch\.state\.progress\.([0-9A-Za-z]+)$/;
+const OUTPUT_RE = /^orch\.state\.output\.([0-9A-Za-z]+)$/;
 
 const OPEN_TERMINAL = AgentTerminalService.method.openTerminal.name;
 const EXECUTE = AgentStateService.method.execute.name;
+const RUN_COMMAND = AgentCommandService.method.runCommand.name;
 
 const keyOf = (g: Grant) => `${g.kind}:${g.ref}`;
 
@@ -44,7 +51,7 @@ export function grantFor(subject: string, direction: "publish" | "subscribe"): G
   if (!fence.some((re) => re.test(subject))) return undefined;
   const term = TERM_RE.exec(subject);
   if (term) return { kind: "terminal", ref: term[1]! };
-  const progress = PROGRESS_RE.exec(subject);
+  const progress = PROGRESS_RE.exec(subject) ?? OUTPUT_RE.exec(subject);
   if (progress) return { kind: "progress", ref: progress[1]! };
   return undefined;
 }
@@ -187,7 +194,8 @@ export function createLinkGrants(opts: { pool: Queryable; nodeId: string; clock:
 /**
  * Grants a link's agent the subjects of what the relay asks it to do: a terminal session once the
  * agent has opened its PTY (held while the OpenTerminal is in flight, because the agent subscribes
- * before it answers), and an operation's progress subject as soon as its Execute is relayed.
+ * before it answers), and an operation's progress subject as soon as its Execute is relayed (a
+ * command job's output subject likewise, on its RunCommand).
  * `withdrawn` is told when an open failed and the session was never granted.
  */
 export function grantOnRelay(
@@ -220,18 +228,18 @@ export function grantOnRelay(
         }
       };
     }
-    if (method === EXECUTE) {
-      const ref = decodeRef(() => fromBinary(ExecuteRequestSchema, payload).operationId);
-      if (!ref) return undefined;
-      const ttl = Math.max(deadline - opts.clock.now(), 0) + (opts.progressMs ?? PROGRESS_GRANT_MS);
-      // Allowed at once (progress flows before the answer); the answer waits until it is stored.
-      const stored = grants
-        .grant({ kind: "progress", ref }, ttl)
-        .catch((err) =>
-          opts.log.error({ err: (err as Error).message, operation_id: ref }, "progress grant not stored"),
-        );
-      return () => stored;
-    }
-    return undefined;
+    const ref =
+      method === EXECUTE
+        ? decodeRef(() => fromBinary(ExecuteRequestSchema, payload).operationId)
+        : method === RUN_COMMAND
+          ? decodeRef(() => fromBinary(RunCommandRequestSchema, payload).jobId)
+          : undefined;
+    if (!ref) return undefined;
+    const ttl = Math.max(deadline - opts.clock.now(), 0) + (opts.progressMs ?? PROGRESS_GRANT_MS);
+    // Allowed at once (progress and output flow before the answer); the answer waits until it is stored.
+    const stored = grants
+      .grant({ kind: "progress", ref }, ttl)
+      .catch((err) => opts.log.error({ err: (err as Error).message, method, ref }, "progress grant not stored"));
+    return () => stored;
   };
 }

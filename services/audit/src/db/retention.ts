@@ -1,7 +1,8 @@
 import type { Queryable } from "@orch/kit";
 
 export interface RetentionOverride {
-  retention_days: number;
+  /** null = an override that turns pruning off. */
+  retention_days: number | null;
   updated_at: number;
   updated_by: string;
 }
@@ -14,7 +15,7 @@ export const retentionDb = {
   async lock(db: Queryable): Promise<void> {
     await db.query("LOCK TABLE retention IN SHARE ROW EXCLUSIVE MODE");
   },
-  async set(db: Queryable, days: number, at: number, by: string): Promise<void> {
+  async set(db: Queryable, days: number | null, at: number, by: string): Promise<void> {
     await db.query(
       `INSERT INTO retention (singleton, retention_days, updated_at, updated_by) VALUES (true, $1, $2, $3)
        ON CONFLICT (singleton) DO UPDATE SET retention_days = EXCLUDED.retention_days, updated_at = EXCLUDED.updated_at, updated_by = EXCLUDED.updated_by`,

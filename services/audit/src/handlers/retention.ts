@@ -15,7 +15,7 @@ function requireAdmin(ctx: CallContext) {
   if (ctx.actor.type !== "system" && ctx.actor.role !== "admin") throw forbidden();
 }
 
-/** The retention in force: the API override if set, else `audit.retention_days` (null = off). */
+/** The retention in force: the API override if set (its null = off), else `audit.retention_days` (null = off). */
 export function effectiveRetention(
   deps: AuditDeps,
   o: RetentionOverride | undefined,
@@ -54,32 +54,50 @@ export function retentionHandlers(
 
     async setRetention(req, ctx) {
       requireAdmin(ctx);
-      const days = req.retentionDays;
-      if (days !== undefined && (!Number.isInteger(days) || days < 1 || days > MAX_DAYS)) {
+      // SetRetentionRequest: use_config_default removes the override (DELETE); otherwise unset =
+      // an override of "off" (PUT null), N ≥ 1 = an override of N days.
+      const raw = req.retentionDays;
+      const clear = req.useConfigDefault;
+      if (clear && raw !== undefined)
+        throw invalid("invalid_retention", "retention_days must be unset when returning to the configured default", {
+          field: "retention_days",
+        });
+      if (raw !== undefined && (!Number.isInteger(raw) || raw < 1 || raw > MAX_DAYS)) {
         throw invalid(
           "invalid_retention",
-          `retention_days must be an integer from 1 to ${MAX_DAYS}, or null to fall back to the configuration file`,
+          `retention_days must be an integer from 1 to ${MAX_DAYS}, or null to turn pruning off`,
           { field: "retention_days" },
         );
       }
+      const days = raw ?? null;
       const { after, stored } = await deps.events.tx(async (db, emit) => {
         await retentionDb.lock(db);
         const before = await retentionDb.get(db);
-        if ((before?.retention_days ?? null) === (days ?? null)) return { after: before, stored: [] };
-        if (days === undefined) await retentionDb.clear(db);
-        else await retentionDb.set(db, days, clock.now(), ctx.actor.id);
-        const after =
-          days === undefined ? undefined : { retention_days: days, updated_at: clock.now(), updated_by: ctx.actor.id };
+        const unchanged = clear ? !before : before !== undefined && before.retention_days === days;
+        if (unchanged) return { after: before, stored: [] };
+        const after: RetentionOverride | undefined = clear
+          ? undefined
+          : { retention_days: days, updated_at: clock.now(), updated_by: ctx.actor.id };
+        if (!after) await retentionDb.clear(db);
+        else await retentionDb.set(db, after.retention_days, after.updated_at, after.updated_by);
         const was = effectiveRetention(deps, before);
         const now = effectiveRetention(deps, after);
+        const inForce = now.days === null ? "off" : `${now.days} days`;
+        const what = clear
+          ? `cleared the audit retention override (now ${inForce} from the configuration file)`
+          : days === null
+            ? "turned audit pruning off"
+            : `set audit retention to ${days} days`;
         const stored = await recordOwnEvent(db, emit, {
           type: "audit.retention.updated",
-          summary: `${ctx.actor.name} ${days === undefined ? "cleared the audit retention override" : `set audit retention to ${days} days`}${days === undefined ? ` (now ${now.days === null ? "off" : `${now.days} days`} from the configuration file)` : ""}`,
+          summary: `${ctx.actor.name} ${what}`,
           actor: ctx.actor,
           target: AUDIT_TARGET,
+          // override null with source "override" = pruning turned off; with source "config" = no override.
           metadata: {
             previous_override: before?.retention_days ?? null,
-            override: days ?? null,
+            override: after?.retention_days ?? null,
+            previous_source: was.source,
             previous_retention_days: was.days,
             retention_days: now.days,
             source: now.source,

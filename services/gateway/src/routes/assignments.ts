@@ -1,12 +1,12 @@
 import type { FastifyReply } from "fastify";
 import { z } from "zod";
 import { StateService, type Assignment, type AssignmentRun } from "@orch/contracts";
-import { pageCursor, rpcClient, unauthenticated } from "@orch/kit";
+import { pageCursor, rpcClient } from "@orch/kit";
 import type { GatewayContext } from "../app.js";
-import { requestToken } from "../console/session.js";
 import { route } from "../route.js";
 import { iso, pageQuery, qInt, Ulid } from "../schemas.js";
 import { RunStream } from "../sse/run-stream.js";
+import { serveSse } from "../sse/serve.js";
 import { NAME } from "./modules.js";
 import { OperationDetailOut, operationDetailJson } from "./state.js";
 
@@ -19,6 +19,7 @@ export const AssignmentOut = z.object({
   description: z.string().nullable(),
   created_at: z.string(),
   created_by: z.string(),
+  enforce: z.boolean().describe("drift found by a scheduled check is re-applied (docs/enforce.md)"),
 });
 
 export const assignmentJson = (a: Assignment) => ({
@@ -28,6 +29,7 @@ export const assignmentJson = (a: Assignment) => ({
   description: a.description ?? null,
   created_at: iso(a.createdAt),
   created_by: a.createdBy,
+  enforce: a.enforce,
 });
 
 export const RunOut = z.object({
@@ -94,6 +96,12 @@ const Definition = z.object({
   selector: z.string().min(1).max(4096),
   modules: z.array(NAME).min(1).max(100),
   description: z.string().max(1000).nullable().optional(),
+  enforce: z
+    .boolean()
+    .optional()
+    .describe(
+      "enforce mode: drift a scheduled check finds is re-applied (outside maintenance windows, at most once per agent per `state.enforce_interval_seconds`); absent = false on create, unchanged on update",
+    ),
 });
 const SELECTOR_GRAMMAR =
   "Selector grammar: `*`, or comma-separated terms that must all hold: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; keys are tags, or `name`, `node_id`, `attr.<attribute>`; values may use `*` globs. A parse error is 400 `invalid_selector` with the `position`.";
@@ -102,6 +110,7 @@ const definitionMsg = (name: string, body: z.infer<typeof Definition>) => ({
   selector: body.selector,
   modules: body.modules,
   ...(body.description != null ? { description: body.description } : {}),
+  ...(body.enforce !== undefined ? { enforce: body.enforce } : {}),
 });
 const WaitQuery = z.object({
   wait: qInt(0, 300).optional().describe("block up to this many seconds for the whole fan-out; 200 when it finished"),
@@ -187,8 +196,8 @@ export function assignmentRoutes(ctx: GatewayContext) {
       method: "PUT",
       path: "/api/v1/assignments/{name}",
       auth: "operator",
-      summary: "Replace an assignment's selector, modules and description",
-      description: `Validated like create; records \`assignment.updated\` (with the previous values). Runs already started keep the selector and modules they started with; the next apply or plan uses the new ones. Without \`description\` (or with null) the description is cleared. ${SELECTOR_GRAMMAR}`,
+      summary: "Replace an assignment's selector, modules and description (and set enforce mode)",
+      description: `Validated like create; records \`assignment.updated\` (with the previous values). Runs already started keep the selector and modules they started with; the next apply or plan uses the new ones. Without \`description\` (or with null) the description is cleared; without \`enforce\` enforce mode is unchanged. ${SELECTOR_GRAMMAR}`,
       tags: ["assignments"],
       params: AssignmentName,
       body: Definition,
@@ -345,7 +354,8 @@ export function assignmentRoutes(ctx: GatewayContext) {
       params: RunParams,
       responses: { 200: z.string().meta({ description: "text/event-stream" }) },
       errors: { 404: ["run_not_found"] },
-      async handler({ params, call, principal, raw }, reply) {
+      async handler(req, reply) {
+        const { params, call } = req;
         const stream = new RunStream({
           nc: ctx.nc,
           log: ctx.log,
@@ -356,19 +366,7 @@ export function assignmentRoutes(ctx: GatewayContext) {
           runId: params.run_id,
           res: reply.raw,
         });
-        const token = requestToken(raw, ctx.config.http)?.token ?? "";
-        stream.bindTo(ctx.live, { operatorId: principal!.id, token, expiresAt: principal!.expiresAt });
-        const first = await stream.open();
-        if (stream.endedBy) throw unauthenticated("invalid_token", "the token is invalid, expired or revoked");
-        reply.hijack();
-        reply.raw.writeHead(200, {
-          "content-type": "text/event-stream; charset=utf-8",
-          "cache-control": "no-cache",
-          connection: "keep-alive",
-          "x-accel-buffering": "no",
-        });
-        stream.run(first);
-        return reply;
+        return serveSse(ctx, req, reply, stream);
       },
     }),
   ];

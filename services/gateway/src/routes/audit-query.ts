@@ -65,7 +65,7 @@ export function parseAuditQuery(raw: unknown, allowed: readonly string[]): Audit
       throw invalid("invalid_timestamp", `${name} must be an RFC 3339 timestamp, e.g. 2025-01-31T12:00:00Z`, {
         parameter: name,
       });
-    return Date.parse(v);
+    return ms;
   };
   for (const name of ["agent", "operator", "event_type", "category"] as const) {
     const v = allowed.includes(name) ? value(name) : undefined;

@@ -20,14 +20,16 @@ export const RetentionOut = z.object({
   retention_days: z.number().int().nullable().describe("retention in force, days; null = pruning off"),
   source: z
     .enum(["override", "config"])
-    .describe("override = set through this API; config = audit.retention_days of orch.yaml"),
+    .describe(
+      "override = set through PUT (with retention_days null: pruning turned off); config = audit.retention_days of orch.yaml (no override, or after DELETE)",
+    ),
   default_retention_days: z.number().int().nullable().describe("audit.retention_days of orch.yaml"),
 });
 // Checked in the handler so a wrong type gets `invalid_retention`, not the generic `invalid_request`.
 export const RetentionIn = z.object({
   retention_days: z
     .unknown()
-    .meta({ type: ["integer", "null"], minimum: 1, description: "days; null clears the override" }),
+    .meta({ type: ["integer", "null"], minimum: 1, description: "days; null = pruning off (an override)" }),
 });
 
 // Query values are validated by audit-query.ts rather than by zod so each failure carries its own code

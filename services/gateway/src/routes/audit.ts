@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { AuditService, type ErrorReason } from "@orch/contracts";
-import { invalid, rpcClient, unauthenticated } from "@orch/kit";
+import { invalid, rpcClient } from "@orch/kit";
 import type { GatewayContext } from "../app.js";
-import { requestToken } from "../console/session.js";
 import { route } from "../route.js";
 import { AuditTail } from "../sse/audit-tail.js";
+import { serveSse } from "../sse/serve.js";
 import { auditEventJson, retentionJson } from "./audit-json.js";
 import { parseAuditQuery, streamStart } from "./audit-query.js";
 import {
@@ -20,7 +20,6 @@ import {
 export function auditRoutes(ctx: GatewayContext) {
   const audit = rpcClient(ctx.nc, "audit", AuditService, { timeoutMs: ctx.timeoutMs });
   const open = new Set<AuditTail>();
-  const live = ctx.live;
   // Open streams would otherwise keep the server from closing.
   ctx.app.addHook("preClose", async () => {
     for (const t of open) t.close();
@@ -83,20 +82,34 @@ export function auditRoutes(ctx: GatewayContext) {
       method: "PUT",
       path: "/api/v1/audit/retention",
       auth: "admin",
-      summary: "Set or clear the audit retention override",
+      summary: "Set the audit retention override, or turn pruning off",
       description:
-        "An integer ≥ 1 sets the override; null clears it and falls back to `audit.retention_days` of orch.yaml (null there = pruning off). The hourly pruning job applies it.",
+        "An integer ≥ 1 sets the override (days); null sets an override that turns pruning off, whatever `audit.retention_days` of orch.yaml says. To return to the configuration file's value, `DELETE /api/v1/audit/retention`. The hourly pruning job applies it.",
       tags: ["audit"],
       body: RetentionIn,
       responses: { 200: RetentionOut },
       errors: { 400: ["invalid_retention"] },
       async handler({ body, call }) {
         const v = body.retention_days;
-        if (v !== null && typeof v !== "number")
-          throw invalid("invalid_retention", "retention_days must be an integer ≥ 1 or null", {
+        // 0 is refused here: on the bus it means "remove the override" (the DELETE below).
+        if (v !== null && (typeof v !== "number" || !Number.isInteger(v) || v < 1))
+          throw invalid("invalid_retention", "retention_days must be an integer ≥ 1, or null to turn pruning off", {
             field: "retention_days",
           });
         return retentionJson(await audit.setRetention(v === null ? {} : { retentionDays: v }, call));
+      },
+    }),
+    route({
+      method: "DELETE",
+      path: "/api/v1/audit/retention",
+      auth: "admin",
+      summary: "Remove the audit retention override: the configuration file's value applies again",
+      description:
+        "Afterwards `source` is `config` and `retention_days` is `audit.retention_days` of orch.yaml (null there = pruning off). Removing an override that is not set changes nothing and records nothing.",
+      tags: ["audit"],
+      responses: { 200: RetentionOut },
+      async handler({ call }) {
+        return retentionJson(await audit.setRetention({ useConfigDefault: true }, call));
       },
     }),
     route({
@@ -110,9 +123,9 @@ export function auditRoutes(ctx: GatewayContext) {
       query: StreamQuery,
       responses: { 200: z.string().meta({ description: "text/event-stream" }) },
       errors: { 400: queryErrors },
-      async handler({ raw, call, principal }, reply) {
+      async handler(req, reply) {
+        const { raw, call } = req;
         const q = parseAuditQuery(raw.query, streamParams);
-        const after = streamStart(q.cursor, raw.headers["last-event-id"]);
         const tail = new AuditTail({
           nc: ctx.nc,
           log: ctx.log,
@@ -120,24 +133,10 @@ export function auditRoutes(ctx: GatewayContext) {
           audit,
           call,
           filter: q.filter,
+          afterId: streamStart(q.cursor, raw.headers["last-event-id"]),
           res: reply.raw,
         });
-        const token = requestToken(raw, ctx.config.http)?.token ?? "";
-        tail.bindTo(live, { operatorId: principal!.id, token, expiresAt: principal!.expiresAt });
-        const first = await tail.open(after);
-        if (tail.endedBy) throw unauthenticated("invalid_token", "the token is invalid, expired or revoked");
-        reply.hijack();
-        reply.raw.writeHead(200, {
-          "content-type": "text/event-stream; charset=utf-8",
-          "cache-control": "no-cache",
-          connection: "keep-alive",
-          "x-accel-buffering": "no",
-        });
-        await tail.run(first).catch((err) => {
-          ctx.log.debug({ err: (err as Error).message }, "audit stream ended");
-          tail.close();
-        });
-        return reply;
+        return serveSse(ctx, req, reply, tail);
       },
     }),
   ];

@@ -139,14 +139,14 @@ export function channelRoutes(ctx: GatewayContext) {
       auth: "admin",
       summary: "Update a channel's name, config or enabled flag",
       description:
-        "channel_type cannot change. config replaces the stored config; credentials omitted or sent back masked keep their stored value; `secret: null` rotates a webhook secret (the new one is returned once).",
+        "channel_type cannot change: it may be sent (e.g. echoing GET) only with its current value; a different value is refused with 400 channel_type_immutable. config replaces the stored config; credentials omitted or sent back masked keep their stored value; `secret: null` rotates a webhook secret (the new one is returned once).",
       tags: ["channels"],
       params: ChannelId,
       body: z.object({
         name: Name.nullable().optional(),
         config: Config.optional(),
         enabled: z.boolean().optional(),
-        channel_type: z.unknown().optional(),
+        channel_type: z.unknown().optional().describe("optional; must equal the channel's current type"),
       }),
       responses: { 200: ChannelOut },
       errors: {
@@ -155,10 +155,14 @@ export function channelRoutes(ctx: GatewayContext) {
         409: ["channel_exists"],
       },
       async handler({ params, body, call }) {
-        if (body.channel_type !== undefined)
-          throw invalid("channel_type_immutable", "channel_type cannot be changed; create a new channel instead", {
-            field: "channel_type",
-          });
+        // A client echoing what GET returned sends the type back unchanged: accepted. Only a change is refused.
+        if (body.channel_type !== undefined) {
+          const current = await notify.getChannel({ id: params.id }, call);
+          if (body.channel_type !== current.channelType)
+            throw invalid("channel_type_immutable", "channel_type cannot be changed; create a new channel instead", {
+              field: "channel_type",
+            });
+        }
         const req = {
           id: params.id,
           ...(body.name != null ? { name: body.name } : {}),

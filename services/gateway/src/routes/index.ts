@@ -10,6 +10,7 @@ import { moduleRoutes } from "./modules.js";
 import { notificationRoutes } from "./notifications.js";
 import { operatorRoutes } from "./operators.js";
 import { passkeyRoutes } from "./passkeys.js";
+import { runRoutes } from "./runs.js";
 import { secretRoutes } from "./secrets.js";
 import { stateRoutes } from "./state.js";
 import { statusRoutes } from "./status.js";
@@ -32,5 +33,6 @@ export function allRoutes(ctx: GatewayContext): RouteSpec[] {
     ...moduleRoutes(ctx),
     ...assignmentRoutes(ctx),
     ...stateRoutes(ctx),
+    ...runRoutes(ctx),
   ];
 }

@@ -63,6 +63,10 @@ export const OperationOut = z.object({
   error: z.string().nullable(),
   assignment: z.string().nullable(),
   run_id: z.string().nullable(),
+  remediates: z
+    .string()
+    .nullable()
+    .describe("enforcement: the id of the drift record this apply corrects (actor `system:enforce`)"),
 });
 export const OperationDetailOut = OperationOut.extend({ results: z.array(ResultOut) });
 
@@ -90,6 +94,7 @@ export function operationJson(o: Operation) {
     error: o.error || null,
     assignment: o.assignment || null,
     run_id: o.runId || null,
+    remediates: o.remediates || null,
   };
 }
 

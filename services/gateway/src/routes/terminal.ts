@@ -41,6 +41,33 @@ const SessionParams = z.object({ session_id: Ulid });
 
 const secs = (ms: number) => Math.floor(ms / 1000);
 
+/**
+ * GET /terminal without limit/cursor answers the whole list (its contract, an "array of terminal
+ * sessions" has no paging), read from the service a page at a time. The cap keeps one request
+ * from holding an unbounded response in memory; past it the usual X-Next-Cursor continues.
+ */
+export const LIST_ALL_MAX = 10_000;
+const LIST_ALL_PAGE = 500;
+
+export async function listAll(
+  page: (cursor: string) => Promise<{ sessions: TerminalSession[]; nextCursor: string }>,
+  max = LIST_ALL_MAX,
+): Promise<{ sessions: TerminalSession[]; nextCursor: string }> {
+  const sessions: TerminalSession[] = [];
+  let cursor = "";
+  for (;;) {
+    const r = await page(cursor);
+    sessions.push(...r.sessions);
+    if (!r.nextCursor) return { sessions, nextCursor: "" };
+    if (sessions.length >= max) {
+      // Cut at the cap exactly, and continue after the last session returned.
+      const kept = sessions.slice(0, max);
+      return { sessions: kept, nextCursor: kept.length < sessions.length ? kept.at(-1)!.sessionId : r.nextCursor };
+    }
+    cursor = r.nextCursor;
+  }
+}
+
 export function sessionJson(s: TerminalSession): z.infer<typeof SessionOut> {
   return {
     session_id: s.sessionId,
@@ -146,18 +173,26 @@ export function terminalRoutes(ctx: GatewayContext) {
       path: "/api/v1/terminal",
       auth: "operator",
       summary: "List terminal sessions (operators see their own, admins all)",
-      description:
-        "An array, newest first. Pages with limit/cursor: when more sessions exist the response carries `X-Next-Cursor`; pass it back as `cursor`.",
+      description: `An array, newest first: every session matching the filter, up to ${LIST_ALL_MAX} (the newest). Paging is opt-in: with \`limit\` or \`cursor\` one page is returned (default 50). Whenever more sessions exist than the response holds (a page, or the ${LIST_ALL_MAX} cap) it carries \`X-Next-Cursor\`; pass it back as \`cursor\`.`,
       tags: ["terminal"],
       query: z.object({ status: Status.optional(), limit: qInt(1, 500).optional(), cursor: Ulid.optional() }),
       responses: { 200: z.array(SessionOut) },
       async handler({ query, call }, reply) {
-        const r = await terminal.listSessions(
-          { status: query.status ?? "", limit: query.limit ?? 0, cursor: query.cursor ?? "" },
-          call,
-        );
-        if (r.nextCursor) reply.header("x-next-cursor", r.nextCursor);
-        return r.sessions.map(sessionJson);
+        const status = query.status ?? "";
+        if (query.limit !== undefined || query.cursor !== undefined) {
+          const r = await terminal.listSessions({ status, limit: query.limit ?? 0, cursor: query.cursor ?? "" }, call);
+          if (r.nextCursor) reply.header("x-next-cursor", r.nextCursor);
+          return r.sessions.map(sessionJson);
+        }
+        const all = await listAll((cursor) => terminal.listSessions({ status, limit: LIST_ALL_PAGE, cursor }, call));
+        if (all.nextCursor) {
+          ctx.log.warn(
+            { returned: all.sessions.length },
+            "terminal session list cut at its cap; X-Next-Cursor continues",
+          );
+          reply.header("x-next-cursor", all.nextCursor);
+        }
+        return all.sessions.map(sessionJson);
       },
     }),
     route({

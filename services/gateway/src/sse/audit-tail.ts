@@ -1,11 +1,9 @@
-import type { ServerResponse } from "node:http";
 import { fromBinary } from "@bufbuild/protobuf";
 import { AuditFeedSchema, type AuditService, type StoredEvent } from "@orch/contracts";
-import type { CallOptions, Client, Logger, NatsConnection } from "@orch/kit";
-import type { Credential, EndReason, LiveSessions } from "../live-sessions.js";
+import type { Client } from "@orch/kit";
 import { auditEventJson } from "../routes/audit-json.js";
 import { matchesFilter, type FilterValues } from "../routes/audit-query.js";
-import { SseChannel } from "./channel.js";
+import { SseStream, type SseStreamDeps } from "./stream.js";
 
 /** Published by the audit service after each commit (AuditFeed in proto/orch/v1/audit.proto). */
 export const AUDIT_FEED_SUBJECT = "orch.audit.feed.events";
@@ -15,16 +13,15 @@ const POLL_MS = 5_000;
 const MAX_HELD = 10_000;
 const PAGE = 500;
 
-export interface AuditTailDeps {
-  nc: NatsConnection;
-  log: Logger;
-  /** Open tails, so a gateway shutdown can end them. */
-  registry: Set<AuditTail>;
+export interface AuditTailDeps extends SseStreamDeps<AuditTail> {
   audit: Client<typeof AuditService>;
-  call: CallOptions;
   filter: FilterValues;
-  res: ServerResponse;
+  /** Where to start: the cursor or Last-Event-ID; none = now. */
+  afterId: string | undefined;
 }
+
+/** One page of the store, as AuditService.Tail answers. */
+type TailPage = { events: StoredEvent[]; position: number; hasMore: boolean };
 
 /**
  * `catching_up`: the backlog is being read (or the first page requested); feed events are held.
@@ -41,23 +38,17 @@ type TailState = { phase: "catching_up"; held: StoredEvent[] } | { phase: "live"
  * service crashed between commit and publish) still reaches the client. Storage positions follow
  * commit order, so "seq <= position" means "already examined".
  */
-export class AuditTail {
+export class AuditTail extends SseStream<TailPage> {
   private state: TailState = { phase: "catching_up", held: [] };
   private position = 0;
   /** Sent from the feed, ahead of `position`: id → seq. */
   private readonly liveSent = new Map<string, number>();
   private polling = false;
-  /** A client too far behind is disconnected by the channel; it resumes with Last-Event-ID. */
-  private readonly channel: SseChannel;
   private readonly sub;
 
   constructor(private readonly d: AuditTailDeps) {
-    d.registry.add(this);
-    this.channel = new SseChannel(d.res, "audit_stream", () => {
-      this.state = { phase: "closed" };
-      d.registry.delete(this);
-      this.sub.unsubscribe();
-    });
+    // A client too far behind is disconnected by the channel; it resumes with Last-Event-ID.
+    super(d, "audit_stream");
     this.sub = d.nc.subscribe(AUDIT_FEED_SUBJECT, {
       callback: (err, msg) => {
         if (err || this.closed) return;
@@ -78,17 +69,12 @@ export class AuditTail {
     return this.state.phase === "closed";
   }
 
-  /** First page: validates the request (errors become problem+json before anything is sent). */
-  async open(afterId: string | undefined) {
-    try {
-      return await this.d.audit.tail({ filter: this.d.filter, limit: PAGE, afterId: afterId ?? "" }, this.d.call);
-    } catch (err) {
-      this.close();
-      throw err;
-    }
+  /** First page: validates the request. */
+  protected snapshot(): Promise<TailPage> {
+    return this.d.audit.tail({ filter: this.d.filter, limit: PAGE, afterId: this.d.afterId ?? "" }, this.d.call);
   }
 
-  async run(first: { events: StoredEvent[]; position: number; hasMore: boolean }) {
+  async run(first: TailPage) {
     const { res } = this.d;
     if (res.socket?.destroyed) return this.close();
     this.channel.start();
@@ -154,21 +140,8 @@ export class AuditTail {
     this.channel.write(chunk);
   }
 
-  /** Set when the stream's credential ended (logout, the operator's removal, expiry). */
-  get endedBy(): EndReason | undefined {
-    return this.channel.endedBy;
-  }
-
-  /** Ends the stream with the credential that opened it; bound before anything is sent. */
-  bindTo(live: LiveSessions, cred: Credential) {
-    this.channel.bindTo(live, cred);
-  }
-
-  end(reason: EndReason) {
-    this.channel.end(reason);
-  }
-
-  close() {
-    this.channel.close();
+  protected released() {
+    this.state = { phase: "closed" };
+    this.sub.unsubscribe();
   }
 }

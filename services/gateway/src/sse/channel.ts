@@ -8,7 +8,7 @@ const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 /**
  * What every server-sent-events stream of the gateway shares, whatever it streams: bounded writes,
  * a heartbeat, timers, ending with the credential that opened it, and one close that releases it
- * all. The streams (audit-tail.ts, run-stream.ts) keep only what they send and when.
+ * all. The streams (stream.ts and what extends it) keep only what they send and when.
  */
 export class SseChannel {
   private timers: NodeJS.Timeout[] = [];

@@ -1,26 +1,18 @@
-import type { ServerResponse } from "node:http";
-import { runProgressSubject, type AssignmentRun, type StateService } from "@orch/contracts";
-import type { CallOptions, Client, Logger, NatsConnection } from "@orch/kit";
-import type { Credential, EndReason, LiveSessions } from "../live-sessions.js";
+import { runIsFinal, runProgressSubject, type AssignmentRun, type StateService } from "@orch/contracts";
+import type { Client } from "@orch/kit";
 import { runJson } from "../routes/assignments.js";
-import { SseChannel } from "./channel.js";
+import { SseStream, type SseStreamDeps } from "./stream.js";
 
 /** How often a stream re-reads the run, covering progress messages lost in transit (core NATS). */
 const POLL_MS = 5_000;
 
-export interface RunStreamDeps {
-  nc: NatsConnection;
-  log: Logger;
-  /** Open streams, so a gateway shutdown can end them. */
-  registry: Set<RunStream>;
+export interface RunStreamDeps extends SseStreamDeps<RunStream> {
   state: Client<typeof StateService>;
-  call: CallOptions;
   name: string;
   runId: string;
-  res: ServerResponse;
 }
 
-export const isFinal = (r: Pick<AssignmentRun, "status">) => r.status !== "running";
+export const isFinal = (r: Pick<AssignmentRun, "status">) => runIsFinal(r.status);
 
 /**
  * One run's live view: `event: run` with the whole run (RunOut) whenever it changed, then
@@ -30,21 +22,15 @@ export const isFinal = (r: Pick<AssignmentRun, "status">) => r.status !== "runni
  * one read in flight and one pending, so a burst of messages costs two reads. A reconnecting
  * client simply gets the current snapshot: the stream needs no event ids.
  */
-export class RunStream {
+export class RunStream extends SseStream<AssignmentRun> {
   private phase: "opening" | "live" | "closed" = "opening";
   private last = "";
   private reading = false;
   private pending = false;
-  private readonly channel: SseChannel;
   private readonly sub;
 
   constructor(private readonly d: RunStreamDeps) {
-    d.registry.add(this);
-    this.channel = new SseChannel(d.res, "run_stream", () => {
-      this.phase = "closed";
-      d.registry.delete(this);
-      this.sub.unsubscribe();
-    });
+    super(d, "run_stream");
     this.sub = d.nc.subscribe(runProgressSubject(d.runId), {
       callback: (err) => {
         if (err || this.phase === "closed") return;
@@ -58,16 +44,10 @@ export class RunStream {
     return this.phase === "closed";
   }
 
-  /** The first snapshot: errors (run_not_found, …) become problem+json before anything is sent. */
-  async open(): Promise<AssignmentRun> {
-    try {
-      // The subscription must be in place at the server before the snapshot is read.
-      await this.d.nc.flush();
-      return await this.read();
-    } catch (err) {
-      this.close();
-      throw err;
-    }
+  protected async snapshot(): Promise<AssignmentRun> {
+    // The subscription must be in place at the server before the snapshot is read.
+    await this.d.nc.flush();
+    return await this.read();
   }
 
   run(first: AssignmentRun) {
@@ -125,21 +105,8 @@ export class RunStream {
     this.channel.write(chunk);
   }
 
-  /** Set when the stream's credential ended (logout, the operator's removal, expiry). */
-  get endedBy(): EndReason | undefined {
-    return this.channel.endedBy;
-  }
-
-  /** Ends the stream with the credential that opened it; bound before anything is sent. */
-  bindTo(live: LiveSessions, cred: Credential) {
-    this.channel.bindTo(live, cred);
-  }
-
-  end(reason: EndReason) {
-    this.channel.end(reason);
-  }
-
-  close() {
-    this.channel.close();
+  protected released() {
+    this.phase = "closed";
+    this.sub.unsubscribe();
   }
 }

@@ -18,12 +18,14 @@ export interface AssignmentRow {
   description: string | null;
   created_at: number;
   created_by: string;
+  /** Enforcement: drift found by a scheduled check is re-applied (engine/enforce.ts). */
+  enforce: boolean;
 }
 
 const MODULE_COLS = "name, content, sha256, description, resource_count, uploaded_at, uploaded_by, uploaded_by_name";
 const MODULE_LIST_COLS =
   "name, ''::text AS content, sha256, description, resource_count, uploaded_at, uploaded_by, uploaded_by_name";
-const ASSIGNMENT_COLS = "name, selector, modules, description, created_at, created_by";
+const ASSIGNMENT_COLS = "name, selector, modules, description, created_at, created_by, enforce";
 
 export const modulesDb = {
   async get(db: Queryable, name: string): Promise<ModuleRow | undefined> {
@@ -99,13 +101,14 @@ export const assignmentsDb = {
     ).rows;
   },
   async insert(db: Queryable, a: AssignmentRow): Promise<void> {
-    await db.query(`INSERT INTO assignments (${ASSIGNMENT_COLS}) VALUES ($1, $2, $3, $4, $5, $6)`, [
+    await db.query(`INSERT INTO assignments (${ASSIGNMENT_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
       a.name,
       a.selector,
       a.modules,
       a.description,
       a.created_at,
       a.created_by,
+      a.enforce,
     ]);
   },
   /** The row, locked until the transaction ends (an update reads the old values it replaces). */
@@ -114,13 +117,23 @@ export const assignmentsDb = {
       await db.query<AssignmentRow>(`SELECT ${ASSIGNMENT_COLS} FROM assignments WHERE name = $1 FOR UPDATE`, [name])
     ).rows[0];
   },
-  async update(db: Queryable, a: Pick<AssignmentRow, "name" | "selector" | "modules" | "description">): Promise<void> {
-    await db.query("UPDATE assignments SET selector = $2, modules = $3, description = $4 WHERE name = $1", [
-      a.name,
-      a.selector,
-      a.modules,
-      a.description,
-    ]);
+  async update(
+    db: Queryable,
+    a: Pick<AssignmentRow, "name" | "selector" | "modules" | "description" | "enforce">,
+  ): Promise<void> {
+    await db.query(
+      "UPDATE assignments SET selector = $2, modules = $3, description = $4, enforce = $5 WHERE name = $1",
+      [a.name, a.selector, a.modules, a.description, a.enforce],
+    );
+  },
+  /** Every enforced assignment using at least one of these modules, by name. */
+  async enforcedUsing(db: Queryable, modules: string[]): Promise<AssignmentRow[]> {
+    return (
+      await db.query<AssignmentRow>(
+        `SELECT ${ASSIGNMENT_COLS} FROM assignments WHERE enforce AND modules && $1::text[] ORDER BY name`,
+        [modules],
+      )
+    ).rows;
   },
   async remove(db: Queryable, name: string): Promise<AssignmentRow | undefined> {
     return (

@@ -54,6 +54,8 @@ export interface OperationRow {
   error: string;
   run_id: string | null;
   assignment: string;
+  /** Enforcement: the drift record this apply corrects. */
+  remediates: string | null;
 }
 
 export type NewOperation = Pick<
@@ -69,6 +71,7 @@ export type NewOperation = Pick<
   | "deadline"
   | "run_id"
   | "assignment"
+  | "remediates"
 >;
 
 export interface Finish {
@@ -82,13 +85,13 @@ export interface Finish {
 }
 
 const COLS =
-  "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, results, output, error_code, error, run_id, assignment";
+  "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, results, output, error_code, error, run_id, assignment, remediates";
 /** Lists skip the heavy columns. */
 const LIST_COLS =
-  "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, '[]'::jsonb AS results, '[]'::jsonb AS output, error_code, error, run_id, assignment";
+  "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, '[]'::jsonb AS results, '[]'::jsonb AS output, error_code, error, run_id, assignment, remediates";
 /** A list with results (a run's page): still without the captured output, fetched one operation at a time. */
 const LIST_COLS_RESULTS =
-  "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, results, '[]'::jsonb AS output, error_code, error, run_id, assignment";
+  "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, results, '[]'::jsonb AS output, error_code, error, run_id, assignment, remediates";
 
 export interface OperationFilter {
   node_id?: string;
@@ -103,10 +106,10 @@ export const operationsDb = {
   async insertMany(db: Queryable, ops: NewOperation[]): Promise<void> {
     if (ops.length === 0) return;
     await db.query(
-      `INSERT INTO operations (id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, deadline, run_id, assignment)
-       SELECT id, node_id, node_name, kind, modules, 'pending', actor_id, actor_name, created_at, deadline, run_id, assignment
+      `INSERT INTO operations (id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, deadline, run_id, assignment, remediates)
+       SELECT id, node_id, node_name, kind, modules, 'pending', actor_id, actor_name, created_at, deadline, run_id, assignment, remediates
          FROM jsonb_to_recordset($1::jsonb) AS x(id text, node_id text, node_name text, kind text, modules text[], actor_id text, actor_name text,
-                                                   created_at bigint, deadline bigint, run_id text, assignment text)`,
+                                                   created_at bigint, deadline bigint, run_id text, assignment text, remediates text)`,
       [JSON.stringify(ops)],
     );
   },

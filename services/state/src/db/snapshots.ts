@@ -88,6 +88,21 @@ export const believedDb = {
       [JSON.stringify(rows)],
     );
   },
+  /** Replaces what is believed about these resources only (a subset apply: the rest of the module is unchanged). */
+  async replaceResources(db: Queryable, nodeId: string, rows: BelievedRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    await db.query(
+      `DELETE FROM believed b USING jsonb_to_recordset($2::jsonb) AS x(module text, resource_id text)
+        WHERE b.node_id = $1 AND b.module = x.module AND b.resource_id = x.resource_id`,
+      [nodeId, JSON.stringify(rows.map((r) => ({ module: r.module, resource_id: r.resource_id })))],
+    );
+    await db.query(
+      `INSERT INTO believed (node_id, module, resource_id, type, status, observed, operation_id, applied_at)
+       SELECT node_id, module, resource_id, type, status, observed, operation_id, applied_at
+         FROM jsonb_to_recordset($1::jsonb) AS x(node_id text, module text, resource_id text, type text, status text, observed jsonb, operation_id text, applied_at bigint)`,
+      [JSON.stringify(rows)],
+    );
+  },
   async ofNode(db: Queryable, nodeId: string): Promise<BelievedRow[]> {
     return (
       await db.query<BelievedRow>(

@@ -1,8 +1,9 @@
 import { precondition, SYSTEM_ACTOR } from "@orch/kit";
 import { modulesDb } from "../db/catalog.js";
-import { snapshotsDb } from "../db/snapshots.js";
+import { driftDb, snapshotsDb } from "../db/snapshots.js";
 import { agentInfo } from "../convert.js";
 import type { AgentInfo, Clients, StateDeps } from "../deps.js";
+import { enforce } from "./enforce.js";
 import { createLimiter } from "./limit.js";
 import type { ModuleCache } from "./modules.js";
 import type { ModuleSource } from "./render.js";
@@ -36,7 +37,7 @@ export async function requireSnapshot(deps: StateDeps, cache: ModuleCache, agent
 }
 
 /** Whether a maintenance window is active; when notify does not answer, drift checks proceed. */
-async function maintenanceActive(deps: StateDeps, clients: Clients): Promise<boolean> {
+export async function maintenanceActive(deps: StateDeps, clients: Clients): Promise<boolean> {
   try {
     return (await clients.notify.getMaintenanceStatus({}, { actor: SYSTEM_ACTOR })).active;
   } catch (err) {
@@ -47,8 +48,9 @@ async function maintenanceActive(deps: StateDeps, clients: Clients): Promise<boo
 
 /**
  * One scheduled pass: a drift check of every connected, approved agent with a snapshot, paused
- * while a maintenance window is active. The caller makes it run once per period across replicas
- * (schedulePeriodic). Returns the number of checks run, -1 when paused.
+ * while a maintenance window is active; drift found is corrected where an assignment enforces it
+ * (engine/enforce.ts). The caller makes it run once per period across replicas (schedulePeriodic).
+ * Returns the number of checks run, -1 when paused.
  */
 export async function driftPass(
   deps: StateDeps,
@@ -77,8 +79,14 @@ export async function driftPass(
         const sources = await snapshotSources(deps, cache, nodeId);
         if (!sources.length) return;
         const { done } = await runner.start({ agent, kind: "drift", sources, actor: SYSTEM_ACTOR });
-        await done;
+        const op = await done;
         checked++;
+        // Only a scheduled check corrects: a manual one (handlers/drift.ts) reports.
+        const rec = op && (await driftDb.byOperation(deps.pool, op.id));
+        if (rec?.drifted)
+          await enforce(deps, clients, runner, cache, agent, rec).catch((err: Error) =>
+            deps.log.error({ err, node_id: nodeId, drift_id: rec.id }, "enforcement failed"),
+          );
       }),
     ),
   );

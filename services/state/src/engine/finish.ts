@@ -10,12 +10,16 @@ export interface FinishContext {
   agent?: AgentInfo;
   sources?: readonly ModuleSource[];
   exec?: StoredExecution;
+  /** Enforcement: the resources (`<module>/<id>`) the apply was limited to. */
+  only?: ReadonlySet<string>;
 }
 
+/** `system`, or a system actor with a role in its id (`system:enforce`). */
+const isSystem = (id: string) => id === "system" || id.startsWith("system:");
 export const actorOf = (op: Pick<OperationRow, "actor_id" | "actor_name">) => ({
   id: op.actor_id,
   name: op.actor_name,
-  type: op.actor_id === "system" ? "system" : "operator",
+  type: isSystem(op.actor_id) ? "system" : "operator",
 });
 const targetOf = (op: Pick<OperationRow, "node_id" | "node_name">) => ({
   id: op.node_id,
@@ -65,11 +69,13 @@ export async function finishOperation(
       summary: { ...row.summary },
       ...(row.error_code ? { error_code: row.error_code } : {}),
       ...(row.assignment ? { assignment: row.assignment, run_id: row.run_id } : {}),
+      ...(row.remediates ? { remediates: row.remediates } : {}),
     };
     const base = { summary: describe(row), actor: actorOf(row), target: targetOf(row), metadata };
     if (row.kind === "apply") {
       await emit({ ...base, type: row.status === "succeeded" ? "state.apply.succeeded" : "state.apply.failed" });
-      if (row.status === "succeeded" && ctx.exec && ctx.sources && ctx.agent)
+      if (row.remediates) await recordRemediation(db, emit, row, ctx);
+      else if (row.status === "succeeded" && ctx.exec && ctx.sources && ctx.agent)
         await recordApply(db, emit, row, ctx as Required<FinishContext>);
     } else if (row.kind === "plan") {
       await emit({ ...base, type: "state.plan.completed" });
@@ -115,6 +121,70 @@ export async function finishOperation(
         metadata: { drift_id: rec.id, operation_id: row.id, previous_drift_id: prev.id },
       });
     }
+  }
+
+  /**
+   * An enforcement apply of some drifted resources: the snapshot stays (it describes the full module
+   * versions); the believed state of the re-applied resources is refreshed, the drift they were is
+   * recorded as gone, and drift.remediated or drift.remediation_failed says what enforcement did.
+   */
+  async function recordRemediation(db: PoolClient, emit: Emit, row: OperationRow, ctx: FinishContext) {
+    const driftId = row.remediates!;
+    const record = await driftDb.get(db, driftId);
+    const applied = ctx.only
+      ? [...ctx.only].sort()
+      : (record ? keys(record) : []).filter((k) => row.modules.includes(k.slice(0, k.indexOf("/"))));
+    const succeeded = row.status === "succeeded" && ctx.exec !== undefined;
+    if (succeeded) {
+      const at = row.finished_at!;
+      const fixed = new Set(applied);
+      const rows = row.modules.flatMap((m) => believedRows(row.node_id, row.id, at, m, ctx.exec!));
+      await believedDb.replaceResources(
+        db,
+        row.node_id,
+        rows.filter((b) => fixed.has(`${b.module}/${b.resource_id}`)),
+      );
+      const prev = await driftDb.latest(db, row.node_id);
+      if (prev?.drifted) {
+        const remaining = prev.resources.filter((r) => !fixed.has(`${r.module}/${r.id}`));
+        if (remaining.length < prev.resources.length) {
+          const rec: DriftRow = {
+            id: ids.next(),
+            node_id: row.node_id,
+            operation_id: row.id,
+            checked_at: at,
+            drifted: remaining.length > 0,
+            resources: remaining,
+          };
+          await driftDb.insert(db, rec);
+          if (!rec.drifted)
+            await emit({
+              type: "drift.cleared",
+              summary: `drift on ${row.node_name || row.node_id} cleared by enforcement apply ${row.id}`,
+              actor: actorOf(row),
+              target: targetOf(row),
+              metadata: { drift_id: rec.id, operation_id: row.id, previous_drift_id: prev.id },
+            });
+        }
+      }
+    }
+    const what = `${applied.length} drifted resource${applied.length === 1 ? "" : "s"} (${applied.slice(0, 5).join(", ")}${applied.length > 5 ? ", …" : ""})`;
+    await emit({
+      type: succeeded ? "drift.remediated" : "drift.remediation_failed",
+      summary: succeeded
+        ? `enforcement of ${row.assignment} re-applied ${what} on ${row.node_name || row.node_id}`
+        : `enforcement of ${row.assignment} could not re-apply ${what} on ${row.node_name || row.node_id}: ${row.status.replace("_", " ")}${row.error_code ? ` (${row.error_code})` : ""}`,
+      actor: actorOf(row),
+      target: targetOf(row),
+      metadata: {
+        drift_id: driftId,
+        operation_id: row.id,
+        assignment: row.assignment,
+        node_id: row.node_id,
+        resources: applied,
+        ...(succeeded ? {} : { status: row.status, ...(row.error_code ? { error_code: row.error_code } : {}) }),
+      },
+    });
   }
 
   async function recordDrift(

@@ -1,39 +1,18 @@
 import { create, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
-import { RunProgressSchema, runProgressSubject, type RunProgress } from "@orch/contracts";
+import { countRunTargets, RunProgressSchema, runProgressSubject } from "@orch/contracts";
 import { runMsg } from "../convert.js";
 import { operationsDb } from "../db/operations.js";
 import { runsDb } from "../db/runs.js";
 import type { StateDeps } from "../deps.js";
 
-/** Target status (an operation's, or queued / not_started) → the RunProgress counter it adds to. */
-const COUNTER: Record<
-  string,
-  keyof Pick<RunProgress, "done" | "failed" | "unreachable" | "running" | "queued" | "notStarted">
-> = {
-  succeeded: "done",
-  failed: "failed",
-  timed_out: "failed",
-  unreachable: "unreachable",
-  pending: "running",
-  running: "running",
-  queued: "queued",
-  not_started: "notStarted",
-};
-
-/** The counts of a run as its current view shows them. */
+/** The counts of a run as its current view shows them (the rule: countRunTargets in the contracts). */
 export function progressOf(run: ReturnType<typeof runMsg>, at: number): MessageInitShape<typeof RunProgressSchema> {
-  const counts = { done: 0, failed: 0, unreachable: 0, running: 0, queued: 0, notStarted: 0 };
-  const targets = run.targets ?? [];
-  for (const t of targets) {
-    const c = COUNTER[t.status ?? ""];
-    if (c) counts[c]++;
-  }
+  const counts = countRunTargets((run.targets ?? []).map((t) => t.status ?? ""));
   return {
     runId: run.id ?? "",
     assignment: run.assignment ?? "",
     kind: run.kind ?? "",
     status: run.status ?? "",
-    total: targets.length,
     ...counts,
     at,
   };

@@ -17,6 +17,13 @@ export interface OperationInput {
   assignment?: string;
   /** Called after the operation starts running and after it ends (a fan-out publishes its progress). */
   onChange?: () => void;
+  /**
+   * Enforcement: apply only these resources (`<module>/<id>`); `requires` edges to the others are
+   * dropped (they were in sync). Such an apply leaves the snapshot alone (engine/finish.ts).
+   */
+  only?: ReadonlySet<string>;
+  /** Enforcement: the drift record the apply corrects. */
+  remediates?: string;
 }
 
 export interface Runner {
@@ -40,6 +47,23 @@ const UNREACHABLE_REASONS = new Set([
   "agent_disconnected",
 ]);
 
+/** The resources named in `only` (all when absent), without `requires` edges to the ones left out. */
+export function subset(resources: RenderedResource[], only?: ReadonlySet<string>): RenderedResource[] {
+  if (!only) return resources;
+  return resources
+    .filter((r) => only.has(`${r.module}/${r.id}`))
+    .map((r) => ({ ...r, requires: r.requires.filter((dep) => only.has(dep)) }));
+}
+
+/** The sources with only the resources named in `only` (all when absent). */
+function narrow(sources: ModuleSource[], only?: ReadonlySet<string>): ModuleSource[] {
+  if (!only) return sources;
+  return sources.map((s) => ({
+    ...s,
+    parsed: { ...s.parsed, resources: s.parsed.resources.filter((r) => only.has(`${s.name}/${r.id}`)) },
+  }));
+}
+
 export function createRunner(deps: StateDeps, clients: Clients): Runner {
   const { pool, clock, ids, log, config } = deps;
   const timeoutMs = config.state.operation_timeout_seconds * 1000;
@@ -49,12 +73,15 @@ export function createRunner(deps: StateDeps, clients: Clients): Runner {
 
   async function run(op: NewOperation, input: OperationInput): Promise<OperationRow | undefined> {
     const { agent, sources, kind } = input;
+    const only = input.only;
+    // An enforcement apply renders, and resolves the secrets of, its resources only.
+    const used = narrow(sources, only);
     const end = (status: OperationRow["status"], error_code: string, error: string) =>
-      finishOperation(deps, op, { status, finished_at: clock.now(), error_code, error }, { agent, sources });
+      finishOperation(deps, op, { status, finished_at: clock.now(), error_code, error }, { agent, sources, only });
 
     // Secrets first: a refused secret fails the operation before anything reaches the agent.
     const secrets = new Map<string, string>();
-    for (const name of secretNames(sources)) {
+    for (const name of secretNames(used)) {
       try {
         const r = await clients.secrets.resolve(
           { name, nodeId: agent.nodeId, operationId: op.id },
@@ -69,7 +96,7 @@ export function createRunner(deps: StateDeps, clients: Clients): Runner {
     const mask = masker(secrets.values());
     let resources: RenderedResource[];
     try {
-      resources = renderResources(sources, agent, secrets);
+      resources = subset(renderResources(used, agent, secrets), only);
     } catch (err) {
       if (err instanceof TemplateError) return end("failed", "template_error", mask(err.message));
       throw err;
@@ -99,7 +126,7 @@ export function createRunner(deps: StateDeps, clients: Clients): Runner {
         );
       return end("failed", e.reason, mask(e.message));
     }
-    const exec = storeResults(response.results, mask, secretBearing(sources));
+    const exec = storeResults(response.results, mask, secretBearing(used));
     const failed = exec.summary.failed > 0 || exec.summary.skipped > 0;
     return finishOperation(
       deps,
@@ -111,7 +138,7 @@ export function createRunner(deps: StateDeps, clients: Clients): Runner {
         results: exec.results,
         output: exec.output,
       },
-      { agent, sources, exec },
+      { agent, sources, exec, only },
     );
   }
 
@@ -130,6 +157,7 @@ export function createRunner(deps: StateDeps, clients: Clients): Runner {
         deadline: now + timeoutMs,
         run_id: input.runId ?? null,
         assignment: input.assignment ?? "",
+        remediates: input.remediates ?? null,
       };
     },
 

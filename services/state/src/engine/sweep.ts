@@ -1,4 +1,6 @@
 import { withJobLock } from "@orch/kit";
+import { commandRunsDb } from "../db/commands.js";
+import { finishCommandRun } from "../commands/finish.js";
 import { modulesDb } from "../db/catalog.js";
 import { operationsDb } from "../db/operations.js";
 import { runsDb } from "../db/runs.js";
@@ -26,7 +28,7 @@ export async function sweep(
 
 /**
  * Ends what nobody will end any more: operations past their deadline (e.g. their replica died)
- * become timed_out with their event, fan-outs without a heartbeat become interrupted, and module
+ * become timed_out with their event, fan-outs and command runs without a heartbeat become interrupted, and module
  * versions nothing refers to are dropped. The caller holds the `state.sweep` job lock.
  */
 export async function sweepStale(
@@ -38,7 +40,11 @@ export async function sweepStale(
   const now = clock.now();
   const interruptedRuns = await runsDb.interruptStale(pool, now - HEARTBEAT_STALE_MS, now);
   for (const id of interruptedRuns) progress?.changed(id);
-  const interrupted = interruptedRuns.length;
+  let interrupted = interruptedRuns.length;
+  // Command runs the same way: a dead driver's running targets are lost, its queued ones never start.
+  for (const run of await commandRunsDb.staleIds(pool, now - HEARTBEAT_STALE_MS)) {
+    if (await finishCommandRun(deps, run, "interrupted")) interrupted++;
+  }
   for (;;) {
     const stale = await operationsDb.stale(pool, clock.now(), clock.now() - HEARTBEAT_STALE_MS, 200);
     for (const op of stale) {

@@ -93,6 +93,7 @@ export function assignmentHandlers(engine: Engine): AssignmentHandlers {
         ...checkDefinition(req),
         created_at: clock.now(),
         created_by: ctx.actor.id,
+        enforce: req.enforce ?? false,
       };
       const { modules } = row;
       try {
@@ -104,7 +105,7 @@ export function assignmentHandlers(engine: Engine): AssignmentHandlers {
             summary: `assignment ${name} (${row.selector} → ${modules.join(", ")}) created by ${ctx.actor.name}`,
             actor: ctx.actor,
             target: { id: name, name, type: "assignment" },
-            metadata: { selector: row.selector, modules },
+            metadata: { selector: row.selector, modules, enforce: row.enforce },
           });
         });
       } catch (err) {
@@ -134,7 +135,8 @@ export function assignmentHandlers(engine: Engine): AssignmentHandlers {
         const old = await assignmentsDb.getForUpdate(db, req.name);
         if (!old) throw notFound("assignment_not_found", `no assignment '${req.name}'`);
         await requireModules(db, def.modules);
-        const row: AssignmentRow = { ...old, ...def };
+        // Enforce mode is kept unless the request says otherwise.
+        const row: AssignmentRow = { ...old, ...def, enforce: req.enforce ?? old.enforce };
         await assignmentsDb.update(db, row);
         await emit({
           type: "assignment.updated",
@@ -144,7 +146,13 @@ export function assignmentHandlers(engine: Engine): AssignmentHandlers {
           metadata: {
             selector: row.selector,
             modules: row.modules,
-            previous: { selector: old.selector, modules: old.modules, description: old.description },
+            enforce: row.enforce,
+            previous: {
+              selector: old.selector,
+              modules: old.modules,
+              description: old.description,
+              enforce: old.enforce,
+            },
           },
         });
         return assignmentMsg(row);

@@ -1,6 +1,15 @@
 import { z } from "zod";
-import { NAME_RE, NAME_RULE } from "@orch/contracts";
-import { TEMPLATE_MARK } from "./template.js";
+import {
+  CRON_ENV_KEY_RE,
+  CRON_NAME_RE,
+  CRON_NAME_RULE,
+  CRON_USER_RE,
+  CRON_USER_RULE,
+  checkCronSchedule,
+  NAME_RE,
+  NAME_RULE,
+} from "@orch/contracts";
+import { refsIn, TEMPLATE_MARK } from "./template.js";
 
 /**
  * Schema v1 of a module's resources, one zod object per type. The field lists match the agent's
@@ -41,6 +50,36 @@ const env = z.record(
 const names = z.array(nonEmpty);
 
 const owned = { mode: mode.optional(), owner: nonEmpty.optional(), group: nonEmpty.optional() };
+
+/** A literal value is checked here; a templated one is checked by the agent once rendered. */
+const literalOr = (s: string, ok: (s: string) => boolean) => s.includes(TEMPLATE_MARK) || ok(s);
+const single = (s: string) => !/[\r\n]/.test(s);
+const oneLine = z.string().refine(single, "must be one line");
+/** Regular expressions are JavaScript's (the agent's), without flags. */
+const regexp = nonEmpty.superRefine((s, ctx) => {
+  if (s.includes(TEMPLATE_MARK)) return;
+  try {
+    new RegExp(s);
+  } catch (e) {
+    ctx.addIssue({ code: "custom", message: `must be a valid regular expression: ${(e as Error).message}` });
+  }
+});
+/** Where a new line or block goes when nothing matches: a regexp, or EOF/BOF. */
+const placement = {
+  insert_after: regexp.optional(),
+  insert_before: regexp.optional(),
+};
+const onePlacement = {
+  check: (r: { insert_after?: unknown; insert_before?: unknown }) =>
+    r.insert_after === undefined || r.insert_before === undefined,
+  params: { message: "give at most one of insert_after and insert_before", path: ["insert_before"] },
+};
+const cronSchedule = oneLine.superRefine((s, ctx) => {
+  const bad = s.includes(TEMPLATE_MARK) ? null : checkCronSchedule(s);
+  if (bad) ctx.addIssue({ code: "custom", message: bad });
+});
+/** A cron.d file is readable by every local user: a secret must not be written into one. */
+const noSecret = (v: unknown) => !refsIn(v).some((r) => r.ns === "secrets");
 
 export const RESOURCE_TYPES = {
   file: z.strictObject({
@@ -110,6 +149,62 @@ export const RESOURCE_TYPES = {
     gid: count.optional(),
     system: bool.optional(),
   }),
+  line: z
+    .strictObject({
+      path: absPath,
+      line: oneLine.optional(),
+      match: regexp.optional(),
+      state: oneOf(["present", "absent"]).optional(),
+      create: bool.optional(),
+      ...placement,
+    })
+    .refine(onePlacement.check, onePlacement.params)
+    .refine((r) => r.line !== undefined || r.state === "absent" || Boolean(r.state?.includes(TEMPLATE_MARK)), {
+      message: "line is required unless state is absent",
+      path: ["line"],
+    })
+    .refine((r) => r.line !== undefined || r.match !== undefined, {
+      message: "state absent needs match or line",
+      path: ["match"],
+    }),
+  block: z
+    .strictObject({
+      path: absPath,
+      content: text.optional(),
+      marker: oneLine.refine((s) => s.includes("{mark}"), "must contain {mark} (replaced by BEGIN and END)").optional(),
+      state: oneOf(["present", "absent"]).optional(),
+      create: bool.optional(),
+      ...placement,
+    })
+    .refine(onePlacement.check, onePlacement.params)
+    .refine((r) => r.content !== undefined || r.state === "absent" || Boolean(r.state?.includes(TEMPLATE_MARK)), {
+      message: "content is required unless state is absent",
+      path: ["content"],
+    }),
+  cron: z
+    .strictObject({
+      name: nonEmpty.refine((s) => literalOr(s, (v) => CRON_NAME_RE.test(v)), `must be ${CRON_NAME_RULE}`),
+      schedule: cronSchedule.optional(),
+      command: nonEmpty.refine(single, "must be one line").optional(),
+      user: nonEmpty.refine((s) => literalOr(s, (v) => CRON_USER_RE.test(v)), CRON_USER_RULE).optional(),
+      env: z
+        .record(z.string(), z.union([oneLine, z.number(), z.boolean()]))
+        // Keys checked here rather than in the record's key schema, whose issue does not say why.
+        .superRefine((env, ctx) => {
+          for (const k of Object.keys(env))
+            if (!CRON_ENV_KEY_RE.test(k))
+              ctx.addIssue({ code: "custom", path: [k], message: "must be an environment variable name" });
+        })
+        .refine(noSecret, "must not hold a {{ secrets.* }}: a cron.d file is readable by every local user")
+        .optional(),
+      state: oneOf(["present", "absent"]).optional(),
+    })
+    .superRefine((r, ctx) => {
+      if (r.state === "absent" || r.state?.includes(TEMPLATE_MARK)) return;
+      for (const k of ["schedule", "command"] as const)
+        if (r[k] === undefined)
+          ctx.addIssue({ code: "custom", path: [k], message: `${k} is required unless state is absent` });
+    }),
 } as const;
 
 export type ResourceType = keyof typeof RESOURCE_TYPES;
@@ -129,6 +224,10 @@ export const ARGUMENT_FIELDS: Readonly<Record<ResourceType, readonly string[]>> 
   service: ["name"],
   user: ["name", "uid", "group", "gid", "groups", "home", "shell", "comment"],
   group: ["name", "gid"],
+  line: [],
+  block: [],
+  // cron runs the command as `/bin/sh -c <command>`.
+  cron: ["command", "user"],
 };
 
 export const isResourceType = (t: unknown): t is ResourceType =>

@@ -18,7 +18,7 @@ import { useModules } from "../../api/modules";
 import { driftStatus, resultText, statusLabel } from "../../lib/operation-text";
 import { useUrlState } from "../../lib/url-state";
 import { Badge, EmptyState, Loading, ProblemMessage, QueryStatus, Section, Time, toneOf } from "../../ui";
-import { TableRegion } from "../parts/table-region";
+import { ItemTable } from "../parts/item-table";
 import { DiffModeToggle, DiffView } from "../../ui/diff-view";
 import { OperationResults } from "../parts/operation-results";
 import { OperationSummary } from "./operation-summary";
@@ -105,46 +105,34 @@ export function OperationsSection({ nodeId }: { nodeId: string }) {
   return (
     <Section title="Recent operations">
       <QueryStatus query={ops}>
-        {list.length === 0 ? (
-          <EmptyState title="No operations yet.">Apply, plan and drift checks of this agent appear here.</EmptyState>
-        ) : (
-          <TableRegion label="Recent operations">
-            <table className="table">
-              <thead>
-                <tr>
-                  <th scope="col">Operation</th>
-                  <th scope="col">Started</th>
-                  <th scope="col">Kind</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Modules</th>
-                  <th scope="col">Result</th>
-                  <th scope="col">By</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((o) => (
-                  <tr key={o.id}>
-                    <td className="mono">
-                      <Link href={`/operations/${o.id}`}>{o.id}</Link>
-                    </td>
-                    <td>
-                      <Time value={o.started_at ?? o.created_at} />
-                    </td>
-                    <td>{o.kind}</td>
-                    <td>
-                      <Badge tone={toneOf(o.status)}>{statusLabel(o.status)}</Badge>
-                    </td>
-                    <td className="mono">{o.modules.join(", ")}</td>
-                    <td>
-                      <span title={o.error_code ?? undefined}>{resultText(o)}</span>
-                    </td>
-                    <td>{o.actor.name || o.assignment || "—"}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </TableRegion>
-        )}
+        <ItemTable
+          label="Recent operations"
+          columns={["Operation", "Started", "Kind", "Status", "Modules", "Result", "By"]}
+          items={list}
+          empty={
+            <EmptyState title="No operations yet.">Apply, plan and drift checks of this agent appear here.</EmptyState>
+          }
+        >
+          {(o) => (
+            <tr key={o.id}>
+              <td className="mono">
+                <Link href={`/operations/${o.id}`}>{o.id}</Link>
+              </td>
+              <td>
+                <Time value={o.started_at ?? o.created_at} />
+              </td>
+              <td>{o.kind}</td>
+              <td>
+                <Badge tone={toneOf(o.status)}>{statusLabel(o.status)}</Badge>
+              </td>
+              <td className="mono">{o.modules.join(", ")}</td>
+              <td>
+                <span title={o.error_code ?? undefined}>{resultText(o)}</span>
+              </td>
+              <td>{o.actor.name || o.assignment || "—"}</td>
+            </tr>
+          )}
+        </ItemTable>
       </QueryStatus>
     </Section>
   );

@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file orch/v1/state.proto.
  */
 export const file_orch_v1_state: GenFile = /*@__PURE__*/
-  fileDesc("ChNvcmNoL3YxL3N0YXRlLnByb3RvEgdvcmNoLnYxIqgBCgZNb2R1bGUSDAoEbmFtZRgBIAEoCRITCgt1cGxvYWRlZF9hdBgCIAEoARITCgt1cGxvYWRlZF9ieRgDIAEoCRIPCgdjb250ZW50GAQgASgJEhMKC2Rlc2NyaXB0aW9uGAUgASgJEhYKDnJlc291cmNlX2NvdW50GAYgASgFEg4KBnNoYTI1NhgHIAEoCRIYChB1cGxvYWRlZF9ieV9uYW1lGAggASgJIjQKE1VwbG9hZE1vZHVsZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIPCgdjb250ZW50GAIgASgJIjMKEkxpc3RNb2R1bGVzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiTAoTTGlzdE1vZHVsZXNSZXNwb25zZRIgCgdtb2R1bGVzGAEgAygLMg8ub3JjaC52MS5Nb2R1bGUSEwoLbmV4dF9jdXJzb3IYAiABKAkiIAoQR2V0TW9kdWxlUmVxdWVzdBIMCgRuYW1lGAEgASgJIo8BCgpBc3NpZ25tZW50EgwKBG5hbWUYASABKAkSEAoIc2VsZWN0b3IYAiABKAkSDwoHbW9kdWxlcxgDIAMoCRIYCgtkZXNjcmlwdGlvbhgEIAEoCUgAiAEBEhIKCmNyZWF0ZWRfYXQYBSABKAESEgoKY3JlYXRlZF9ieRgGIAEoCUIOCgxfZGVzY3JpcHRpb24idAoXQ3JlYXRlQXNzaWdubWVudFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIQCghzZWxlY3RvchgCIAEoCRIPCgdtb2R1bGVzGAMgAygJEhgKC2Rlc2NyaXB0aW9uGAQgASgJSACIAQFCDgoMX2Rlc2NyaXB0aW9uIjcKFkxpc3RBc3NpZ25tZW50c1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJIlgKF0xpc3RBc3NpZ25tZW50c1Jlc3BvbnNlEigKC2Fzc2lnbm1lbnRzGAEgAygLMhMub3JjaC52MS5Bc3NpZ25tZW50EhMKC25leHRfY3Vyc29yGAIgASgJIiQKFEdldEFzc2lnbm1lbnRSZXF1ZXN0EgwKBG5hbWUYASABKAkigwEKFFJ1bkFzc2lnbm1lbnRSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEa2luZBgCIAEoCRINCgViYXRjaBgDIAEoCRIZCgxtYXhfZmFpbHVyZXMYBCABKAVIAIgBARIUCgx3YWl0X3NlY29uZHMYBSABKAVCDwoNX21heF9mYWlsdXJlcyI3ChdHZXRBc3NpZ25tZW50UnVuUmVxdWVzdBIMCgRuYW1lGAEgASgJEg4KBnJ1bl9pZBgCIAEoCSJIChlMaXN0QXNzaWdubWVudFJ1bnNSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFbGltaXQYAiABKAUSDgoGY3Vyc29yGAMgASgJIlcKGkxpc3RBc3NpZ25tZW50UnVuc1Jlc3BvbnNlEiQKBHJ1bnMYASADKAsyFi5vcmNoLnYxLkFzc2lnbm1lbnRSdW4SEwoLbmV4dF9jdXJzb3IYAiABKAkiXwoJUnVuVGFyZ2V0Eg8KB25vZGVfaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgViYXRjaBgDIAEoBRIUCgxvcGVyYXRpb25faWQYBCABKAkSDgoGc3RhdHVzGAUgASgJIrMCCg1Bc3NpZ25tZW50UnVuEgoKAmlkGAEgASgJEhIKCmFzc2lnbm1lbnQYAiABKAkSDAoEa2luZBgDIAEoCRIOCgZzdGF0dXMYBCABKAkSEAoIc2VsZWN0b3IYBSABKAkSDwoHbW9kdWxlcxgGIAMoCRISCgpiYXRjaF9zaXplGAcgASgFEg8KB2JhdGNoZXMYCCABKAUSGQoMbWF4X2ZhaWx1cmVzGAkgASgFSACIAQESEAoIZmFpbHVyZXMYCiABKAUSEgoKY3JlYXRlZF9hdBgLIAEoARITCgtmaW5pc2hlZF9hdBgMIAEoARIQCghhY3Rvcl9pZBgNIAEoCRIjCgd0YXJnZXRzGA4gAygLMhIub3JjaC52MS5SdW5UYXJnZXRCDwoNX21heF9mYWlsdXJlcyLTAQoLUnVuUHJvZ3Jlc3MSDgoGcnVuX2lkGAEgASgJEhIKCmFzc2lnbm1lbnQYAiABKAkSDAoEa2luZBgDIAEoCRIOCgZzdGF0dXMYBCABKAkSDQoFdG90YWwYBSABKAUSDAoEZG9uZRgGIAEoBRIOCgZmYWlsZWQYByABKAUSEwoLdW5yZWFjaGFibGUYCCABKAUSDwoHcnVubmluZxgJIAEoBRIOCgZxdWV1ZWQYCiABKAUSEwoLbm90X3N0YXJ0ZWQYCyABKAUSCgoCYXQYDCABKAEiVwoPUnVuQWdlbnRSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkSDAoEa2luZBgCIAEoCRIPCgdtb2R1bGVzGAMgAygJEhQKDHdhaXRfc2Vjb25kcxgEIAEoBSJiCg1SZXN1bHRTdW1tYXJ5EgoKAm9rGAEgASgFEg8KB2NoYW5nZWQYAiABKAUSDgoGZmFpbGVkGAMgASgFEg8KB3NraXBwZWQYBCABKAUSEwoLdW5zdXBwb3J0ZWQYBSABKAUipAEKD09wZXJhdGlvblJlc3VsdBIKCgJpZBgBIAEoCRIOCgZtb2R1bGUYAiABKAkSDAoEdHlwZRgDIAEoCRIOCgZzdGF0dXMYBCABKAkSDwoHY2hhbmdlZBgFIAEoCBIMCgRkaWZmGAYgASgJEg8KB21lc3NhZ2UYByABKAkSEwoLZHVyYXRpb25fbXMYCCABKAESEgoKaGFzX291dHB1dBgJIAEoCCL6AgoJT3BlcmF0aW9uEgoKAmlkGAEgASgJEg8KB25vZGVfaWQYAiABKAkSEQoJbm9kZV9uYW1lGAMgASgJEgwKBGtpbmQYBCABKAkSDwoHbW9kdWxlcxgFIAMoCRIOCgZzdGF0dXMYBiABKAkSEgoKY3JlYXRlZF9hdBgHIAEoARISCgpzdGFydGVkX2F0GAggASgBEhMKC2ZpbmlzaGVkX2F0GAkgASgBEhAKCGFjdG9yX2lkGAogASgJEhIKCmFjdG9yX25hbWUYCyABKAkSJwoHc3VtbWFyeRgMIAEoCzIWLm9yY2gudjEuUmVzdWx0U3VtbWFyeRIpCgdyZXN1bHRzGA0gAygLMhgub3JjaC52MS5PcGVyYXRpb25SZXN1bHQSEgoKZXJyb3JfY29kZRgOIAEoCRINCgVlcnJvchgPIAEoCRISCgphc3NpZ25tZW50GBAgASgJEg4KBnJ1bl9pZBgRIAEoCRIQCghkZWFkbGluZRgSIAEoASKLAQoVTGlzdE9wZXJhdGlvbnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCRIPCgdub2RlX2lkGAMgASgJEgwKBGtpbmQYBCABKAkSDgoGc3RhdHVzGAUgASgJEg4KBnJ1bl9pZBgGIAEoCRIUCgx3aXRoX3Jlc3VsdHMYByABKAgiVQoWTGlzdE9wZXJhdGlvbnNSZXNwb25zZRImCgpvcGVyYXRpb25zGAEgAygLMhIub3JjaC52MS5PcGVyYXRpb24SEwoLbmV4dF9jdXJzb3IYAiABKAkiMgoTR2V0T3BlcmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJIkwKDlJlc291cmNlT3V0cHV0EgoKAmlkGAEgASgJEg4KBm1vZHVsZRgCIAEoCRIOCgZzdGRvdXQYAyABKAkSDgoGc3RkZXJyGAQgASgJImIKD09wZXJhdGlvbk91dHB1dBIUCgxvcGVyYXRpb25faWQYASABKAkSDwoHbm9kZV9pZBgCIAEoCRIoCgdvdXRwdXRzGAMgAygLMhcub3JjaC52MS5SZXNvdXJjZU91dHB1dCI6ChFDaGVja0RyaWZ0UmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEhQKDHdhaXRfc2Vjb25kcxgCIAEoBSJqCg9EcmlmdGVkUmVzb3VyY2USDgoGbW9kdWxlGAEgASgJEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDAoEZGlmZhgEIAEoCRIOCgZzdGF0dXMYBSABKAkSDwoHbWVzc2FnZRgGIAEoCSKSAQoLRHJpZnRSZWNvcmQSCgoCaWQYASABKAkSDwoHbm9kZV9pZBgCIAEoCRIUCgxvcGVyYXRpb25faWQYAyABKAkSEgoKY2hlY2tlZF9hdBgEIAEoARIPCgdkcmlmdGVkGAUgASgIEisKCXJlc291cmNlcxgGIAMoCzIYLm9yY2gudjEuRHJpZnRlZFJlc291cmNlImcKCkRyaWZ0Q2hlY2sSJQoJb3BlcmF0aW9uGAEgASgLMhIub3JjaC52MS5PcGVyYXRpb24SKAoFZHJpZnQYAiABKAsyFC5vcmNoLnYxLkRyaWZ0UmVjb3JkSACIAQFCCAoGX2RyaWZ0IkIKEExpc3REcmlmdFJlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZjdXJzb3IYAyABKAkiTwoRTGlzdERyaWZ0UmVzcG9uc2USJQoHcmVjb3JkcxgBIAMoCzIULm9yY2gudjEuRHJpZnRSZWNvcmQSEwoLbmV4dF9jdXJzb3IYAiABKAkiKAoVR2V0TGF0ZXN0RHJpZnRSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkiHQoPR2V0RHJpZnRSZXF1ZXN0EgoKAmlkGAEgASgJIioKF0dldEJlbGlldmVkU3RhdGVSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkioQEKEEJlbGlldmVkUmVzb3VyY2USDgoGbW9kdWxlGAEgASgJEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDgoGc3RhdHVzGAQgASgJEikKCG9ic2VydmVkGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIUCgxvcGVyYXRpb25faWQYBiABKAkSEgoKYXBwbGllZF9hdBgHIAEoASJOCg1CZWxpZXZlZFN0YXRlEg8KB25vZGVfaWQYASABKAkSLAoJcmVzb3VyY2VzGAIgAygLMhkub3JjaC52MS5CZWxpZXZlZFJlc291cmNlMuYLCgxTdGF0ZVNlcnZpY2USPQoMVXBsb2FkTW9kdWxlEhwub3JjaC52MS5VcGxvYWRNb2R1bGVSZXF1ZXN0Gg8ub3JjaC52MS5Nb2R1bGUSSAoLTGlzdE1vZHVsZXMSGy5vcmNoLnYxLkxpc3RNb2R1bGVzUmVxdWVzdBocLm9yY2gudjEuTGlzdE1vZHVsZXNSZXNwb25zZRI3CglHZXRNb2R1bGUSGS5vcmNoLnYxLkdldE1vZHVsZVJlcXVlc3QaDy5vcmNoLnYxLk1vZHVsZRI5CgxEZWxldGVNb2R1bGUSGS5vcmNoLnYxLkdldE1vZHVsZVJlcXVlc3QaDi5vcmNoLnYxLkVtcHR5EkkKEENyZWF0ZUFzc2lnbm1lbnQSIC5vcmNoLnYxLkNyZWF0ZUFzc2lnbm1lbnRSZXF1ZXN0GhMub3JjaC52MS5Bc3NpZ25tZW50ElQKD0xpc3RBc3NpZ25tZW50cxIfLm9yY2gudjEuTGlzdEFzc2lnbm1lbnRzUmVxdWVzdBogLm9yY2gudjEuTGlzdEFzc2lnbm1lbnRzUmVzcG9uc2USQwoNR2V0QXNzaWdubWVudBIdLm9yY2gudjEuR2V0QXNzaWdubWVudFJlcXVlc3QaEy5vcmNoLnYxLkFzc2lnbm1lbnQSQQoQRGVsZXRlQXNzaWdubWVudBIdLm9yY2gudjEuR2V0QXNzaWdubWVudFJlcXVlc3QaDi5vcmNoLnYxLkVtcHR5EkkKEFVwZGF0ZUFzc2lnbm1lbnQSIC5vcmNoLnYxLkNyZWF0ZUFzc2lnbm1lbnRSZXF1ZXN0GhMub3JjaC52MS5Bc3NpZ25tZW50EkYKDVJ1bkFzc2lnbm1lbnQSHS5vcmNoLnYxLlJ1bkFzc2lnbm1lbnRSZXF1ZXN0GhYub3JjaC52MS5Bc3NpZ25tZW50UnVuEkwKEEdldEFzc2lnbm1lbnRSdW4SIC5vcmNoLnYxLkdldEFzc2lnbm1lbnRSdW5SZXF1ZXN0GhYub3JjaC52MS5Bc3NpZ25tZW50UnVuEl0KEkxpc3RBc3NpZ25tZW50UnVucxIiLm9yY2gudjEuTGlzdEFzc2lnbm1lbnRSdW5zUmVxdWVzdBojLm9yY2gudjEuTGlzdEFzc2lnbm1lbnRSdW5zUmVzcG9uc2USOAoIUnVuQWdlbnQSGC5vcmNoLnYxLlJ1bkFnZW50UmVxdWVzdBoSLm9yY2gudjEuT3BlcmF0aW9uElEKDkxpc3RPcGVyYXRpb25zEh4ub3JjaC52MS5MaXN0T3BlcmF0aW9uc1JlcXVlc3QaHy5vcmNoLnYxLkxpc3RPcGVyYXRpb25zUmVzcG9uc2USQAoMR2V0T3BlcmF0aW9uEhwub3JjaC52MS5HZXRPcGVyYXRpb25SZXF1ZXN0GhIub3JjaC52MS5PcGVyYXRpb24STAoSR2V0T3BlcmF0aW9uT3V0cHV0Ehwub3JjaC52MS5HZXRPcGVyYXRpb25SZXF1ZXN0Ghgub3JjaC52MS5PcGVyYXRpb25PdXRwdXQSPQoKQ2hlY2tEcmlmdBIaLm9yY2gudjEuQ2hlY2tEcmlmdFJlcXVlc3QaEy5vcmNoLnYxLkRyaWZ0Q2hlY2sSQgoJTGlzdERyaWZ0Ehkub3JjaC52MS5MaXN0RHJpZnRSZXF1ZXN0Ghoub3JjaC52MS5MaXN0RHJpZnRSZXNwb25zZRJGCg5HZXRMYXRlc3REcmlmdBIeLm9yY2gudjEuR2V0TGF0ZXN0RHJpZnRSZXF1ZXN0GhQub3JjaC52MS5EcmlmdFJlY29yZBI6CghHZXREcmlmdBIYLm9yY2gudjEuR2V0RHJpZnRSZXF1ZXN0GhQub3JjaC52MS5EcmlmdFJlY29yZBJMChBHZXRCZWxpZXZlZFN0YXRlEiAub3JjaC52MS5HZXRCZWxpZXZlZFN0YXRlUmVxdWVzdBoWLm9yY2gudjEuQmVsaWV2ZWRTdGF0ZWIGcHJvdG8z", [file_google_protobuf_struct, file_orch_v1_common]);
+  fileDesc("ChNvcmNoL3YxL3N0YXRlLnByb3RvEgdvcmNoLnYxIqgBCgZNb2R1bGUSDAoEbmFtZRgBIAEoCRITCgt1cGxvYWRlZF9hdBgCIAEoARITCgt1cGxvYWRlZF9ieRgDIAEoCRIPCgdjb250ZW50GAQgASgJEhMKC2Rlc2NyaXB0aW9uGAUgASgJEhYKDnJlc291cmNlX2NvdW50GAYgASgFEg4KBnNoYTI1NhgHIAEoCRIYChB1cGxvYWRlZF9ieV9uYW1lGAggASgJIjQKE1VwbG9hZE1vZHVsZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIPCgdjb250ZW50GAIgASgJIjMKEkxpc3RNb2R1bGVzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiTAoTTGlzdE1vZHVsZXNSZXNwb25zZRIgCgdtb2R1bGVzGAEgAygLMg8ub3JjaC52MS5Nb2R1bGUSEwoLbmV4dF9jdXJzb3IYAiABKAkiIAoQR2V0TW9kdWxlUmVxdWVzdBIMCgRuYW1lGAEgASgJIqABCgpBc3NpZ25tZW50EgwKBG5hbWUYASABKAkSEAoIc2VsZWN0b3IYAiABKAkSDwoHbW9kdWxlcxgDIAMoCRIYCgtkZXNjcmlwdGlvbhgEIAEoCUgAiAEBEhIKCmNyZWF0ZWRfYXQYBSABKAESEgoKY3JlYXRlZF9ieRgGIAEoCRIPCgdlbmZvcmNlGAcgASgIQg4KDF9kZXNjcmlwdGlvbiKWAQoXQ3JlYXRlQXNzaWdubWVudFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIQCghzZWxlY3RvchgCIAEoCRIPCgdtb2R1bGVzGAMgAygJEhgKC2Rlc2NyaXB0aW9uGAQgASgJSACIAQESFAoHZW5mb3JjZRgFIAEoCEgBiAEBQg4KDF9kZXNjcmlwdGlvbkIKCghfZW5mb3JjZSI3ChZMaXN0QXNzaWdubWVudHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSJYChdMaXN0QXNzaWdubWVudHNSZXNwb25zZRIoCgthc3NpZ25tZW50cxgBIAMoCzITLm9yY2gudjEuQXNzaWdubWVudBITCgtuZXh0X2N1cnNvchgCIAEoCSIkChRHZXRBc3NpZ25tZW50UmVxdWVzdBIMCgRuYW1lGAEgASgJIoMBChRSdW5Bc3NpZ25tZW50UmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBGtpbmQYAiABKAkSDQoFYmF0Y2gYAyABKAkSGQoMbWF4X2ZhaWx1cmVzGAQgASgFSACIAQESFAoMd2FpdF9zZWNvbmRzGAUgASgFQg8KDV9tYXhfZmFpbHVyZXMiNwoXR2V0QXNzaWdubWVudFJ1blJlcXVlc3QSDAoEbmFtZRgBIAEoCRIOCgZydW5faWQYAiABKAkiSAoZTGlzdEFzc2lnbm1lbnRSdW5zUmVxdWVzdBIMCgRuYW1lGAEgASgJEg0KBWxpbWl0GAIgASgFEg4KBmN1cnNvchgDIAEoCSJXChpMaXN0QXNzaWdubWVudFJ1bnNSZXNwb25zZRIkCgRydW5zGAEgAygLMhYub3JjaC52MS5Bc3NpZ25tZW50UnVuEhMKC25leHRfY3Vyc29yGAIgASgJIl8KCVJ1blRhcmdldBIPCgdub2RlX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDQoFYmF0Y2gYAyABKAUSFAoMb3BlcmF0aW9uX2lkGAQgASgJEg4KBnN0YXR1cxgFIAEoCSKzAgoNQXNzaWdubWVudFJ1bhIKCgJpZBgBIAEoCRISCgphc3NpZ25tZW50GAIgASgJEgwKBGtpbmQYAyABKAkSDgoGc3RhdHVzGAQgASgJEhAKCHNlbGVjdG9yGAUgASgJEg8KB21vZHVsZXMYBiADKAkSEgoKYmF0Y2hfc2l6ZRgHIAEoBRIPCgdiYXRjaGVzGAggASgFEhkKDG1heF9mYWlsdXJlcxgJIAEoBUgAiAEBEhAKCGZhaWx1cmVzGAogASgFEhIKCmNyZWF0ZWRfYXQYCyABKAESEwoLZmluaXNoZWRfYXQYDCABKAESEAoIYWN0b3JfaWQYDSABKAkSIwoHdGFyZ2V0cxgOIAMoCzISLm9yY2gudjEuUnVuVGFyZ2V0Qg8KDV9tYXhfZmFpbHVyZXMi0wEKC1J1blByb2dyZXNzEg4KBnJ1bl9pZBgBIAEoCRISCgphc3NpZ25tZW50GAIgASgJEgwKBGtpbmQYAyABKAkSDgoGc3RhdHVzGAQgASgJEg0KBXRvdGFsGAUgASgFEgwKBGRvbmUYBiABKAUSDgoGZmFpbGVkGAcgASgFEhMKC3VucmVhY2hhYmxlGAggASgFEg8KB3J1bm5pbmcYCSABKAUSDgoGcXVldWVkGAogASgFEhMKC25vdF9zdGFydGVkGAsgASgFEgoKAmF0GAwgASgBIlcKD1J1bkFnZW50UmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEgwKBGtpbmQYAiABKAkSDwoHbW9kdWxlcxgDIAMoCRIUCgx3YWl0X3NlY29uZHMYBCABKAUiYgoNUmVzdWx0U3VtbWFyeRIKCgJvaxgBIAEoBRIPCgdjaGFuZ2VkGAIgASgFEg4KBmZhaWxlZBgDIAEoBRIPCgdza2lwcGVkGAQgASgFEhMKC3Vuc3VwcG9ydGVkGAUgASgFIqQBCg9PcGVyYXRpb25SZXN1bHQSCgoCaWQYASABKAkSDgoGbW9kdWxlGAIgASgJEgwKBHR5cGUYAyABKAkSDgoGc3RhdHVzGAQgASgJEg8KB2NoYW5nZWQYBSABKAgSDAoEZGlmZhgGIAEoCRIPCgdtZXNzYWdlGAcgASgJEhMKC2R1cmF0aW9uX21zGAggASgBEhIKCmhhc19vdXRwdXQYCSABKAgijgMKCU9wZXJhdGlvbhIKCgJpZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEhEKCW5vZGVfbmFtZRgDIAEoCRIMCgRraW5kGAQgASgJEg8KB21vZHVsZXMYBSADKAkSDgoGc3RhdHVzGAYgASgJEhIKCmNyZWF0ZWRfYXQYByABKAESEgoKc3RhcnRlZF9hdBgIIAEoARITCgtmaW5pc2hlZF9hdBgJIAEoARIQCghhY3Rvcl9pZBgKIAEoCRISCgphY3Rvcl9uYW1lGAsgASgJEicKB3N1bW1hcnkYDCABKAsyFi5vcmNoLnYxLlJlc3VsdFN1bW1hcnkSKQoHcmVzdWx0cxgNIAMoCzIYLm9yY2gudjEuT3BlcmF0aW9uUmVzdWx0EhIKCmVycm9yX2NvZGUYDiABKAkSDQoFZXJyb3IYDyABKAkSEgoKYXNzaWdubWVudBgQIAEoCRIOCgZydW5faWQYESABKAkSEAoIZGVhZGxpbmUYEiABKAESEgoKcmVtZWRpYXRlcxgTIAEoCSKLAQoVTGlzdE9wZXJhdGlvbnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCRIPCgdub2RlX2lkGAMgASgJEgwKBGtpbmQYBCABKAkSDgoGc3RhdHVzGAUgASgJEg4KBnJ1bl9pZBgGIAEoCRIUCgx3aXRoX3Jlc3VsdHMYByABKAgiVQoWTGlzdE9wZXJhdGlvbnNSZXNwb25zZRImCgpvcGVyYXRpb25zGAEgAygLMhIub3JjaC52MS5PcGVyYXRpb24SEwoLbmV4dF9jdXJzb3IYAiABKAkiMgoTR2V0T3BlcmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJIkwKDlJlc291cmNlT3V0cHV0EgoKAmlkGAEgASgJEg4KBm1vZHVsZRgCIAEoCRIOCgZzdGRvdXQYAyABKAkSDgoGc3RkZXJyGAQgASgJImIKD09wZXJhdGlvbk91dHB1dBIUCgxvcGVyYXRpb25faWQYASABKAkSDwoHbm9kZV9pZBgCIAEoCRIoCgdvdXRwdXRzGAMgAygLMhcub3JjaC52MS5SZXNvdXJjZU91dHB1dCI6ChFDaGVja0RyaWZ0UmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEhQKDHdhaXRfc2Vjb25kcxgCIAEoBSJqCg9EcmlmdGVkUmVzb3VyY2USDgoGbW9kdWxlGAEgASgJEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDAoEZGlmZhgEIAEoCRIOCgZzdGF0dXMYBSABKAkSDwoHbWVzc2FnZRgGIAEoCSKSAQoLRHJpZnRSZWNvcmQSCgoCaWQYASABKAkSDwoHbm9kZV9pZBgCIAEoCRIUCgxvcGVyYXRpb25faWQYAyABKAkSEgoKY2hlY2tlZF9hdBgEIAEoARIPCgdkcmlmdGVkGAUgASgIEisKCXJlc291cmNlcxgGIAMoCzIYLm9yY2gudjEuRHJpZnRlZFJlc291cmNlImcKCkRyaWZ0Q2hlY2sSJQoJb3BlcmF0aW9uGAEgASgLMhIub3JjaC52MS5PcGVyYXRpb24SKAoFZHJpZnQYAiABKAsyFC5vcmNoLnYxLkRyaWZ0UmVjb3JkSACIAQFCCAoGX2RyaWZ0IkIKEExpc3REcmlmdFJlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZjdXJzb3IYAyABKAkiTwoRTGlzdERyaWZ0UmVzcG9uc2USJQoHcmVjb3JkcxgBIAMoCzIULm9yY2gudjEuRHJpZnRSZWNvcmQSEwoLbmV4dF9jdXJzb3IYAiABKAkiKAoVR2V0TGF0ZXN0RHJpZnRSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkiHQoPR2V0RHJpZnRSZXF1ZXN0EgoKAmlkGAEgASgJIioKF0dldEJlbGlldmVkU3RhdGVSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkioQEKEEJlbGlldmVkUmVzb3VyY2USDgoGbW9kdWxlGAEgASgJEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDgoGc3RhdHVzGAQgASgJEikKCG9ic2VydmVkGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIUCgxvcGVyYXRpb25faWQYBiABKAkSEgoKYXBwbGllZF9hdBgHIAEoASJOCg1CZWxpZXZlZFN0YXRlEg8KB25vZGVfaWQYASABKAkSLAoJcmVzb3VyY2VzGAIgAygLMhkub3JjaC52MS5CZWxpZXZlZFJlc291cmNlIpECChZTdGFydENvbW1hbmRSdW5SZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJEhAKCG5vZGVfaWRzGAIgAygJEgwKBGFyZ3YYAyADKAkSDgoGc2NyaXB0GAQgASgJEjUKA2VudhgFIAMoCzIoLm9yY2gudjEuU3RhcnRDb21tYW5kUnVuUmVxdWVzdC5FbnZFbnRyeRIXCg90aW1lb3V0X3NlY29uZHMYBiABKAUSDQoFYmF0Y2gYByABKAkSGQoMbWF4X2ZhaWx1cmVzGAggASgFSACIAQEaKgoIRW52RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIPCg1fbWF4X2ZhaWx1cmVzIrQCCg1Db21tYW5kVGFyZ2V0Eg8KB25vZGVfaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgViYXRjaBgDIAEoBRIOCgZzdGF0dXMYBCABKAkSFgoJZXhpdF9jb2RlGAUgASgFSACIAQESDgoGc2lnbmFsGAYgASgJEhIKCnN0YXJ0ZWRfYXQYByABKAESEwoLZmluaXNoZWRfYXQYCCABKAESEwoLZHVyYXRpb25fbXMYCSABKAESDgoGc3Rkb3V0GAogASgMEg4KBnN0ZGVychgLIAEoDBIYChBzdGRvdXRfdHJ1bmNhdGVkGAwgASgIEhgKEHN0ZGVycl90cnVuY2F0ZWQYDSABKAgSDQoFZXJyb3IYDiABKAkSDgoGam9iX2lkGA8gASgJQgwKCl9leGl0X2NvZGUijgQKCkNvbW1hbmRSdW4SCgoCaWQYASABKAkSDgoGc3RhdHVzGAIgASgJEhAKCHNlbGVjdG9yGAMgASgJEhAKCG5vZGVfaWRzGAQgAygJEgwKBGFyZ3YYBSADKAkSDgoGc2NyaXB0GAYgASgJEhAKCGVudl9rZXlzGAcgAygJEhcKD3RpbWVvdXRfc2Vjb25kcxgIIAEoBRINCgViYXRjaBgJIAEoCRISCgpiYXRjaF9zaXplGAogASgFEg8KB2JhdGNoZXMYCyABKAUSGQoMbWF4X2ZhaWx1cmVzGAwgASgFSACIAQESDQoFdG90YWwYDSABKAUSLwoGY291bnRzGA4gAygLMh8ub3JjaC52MS5Db21tYW5kUnVuLkNvdW50c0VudHJ5EhoKEm1haW50ZW5hbmNlX3dpbmRvdxgPIAEoCRIQCghhY3Rvcl9pZBgQIAEoCRISCgphY3Rvcl9uYW1lGBEgASgJEhIKCmNyZWF0ZWRfYXQYEiABKAESEwoLZmluaXNoZWRfYXQYEyABKAESFAoMY2FuY2VsbGVkX2J5GBQgASgJEicKB3RhcmdldHMYFSADKAsyFi5vcmNoLnYxLkNvbW1hbmRUYXJnZXQaLQoLQ291bnRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgFOgI4AUIPCg1fbWF4X2ZhaWx1cmVzIkcKFkxpc3RDb21tYW5kUnVuc1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJEg4KBnN0YXR1cxgDIAEoCSJRChdMaXN0Q29tbWFuZFJ1bnNSZXNwb25zZRIhCgRydW5zGAEgAygLMhMub3JjaC52MS5Db21tYW5kUnVuEhMKC25leHRfY3Vyc29yGAIgASgJIjcKFEdldENvbW1hbmRSdW5SZXF1ZXN0EgoKAmlkGAEgASgJEhMKC29taXRfb3V0cHV0GAIgASgIIlkKDUNvbW1hbmRPdXRwdXQSDwoHbm9kZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg4KBnN0cmVhbRgDIAEoCRIMCgRkYXRhGAQgASgMEgsKA3NlcRgFIAEoDSKiAQoPQ29tbWFuZFJ1bkV2ZW50Eg4KBnJ1bl9pZBgBIAEoCRIoCgZvdXRwdXQYAiABKAsyFi5vcmNoLnYxLkNvbW1hbmRPdXRwdXRIABIoCgZ0YXJnZXQYAyABKAsyFi5vcmNoLnYxLkNvbW1hbmRUYXJnZXRIABIiCgNydW4YBCABKAsyEy5vcmNoLnYxLkNvbW1hbmRSdW5IAEIHCgVldmVudDKSDgoMU3RhdGVTZXJ2aWNlEj0KDFVwbG9hZE1vZHVsZRIcLm9yY2gudjEuVXBsb2FkTW9kdWxlUmVxdWVzdBoPLm9yY2gudjEuTW9kdWxlEkgKC0xpc3RNb2R1bGVzEhsub3JjaC52MS5MaXN0TW9kdWxlc1JlcXVlc3QaHC5vcmNoLnYxLkxpc3RNb2R1bGVzUmVzcG9uc2USNwoJR2V0TW9kdWxlEhkub3JjaC52MS5HZXRNb2R1bGVSZXF1ZXN0Gg8ub3JjaC52MS5Nb2R1bGUSOQoMRGVsZXRlTW9kdWxlEhkub3JjaC52MS5HZXRNb2R1bGVSZXF1ZXN0Gg4ub3JjaC52MS5FbXB0eRJJChBDcmVhdGVBc3NpZ25tZW50EiAub3JjaC52MS5DcmVhdGVBc3NpZ25tZW50UmVxdWVzdBoTLm9yY2gudjEuQXNzaWdubWVudBJUCg9MaXN0QXNzaWdubWVudHMSHy5vcmNoLnYxLkxpc3RBc3NpZ25tZW50c1JlcXVlc3QaIC5vcmNoLnYxLkxpc3RBc3NpZ25tZW50c1Jlc3BvbnNlEkMKDUdldEFzc2lnbm1lbnQSHS5vcmNoLnYxLkdldEFzc2lnbm1lbnRSZXF1ZXN0GhMub3JjaC52MS5Bc3NpZ25tZW50EkEKEERlbGV0ZUFzc2lnbm1lbnQSHS5vcmNoLnYxLkdldEFzc2lnbm1lbnRSZXF1ZXN0Gg4ub3JjaC52MS5FbXB0eRJJChBVcGRhdGVBc3NpZ25tZW50EiAub3JjaC52MS5DcmVhdGVBc3NpZ25tZW50UmVxdWVzdBoTLm9yY2gudjEuQXNzaWdubWVudBJGCg1SdW5Bc3NpZ25tZW50Eh0ub3JjaC52MS5SdW5Bc3NpZ25tZW50UmVxdWVzdBoWLm9yY2gudjEuQXNzaWdubWVudFJ1bhJMChBHZXRBc3NpZ25tZW50UnVuEiAub3JjaC52MS5HZXRBc3NpZ25tZW50UnVuUmVxdWVzdBoWLm9yY2gudjEuQXNzaWdubWVudFJ1bhJdChJMaXN0QXNzaWdubWVudFJ1bnMSIi5vcmNoLnYxLkxpc3RBc3NpZ25tZW50UnVuc1JlcXVlc3QaIy5vcmNoLnYxLkxpc3RBc3NpZ25tZW50UnVuc1Jlc3BvbnNlEjgKCFJ1bkFnZW50Ehgub3JjaC52MS5SdW5BZ2VudFJlcXVlc3QaEi5vcmNoLnYxLk9wZXJhdGlvbhJRCg5MaXN0T3BlcmF0aW9ucxIeLm9yY2gudjEuTGlzdE9wZXJhdGlvbnNSZXF1ZXN0Gh8ub3JjaC52MS5MaXN0T3BlcmF0aW9uc1Jlc3BvbnNlEkAKDEdldE9wZXJhdGlvbhIcLm9yY2gudjEuR2V0T3BlcmF0aW9uUmVxdWVzdBoSLm9yY2gudjEuT3BlcmF0aW9uEkwKEkdldE9wZXJhdGlvbk91dHB1dBIcLm9yY2gudjEuR2V0T3BlcmF0aW9uUmVxdWVzdBoYLm9yY2gudjEuT3BlcmF0aW9uT3V0cHV0Ej0KCkNoZWNrRHJpZnQSGi5vcmNoLnYxLkNoZWNrRHJpZnRSZXF1ZXN0GhMub3JjaC52MS5EcmlmdENoZWNrEkIKCUxpc3REcmlmdBIZLm9yY2gudjEuTGlzdERyaWZ0UmVxdWVzdBoaLm9yY2gudjEuTGlzdERyaWZ0UmVzcG9uc2USRgoOR2V0TGF0ZXN0RHJpZnQSHi5vcmNoLnYxLkdldExhdGVzdERyaWZ0UmVxdWVzdBoULm9yY2gudjEuRHJpZnRSZWNvcmQSOgoIR2V0RHJpZnQSGC5vcmNoLnYxLkdldERyaWZ0UmVxdWVzdBoULm9yY2gudjEuRHJpZnRSZWNvcmQSTAoQR2V0QmVsaWV2ZWRTdGF0ZRIgLm9yY2gudjEuR2V0QmVsaWV2ZWRTdGF0ZVJlcXVlc3QaFi5vcmNoLnYxLkJlbGlldmVkU3RhdGUSRwoPU3RhcnRDb21tYW5kUnVuEh8ub3JjaC52MS5TdGFydENvbW1hbmRSdW5SZXF1ZXN0GhMub3JjaC52MS5Db21tYW5kUnVuElQKD0xpc3RDb21tYW5kUnVucxIfLm9yY2gudjEuTGlzdENvbW1hbmRSdW5zUmVxdWVzdBogLm9yY2gudjEuTGlzdENvbW1hbmRSdW5zUmVzcG9uc2USQwoNR2V0Q29tbWFuZFJ1bhIdLm9yY2gudjEuR2V0Q29tbWFuZFJ1blJlcXVlc3QaEy5vcmNoLnYxLkNvbW1hbmRSdW4SRgoQQ2FuY2VsQ29tbWFuZFJ1bhIdLm9yY2gudjEuR2V0Q29tbWFuZFJ1blJlcXVlc3QaEy5vcmNoLnYxLkNvbW1hbmRSdW5iBnByb3RvMw", [file_google_protobuf_struct, file_orch_v1_common]);
 
 /**
  * Module is a stored YAML module.
@@ -237,6 +237,13 @@ export type Assignment = Message<"orch.v1.Assignment"> & {
    * @generated from field: string created_by = 6;
    */
   createdBy: string;
+
+  /**
+   * Scheduled drift checks re-apply drifted resources of this assignment (outside maintenance windows).
+   *
+   * @generated from field: bool enforce = 7;
+   */
+  enforce: boolean;
 };
 
 /**
@@ -279,6 +286,13 @@ export type CreateAssignmentRequest = Message<"orch.v1.CreateAssignmentRequest">
    * @generated from field: optional string description = 4;
    */
   description?: string;
+
+  /**
+   * Enforce mode; absent = false on create, unchanged on update.
+   *
+   * @generated from field: optional bool enforce = 5;
+   */
+  enforce?: boolean;
 };
 
 /**
@@ -1065,6 +1079,13 @@ export type Operation = Message<"orch.v1.Operation"> & {
    * @generated from field: double deadline = 18;
    */
   deadline: number;
+
+  /**
+   * Enforcement: the id of the drift record this apply corrects (actor `system:enforce`).
+   *
+   * @generated from field: string remediates = 19;
+   */
+  remediates: string;
 };
 
 /**
@@ -1656,6 +1677,551 @@ export const BelievedStateSchema: GenMessage<BelievedState> = /*@__PURE__*/
   messageDesc(file_orch_v1_state, 36);
 
 /**
+ * StartCommandRunRequest: a fleet command. Exactly one of selector / node_ids, one of argv / script.
+ *
+ * @generated from message orch.v1.StartCommandRunRequest
+ */
+export type StartCommandRunRequest = Message<"orch.v1.StartCommandRunRequest"> & {
+  /**
+   * Selector (grammar in docs/modules.md) over approved agents; empty when node_ids is used.
+   *
+   * @generated from field: string selector = 1;
+   */
+  selector: string;
+
+  /**
+   * Node ids or approved names, each reported even when not approved (`not_approved`) or unknown (`not_found`).
+   *
+   * @generated from field: repeated string node_ids = 2;
+   */
+  nodeIds: string[];
+
+  /**
+   * argv, executed directly (no shell).
+   *
+   * @generated from field: repeated string argv = 3;
+   */
+  argv: string[];
+
+  /**
+   * Script body: run by its `#!` interpreter, else by /bin/sh.
+   *
+   * @generated from field: string script = 4;
+   */
+  script: string;
+
+  /**
+   * Extra environment; the values are passed to the agents and never stored.
+   *
+   * @generated from field: map<string, string> env = 5;
+   */
+  env: { [key: string]: string };
+
+  /**
+   * Seconds before the process group is killed on each agent (1..86400, default 300).
+   *
+   * @generated from field: int32 timeout_seconds = 6;
+   */
+  timeoutSeconds: number;
+
+  /**
+   * Rolling batch size: "" (all at once), "10" or "25%".
+   *
+   * @generated from field: string batch = 7;
+   */
+  batch: string;
+
+  /**
+   * Stop launching batches once more than this many targets failed; absent = never stop.
+   *
+   * @generated from field: optional int32 max_failures = 8;
+   */
+  maxFailures?: number;
+};
+
+/**
+ * Describes the message orch.v1.StartCommandRunRequest.
+ * Use `create(StartCommandRunRequestSchema)` to create a new message.
+ */
+export const StartCommandRunRequestSchema: GenMessage<StartCommandRunRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 37);
+
+/**
+ * CommandTarget is one agent's part of a command run.
+ *
+ * @generated from message orch.v1.CommandTarget
+ */
+export type CommandTarget = Message<"orch.v1.CommandTarget"> & {
+  /**
+   * Node id.
+   *
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+
+  /**
+   * Agent name (or the name asked for, when not found).
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * Batch number, from 1 (0 = never launched: not_approved, not_found).
+   *
+   * @generated from field: int32 batch = 3;
+   */
+  batch: number;
+
+  /**
+   * queued, running, succeeded, failed, timed_out, cancelled, unreachable, lost, not_approved,
+   * not_found or not_started (the run stopped or was cancelled before its batch).
+   *
+   * @generated from field: string status = 4;
+   */
+  status: string;
+
+  /**
+   * Exit code, when the process exited.
+   *
+   * @generated from field: optional int32 exit_code = 5;
+   */
+  exitCode?: number;
+
+  /**
+   * Signal that ended it (SIGTERM, SIGKILL), if any.
+   *
+   * @generated from field: string signal = 6;
+   */
+  signal: string;
+
+  /**
+   * Sent to the agent, Unix ms (0 = never).
+   *
+   * @generated from field: double started_at = 7;
+   */
+  startedAt: number;
+
+  /**
+   * Ended, Unix ms (0 = not yet).
+   *
+   * @generated from field: double finished_at = 8;
+   */
+  finishedAt: number;
+
+  /**
+   * Process wall time on the agent, ms.
+   *
+   * @generated from field: double duration_ms = 9;
+   */
+  durationMs: number;
+
+  /**
+   * Captured stdout (capped; raw bytes, not necessarily UTF-8).
+   *
+   * @generated from field: bytes stdout = 10;
+   */
+  stdout: Uint8Array;
+
+  /**
+   * Captured stderr (capped).
+   *
+   * @generated from field: bytes stderr = 11;
+   */
+  stderr: Uint8Array;
+
+  /**
+   * stdout had more bytes than were kept.
+   *
+   * @generated from field: bool stdout_truncated = 12;
+   */
+  stdoutTruncated: boolean;
+
+  /**
+   * stderr had more bytes than were kept.
+   *
+   * @generated from field: bool stderr_truncated = 13;
+   */
+  stderrTruncated: boolean;
+
+  /**
+   * Why it did not run or end normally (spawn error, unreachable, lost link), for people.
+   *
+   * @generated from field: string error = 14;
+   */
+  error: string;
+
+  /**
+   * Job id (ULID) of this agent's part (RunCommandRequest.job_id).
+   *
+   * @generated from field: string job_id = 15;
+   */
+  jobId: string;
+};
+
+/**
+ * Describes the message orch.v1.CommandTarget.
+ * Use `create(CommandTargetSchema)` to create a new message.
+ */
+export const CommandTargetSchema: GenMessage<CommandTarget> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 38);
+
+/**
+ * CommandRun is one fleet command run.
+ *
+ * @generated from message orch.v1.CommandRun
+ */
+export type CommandRun = Message<"orch.v1.CommandRun"> & {
+  /**
+   * ULID.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * running, cancelling, completed, cancelled, stopped (max_failures) or interrupted (its replica died).
+   *
+   * @generated from field: string status = 2;
+   */
+  status: string;
+
+  /**
+   * The selector, if one was used.
+   *
+   * @generated from field: string selector = 3;
+   */
+  selector: string;
+
+  /**
+   * The node ids / names asked for, if a list was used.
+   *
+   * @generated from field: repeated string node_ids = 4;
+   */
+  nodeIds: string[];
+
+  /**
+   * argv, when a command was given.
+   *
+   * @generated from field: repeated string argv = 5;
+   */
+  argv: string[];
+
+  /**
+   * Script body, when a script was given.
+   *
+   * @generated from field: string script = 6;
+   */
+  script: string;
+
+  /**
+   * Names of the extra environment variables (their values are never stored).
+   *
+   * @generated from field: repeated string env_keys = 7;
+   */
+  envKeys: string[];
+
+  /**
+   * Per-agent timeout, seconds.
+   *
+   * @generated from field: int32 timeout_seconds = 8;
+   */
+  timeoutSeconds: number;
+
+  /**
+   * The batch spec as asked ("" = all at once).
+   *
+   * @generated from field: string batch = 9;
+   */
+  batch: string;
+
+  /**
+   * Agents per batch.
+   *
+   * @generated from field: int32 batch_size = 10;
+   */
+  batchSize: number;
+
+  /**
+   * Number of batches.
+   *
+   * @generated from field: int32 batches = 11;
+   */
+  batches: number;
+
+  /**
+   * The failure limit, if any.
+   *
+   * @generated from field: optional int32 max_failures = 12;
+   */
+  maxFailures?: number;
+
+  /**
+   * Targets (matched or named agents).
+   *
+   * @generated from field: int32 total = 13;
+   */
+  total: number;
+
+  /**
+   * Targets per status (every status of CommandTarget, zero included).
+   *
+   * @generated from field: map<string, int32> counts = 14;
+   */
+  counts: { [key: string]: number };
+
+  /**
+   * Name of the maintenance window active when the run started ("" = none). Runs are not blocked by one.
+   *
+   * @generated from field: string maintenance_window = 15;
+   */
+  maintenanceWindow: string;
+
+  /**
+   * Id of the operator who started it.
+   *
+   * @generated from field: string actor_id = 16;
+   */
+  actorId: string;
+
+  /**
+   * Name of that operator.
+   *
+   * @generated from field: string actor_name = 17;
+   */
+  actorName: string;
+
+  /**
+   * Start, Unix ms.
+   *
+   * @generated from field: double created_at = 18;
+   */
+  createdAt: number;
+
+  /**
+   * End, Unix ms (0 while running).
+   *
+   * @generated from field: double finished_at = 19;
+   */
+  finishedAt: number;
+
+  /**
+   * Name of the operator who cancelled it, if anyone did.
+   *
+   * @generated from field: string cancelled_by = 20;
+   */
+  cancelledBy: string;
+
+  /**
+   * Targets in launch order (GetCommandRun / StartCommandRun; empty in lists).
+   *
+   * @generated from field: repeated orch.v1.CommandTarget targets = 21;
+   */
+  targets: CommandTarget[];
+};
+
+/**
+ * Describes the message orch.v1.CommandRun.
+ * Use `create(CommandRunSchema)` to create a new message.
+ */
+export const CommandRunSchema: GenMessage<CommandRun> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 39);
+
+/**
+ * ListCommandRunsRequest pages runs, newest first.
+ *
+ * @generated from message orch.v1.ListCommandRunsRequest
+ */
+export type ListCommandRunsRequest = Message<"orch.v1.ListCommandRunsRequest"> & {
+  /**
+   * Page size (default 50, max 200).
+   *
+   * @generated from field: int32 limit = 1;
+   */
+  limit: number;
+
+  /**
+   * Id of the last run of the previous page.
+   *
+   * @generated from field: string cursor = 2;
+   */
+  cursor: string;
+
+  /**
+   * Only runs with this status.
+   *
+   * @generated from field: string status = 3;
+   */
+  status: string;
+};
+
+/**
+ * Describes the message orch.v1.ListCommandRunsRequest.
+ * Use `create(ListCommandRunsRequestSchema)` to create a new message.
+ */
+export const ListCommandRunsRequestSchema: GenMessage<ListCommandRunsRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 40);
+
+/**
+ * ListCommandRunsResponse is one page.
+ *
+ * @generated from message orch.v1.ListCommandRunsResponse
+ */
+export type ListCommandRunsResponse = Message<"orch.v1.ListCommandRunsResponse"> & {
+  /**
+   * The page (targets omitted).
+   *
+   * @generated from field: repeated orch.v1.CommandRun runs = 1;
+   */
+  runs: CommandRun[];
+
+  /**
+   * Cursor of the next page; empty at the end.
+   *
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
+};
+
+/**
+ * Describes the message orch.v1.ListCommandRunsResponse.
+ * Use `create(ListCommandRunsResponseSchema)` to create a new message.
+ */
+export const ListCommandRunsResponseSchema: GenMessage<ListCommandRunsResponse> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 41);
+
+/**
+ * GetCommandRunRequest names a run.
+ *
+ * @generated from message orch.v1.GetCommandRunRequest
+ */
+export type GetCommandRunRequest = Message<"orch.v1.GetCommandRunRequest"> & {
+  /**
+   * Run id (ULID).
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Leave stdout/stderr out of the targets (status only).
+   *
+   * @generated from field: bool omit_output = 2;
+   */
+  omitOutput: boolean;
+};
+
+/**
+ * Describes the message orch.v1.GetCommandRunRequest.
+ * Use `create(GetCommandRunRequestSchema)` to create a new message.
+ */
+export const GetCommandRunRequestSchema: GenMessage<GetCommandRunRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 42);
+
+/**
+ * CommandOutput is a chunk of one target's output, as it arrived.
+ *
+ * @generated from message orch.v1.CommandOutput
+ */
+export type CommandOutput = Message<"orch.v1.CommandOutput"> & {
+  /**
+   * Node id.
+   *
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+
+  /**
+   * Agent name.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * stdout or stderr.
+   *
+   * @generated from field: string stream = 3;
+   */
+  stream: string;
+
+  /**
+   * The bytes (a chunk never splits a UTF-8 sequence).
+   *
+   * @generated from field: bytes data = 4;
+   */
+  data: Uint8Array;
+
+  /**
+   * Per-target chunk number, from 1.
+   *
+   * @generated from field: uint32 seq = 5;
+   */
+  seq: number;
+};
+
+/**
+ * Describes the message orch.v1.CommandOutput.
+ * Use `create(CommandOutputSchema)` to create a new message.
+ */
+export const CommandOutputSchema: GenMessage<CommandOutput> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 43);
+
+/**
+ * CommandRunEvent is published by the state service on `orch.state.commands.<run_id>` (core NATS)
+ * while a run lives: output chunks as agents send them, each target's status changes (without
+ * output) and run-level changes (without targets), the last one with a final status.
+ *
+ * @generated from message orch.v1.CommandRunEvent
+ */
+export type CommandRunEvent = Message<"orch.v1.CommandRunEvent"> & {
+  /**
+   * Run id.
+   *
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * What happened.
+   *
+   * @generated from oneof orch.v1.CommandRunEvent.event
+   */
+  event: {
+    /**
+     * Output from one target.
+     *
+     * @generated from field: orch.v1.CommandOutput output = 2;
+     */
+    value: CommandOutput;
+    case: "output";
+  } | {
+    /**
+     * A target changed status (stdout/stderr left empty: read the run for the captured output).
+     *
+     * @generated from field: orch.v1.CommandTarget target = 3;
+     */
+    value: CommandTarget;
+    case: "target";
+  } | {
+    /**
+     * The run changed (targets left empty).
+     *
+     * @generated from field: orch.v1.CommandRun run = 4;
+     */
+    value: CommandRun;
+    case: "run";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message orch.v1.CommandRunEvent.
+ * Use `create(CommandRunEventSchema)` to create a new message.
+ */
+export const CommandRunEventSchema: GenMessage<CommandRunEvent> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 44);
+
+/**
  * StateService owns modules, assignments, state operations, snapshots, drift records and the
  * believed machine state (schema `state`). It renders modules per agent and sends them to
  * AgentStateService.Execute through the agent link.
@@ -1872,6 +2438,46 @@ export const StateService: GenService<{
     methodKind: "unary";
     input: typeof GetBelievedStateRequestSchema;
     output: typeof BelievedStateSchema;
+  },
+  /**
+   * StartCommandRun runs one command or script on the agents a selector (or a node list) picks.
+   *
+   * @generated from rpc orch.v1.StateService.StartCommandRun
+   */
+  startCommandRun: {
+    methodKind: "unary";
+    input: typeof StartCommandRunRequestSchema;
+    output: typeof CommandRunSchema;
+  },
+  /**
+   * ListCommandRuns pages command runs, newest first (targets omitted).
+   *
+   * @generated from rpc orch.v1.StateService.ListCommandRuns
+   */
+  listCommandRuns: {
+    methodKind: "unary";
+    input: typeof ListCommandRunsRequestSchema;
+    output: typeof ListCommandRunsResponseSchema;
+  },
+  /**
+   * GetCommandRun returns a run with every target and its captured output.
+   *
+   * @generated from rpc orch.v1.StateService.GetCommandRun
+   */
+  getCommandRun: {
+    methodKind: "unary";
+    input: typeof GetCommandRunRequestSchema;
+    output: typeof CommandRunSchema;
+  },
+  /**
+   * CancelCommandRun stops a run: queued targets never start, running processes are signalled.
+   *
+   * @generated from rpc orch.v1.StateService.CancelCommandRun
+   */
+  cancelCommandRun: {
+    methodKind: "unary";
+    input: typeof GetCommandRunRequestSchema;
+    output: typeof CommandRunSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_orch_v1_state, 0);
