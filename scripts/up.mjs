@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // `npm run up [-- --agents N] [-- --no-build]`: the whole system from a fresh clone.
 // Installs and builds, finds NATS and Postgres (starting local ones when none answer), creates the
-// database, a bootstrap admin key, a dev secrets key and a development CA for the agent link
-// (.orch/tls) on first run, starts every service (and N
+// database, a bootstrap admin key, dev keys (secrets, channel credentials, git sources) and a
+// development CA for the agent link (.orch/tls) on first run, starts every service (and N
 // local agents) as supervised processes, and prints how to log in. Ctrl-C stops everything.
 import { spawn, spawnSync } from "node:child_process";
 import { generateKeyPairSync, randomBytes } from "node:crypto";
@@ -216,6 +216,21 @@ if (!notifyKeys) {
     "ORCH_NOTIFY_CREDENTIALS_KEYS is not set: using the generated DEVELOPMENT key in .orch/notify-credentials.keys (set ORCH_NOTIFY_CREDENTIALS_KEYS in production)",
   );
 }
+// Git sources seal their credentials and webhook secrets; without a key creating a source is refused.
+let sourceKeys = process.env.ORCH_STATE_SOURCE_KEYS;
+if (!sourceKeys) {
+  const p = join(STATE, "source.keys");
+  if (!existsSync(p)) writeFileSync(p, `dev1:${randomBytes(32).toString("base64")}\n`, { mode: 0o600 });
+  sourceKeys = readFileSync(p, "utf8").trim();
+  say(
+    "ORCH_STATE_SOURCE_KEYS is not set: using the generated DEVELOPMENT key in .orch/source.keys (set ORCH_STATE_SOURCE_KEYS in production)",
+  );
+}
+// A local checkout is the quickest source to try (file:///path/to/repo); a deployment keeps them off.
+const allowFileSources = process.env.ORCH_STATE_SOURCES_ALLOW_FILE_URLS ?? "true";
+if (/^(1|true)$/i.test(allowFileSources)) {
+  say("git sources may use file:// URLs (DEVELOPMENT: ORCH_STATE_SOURCES_ALLOW_FILE_URLS=true; docs/sources.md)");
+}
 
 // The agent link's TLS identity: a development CA (first run) and a server certificate it issues,
 // so the link is authenticated from the start. Local agents trust the CA (--ca); agents elsewhere
@@ -264,6 +279,8 @@ const env = {
   ORCH_BOOTSTRAP_ADMIN_KEY: process.env.ORCH_BOOTSTRAP_ADMIN_KEY ?? adminPub,
   ORCH_SECRETS_KEYS: secretsKeys,
   ORCH_NOTIFY_CREDENTIALS_KEYS: notifyKeys,
+  ORCH_STATE_SOURCE_KEYS: sourceKeys,
+  ORCH_STATE_SOURCES_ALLOW_FILE_URLS: allowFileSources,
   ORCH_HEALTH_PORT: process.env.ORCH_HEALTH_PORT ?? "0",
   ORCH_HEALTH_HOST: "127.0.0.1",
   ORCH_GATEWAY_SERVICES: JSON.stringify(services.filter((s) => s !== "gateway")),

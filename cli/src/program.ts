@@ -26,6 +26,7 @@ import { register as registerOperators } from "./commands/operators.js";
 import { register as registerPasskeys } from "./commands/passkeys.js";
 import { register as registerRuns } from "./commands/runs.js";
 import { register as registerSecrets } from "./commands/secrets.js";
+import { register as registerSources } from "./commands/sources.js";
 import { register as registerSsh } from "./commands/ssh.js";
 import { register as registerState } from "./commands/state.js";
 import { register as registerStatus } from "./commands/status.js";
@@ -52,6 +53,7 @@ export const commandGroups: RegisterFn[] = [
   registerSsh,
   registerTerminal,
   registerState,
+  registerSources,
   registerAudit,
   registerRuns,
 ];

@@ -36,7 +36,15 @@ t.test("deploy/docker/Dockerfile meets the image policy", async (t) => {
   const final = all.at(-1)!;
   t.match(final.image, /^node:20(\.\d+){0,2}-bookworm-slim$/, "runtime on node 20 bookworm-slim, pinned");
   t.equal(final.instructions.filter((i) => i.keyword === "USER").at(-1)?.args, "10001:10001", "runs as uid 10001");
-  t.match(final.instructions.find((i) => i.keyword === "ENTRYPOINT")?.args ?? "", /^\["orch"\]$/, "entrypoint is orch");
+  t.match(
+    final.instructions.find((i) => i.keyword === "ENTRYPOINT")?.args ?? "",
+    /^\["\/usr\/bin\/tini", "--", "orch"\]$/,
+    "entrypoint is orch under tini (PID 1 reaps orphaned git helpers)",
+  );
+  t.ok(
+    final.instructions.some((i) => i.keyword === "RUN" && /\bgit\b/.test(i.args) && /\btini\b/.test(i.args)),
+    "the runtime has git (git sources) and tini",
+  );
   const runs = all.flatMap((s) => s.instructions.filter((i) => i.keyword === "RUN").map((i) => i.args));
   t.ok(
     runs.some((r) => /\bnpm ci\b/.test(r) && !/--omit/.test(r)),

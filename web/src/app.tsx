@@ -25,6 +25,8 @@ const ModuleUpload = lazy(() => import("./pages/module-upload"));
 const Assignments = lazy(() => import("./pages/assignments"));
 const AssignmentEdit = lazy(() => import("./pages/assignment-edit"));
 const AssignmentDetail = lazy(() => import("./pages/assignment"));
+const Sources = lazy(() => import("./pages/sources"));
+const SourceDetail = lazy(() => import("./pages/source"));
 const RunDetail = lazy(() => import("./pages/run"));
 const OperationDetail = lazy(() => import("./pages/operation"));
 const Secrets = lazy(() => import("./pages/secrets"));
@@ -75,6 +77,8 @@ export function App() {
                       <Route path="/assignments/:name/edit" component={AssignmentEdit} />
                       <Route path="/assignments/:name/runs/:runId" component={RunDetail} />
                       <Route path="/assignments/:name" component={AssignmentDetail} />
+                      <Route path="/sources" component={Sources} />
+                      <Route path="/sources/:name" component={SourceDetail} />
                       <Route path="/operations/:operationId" component={OperationDetail} />
                       <Route path="/secrets" component={Secrets} />
                       <Route path="/channels" component={Channels} />

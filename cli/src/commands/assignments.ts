@@ -18,6 +18,7 @@ import {
 } from "../format/assignments.js";
 import { isOpen } from "../format/operations.js";
 import type { CliIO } from "../output.js";
+import { listCommand } from "../list-command.js";
 import { pages } from "../pages.js";
 import { parseModules, printLines, sleep, useColor } from "./apply.js";
 
@@ -153,27 +154,14 @@ const update: Sub = (asg, io) =>
     );
 
 const list: Sub = (asg, io) =>
-  asg
-    .command("list")
-    .description("list assignments")
-    .option("--limit <n>", "page size")
-    .option("--cursor <cursor>", "continue after a previous page's next_cursor")
-    .option("--all", "fetch every page")
-    .action(
-      action(io, async (ctx, opts: { limit?: string; cursor?: string; all?: boolean }) => {
-        const limit = parseLimit(opts.limit)?.toString();
-        const page = await pages(
-          async (cursor) => unwrap(await ctx.api.GET("/api/v1/assignments", { params: { query: { limit, cursor } } })),
-          "assignments",
-          opts,
-        );
-        ctx.out.result(page, () => {
-          ctx.out.table(ASSIGNMENT_COLUMNS, assignmentRows(page.assignments));
-          if (page.has_more && page.next_cursor)
-            ctx.out.note(`more assignments: orchctl assignments list --cursor ${page.next_cursor} (or --all)`);
-        });
-      }),
-    );
+  listCommand(asg, io, {
+    key: "assignments",
+    command: "assignments list",
+    description: "list assignments",
+    fetch: async (ctx, query) => unwrap(await ctx.api.GET("/api/v1/assignments", { params: { query } })),
+    columns: ASSIGNMENT_COLUMNS,
+    rows: assignmentRows,
+  });
 
 const show: Sub = (asg, io) =>
   asg

@@ -3,12 +3,11 @@ import { readFile } from "node:fs/promises";
 import { basename, extname } from "node:path";
 import type { Command } from "commander";
 import { unwrap } from "@orch/client";
-import { parseLimit } from "../args.js";
 import { action } from "../context.js";
 import { CliError } from "../errors.js";
 import { MODULE_COLUMNS, moduleContent, moduleFields, moduleRows, uploadedLine } from "../format/modules.js";
 import type { CliIO } from "../output.js";
-import { pages } from "../pages.js";
+import { listCommand } from "../list-command.js";
 
 /** The module's own `name:` (top level), else the file name without its extension. */
 export function moduleNameOf(content: string, file: string): string {
@@ -42,27 +41,14 @@ const push: Sub = (mods, io) =>
     );
 
 const list: Sub = (mods, io) =>
-  mods
-    .command("list")
-    .description("list modules")
-    .option("--limit <n>", "page size")
-    .option("--cursor <cursor>", "continue after a previous page's next_cursor")
-    .option("--all", "fetch every page")
-    .action(
-      action(io, async (ctx, opts: { limit?: string; cursor?: string; all?: boolean }) => {
-        const limit = parseLimit(opts.limit)?.toString();
-        const page = await pages(
-          async (cursor) => unwrap(await ctx.api.GET("/api/v1/modules", { params: { query: { limit, cursor } } })),
-          "modules",
-          opts,
-        );
-        ctx.out.result(page, () => {
-          ctx.out.table(MODULE_COLUMNS, moduleRows(page.modules));
-          if (page.has_more && page.next_cursor)
-            ctx.out.note(`more modules: orchctl modules list --cursor ${page.next_cursor} (or --all)`);
-        });
-      }),
-    );
+  listCommand(mods, io, {
+    key: "modules",
+    command: "modules list",
+    description: "list modules",
+    fetch: async (ctx, query) => unwrap(await ctx.api.GET("/api/v1/modules", { params: { query } })),
+    columns: MODULE_COLUMNS,
+    rows: moduleRows,
+  });
 
 const show: Sub = (mods, io) =>
   mods

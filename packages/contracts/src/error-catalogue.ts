@@ -388,6 +388,60 @@ export const ERROR_CATALOGUE = {
     meaning: "The agent has no successful apply to check drift against.",
   },
 
+  // Git sources (modules and assignments synced from a repository).
+  managed_by_source: {
+    status: 409,
+    grpc: "FAILED_PRECONDITION",
+    meaning:
+      "The module or assignment is managed by a git source (`source`, `commit` name it): change it in the repository, or delete the source to release it.",
+  },
+  source_not_found: { status: 404, grpc: "NOT_FOUND", meaning: "No git source with this name." },
+  source_exists: { status: 409, grpc: "ALREADY_EXISTS", meaning: "A git source with this name exists already." },
+  invalid_source: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning:
+      "The source's url, branch, path, interval or credentials are refused (`field` names which): credentials inside the URL, an unknown scheme, a token with an ssh URL.",
+  },
+  source_url_not_allowed: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning:
+      "A file:// source URL, refused unless state.sources_allow_file_urls (ORCH_STATE_SOURCES_ALLOW_FILE_URLS) permits it.",
+  },
+  source_keys_unset: {
+    status: 409,
+    grpc: "FAILED_PRECONDITION",
+    meaning:
+      "No keyring to seal source credentials and webhook secrets: set state.source_keys (ORCH_STATE_SOURCE_KEYS).",
+  },
+  source_unreachable: {
+    status: 503,
+    grpc: "UNAVAILABLE",
+    meaning:
+      "The source's repository could not be fetched (unreachable, refused the credentials, or timed out); retry.",
+  },
+  source_ref_not_found: {
+    status: 404,
+    grpc: "NOT_FOUND",
+    meaning: "The branch or commit asked for is not in the repository.",
+  },
+  invalid_ref: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning: "The ref is not a branch name or a commit SHA (git's ref-name rules).",
+  },
+  webhook_signature_invalid: {
+    status: 401,
+    grpc: "UNAUTHENTICATED",
+    meaning: "The push notification's signature or token is missing or does not match the source's webhook secret.",
+  },
+  invalid_webhook: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning: "The push notification is not a GitHub, GitLab or Gitea webhook, or its body is not the JSON it says.",
+  },
+
   // Fleet command runs (POST /api/v1/runs).
   invalid_command: {
     status: 400,

@@ -53,6 +53,20 @@ export const EVENT_TYPES = {
     description: "An assignment's selector, modules or description was changed.",
   },
   "assignment.deleted": { severity: "info", description: "An assignment was deleted." },
+  "source.created": { severity: "info", description: "A git source of modules and assignments was registered." },
+  "source.deleted": {
+    severity: "warning",
+    description: "A git source was deleted; the objects it managed stay, no longer managed.",
+  },
+  "source.synced": {
+    severity: "info",
+    description: "A git source's tree was applied: its commit and counts of created, updated and removed objects.",
+  },
+  "source.sync_failed": {
+    severity: "error",
+    description:
+      "A git source could not be synced (fetch failed or an invalid file): nothing changed, the previous commit stays in force.",
+  },
   "assignment.applied": { severity: "info", description: "An assignment apply or plan fanned out to its agents." },
   "state.apply.succeeded": { severity: "info", description: "An apply operation finished without failures." },
   "state.apply.failed": {

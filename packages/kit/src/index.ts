@@ -67,7 +67,15 @@ export {
 
 // Outbound addresses (SSRF policy) and key rings.
 export { classifyAddress, isCidr, parseNetwork, type AddressReason, type Network } from "./addresses.js";
-export { KeyringError, parseKeyring, type Keyring, type KeyringFailure, type Sealed } from "./keyring.js";
+export {
+  KeyringError,
+  packSealed,
+  parseKeyring,
+  unpackSealed,
+  type Keyring,
+  type KeyringFailure,
+  type Sealed,
+} from "./keyring.js";
 
 // Errors: every symbol of the error-code catalogue.
 export {

@@ -103,3 +103,25 @@ export function parseKeyring(spec: string, setting: string): Keyring {
   Object.defineProperty(ring, "toJSON", { value: () => ({ active, ids }), enumerable: false });
   return ring;
 }
+
+/**
+ * One stored form of a sealed value for byte columns: `[idLen][keyId][nonce 12][tag 16][ciphertext]`.
+ * Notify's channel credentials (after their format byte) and the state service's source secrets use it.
+ */
+export function packSealed(s: Sealed): Buffer {
+  const id = Buffer.from(s.keyId, "utf8");
+  return Buffer.concat([Buffer.from([id.length]), id, s.nonce, s.tag, s.ciphertext]);
+}
+
+/** The inverse of packSealed; undefined when the bytes are too short to be one. */
+export function unpackSealed(b: Buffer): Sealed | undefined {
+  if (b.length < 1) return undefined;
+  const at = 1 + b[0]!;
+  if (b[0] === 0 || b.length < at + NONCE_BYTES + TAG_BYTES) return undefined;
+  return {
+    keyId: b.subarray(1, at).toString("utf8"),
+    nonce: b.subarray(at, at + NONCE_BYTES),
+    tag: b.subarray(at + NONCE_BYTES, at + NONCE_BYTES + TAG_BYTES),
+    ciphertext: b.subarray(at + NONCE_BYTES + TAG_BYTES),
+  };
+}

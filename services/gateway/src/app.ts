@@ -4,6 +4,7 @@ import Fastify, {
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
+  type RouteOptions,
 } from "fastify";
 import type { z } from "zod";
 import { AuthService } from "@orch/contracts";
@@ -136,7 +137,10 @@ export async function buildGateway(
       case "FST_ERR_CTP_BODY_TOO_LARGE":
         return sendProblem(
           reply,
-          problem("body_too_large", `the request body exceeds ${config.http.body_limit} bytes`),
+          problem(
+            "body_too_large",
+            `the request body exceeds ${req.routeOptions.bodyLimit ?? config.http.body_limit} bytes`,
+          ),
         );
       case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
         return sendProblem(reply, problem("unsupported_media_type", "send JSON with Content-Type: application/json"));
@@ -168,17 +172,27 @@ export async function buildGateway(
 
   for (const spec of routes) {
     const status = successStatus(spec);
-    const limited = LOGIN_ROUTES.has(`${spec.method} ${spec.path}`);
-    app.route({
+    const throttle = LOGIN_ROUTES.has(`${spec.method} ${spec.path}`)
+      ? { limiter, key: (req: FastifyRequest) => req.ip, what: "login attempts" }
+      : spec.rateLimitKey
+        ? {
+            // A budget of its own: deliveries to this route neither eat nor share the sign-in one.
+            limiter: createRateLimiter({ perMinute: config.gateway.auth_rate_limit_per_minute, clock: deps.clock }),
+            key: spec.rateLimitKey,
+            what: "requests",
+          }
+        : undefined;
+    const options: RouteOptions = {
       method: spec.method,
       url: fastifyPath(spec.path),
+      ...(spec.rawBody ? { bodyLimit: spec.rawBody.maxBytes } : {}),
       // Authentication and authorization run before the body is parsed or anything is looked up.
       onRequest: async (req: FastifyRequest, reply: FastifyReply) => {
-        if (limited) {
-          const wait = limiter.take(req.ip);
+        if (throttle) {
+          const wait = throttle.limiter.take(throttle.key(req));
           if (wait > 0) {
             reply.header("retry-after", String(Math.ceil(wait / 1000)));
-            throw new OrchError("RESOURCE_EXHAUSTED", "rate_limited", "too many login attempts; retry later");
+            throw new OrchError("RESOURCE_EXHAUSTED", "rate_limited", `too many ${throttle.what}; retry later`);
           }
         }
         if (spec.auth === "public") return;
@@ -213,10 +227,14 @@ export async function buildGateway(
         // NUL and lone surrogates are refused before validation, whatever the route's schema allows.
         rejectInvalidStrings(req.params, "path");
         rejectInvalidStrings(req.query, "query");
-        rejectInvalidStrings(req.body, "body");
         const params = parse(spec.params, req.params, "path");
         const query = parse(spec.query, req.query, "query");
-        const body = parse(spec.body, req.body, "body");
+        let body: unknown;
+        if (spec.rawBody) body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+        else {
+          rejectInvalidStrings(req.body, "body");
+          body = parse(spec.body, req.body, "body");
+        }
         const p = req.principal;
         const idem = idempotencyOf(spec, req, reply);
         const out = await spec.handler(
@@ -238,7 +256,20 @@ export async function buildGateway(
         reply.code(status);
         return out === undefined ? reply.send() : out;
       },
-    });
+    };
+    if (!spec.rawBody) app.route(options);
+    else {
+      // Content-type parsers are scoped: only this route keeps the bytes, every other one parses JSON.
+      const rawScope = async (scope: FastifyInstance) => {
+        scope.removeAllContentTypeParsers();
+        const keep = (_req: FastifyRequest, body: Buffer, done: (err: null, body: Buffer) => void) => done(null, body);
+        // "*" alone would do after the removal; JSON named too so no inherited parser can ever win.
+        scope.addContentTypeParser("application/json", { parseAs: "buffer" }, keep);
+        scope.addContentTypeParser("*", { parseAs: "buffer" }, keep);
+        scope.route(options);
+      };
+      app.register(rawScope);
+    }
   }
   return { app, routes, tokens };
 }

@@ -120,7 +120,14 @@ export function buildOpenApi(routes: RouteSpec[]): Record<string, unknown> {
       security: r.auth === "public" ? [] : [{ bearer: [] }, { console: [] }],
       "x-auth": r.auth,
     };
-    if (r.body)
+    if (r.rawBody)
+      // Any bytes of any type: the handler reads them as sent (route.ts rawBody).
+      op.requestBody = {
+        required: true,
+        description: `the body exactly as sent, up to ${r.rawBody.maxBytes} bytes`,
+        content: { "*/*": { schema: { type: "string", format: "binary" } } },
+      };
+    else if (r.body)
       op.requestBody = { required: true, content: { "application/json": { schema: jsonSchema(r.body, "input") } } };
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;
   }

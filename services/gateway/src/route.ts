@@ -30,6 +30,17 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;
+  /**
+   * The handler's `body` is the request body exactly as sent (a Buffer, empty when none), whatever
+   * its content type, up to `maxBytes` — for signatures computed over the bytes (forge webhooks),
+   * which parsing JSON would break. `body` (the schema) is then absent; declare B as Buffer.
+   */
+  rawBody?: { maxBytes: number };
+  /**
+   * Throttles an unauthenticated route before its body is read: at most
+   * gateway.auth_rate_limit_per_minute requests a minute per key (e.g. the caller's address).
+   */
+  rateLimitKey?: (req: FastifyRequest) => string;
   /** Documented responses: status → body schema (null = no body). The first 2xx is the success status. */
   responses: Record<number, z.ZodType | null>;
   /** Extra documented error statuses with their problem codes (problem+json). */

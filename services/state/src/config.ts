@@ -1,5 +1,8 @@
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { z } from "zod";
-import { baseConfigSchema } from "@orch/kit";
+import { SOURCE_INTERVAL_DEFAULT_S, SOURCE_INTERVAL_MAX_S, SOURCE_INTERVAL_MIN_S } from "@orch/contracts";
+import { baseConfigSchema, parseKeyring } from "@orch/kit";
 
 export const stateConfigSchema = baseConfigSchema.extend({
   state: z
@@ -20,7 +23,37 @@ export const stateConfigSchema = baseConfigSchema.extend({
       command_output_cap_bytes: z.number().int().min(1024).max(1_048_576).default(65_536),
       /** At most one enforcement re-apply per assignment and agent per this interval. */
       enforce_interval_seconds: z.number().int().min(1).max(604_800).default(900),
+      /**
+       * Keyring sealing git sources' credentials and webhook secrets (AES-256-GCM),
+       * `id:base64key[,id:base64key...]`, active key first, the secrets.keys format
+       * (ORCH_STATE_SOURCE_KEYS). Empty: creating a source answers source_keys_unset.
+       */
+      source_keys: z.string().default(""),
+      /** Where each source's fetched repository is cached (a bare repository per source). */
+      sources_dir: z.string().min(1).default(join(tmpdir(), "orch-sources")),
+      /** Allow file:// source URLs (development and tests; a replica reads its own disk). */
+      sources_allow_file_urls: z.boolean().default(false),
+      /** How often due sources are looked for (scheduled syncs and queued webhook syncs). */
+      sources_tick_ms: z.number().int().min(100).max(60_000).default(1000),
+      /** Timeout of one git command (fetch, ls-tree, cat-file). */
+      sources_git_timeout_ms: z.number().int().min(1000).max(600_000).default(60_000),
+      /** Sync period of a source created without interval_s. */
+      sources_default_interval_s: z
+        .number()
+        .int()
+        .min(SOURCE_INTERVAL_MIN_S)
+        .max(SOURCE_INTERVAL_MAX_S)
+        .default(SOURCE_INTERVAL_DEFAULT_S),
     })
-    .prefault({}),
+    .prefault({})
+    .superRefine((st, ctx) => {
+      // A malformed keyring stops the service at start, naming the setting.
+      if (st.source_keys.trim() === "") return;
+      try {
+        parseKeyring(st.source_keys, "ORCH_STATE_SOURCE_KEYS");
+      } catch (err) {
+        ctx.addIssue({ code: "custom", path: ["source_keys"], message: (err as Error).message });
+      }
+    }),
 });
 export type StateConfig = z.infer<typeof stateConfigSchema>;

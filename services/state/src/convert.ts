@@ -7,10 +7,12 @@ import type {
   DriftRecordSchema,
   ModuleSchema,
   OperationSchema,
+  SourceSchema,
 } from "@orch/contracts";
 import type { AssignmentRow, ModuleRow } from "./db/catalog.js";
 import type { OperationRow } from "./db/operations.js";
 import type { RunRow } from "./db/runs.js";
+import type { SourceView } from "./db/sources.js";
 import type { BelievedRow, DriftRow } from "./db/snapshots.js";
 import type { AgentInfo } from "./deps.js";
 
@@ -25,6 +27,9 @@ export const moduleMsg = (m: ModuleRow, withContent: boolean): MessageInitShape<
   description: m.description,
   resourceCount: m.resource_count,
   sha256: m.sha256,
+  source: m.source ?? "",
+  commit: m.source_commit,
+  removedFromSource: m.removed_from_source,
 });
 
 export const assignmentMsg = (a: AssignmentRow): MessageInitShape<typeof AssignmentSchema> => ({
@@ -35,6 +40,11 @@ export const assignmentMsg = (a: AssignmentRow): MessageInitShape<typeof Assignm
   createdAt: a.created_at,
   createdBy: a.created_by,
   enforce: a.enforce,
+  source: a.source ?? "",
+  commit: a.source_commit,
+  applyOnSync: a.apply_on_sync,
+  syncBatch: a.sync_batch,
+  ...(a.sync_max_failures !== null ? { syncMaxFailures: a.sync_max_failures } : {}),
 });
 
 export const operationMsg = (o: OperationRow, withResults: boolean): MessageInitShape<typeof OperationSchema> => ({
@@ -110,6 +120,8 @@ export function runMsg(
     createdAt: r.created_at,
     finishedAt: r.finished_at ?? 0,
     actorId: r.actor_id,
+    source: r.source,
+    commit: r.source_commit,
     targets: r.targets.map((t) => {
       const op = byNode.get(t.node_id);
       return {
@@ -130,4 +142,26 @@ export const agentInfo = (a: Agent): AgentInfo => ({
   connected: a.connected,
   tags: { ...a.tags },
   attributes: { ...a.attributes },
+});
+
+export const sourceMsg = (s: SourceView): MessageInitShape<typeof SourceSchema> => ({
+  name: s.name,
+  url: s.url,
+  branch: s.branch,
+  path: s.path,
+  intervalS: s.interval_s,
+  auth: s.auth_kind,
+  status: s.status,
+  commit: s.commit,
+  syncedAt: Number(s.synced_at),
+  attemptedAt: Number(s.attempted_at),
+  nextSyncAt: Number(s.next_sync_at),
+  error: s.error,
+  errors: s.errors,
+  failures: s.failures,
+  attemptedCommit: s.attempted_commit,
+  moduleCount: s.module_count,
+  assignmentCount: s.assignment_count,
+  createdAt: Number(s.created_at),
+  createdBy: s.created_by,
 });

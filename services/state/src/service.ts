@@ -16,6 +16,9 @@ import { commandHandlers } from "./handlers/commands.js";
 import { driftHandlers } from "./handlers/drift.js";
 import { moduleHandlers } from "./handlers/modules.js";
 import { operationHandlers } from "./handlers/operations.js";
+import { sourceHandlers } from "./handlers/sources.js";
+import { createSourceBox } from "./sources/seal.js";
+import { createSourceSync } from "./sources/sync.js";
 
 /** How long stop() waits for running operations before leaving them to the sweeper. */
 const STOP_GRACE_MS = 10_000;
@@ -28,6 +31,8 @@ export async function createStateService(deps: StateDeps): Promise<Service & { e
   const fanout = createFanOut(deps, runner, createLimiter(config.state.fanout_concurrency), progress);
   const engine: Engine = { deps, clients, runner, fanout, cache: createModuleCache() };
   const commands = createCommandDriver(deps, clients, createLimiter(config.state.command_concurrency));
+  const box = createSourceBox(config.state.source_keys);
+  const sync = createSourceSync(engine, box);
 
   // Operations a previous process left behind end now if their deadline passed.
   await sweep(deps, progress);
@@ -44,13 +49,19 @@ export async function createStateService(deps: StateDeps): Promise<Service & { e
       ...operationHandlers(engine),
       ...driftHandlers(engine),
       ...commandHandlers(engine, commands),
+      ...sourceHandlers(engine, sync, box),
     },
   });
   // Once per interval across all replicas, under the same lock as the sweep at start.
   const sweeper = schedulePeriodic(deps, SWEEP_JOB, config.state.sweep_interval_seconds * 1000, async () => {
     await sweepStale(deps, progress);
   });
-  const stops = [() => sweeper.stop()];
+  // Due sources (new, scheduled, queued behind another replica's sync) one after the other, by
+  // whichever replica ticks first; each sync also holds its source's own lock.
+  const sources = schedulePeriodic(deps, "state.sources", config.state.sources_tick_ms, async () => {
+    await sync.syncDue();
+  });
+  const stops = [() => sweeper.stop(), () => sources.stop()];
   if (config.state.drift_interval_seconds > 0) {
     // Once per interval across all replicas, whichever replica's timer comes first.
     const drift = schedulePeriodic(deps, "state.drift", config.state.drift_interval_seconds * 1000, async () => {
@@ -66,7 +77,7 @@ export async function createStateService(deps: StateDeps): Promise<Service & { e
       await rpc.stop();
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
-        Promise.all([runner.drain(), fanout.drain(), commands.drain()]),
+        Promise.all([runner.drain(), fanout.drain(), commands.drain(), sync.drain()]),
         new Promise((r) => (timer = setTimeout(r, STOP_GRACE_MS))),
       ]);
       clearTimeout(timer);

@@ -131,6 +131,12 @@ t.test("assignments: create, duplicate, selector errors with position, unknown m
     created_at: created.body.created_at,
     created_by: created.body.created_by,
     enforce: false,
+    // Made here, not synced from git: no source, no sync settings.
+    source: null,
+    commit: null,
+    apply_on_sync: false,
+    sync_batch: null,
+    sync_max_failures: null,
   });
   t.match(created.body.created_at, /^\d{4}-\d\d-\d\dT/);
 

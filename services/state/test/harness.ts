@@ -28,6 +28,9 @@ import { createSecretsService } from "../../secrets/src/service.js";
 import { stateConfigSchema, type StateConfig } from "../src/config.js";
 import { createStateService } from "../src/service.js";
 
+/** The keyring state tests seal git sources' secrets with. */
+export const TEST_SOURCE_KEYS = `t1:${Buffer.alloc(32, 7).toString("base64")}`;
+
 export const STATE_MIGRATIONS = fileURLToPath(new URL("../migrations", import.meta.url));
 const SECRETS_MIGRATIONS = fileURLToPath(new URL("../../secrets/migrations", import.meta.url));
 
@@ -170,7 +173,9 @@ export async function startStack(t: Test, opts: StackOptions = {}) {
       db,
       schema: "state",
       migrations: STATE_MIGRATIONS,
-      config: stateConfigSchema.parse({ state: { drift_interval_seconds: 0, ...opts.state, ...overrides } }),
+      config: stateConfigSchema.parse({
+        state: { drift_interval_seconds: 0, source_keys: TEST_SOURCE_KEYS, ...opts.state, ...overrides },
+      }),
     });
     const svc = await createStateService(deps);
     return {

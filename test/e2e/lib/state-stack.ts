@@ -13,6 +13,8 @@ export interface StateStackOptions {
   keyByte?: number;
   /** Extra or overriding service environment (drift, sweep and timeout intervals). */
   env?: Record<string, string>;
+  /** Services besides auth, agents, secrets, state and gateway (e.g. audit, to read events back). */
+  extraServices?: string[];
 }
 
 export async function startStateStack(o: StateStackOptions) {
@@ -22,7 +24,7 @@ export async function startStateStack(o: StateStackOptions) {
   const system = await startSystem({
     nats,
     db,
-    services: ["auth", "agents", "secrets", "state", "gateway"],
+    services: ["auth", "agents", "secrets", ...(o.extraServices ?? []), "state", "gateway"],
     env: {
       ORCH_AGENTS_LINK_HOST: "127.0.0.1",
       ORCH_AGENTS_LINK_PORT: String(linkPort),

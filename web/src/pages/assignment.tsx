@@ -24,6 +24,7 @@ import {
 import "./pages.css";
 import { ItemTable } from "./parts/item-table";
 import { RUN_TONE } from "./runs/run-counts";
+import { ManagedByBanner, ownerOf } from "./sources/managed-by";
 import "./runs/runs.css";
 
 export default function AssignmentPage() {
@@ -31,10 +32,12 @@ export default function AssignmentPage() {
   const assignment = useAssignment(name);
   const a = assignment.data;
   return (
-    <Page title={name} actions={a ? <AssignmentActions name={a.name} /> : null}>
+    // An assignment a git source owns is changed in its repository: no edit or delete here (runs stay).
+    <Page title={name} actions={a && !ownerOf(a) ? <AssignmentActions name={a.name} /> : null}>
       <QueryStatus query={assignment}>
         {a ? (
           <>
+            <Owner assignment={a} />
             <AssignmentProps assignment={a} />
             <RunForm name={a.name} />
             <RecentRuns name={a.name} />
@@ -65,6 +68,11 @@ function AssignmentActions({ name }: { name: string }) {
   );
 }
 
+function Owner({ assignment: a }: { assignment: Assignment }) {
+  const owner = ownerOf(a);
+  return owner ? <ManagedByBanner owner={owner} what="assignment" /> : null;
+}
+
 function AssignmentProps({ assignment: a }: { assignment: Assignment }) {
   return (
     <dl className="props card">
@@ -85,6 +93,14 @@ function AssignmentProps({ assignment: a }: { assignment: Assignment }) {
       </dd>
       <dt>Description</dt>
       <dd>{a.description || "—"}</dd>
+      {a.source ? (
+        <>
+          <dt>Apply on sync</dt>
+          <dd data-testid="assignment-apply-on-sync">
+            {a.apply_on_sync ? "on: applied when a sync changes it or its modules" : "off: a sync only updates it"}
+          </dd>
+        </>
+      ) : null}
       <dt>Created</dt>
       <dd>
         <Time value={a.created_at} /> by {a.created_by}

@@ -16,6 +16,7 @@ import {
 } from "../ui";
 import "./pages.css";
 import { ItemTable } from "./parts/item-table";
+import { ManagedNameCell, ownerOf } from "./sources/managed-by";
 
 export default function AssignmentsPage() {
   const list = useAssignments();
@@ -50,47 +51,55 @@ export default function AssignmentsPage() {
             </EmptyState>
           }
         >
-          {(a) => (
-            <tr key={a.name}>
-              <td>
-                <Link href={`/assignments/${encodeURIComponent(a.name)}`}>{a.name}</Link>
-              </td>
-              <td className="mono">{a.selector}</td>
-              <td>
-                {a.modules.map((m, i) => (
-                  <span key={m}>
-                    {i > 0 ? ", " : null}
-                    <Link href={`/modules/${encodeURIComponent(m)}`}>{m}</Link>
-                  </span>
-                ))}
-              </td>
-              <td>{a.description || <span className="muted">—</span>}</td>
-              <td>
-                <Time value={a.created_at} />
-              </td>
-              <td>
-                <div className="toolbar">
-                  <Link
-                    href={`/assignments/${encodeURIComponent(a.name)}/edit`}
-                    className="btn btn-small"
-                    aria-label={`Edit ${a.name}`}
-                  >
-                    Edit
-                  </Link>
-                  <DeleteWithConfirm
-                    mutation={remove}
-                    target={a.name}
-                    title={`Delete assignment ${a.name}?`}
-                    small
-                    accessibleName={`Delete ${a.name}`}
-                    showProblem={false}
-                  >
-                    <p>Agents keep what was applied; its modules are no longer applied to them by this assignment.</p>
-                  </DeleteWithConfirm>
-                </div>
-              </td>
-            </tr>
-          )}
+          {(a) => {
+            const owner = ownerOf(a);
+            return (
+              <tr key={a.name}>
+                <ManagedNameCell item={a} href={`/assignments/${encodeURIComponent(a.name)}`} />
+                <td className="mono">{a.selector}</td>
+                <td>
+                  {a.modules.map((m, i) => (
+                    <span key={m}>
+                      {i > 0 ? ", " : null}
+                      <Link href={`/modules/${encodeURIComponent(m)}`}>{m}</Link>
+                    </span>
+                  ))}
+                </td>
+                <td>{a.description || <span className="muted">—</span>}</td>
+                <td>
+                  <Time value={a.created_at} />
+                </td>
+                <td>
+                  {owner ? (
+                    // Changed in its repository; the API would refuse (managed_by_source).
+                    <span className="muted">in git</span>
+                  ) : (
+                    <div className="toolbar">
+                      <Link
+                        href={`/assignments/${encodeURIComponent(a.name)}/edit`}
+                        className="btn btn-small"
+                        aria-label={`Edit ${a.name}`}
+                      >
+                        Edit
+                      </Link>
+                      <DeleteWithConfirm
+                        mutation={remove}
+                        target={a.name}
+                        title={`Delete assignment ${a.name}?`}
+                        small
+                        accessibleName={`Delete ${a.name}`}
+                        showProblem={false}
+                      >
+                        <p>
+                          Agents keep what was applied; its modules are no longer applied to them by this assignment.
+                        </p>
+                      </DeleteWithConfirm>
+                    </div>
+                  )}
+                </td>
+              </tr>
+            );
+          }}
         </ItemTable>
       </QueryStatus>
     </Page>

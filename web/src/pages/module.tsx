@@ -8,16 +8,18 @@ import { Link, useLocation, useParams } from "wouter";
 import { useAssignments } from "../api/assignments";
 import { type ModuleInfo, useDeleteModule, useModule } from "../api/modules";
 import { YamlEditor } from "../editor";
-import { DeleteWithConfirm, Loading, Page, QueryStatus, Section, Time } from "../ui";
+import { Banner, DeleteWithConfirm, Loading, Page, QueryStatus, Section, Time } from "../ui";
 import { VersionHistory } from "./modules/version-history";
 import "./pages.css";
+import { ManagedByBanner, ownerOf } from "./sources/managed-by";
 
 export default function ModulePage() {
   const { name = "" } = useParams<{ name: string }>();
   const module = useModule(name);
   const m = module.data;
   return (
-    <Page title={name} actions={m ? <ModuleActions name={m.name} /> : null}>
+    // A module a git source owns is changed in its repository: no upload or delete here.
+    <Page title={name} actions={m && !ownerOf(m) ? <ModuleActions name={m.name} /> : null}>
       <QueryStatus query={module}>{m ? <ModuleBody module={m} /> : null}</QueryStatus>
     </Page>
   );
@@ -46,8 +48,15 @@ function ModuleActions({ name }: { name: string }) {
 function ModuleBody({ module: m }: { module: ModuleInfo }) {
   const assignments = useAssignments();
   const users = (assignments.data ?? []).filter((a) => a.modules.includes(m.name));
+  const owner = ownerOf(m);
   return (
     <>
+      {owner ? <ManagedByBanner owner={owner} what="module" /> : null}
+      {m.removed_from_source ? (
+        <Banner kind="warning" testId="removed-from-source">
+          Removed from its repository: it is deleted once no assignment uses it.
+        </Banner>
+      ) : null}
       <dl className="props card">
         <dt>Description</dt>
         <dd>{m.description || "—"}</dd>

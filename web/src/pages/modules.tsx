@@ -7,6 +7,7 @@ import { useModules } from "../api/modules";
 import { EmptyState, FilterField, Page, QueryStatus, Time, useListFilter } from "../ui";
 import "./pages.css";
 import { ItemTable } from "./parts/item-table";
+import { ManagedNameCell } from "./sources/managed-by";
 
 export default function ModulesPage() {
   const list = useModules();
@@ -40,9 +41,7 @@ export default function ModulesPage() {
         >
           {(m) => (
             <tr key={m.name}>
-              <td>
-                <Link href={`/modules/${encodeURIComponent(m.name)}`}>{m.name}</Link>
-              </td>
+              <ManagedNameCell item={m} href={`/modules/${encodeURIComponent(m.name)}`} />
               <td>{m.description || <span className="muted">—</span>}</td>
               <td>{m.resource_count}</td>
               <td>

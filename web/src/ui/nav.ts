@@ -5,6 +5,7 @@ export interface NavItem {
     | "Pending"
     | "Modules"
     | "Assignments"
+    | "Sources"
     | "Secrets"
     | "Sessions"
     | "Channels"
@@ -22,6 +23,7 @@ export const NAV_ITEMS: readonly NavItem[] = [
   { label: "Pending", href: "/agents/pending" },
   { label: "Modules", href: "/modules" },
   { label: "Assignments", href: "/assignments" },
+  { label: "Sources", href: "/sources" },
   { label: "Secrets", href: "/secrets" },
   { label: "Sessions", href: "/sessions" },
   { label: "Channels", href: "/channels" },

@@ -1409,6 +1409,122 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/sources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List git sources by name, with their sync status
+         * @description Any authenticated operator.
+         */
+        get: operations["getSources"];
+        put?: never;
+        /**
+         * Register a git repository whose modules/ and assignments/ are synced into the catalog
+         * @description The first sync starts at once (status `pending` until it ends). Credentials (`auth`) are stored sealed and never returned; the webhook secret (given, or generated) is returned this once. `file://` URLs only where `state.sources_allow_file_urls` is set.
+         *
+         *     Requires the admin role.
+         */
+        post: operations["postSources"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sources/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One git source: the commit in force, the last attempt and its per-file errors
+         * @description Any authenticated operator.
+         */
+        get: operations["getSourcesName"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a git source; the modules and assignments it managed stay, no longer managed
+         * @description Requires the admin role.
+         */
+        delete: operations["deleteSourcesName"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sources/{name}/plan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Plan the fleet against a branch or commit of the source without syncing it
+         * @description Validates the ref's tree like a sync; when it is valid, plans every created or updated assignment on its matched agents (per-agent diffs, as assignment plans) and waits up to `wait_seconds` for them (`complete` says whether all finished). Nothing in the catalog changes.
+         *
+         *     Any authenticated operator.
+         */
+        post: operations["postSourcesNamePlan"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sources/{name}/sync": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Fetch the source's branch now and apply its tree, all or nothing
+         * @description Answers when the sync ended (or was queued behind one already running elsewhere), or after 50 s with the source as it stands while the sync goes on. A failed fetch or an invalid tree is not an error of this request: the source answers with status `error`, `error` and per-file `errors`, and nothing in the catalog changed.
+         *
+         *     Requires the admin role.
+         */
+        post: operations["postSourcesNameSync"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/sources/{name}/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A forge's push notification (GitHub, GitLab, Gitea): syncs the source when it is a push of its branch
+         * @description Authenticated by the signature over the exact body with the source's webhook secret (`X-Hub-Signature-256`, `X-Gitea-Signature`, or `X-Gitlab-Token`); any content type, up to 1 MiB. Answers once the notification is verified; the sync runs after the answer (GET the source for its outcome). Rate-limited per address and source.
+         *
+         *     No authentication.
+         */
+        post: operations["postSourcesNameWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/state/operations": {
         parameters: {
             query?: never;
@@ -1632,7 +1748,7 @@ export interface components {
              * @description stable machine-readable error code; `x-error-catalogue` (and docs/errors.md) gives each one's status
              * @enum {string}
              */
-            code: "admin_cannot_be_scoped" | "admin_required" | "agent_busy" | "agent_disconnected" | "agent_not_approved" | "agent_not_connected" | "agent_not_found" | "agent_not_rejected" | "agent_timeout" | "already_exists" | "assignment_exists" | "assignment_not_found" | "body_too_large" | "bus_permission_denied" | "bus_unavailable" | "channel_credentials_unavailable" | "channel_exists" | "channel_not_found" | "channel_type_immutable" | "console_unavailable" | "csrf_token_invalid" | "cyclic_requires" | "database_unavailable" | "deadline_exceeded" | "discovery_failed" | "discovery_port_not_allowed" | "discovery_target_not_allowed" | "discovery_target_refused" | "drift_not_found" | "duplicate_resource" | "duplicate_resource_id" | "expires_at_in_past" | "expiry_extension_requires_admin" | "failed_precondition" | "headers_too_large" | "idempotency_key_in_flight" | "idempotency_key_reused" | "idempotency_store_unavailable" | "internal" | "invalid_argument" | "invalid_batch" | "invalid_channel_type" | "invalid_characters" | "invalid_command" | "invalid_config" | "invalid_cursor" | "invalid_description" | "invalid_expires_at" | "invalid_filter" | "invalid_idempotency_key" | "invalid_json" | "invalid_limit" | "invalid_login_code" | "invalid_mode" | "invalid_module" | "invalid_name" | "invalid_node_id" | "invalid_nonce" | "invalid_passkey" | "invalid_passkey_response" | "invalid_payload" | "invalid_public_key" | "invalid_range" | "invalid_request" | "invalid_resource" | "invalid_restriction" | "invalid_retention" | "invalid_selector" | "invalid_session_id" | "invalid_signature" | "invalid_signature_format" | "invalid_since" | "invalid_status" | "invalid_tag_key" | "invalid_tag_value" | "invalid_target" | "invalid_template" | "invalid_ticket" | "invalid_timeout" | "invalid_timestamp" | "invalid_token" | "invalid_until" | "invalid_url" | "invalid_value" | "invalid_webauthn_challenge" | "invalid_window" | "invalid_yaml" | "last_admin" | "login_code_expired" | "malformed_request" | "method_not_allowed" | "module_in_use" | "module_not_found" | "module_too_large" | "name_immutable" | "name_mismatch" | "name_required" | "name_taken" | "no_metrics" | "no_shell_configured" | "no_snapshot" | "not_found" | "nothing_to_update" | "notification_not_found" | "operation_not_found" | "operator_exists" | "operator_not_found" | "operator_required" | "origin_not_allowed" | "passkey_exists" | "passkey_not_found" | "passkeys_unavailable" | "permission_denied" | "public_key_in_use" | "rate_limited" | "request_timeout" | "resource_exhausted" | "restriction_widening_requires_admin" | "route_not_found" | "run_finished" | "run_not_found" | "secret_exists" | "secret_expired" | "secret_in_argument" | "secret_key_unavailable" | "secret_not_found" | "secret_not_permitted" | "secret_undecryptable" | "service_unavailable" | "session_exists" | "session_not_found" | "session_not_open" | "shell_not_allowed" | "shell_not_found" | "tag_not_found" | "terminal_disabled" | "ticket_expired" | "ticket_operator_mismatch" | "ticket_required" | "timeout" | "too_deep" | "too_many_sessions" | "too_many_tags" | "transcript_not_found" | "unauthenticated" | "unavailable" | "unknown_method" | "unknown_operator" | "unknown_requirement" | "unknown_requires" | "unknown_resource_type" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "value_too_large" | "window_not_found";
+            code: "admin_cannot_be_scoped" | "admin_required" | "agent_busy" | "agent_disconnected" | "agent_not_approved" | "agent_not_connected" | "agent_not_found" | "agent_not_rejected" | "agent_timeout" | "already_exists" | "assignment_exists" | "assignment_not_found" | "body_too_large" | "bus_permission_denied" | "bus_unavailable" | "channel_credentials_unavailable" | "channel_exists" | "channel_not_found" | "channel_type_immutable" | "console_unavailable" | "csrf_token_invalid" | "cyclic_requires" | "database_unavailable" | "deadline_exceeded" | "discovery_failed" | "discovery_port_not_allowed" | "discovery_target_not_allowed" | "discovery_target_refused" | "drift_not_found" | "duplicate_resource" | "duplicate_resource_id" | "expires_at_in_past" | "expiry_extension_requires_admin" | "failed_precondition" | "headers_too_large" | "idempotency_key_in_flight" | "idempotency_key_reused" | "idempotency_store_unavailable" | "internal" | "invalid_argument" | "invalid_batch" | "invalid_channel_type" | "invalid_characters" | "invalid_command" | "invalid_config" | "invalid_cursor" | "invalid_description" | "invalid_expires_at" | "invalid_filter" | "invalid_idempotency_key" | "invalid_json" | "invalid_limit" | "invalid_login_code" | "invalid_mode" | "invalid_module" | "invalid_name" | "invalid_node_id" | "invalid_nonce" | "invalid_passkey" | "invalid_passkey_response" | "invalid_payload" | "invalid_public_key" | "invalid_range" | "invalid_ref" | "invalid_request" | "invalid_resource" | "invalid_restriction" | "invalid_retention" | "invalid_selector" | "invalid_session_id" | "invalid_signature" | "invalid_signature_format" | "invalid_since" | "invalid_source" | "invalid_status" | "invalid_tag_key" | "invalid_tag_value" | "invalid_target" | "invalid_template" | "invalid_ticket" | "invalid_timeout" | "invalid_timestamp" | "invalid_token" | "invalid_until" | "invalid_url" | "invalid_value" | "invalid_webauthn_challenge" | "invalid_webhook" | "invalid_window" | "invalid_yaml" | "last_admin" | "login_code_expired" | "malformed_request" | "managed_by_source" | "method_not_allowed" | "module_in_use" | "module_not_found" | "module_too_large" | "name_immutable" | "name_mismatch" | "name_required" | "name_taken" | "no_metrics" | "no_shell_configured" | "no_snapshot" | "not_found" | "nothing_to_update" | "notification_not_found" | "operation_not_found" | "operator_exists" | "operator_not_found" | "operator_required" | "origin_not_allowed" | "passkey_exists" | "passkey_not_found" | "passkeys_unavailable" | "permission_denied" | "public_key_in_use" | "rate_limited" | "request_timeout" | "resource_exhausted" | "restriction_widening_requires_admin" | "route_not_found" | "run_finished" | "run_not_found" | "secret_exists" | "secret_expired" | "secret_in_argument" | "secret_key_unavailable" | "secret_not_found" | "secret_not_permitted" | "secret_undecryptable" | "service_unavailable" | "session_exists" | "session_not_found" | "session_not_open" | "shell_not_allowed" | "shell_not_found" | "source_exists" | "source_keys_unset" | "source_not_found" | "source_ref_not_found" | "source_unreachable" | "source_url_not_allowed" | "tag_not_found" | "terminal_disabled" | "ticket_expired" | "ticket_operator_mismatch" | "ticket_required" | "timeout" | "too_deep" | "too_many_sessions" | "too_many_tags" | "transcript_not_found" | "unauthenticated" | "unavailable" | "unknown_method" | "unknown_operator" | "unknown_requirement" | "unknown_requires" | "unknown_resource_type" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "value_too_large" | "webhook_signature_invalid" | "window_not_found";
             detail: string;
             request_id?: string;
             status: number;
@@ -3382,6 +3498,10 @@ export interface operations {
                 content: {
                     "application/json": {
                         assignments: {
+                            /** @description a sync that changes it or its modules applies it (managed assignments only) */
+                            apply_on_sync: boolean;
+                            /** @description the source's commit the definition came from */
+                            commit: string | null;
                             created_at: string;
                             created_by: string;
                             description: string | null;
@@ -3390,6 +3510,12 @@ export interface operations {
                             modules: string[];
                             name: string;
                             selector: string;
+                            /** @description the git source managing the assignment (docs/sources.md); null when created here */
+                            source: string | null;
+                            /** @description batch of the applies a sync starts: agents per batch ("5") or a percentage ("25%"); null = all at once */
+                            sync_batch: string | null;
+                            /** @description an apply a sync starts stops launching batches once more operations than this failed; null = no limit */
+                            sync_max_failures: number | null;
                         }[];
                         has_more: boolean;
                         next_cursor: string | null;
@@ -3446,6 +3572,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description a sync that changes it or its modules applies it (managed assignments only) */
+                        apply_on_sync: boolean;
+                        /** @description the source's commit the definition came from */
+                        commit: string | null;
                         created_at: string;
                         created_by: string;
                         description: string | null;
@@ -3454,6 +3584,12 @@ export interface operations {
                         modules: string[];
                         name: string;
                         selector: string;
+                        /** @description the git source managing the assignment (docs/sources.md); null when created here */
+                        source: string | null;
+                        /** @description batch of the applies a sync starts: agents per batch ("5") or a percentage ("25%"); null = all at once */
+                        sync_batch: string | null;
+                        /** @description an apply a sync starts stops launching batches once more operations than this failed; null = no limit */
+                        sync_max_failures: number | null;
                     };
                 };
             };
@@ -3513,6 +3649,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description a sync that changes it or its modules applies it (managed assignments only) */
+                        apply_on_sync: boolean;
+                        /** @description the source's commit the definition came from */
+                        commit: string | null;
                         created_at: string;
                         created_by: string;
                         description: string | null;
@@ -3521,6 +3661,12 @@ export interface operations {
                         modules: string[];
                         name: string;
                         selector: string;
+                        /** @description the git source managing the assignment (docs/sources.md); null when created here */
+                        source: string | null;
+                        /** @description batch of the applies a sync starts: agents per batch ("5") or a percentage ("25%"); null = all at once */
+                        sync_batch: string | null;
+                        /** @description an apply a sync starts stops launching batches once more operations than this failed; null = no limit */
+                        sync_max_failures: number | null;
                     };
                 };
             };
@@ -3584,6 +3730,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description a sync that changes it or its modules applies it (managed assignments only) */
+                        apply_on_sync: boolean;
+                        /** @description the source's commit the definition came from */
+                        commit: string | null;
                         created_at: string;
                         created_by: string;
                         description: string | null;
@@ -3592,6 +3742,12 @@ export interface operations {
                         modules: string[];
                         name: string;
                         selector: string;
+                        /** @description the git source managing the assignment (docs/sources.md); null when created here */
+                        source: string | null;
+                        /** @description batch of the applies a sync starts: agents per batch ("5") or a percentage ("25%"); null = all at once */
+                        sync_batch: string | null;
+                        /** @description an apply a sync starts stops launching batches once more operations than this failed; null = no limit */
+                        sync_max_failures: number | null;
                     };
                 };
             };
@@ -3728,6 +3884,8 @@ export interface operations {
                         assignment: string;
                         batch_size: number;
                         batches: number;
+                        /** @description the source's commit the run applied or planned */
+                        commit: string | null;
                         created_at: string;
                         failures: number;
                         finished_at: string | null;
@@ -3745,6 +3903,8 @@ export interface operations {
                         }[];
                         run_id: string;
                         selector: string;
+                        /** @description the git source whose sync or plan started the run */
+                        source: string | null;
                         started_by: string;
                         /** @enum {string} */
                         status: "running" | "completed" | "stopped" | "interrupted";
@@ -3761,6 +3921,8 @@ export interface operations {
                         assignment: string;
                         batch_size: number;
                         batches: number;
+                        /** @description the source's commit the run applied or planned */
+                        commit: string | null;
                         created_at: string;
                         failures: number;
                         finished_at: string | null;
@@ -3778,6 +3940,8 @@ export interface operations {
                         }[];
                         run_id: string;
                         selector: string;
+                        /** @description the git source whose sync or plan started the run */
+                        source: string | null;
                         started_by: string;
                         /** @enum {string} */
                         status: "running" | "completed" | "stopped" | "interrupted";
@@ -3858,6 +4022,8 @@ export interface operations {
                         assignment: string;
                         batch_size: number;
                         batches: number;
+                        /** @description the source's commit the run applied or planned */
+                        commit: string | null;
                         created_at: string;
                         failures: number;
                         finished_at: string | null;
@@ -3875,6 +4041,8 @@ export interface operations {
                         }[];
                         run_id: string;
                         selector: string;
+                        /** @description the git source whose sync or plan started the run */
+                        source: string | null;
                         started_by: string;
                         /** @enum {string} */
                         status: "running" | "completed" | "stopped" | "interrupted";
@@ -3891,6 +4059,8 @@ export interface operations {
                         assignment: string;
                         batch_size: number;
                         batches: number;
+                        /** @description the source's commit the run applied or planned */
+                        commit: string | null;
                         created_at: string;
                         failures: number;
                         finished_at: string | null;
@@ -3908,6 +4078,8 @@ export interface operations {
                         }[];
                         run_id: string;
                         selector: string;
+                        /** @description the git source whose sync or plan started the run */
+                        source: string | null;
                         started_by: string;
                         /** @enum {string} */
                         status: "running" | "completed" | "stopped" | "interrupted";
@@ -3979,6 +4151,8 @@ export interface operations {
                             assignment: string;
                             batch_size: number;
                             batches: number;
+                            /** @description the source's commit the run applied or planned */
+                            commit: string | null;
                             created_at: string;
                             failures: number;
                             finished_at: string | null;
@@ -3988,6 +4162,8 @@ export interface operations {
                             modules: string[];
                             run_id: string;
                             selector: string;
+                            /** @description the git source whose sync or plan started the run */
+                            source: string | null;
                             started_by: string;
                             /** @enum {string} */
                             status: "running" | "completed" | "stopped" | "interrupted";
@@ -4037,6 +4213,8 @@ export interface operations {
                         assignment: string;
                         batch_size: number;
                         batches: number;
+                        /** @description the source's commit the run applied or planned */
+                        commit: string | null;
                         created_at: string;
                         failures: number;
                         finished_at: string | null;
@@ -4054,6 +4232,8 @@ export interface operations {
                         }[];
                         run_id: string;
                         selector: string;
+                        /** @description the git source whose sync or plan started the run */
+                        source: string | null;
                         started_by: string;
                         /** @enum {string} */
                         status: "running" | "completed" | "stopped" | "interrupted";
@@ -6349,10 +6529,16 @@ export interface operations {
                     "application/json": {
                         has_more: boolean;
                         modules: {
+                            /** @description the source's commit the content came from */
+                            commit: string | null;
                             description: string;
                             name: string;
+                            /** @description its file left the source while assignments still use it; deleted once none does */
+                            removed_from_source: boolean;
                             resource_count: number;
                             sha256: string;
+                            /** @description the git source managing the module (docs/sources.md); null when uploaded */
+                            source: string | null;
                             /** @description Unix seconds */
                             uploaded_at: number;
                             uploaded_by: string;
@@ -6408,10 +6594,16 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description the source's commit the content came from */
+                        commit: string | null;
                         description: string;
                         name: string;
+                        /** @description its file left the source while assignments still use it; deleted once none does */
+                        removed_from_source: boolean;
                         resource_count: number;
                         sha256: string;
+                        /** @description the git source managing the module (docs/sources.md); null when uploaded */
+                        source: string | null;
                         /** @description Unix seconds */
                         uploaded_at: number;
                         uploaded_by: string;
@@ -6465,11 +6657,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
+                        /** @description the source's commit the content came from */
+                        commit: string | null;
                         content: string;
                         description: string;
                         name: string;
+                        /** @description its file left the source while assignments still use it; deleted once none does */
+                        removed_from_source: boolean;
                         resource_count: number;
                         sha256: string;
+                        /** @description the git source managing the module (docs/sources.md); null when uploaded */
+                        source: string | null;
                         /** @description Unix seconds */
                         uploaded_at: number;
                         uploaded_by: string;
@@ -8260,6 +8458,776 @@ export interface operations {
             };
             /** @description problem codes: idempotency_key_reused, idempotency_key_in_flight */
             409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSources: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        has_more: boolean;
+                        next_cursor: string | null;
+                        sources: {
+                            assignment_count: number;
+                            attempted_at: string | null;
+                            /** @description commit of the last attempt; null when the fetch itself failed */
+                            attempted_commit: string | null;
+                            /**
+                             * @description how the repository is reached; the credential itself is never returned
+                             * @enum {string}
+                             */
+                            auth: "none" | "token" | "ssh_key";
+                            branch: string;
+                            /** @description commit in force (the last successful sync); null before the first */
+                            commit: string | null;
+                            created_at: string;
+                            created_by: string;
+                            /** @description reason of the last failed attempt */
+                            error: string | null;
+                            /** @description per-file errors of the last failed attempt */
+                            errors: {
+                                /** @description the code the API would answer for the same content (invalid_module, invalid_selector, …) */
+                                code: string;
+                                column: number | null;
+                                /** @description relative to the source's path, e.g. "modules/web.yaml" ("" for the tree as a whole) */
+                                file: string;
+                                /** @description 1-based; null when the problem is not at a line */
+                                line: number | null;
+                                message: string;
+                            }[];
+                            /** @description consecutive failed attempts */
+                            failures: number;
+                            /** @description seconds between scheduled syncs */
+                            interval_s: number;
+                            module_count: number;
+                            name: string;
+                            next_sync_at: string | null;
+                            /** @description directory holding modules/ and assignments/ ("" = the repository root) */
+                            path: string;
+                            /**
+                             * @description pending (never synced), ok, or error (the last attempt failed)
+                             * @enum {string}
+                             */
+                            status: "pending" | "ok" | "error";
+                            synced_at: string | null;
+                            /** @description never carries credentials */
+                            url: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description problem codes: invalid_cursor */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postSources: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description stored sealed; never returned */
+                    auth?: {
+                        /** @description OpenSSH private deploy key */
+                        ssh_key?: string;
+                        /** @description https token, sent as basic-auth password */
+                        token?: string;
+                        /** @description basic-auth user for the token (x-access-token) */
+                        username?: string;
+                    };
+                    /** @description default main */
+                    branch?: string;
+                    /** @description seconds between scheduled syncs (default: the server's) */
+                    interval_s?: number;
+                    name: string;
+                    /** @description directory holding modules/ and assignments/ (default "" = root) */
+                    path?: string;
+                    /** @description https://, http:// (loopback only with a token), ssh://, user@host:path, or file:// where allowed */
+                    url: string;
+                    /** @description verifies push webhooks; generated when absent; returned once */
+                    webhook_secret?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        assignment_count: number;
+                        attempted_at: string | null;
+                        /** @description commit of the last attempt; null when the fetch itself failed */
+                        attempted_commit: string | null;
+                        /**
+                         * @description how the repository is reached; the credential itself is never returned
+                         * @enum {string}
+                         */
+                        auth: "none" | "token" | "ssh_key";
+                        branch: string;
+                        /** @description commit in force (the last successful sync); null before the first */
+                        commit: string | null;
+                        created_at: string;
+                        created_by: string;
+                        /** @description reason of the last failed attempt */
+                        error: string | null;
+                        /** @description per-file errors of the last failed attempt */
+                        errors: {
+                            /** @description the code the API would answer for the same content (invalid_module, invalid_selector, …) */
+                            code: string;
+                            column: number | null;
+                            /** @description relative to the source's path, e.g. "modules/web.yaml" ("" for the tree as a whole) */
+                            file: string;
+                            /** @description 1-based; null when the problem is not at a line */
+                            line: number | null;
+                            message: string;
+                        }[];
+                        /** @description consecutive failed attempts */
+                        failures: number;
+                        /** @description seconds between scheduled syncs */
+                        interval_s: number;
+                        module_count: number;
+                        name: string;
+                        next_sync_at: string | null;
+                        /** @description directory holding modules/ and assignments/ ("" = the repository root) */
+                        path: string;
+                        /**
+                         * @description pending (never synced), ok, or error (the last attempt failed)
+                         * @enum {string}
+                         */
+                        status: "pending" | "ok" | "error";
+                        synced_at: string | null;
+                        /** @description never carries credentials */
+                        url: string;
+                        /** @description verifies push webhooks; shown this once (given, or generated) */
+                        webhook_secret: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_source, source_url_not_allowed, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: source_exists, source_keys_unset, idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getSourcesName: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        assignment_count: number;
+                        attempted_at: string | null;
+                        /** @description commit of the last attempt; null when the fetch itself failed */
+                        attempted_commit: string | null;
+                        /**
+                         * @description how the repository is reached; the credential itself is never returned
+                         * @enum {string}
+                         */
+                        auth: "none" | "token" | "ssh_key";
+                        branch: string;
+                        /** @description commit in force (the last successful sync); null before the first */
+                        commit: string | null;
+                        created_at: string;
+                        created_by: string;
+                        /** @description reason of the last failed attempt */
+                        error: string | null;
+                        /** @description per-file errors of the last failed attempt */
+                        errors: {
+                            /** @description the code the API would answer for the same content (invalid_module, invalid_selector, …) */
+                            code: string;
+                            column: number | null;
+                            /** @description relative to the source's path, e.g. "modules/web.yaml" ("" for the tree as a whole) */
+                            file: string;
+                            /** @description 1-based; null when the problem is not at a line */
+                            line: number | null;
+                            message: string;
+                        }[];
+                        /** @description consecutive failed attempts */
+                        failures: number;
+                        /** @description seconds between scheduled syncs */
+                        interval_s: number;
+                        module_count: number;
+                        name: string;
+                        next_sync_at: string | null;
+                        /** @description directory holding modules/ and assignments/ ("" = the repository root) */
+                        path: string;
+                        /**
+                         * @description pending (never synced), ok, or error (the last attempt failed)
+                         * @enum {string}
+                         */
+                        status: "pending" | "ok" | "error";
+                        synced_at: string | null;
+                        /** @description never carries credentials */
+                        url: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: source_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteSourcesName: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success, no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem codes: invalid_request, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: source_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postSourcesNamePlan: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description branch name or commit SHA (default: the source's branch) */
+                    ref?: string;
+                    /** @description wait for the plan runs (default 60) */
+                    wait_seconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        assignments: {
+                            /** @enum {string} */
+                            change: "created" | "updated" | "unchanged" | "removed";
+                            name: string;
+                            /** @description the run's plan operations with their per-resource diffs */
+                            operations: {
+                                actor: {
+                                    id: string;
+                                    name: string;
+                                };
+                                assignment: string | null;
+                                created_at: string;
+                                deadline: string;
+                                error: string | null;
+                                /** @description stable reason when the operation failed as a whole, e.g. template_error, secret_not_permitted, agent_unreachable */
+                                error_code: string | null;
+                                finished_at: string | null;
+                                id: string;
+                                /** @enum {string} */
+                                kind: "apply" | "plan" | "drift";
+                                modules: string[];
+                                node_id: string;
+                                node_name: string;
+                                /** @description enforcement: the id of the drift record this apply corrects (actor `system:enforce`) */
+                                remediates: string | null;
+                                results: {
+                                    changed: boolean;
+                                    diff: string;
+                                    duration_ms: number;
+                                    has_output: boolean;
+                                    id: string;
+                                    message: string;
+                                    module: string;
+                                    /** @enum {string} */
+                                    status: "ok" | "changed" | "failed" | "skipped" | "unsupported";
+                                    type: string;
+                                }[];
+                                run_id: string | null;
+                                started_at: string | null;
+                                /** @enum {string} */
+                                status: "pending" | "running" | "succeeded" | "failed" | "timed_out" | "unreachable";
+                                summary: {
+                                    changed: number;
+                                    failed: number;
+                                    ok: number;
+                                    skipped: number;
+                                    unsupported: number;
+                                };
+                            }[];
+                            /** @description the plan run over the matched agents (created and updated only) */
+                            run: {
+                                assignment: string;
+                                batch_size: number;
+                                batches: number;
+                                /** @description the source's commit the run applied or planned */
+                                commit: string | null;
+                                created_at: string;
+                                failures: number;
+                                finished_at: string | null;
+                                /** @enum {string} */
+                                kind: "apply" | "plan";
+                                max_failures: number | null;
+                                modules: string[];
+                                operations: {
+                                    batch: number;
+                                    name: string;
+                                    node_id: string;
+                                    operation_id: string | null;
+                                    /** @description the operation's status, or queued (waiting for its batch) / not_started (the run stopped first) */
+                                    status: string;
+                                }[];
+                                run_id: string;
+                                selector: string;
+                                /** @description the git source whose sync or plan started the run */
+                                source: string | null;
+                                started_by: string;
+                                /** @enum {string} */
+                                status: "running" | "completed" | "stopped" | "interrupted";
+                            } | null;
+                        }[];
+                        /** @description the commit the ref resolved to */
+                        commit: string | null;
+                        /** @description every plan run finished within wait_seconds */
+                        complete: boolean;
+                        /** @description the commit in force; null when never synced */
+                        current_commit: string | null;
+                        /** @description per-file errors of the ref's tree; when any, nothing was planned */
+                        errors: {
+                            /** @description the code the API would answer for the same content (invalid_module, invalid_selector, …) */
+                            code: string;
+                            column: number | null;
+                            /** @description relative to the source's path, e.g. "modules/web.yaml" ("" for the tree as a whole) */
+                            file: string;
+                            /** @description 1-based; null when the problem is not at a line */
+                            line: number | null;
+                            message: string;
+                        }[];
+                        modules_changed: string[];
+                        modules_removed: string[];
+                        ref: string;
+                        source: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_ref, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: source_not_found, source_ref_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: source_keys_unset, idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: source_unreachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postSourcesNameSync: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        assignment_count: number;
+                        attempted_at: string | null;
+                        /** @description commit of the last attempt; null when the fetch itself failed */
+                        attempted_commit: string | null;
+                        /**
+                         * @description how the repository is reached; the credential itself is never returned
+                         * @enum {string}
+                         */
+                        auth: "none" | "token" | "ssh_key";
+                        branch: string;
+                        /** @description commit in force (the last successful sync); null before the first */
+                        commit: string | null;
+                        created_at: string;
+                        created_by: string;
+                        /** @description reason of the last failed attempt */
+                        error: string | null;
+                        /** @description per-file errors of the last failed attempt */
+                        errors: {
+                            /** @description the code the API would answer for the same content (invalid_module, invalid_selector, …) */
+                            code: string;
+                            column: number | null;
+                            /** @description relative to the source's path, e.g. "modules/web.yaml" ("" for the tree as a whole) */
+                            file: string;
+                            /** @description 1-based; null when the problem is not at a line */
+                            line: number | null;
+                            message: string;
+                        }[];
+                        /** @description consecutive failed attempts */
+                        failures: number;
+                        /** @description seconds between scheduled syncs */
+                        interval_s: number;
+                        module_count: number;
+                        name: string;
+                        next_sync_at: string | null;
+                        /** @description directory holding modules/ and assignments/ ("" = the repository root) */
+                        path: string;
+                        /**
+                         * @description pending (never synced), ok, or error (the last attempt failed)
+                         * @enum {string}
+                         */
+                        status: "pending" | "ok" | "error";
+                        synced_at: string | null;
+                        /** @description never carries credentials */
+                        url: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: source_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: source_keys_unset, idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postSourcesNameWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        /** @description the body exactly as sent, up to 1048576 bytes */
+        requestBody: {
+            content: {
+                "*/*": string;
+            };
+        };
+        responses: {
+            /** @description success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the pushed commit */
+                        commit: string | null;
+                        event: string;
+                        /** @enum {string} */
+                        forge: "github" | "gitlab" | "gitea";
+                        /** @description why not (ping, another branch, not a push), or that the sync was started */
+                        reason: string | null;
+                        /** @description a sync of the push was started; it runs after this answer (GET the source for its outcome) */
+                        synced: boolean;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_webhook */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: webhook_signature_invalid */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: source_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: source_keys_unset */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: body_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: rate_limited */
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -7,3 +7,4 @@ export * from "./secrets.js";
 export * from "./discovery.js";
 export * from "./commands.js";
 export * from "./cron.js";
+export * from "./sources.js";

@@ -164,3 +164,4 @@ export async function eventually<T>(
 export { serviceDeps } from "./deps.js";
 export * from "./system.js";
 export * from "./dev-ca.js";
+export * from "./git.js";

@@ -82,6 +82,8 @@ export async function startSystem(opts: {
     ORCH_GATEWAY_SERVICES: JSON.stringify(opts.services.filter((s) => s !== "gateway")),
     // notify refuses to start without a key for channel credentials.
     ORCH_NOTIFY_CREDENTIALS_KEYS: `e2e:${Buffer.alloc(32, 0x6e).toString("base64")}`,
+    // Git sources seal their credentials and webhook secrets with this keyring.
+    ORCH_STATE_SOURCE_KEYS: `e2e:${Buffer.alloc(32, 0x73).toString("base64")}`,
     ...(publicUrl ? { ORCH_HTTP_PUBLIC_URL: publicUrl } : {}),
     // The agent link is TLS as in a real deployment; spawned agents trust this CA (agentPool).
     ...(opts.services.includes("agents") && !opts.env?.ORCH_AGENTS_INSECURE

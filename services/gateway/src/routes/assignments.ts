@@ -20,6 +20,21 @@ export const AssignmentOut = z.object({
   created_at: z.string(),
   created_by: z.string(),
   enforce: z.boolean().describe("drift found by a scheduled check is re-applied (docs/enforce.md)"),
+  source: z
+    .string()
+    .nullable()
+    .describe("the git source managing the assignment (docs/sources.md); null when created here"),
+  commit: z.string().nullable().describe("the source's commit the definition came from"),
+  apply_on_sync: z.boolean().describe("a sync that changes it or its modules applies it (managed assignments only)"),
+  sync_batch: z
+    .string()
+    .nullable()
+    .describe('batch of the applies a sync starts: agents per batch ("5") or a percentage ("25%"); null = all at once'),
+  sync_max_failures: z
+    .number()
+    .int()
+    .nullable()
+    .describe("an apply a sync starts stops launching batches once more operations than this failed; null = no limit"),
 });
 
 export const assignmentJson = (a: Assignment) => ({
@@ -30,6 +45,11 @@ export const assignmentJson = (a: Assignment) => ({
   created_at: iso(a.createdAt),
   created_by: a.createdBy,
   enforce: a.enforce,
+  source: a.source || null,
+  commit: a.commit || null,
+  apply_on_sync: a.applyOnSync,
+  sync_batch: a.syncBatch || null,
+  sync_max_failures: a.syncMaxFailures ?? null,
 });
 
 export const RunOut = z.object({
@@ -46,6 +66,8 @@ export const RunOut = z.object({
   created_at: z.string(),
   finished_at: z.string().nullable(),
   started_by: z.string(),
+  source: z.string().nullable().describe("the git source whose sync or plan started the run"),
+  commit: z.string().nullable().describe("the source's commit the run applied or planned"),
   operations: z.array(
     z.object({
       operation_id: z.string().nullable(),
@@ -73,6 +95,8 @@ export const runJson = (r: AssignmentRun) => ({
   created_at: iso(r.createdAt),
   finished_at: isoOrNull(r.finishedAt),
   started_by: r.actorId,
+  source: r.source || null,
+  commit: r.commit || null,
   operations: r.targets.map((t) => ({
     operation_id: t.operationId || null,
     node_id: t.nodeId,

@@ -13,6 +13,7 @@ import { passkeyRoutes } from "./passkeys.js";
 import { runRoutes } from "./runs.js";
 import { secretRoutes } from "./secrets.js";
 import { stateRoutes } from "./state.js";
+import { sourceRoutes } from "./sources.js";
 import { statusRoutes } from "./status.js";
 import { terminalRoutes } from "./terminal.js";
 
@@ -34,5 +35,6 @@ export function allRoutes(ctx: GatewayContext): RouteSpec[] {
     ...assignmentRoutes(ctx),
     ...stateRoutes(ctx),
     ...runRoutes(ctx),
+    ...sourceRoutes(ctx),
   ];
 }

@@ -13,6 +13,11 @@ export const ModuleOut = z.object({
   description: z.string(),
   resource_count: z.number().int(),
   sha256: z.string(),
+  source: z.string().nullable().describe("the git source managing the module (docs/sources.md); null when uploaded"),
+  commit: z.string().nullable().describe("the source's commit the content came from"),
+  removed_from_source: z
+    .boolean()
+    .describe("its file left the source while assignments still use it; deleted once none does"),
 });
 export const ModuleDetailOut = ModuleOut.extend({ content: z.string() });
 
@@ -23,6 +28,9 @@ export const moduleJson = (m: Module) => ({
   description: m.description,
   resource_count: m.resourceCount,
   sha256: m.sha256,
+  source: m.source || null,
+  commit: m.commit || null,
+  removed_from_source: m.removedFromSource,
 });
 
 /** Module and assignment names (the state service checks them again). */

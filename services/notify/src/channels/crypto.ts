@@ -1,5 +1,5 @@
 import { createDecipheriv } from "node:crypto";
-import { KeyringError, OrchError, parseKeyring, type Keyring } from "@orch/kit";
+import { KeyringError, OrchError, packSealed, parseKeyring, unpackSealed, type Keyring } from "@orch/kit";
 
 /**
  * Channel credentials at rest, always sealed with AES-256-GCM under the notify keyring
@@ -62,8 +62,7 @@ export interface CredentialBox {
 }
 
 function keyIdOf(blob: Buffer): string | undefined {
-  if (blob[0] !== KEYRING || blob.length < 2) return undefined;
-  return blob.subarray(2, 2 + blob[1]!).toString("utf8");
+  return blob[0] === KEYRING ? unpackSealed(blob.subarray(1))?.keyId : undefined;
 }
 
 export function credentialBox(ring: Keyring, legacyKey = ""): CredentialBox {
@@ -72,9 +71,7 @@ export function credentialBox(ring: Keyring, legacyKey = ""): CredentialBox {
   return {
     activeKey: ring.active,
     seal(channelId, creds) {
-      const s = ring.seal(channelId, JSON.stringify(creds));
-      const id = Buffer.from(s.keyId, "utf8");
-      return Buffer.concat([Buffer.from([KEYRING, id.length]), id, s.nonce, s.tag, s.ciphertext]);
+      return Buffer.concat([Buffer.from([KEYRING]), packSealed(ring.seal(channelId, JSON.stringify(creds)))]);
     },
     open(channelId, blob) {
       try {
@@ -99,15 +96,8 @@ export function credentialBox(ring: Keyring, legacyKey = ""): CredentialBox {
         throw new KeyringError("decrypt_failed", LEGACY_KEY_ID);
       }
     }
-    const keyId = keyIdOf(blob);
-    if (keyId === undefined) throw new KeyringError("decrypt_failed", "?");
-    const at = 2 + blob[1]!;
-    const sealed = {
-      keyId,
-      nonce: blob.subarray(at, at + NONCE),
-      tag: blob.subarray(at + NONCE, at + NONCE + TAG),
-      ciphertext: blob.subarray(at + NONCE + TAG),
-    };
+    const sealed = blob[0] === KEYRING ? unpackSealed(blob.subarray(1)) : undefined;
+    if (sealed === undefined) throw new KeyringError("decrypt_failed", "?");
     return json(ring.open(channelId, sealed));
   }
 }

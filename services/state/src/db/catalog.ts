@@ -9,6 +9,10 @@ export interface ModuleRow {
   uploaded_at: number;
   uploaded_by: string;
   uploaded_by_name: string;
+  /** The git source managing it (null: uploaded through the API), its commit, and whether its file left the source. */
+  source: string | null;
+  source_commit: string;
+  removed_from_source: boolean;
 }
 
 export interface AssignmentRow {
@@ -20,12 +24,21 @@ export interface AssignmentRow {
   created_by: string;
   /** Enforcement: drift found by a scheduled check is re-applied (engine/enforce.ts). */
   enforce: boolean;
+  /** The git source managing it (null: created through the API) and its commit. */
+  source: string | null;
+  source_commit: string;
+  /** A sync that changes it or its modules applies it, with these batch settings. */
+  apply_on_sync: boolean;
+  sync_batch: string;
+  sync_max_failures: number | null;
 }
 
-const MODULE_COLS = "name, content, sha256, description, resource_count, uploaded_at, uploaded_by, uploaded_by_name";
+const MODULE_COLS =
+  "name, content, sha256, description, resource_count, uploaded_at, uploaded_by, uploaded_by_name, source, source_commit, removed_from_source";
 const MODULE_LIST_COLS =
-  "name, ''::text AS content, sha256, description, resource_count, uploaded_at, uploaded_by, uploaded_by_name";
-const ASSIGNMENT_COLS = "name, selector, modules, description, created_at, created_by, enforce";
+  "name, ''::text AS content, sha256, description, resource_count, uploaded_at, uploaded_by, uploaded_by_name, source, source_commit, removed_from_source";
+const ASSIGNMENT_COLS =
+  "name, selector, modules, description, created_at, created_by, enforce, source, source_commit, apply_on_sync, sync_batch, sync_max_failures";
 
 export const modulesDb = {
   async get(db: Queryable, name: string): Promise<ModuleRow | undefined> {
@@ -57,11 +70,24 @@ export const modulesDb = {
       [m.sha256, m.name, m.content, m.uploaded_at],
     );
     const r = await db.query<{ inserted: boolean }>(
-      `INSERT INTO modules (${MODULE_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+      `INSERT INTO modules (${MODULE_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
        ON CONFLICT (name) DO UPDATE SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256, description = EXCLUDED.description,
-         resource_count = EXCLUDED.resource_count, uploaded_at = EXCLUDED.uploaded_at, uploaded_by = EXCLUDED.uploaded_by, uploaded_by_name = EXCLUDED.uploaded_by_name
+         resource_count = EXCLUDED.resource_count, uploaded_at = EXCLUDED.uploaded_at, uploaded_by = EXCLUDED.uploaded_by, uploaded_by_name = EXCLUDED.uploaded_by_name,
+         source = EXCLUDED.source, source_commit = EXCLUDED.source_commit, removed_from_source = EXCLUDED.removed_from_source
        RETURNING (xmax = 0) AS inserted`,
-      [m.name, m.content, m.sha256, m.description, m.resource_count, m.uploaded_at, m.uploaded_by, m.uploaded_by_name],
+      [
+        m.name,
+        m.content,
+        m.sha256,
+        m.description,
+        m.resource_count,
+        m.uploaded_at,
+        m.uploaded_by,
+        m.uploaded_by_name,
+        m.source,
+        m.source_commit,
+        m.removed_from_source,
+      ],
     );
     return !r.rows[0]!.inserted;
   },
@@ -101,15 +127,23 @@ export const assignmentsDb = {
     ).rows;
   },
   async insert(db: Queryable, a: AssignmentRow): Promise<void> {
-    await db.query(`INSERT INTO assignments (${ASSIGNMENT_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, [
-      a.name,
-      a.selector,
-      a.modules,
-      a.description,
-      a.created_at,
-      a.created_by,
-      a.enforce,
-    ]);
+    await db.query(
+      `INSERT INTO assignments (${ASSIGNMENT_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+      [
+        a.name,
+        a.selector,
+        a.modules,
+        a.description,
+        a.created_at,
+        a.created_by,
+        a.enforce,
+        a.source,
+        a.source_commit,
+        a.apply_on_sync,
+        a.sync_batch,
+        a.sync_max_failures,
+      ],
+    );
   },
   /** The row, locked until the transaction ends (an update reads the old values it replaces). */
   async getForUpdate(db: Queryable, name: string): Promise<AssignmentRow | undefined> {
@@ -117,13 +151,23 @@ export const assignmentsDb = {
       await db.query<AssignmentRow>(`SELECT ${ASSIGNMENT_COLS} FROM assignments WHERE name = $1 FOR UPDATE`, [name])
     ).rows[0];
   },
-  async update(
-    db: Queryable,
-    a: Pick<AssignmentRow, "name" | "selector" | "modules" | "description" | "enforce">,
-  ): Promise<void> {
+  /** Rewrites the definition and the source fields (a sync updates both; the API only its own rows). */
+  async update(db: Queryable, a: Omit<AssignmentRow, "created_at" | "created_by">): Promise<void> {
     await db.query(
-      "UPDATE assignments SET selector = $2, modules = $3, description = $4, enforce = $5 WHERE name = $1",
-      [a.name, a.selector, a.modules, a.description, a.enforce],
+      `UPDATE assignments SET selector = $2, modules = $3, description = $4, enforce = $5, source = $6, source_commit = $7,
+         apply_on_sync = $8, sync_batch = $9, sync_max_failures = $10 WHERE name = $1`,
+      [
+        a.name,
+        a.selector,
+        a.modules,
+        a.description,
+        a.enforce,
+        a.source,
+        a.source_commit,
+        a.apply_on_sync,
+        a.sync_batch,
+        a.sync_max_failures,
+      ],
     );
   },
   /** Every enforced assignment using at least one of these modules, by name. */
@@ -147,5 +191,40 @@ export const assignmentsDb = {
         [module],
       )
     ).rows.map((r) => r.name);
+  },
+};
+
+/** What a git source's sync and plan read and write (sources/): its own objects and the names its tree claims. */
+export const sourceCatalogDb = {
+  /** Modules not managed by `source`: what its assignments may reference besides its own tree. */
+  async moduleNamesOutside(db: Queryable, source: string): Promise<string[]> {
+    return (
+      await db.query<{ name: string }>("SELECT name FROM modules WHERE source IS DISTINCT FROM $1", [source])
+    ).rows.map((r) => r.name);
+  },
+  /**
+   * The named modules and every module `source` manages, without content; `lock` holds them until
+   * the transaction ends (in name order, as an assignment create locks its modules).
+   */
+  async modules(db: Queryable, source: string, names: string[], lock: boolean): Promise<ModuleRow[]> {
+    return (
+      await db.query<ModuleRow>(
+        `SELECT ${MODULE_LIST_COLS} FROM modules WHERE name = ANY($1) OR source = $2 ORDER BY name${lock ? " FOR UPDATE" : ""}`,
+        [names, source],
+      )
+    ).rows;
+  },
+  /** The named assignments and every assignment `source` manages; `lock` as for modules. */
+  async assignments(db: Queryable, source: string, names: string[], lock: boolean): Promise<AssignmentRow[]> {
+    return (
+      await db.query<AssignmentRow>(
+        `SELECT ${ASSIGNMENT_COLS} FROM assignments WHERE name = ANY($1) OR source = $2 ORDER BY name${lock ? " FOR UPDATE" : ""}`,
+        [names, source],
+      )
+    ).rows;
+  },
+  /** A managed module whose file left the tree while an assignment still uses it. */
+  async markRemoved(db: Queryable, name: string): Promise<void> {
+    await db.query("UPDATE modules SET removed_from_source = true WHERE name = $1", [name]);
   },
 };

@@ -25,15 +25,18 @@ export interface RunRow {
   created_at: number;
   updated_at: number;
   finished_at: number | null;
+  /** The git source whose sync or plan started the run, and its commit ("" otherwise). */
+  source: string;
+  source_commit: string;
 }
 
 const COLS =
-  "id, assignment, kind, status, selector, modules, batch_size, batches, max_failures, failures, targets, actor_id, actor_name, created_at, updated_at, finished_at";
+  "id, assignment, kind, status, selector, modules, batch_size, batches, max_failures, failures, targets, actor_id, actor_name, created_at, updated_at, finished_at, source, source_commit";
 
 export const runsDb = {
   async insert(db: Queryable, r: RunRow): Promise<void> {
     await db.query(
-      `INSERT INTO runs (${COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+      `INSERT INTO runs (${COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
       [
         r.id,
         r.assignment,
@@ -51,6 +54,8 @@ export const runsDb = {
         r.created_at,
         r.updated_at,
         r.finished_at,
+        r.source,
+        r.source_commit,
       ],
     );
   },

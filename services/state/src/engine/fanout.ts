@@ -55,6 +55,8 @@ export interface RunInput {
   actor: Actor;
   sources: ModuleSource[];
   agents: AgentInfo[];
+  /** The git source (and commit) whose sync or plan starts this run. */
+  origin?: { source: string; commit: string };
 }
 
 export interface FanOut {
@@ -149,6 +151,8 @@ export function createFanOut(deps: StateDeps, runner: Runner, limiter: Limiter, 
         created_at: now,
         updated_at: now,
         finished_at: matched.length ? null : now,
+        source: input.origin?.source ?? "",
+        source_commit: input.origin?.commit ?? "",
       };
       const first = matched
         .filter((_, i) => targets[i]!.batch === 1)
@@ -179,6 +183,7 @@ export function createFanOut(deps: StateDeps, runner: Runner, limiter: Limiter, 
             batch_size: run.batch_size,
             batches: run.batches,
             max_failures: run.max_failures,
+            ...(input.origin ? { source: input.origin.source, commit: input.origin.commit } : {}),
           },
         });
       });

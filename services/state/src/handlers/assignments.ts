@@ -17,6 +17,7 @@ import { approvedAgents, matchAgents } from "../engine/fanout.js";
 import type { Engine } from "../engine/index.js";
 import { loadSources } from "../engine/modules.js";
 import { reachableNodeIds } from "./agents.js";
+import { refuseManaged } from "./managed.js";
 import { kindOf, validName, waitMs } from "../validate.js";
 
 type AssignmentHandlers = Pick<
@@ -32,7 +33,8 @@ type AssignmentHandlers = Pick<
 >;
 
 const MAX_MODULES = 100;
-const MAX_DESCRIPTION = 1000;
+/** Characters of an assignment's description (the API and a git source's assignment files alike). */
+export const MAX_DESCRIPTION = 1000;
 const MAX_RUNS_PAGE = 200;
 
 export function checkSelector(selector: string): void {
@@ -94,6 +96,11 @@ export function assignmentHandlers(engine: Engine): AssignmentHandlers {
         created_at: clock.now(),
         created_by: ctx.actor.id,
         enforce: req.enforce ?? false,
+        source: null,
+        source_commit: "",
+        apply_on_sync: false,
+        sync_batch: "",
+        sync_max_failures: null,
       };
       const { modules } = row;
       try {
@@ -134,6 +141,7 @@ export function assignmentHandlers(engine: Engine): AssignmentHandlers {
       return events.tx(async (db, emit) => {
         const old = await assignmentsDb.getForUpdate(db, req.name);
         if (!old) throw notFound("assignment_not_found", `no assignment '${req.name}'`);
+        refuseManaged("assignment", old);
         await requireModules(db, def.modules);
         // Enforce mode is kept unless the request says otherwise.
         const row: AssignmentRow = { ...old, ...def, enforce: req.enforce ?? old.enforce };
@@ -161,8 +169,10 @@ export function assignmentHandlers(engine: Engine): AssignmentHandlers {
 
     async deleteAssignment(req, ctx) {
       await events.tx(async (db, emit) => {
-        const row = await assignmentsDb.remove(db, req.name);
-        if (!row) throw notFound("assignment_not_found", `no assignment '${req.name}'`);
+        const locked = await assignmentsDb.getForUpdate(db, req.name);
+        if (!locked) throw notFound("assignment_not_found", `no assignment '${req.name}'`);
+        refuseManaged("assignment", locked);
+        const row = (await assignmentsDb.remove(db, req.name))!;
         await emit({
           type: "assignment.deleted",
           summary: `assignment ${row.name} deleted by ${ctx.actor.name}`,

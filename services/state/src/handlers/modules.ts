@@ -6,6 +6,10 @@ import { assignmentsDb, modulesDb, type ModuleRow } from "../db/catalog.js";
 import { moduleMsg } from "../convert.js";
 import type { Engine } from "../engine/index.js";
 import { parseModule } from "../module/parse.js";
+import { refuseManaged } from "./managed.js";
+
+/** The upload found no module to lock, then replaced one created meanwhile (perhaps by a sync): retried once. */
+class CreatedMeanwhile extends Error {}
 
 type ModuleHandlers = Pick<
   Handlers<typeof StateService>,
@@ -28,22 +32,37 @@ export function moduleHandlers({ deps }: Engine): ModuleHandlers {
         uploaded_at: clock.now(),
         uploaded_by: ctx.actor.id,
         uploaded_by_name: ctx.actor.name,
+        source: null,
+        source_commit: "",
+        removed_from_source: false,
       };
-      await events.tx(async (db, emit) => {
-        const replaced = await modulesDb.upsert(db, row);
-        await emit({
-          type: "module.uploaded",
-          summary: `module ${name} ${replaced ? "replaced" : "uploaded"} by ${ctx.actor.name} (${row.resource_count} resources)`,
-          actor: ctx.actor,
-          target: { id: name, name, type: "module" },
-          metadata: {
-            sha256: row.sha256,
-            resources: row.resource_count,
-            replaced,
-            bytes: Buffer.byteLength(req.content),
-          },
+      const upload = () =>
+        events.tx(async (db, emit) => {
+          // Locked: a sync cannot take the module over between this check and the write.
+          const existing = await modulesDb.lockForDelete(db, name);
+          if (existing) refuseManaged("module", existing);
+          const replaced = await modulesDb.upsert(db, row);
+          if (replaced && !existing) throw new CreatedMeanwhile();
+          await emit({
+            type: "module.uploaded",
+            summary: `module ${name} ${replaced ? "replaced" : "uploaded"} by ${ctx.actor.name} (${row.resource_count} resources)`,
+            actor: ctx.actor,
+            target: { id: name, name, type: "module" },
+            metadata: {
+              sha256: row.sha256,
+              resources: row.resource_count,
+              replaced,
+              bytes: Buffer.byteLength(req.content),
+            },
+          });
         });
-      });
+      try {
+        await upload();
+      } catch (err) {
+        if (!(err instanceof CreatedMeanwhile)) throw err;
+        // Rolled back; this time the row exists and is locked and checked.
+        await upload();
+      }
       return moduleMsg(row, false);
     },
 
@@ -65,6 +84,7 @@ export function moduleHandlers({ deps }: Engine): ModuleHandlers {
         // Locking the module first orders this against a concurrent assignment create (FOR SHARE there).
         const row = await modulesDb.lockForDelete(db, req.name);
         if (!row) throw notFound("module_not_found", `no module '${req.name}'`);
+        refuseManaged("module", row);
         const users = await assignmentsDb.usingModule(db, req.name);
         if (users.length)
           throw precondition(

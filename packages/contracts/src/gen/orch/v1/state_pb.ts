@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file orch/v1/state.proto.
  */
 export const file_orch_v1_state: GenFile = /*@__PURE__*/
-  fileDesc("ChNvcmNoL3YxL3N0YXRlLnByb3RvEgdvcmNoLnYxIqgBCgZNb2R1bGUSDAoEbmFtZRgBIAEoCRITCgt1cGxvYWRlZF9hdBgCIAEoARITCgt1cGxvYWRlZF9ieRgDIAEoCRIPCgdjb250ZW50GAQgASgJEhMKC2Rlc2NyaXB0aW9uGAUgASgJEhYKDnJlc291cmNlX2NvdW50GAYgASgFEg4KBnNoYTI1NhgHIAEoCRIYChB1cGxvYWRlZF9ieV9uYW1lGAggASgJIjQKE1VwbG9hZE1vZHVsZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIPCgdjb250ZW50GAIgASgJIjMKEkxpc3RNb2R1bGVzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiTAoTTGlzdE1vZHVsZXNSZXNwb25zZRIgCgdtb2R1bGVzGAEgAygLMg8ub3JjaC52MS5Nb2R1bGUSEwoLbmV4dF9jdXJzb3IYAiABKAkiIAoQR2V0TW9kdWxlUmVxdWVzdBIMCgRuYW1lGAEgASgJIqABCgpBc3NpZ25tZW50EgwKBG5hbWUYASABKAkSEAoIc2VsZWN0b3IYAiABKAkSDwoHbW9kdWxlcxgDIAMoCRIYCgtkZXNjcmlwdGlvbhgEIAEoCUgAiAEBEhIKCmNyZWF0ZWRfYXQYBSABKAESEgoKY3JlYXRlZF9ieRgGIAEoCRIPCgdlbmZvcmNlGAcgASgIQg4KDF9kZXNjcmlwdGlvbiKWAQoXQ3JlYXRlQXNzaWdubWVudFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIQCghzZWxlY3RvchgCIAEoCRIPCgdtb2R1bGVzGAMgAygJEhgKC2Rlc2NyaXB0aW9uGAQgASgJSACIAQESFAoHZW5mb3JjZRgFIAEoCEgBiAEBQg4KDF9kZXNjcmlwdGlvbkIKCghfZW5mb3JjZSI3ChZMaXN0QXNzaWdubWVudHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSJYChdMaXN0QXNzaWdubWVudHNSZXNwb25zZRIoCgthc3NpZ25tZW50cxgBIAMoCzITLm9yY2gudjEuQXNzaWdubWVudBITCgtuZXh0X2N1cnNvchgCIAEoCSIkChRHZXRBc3NpZ25tZW50UmVxdWVzdBIMCgRuYW1lGAEgASgJIoMBChRSdW5Bc3NpZ25tZW50UmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBGtpbmQYAiABKAkSDQoFYmF0Y2gYAyABKAkSGQoMbWF4X2ZhaWx1cmVzGAQgASgFSACIAQESFAoMd2FpdF9zZWNvbmRzGAUgASgFQg8KDV9tYXhfZmFpbHVyZXMiNwoXR2V0QXNzaWdubWVudFJ1blJlcXVlc3QSDAoEbmFtZRgBIAEoCRIOCgZydW5faWQYAiABKAkiSAoZTGlzdEFzc2lnbm1lbnRSdW5zUmVxdWVzdBIMCgRuYW1lGAEgASgJEg0KBWxpbWl0GAIgASgFEg4KBmN1cnNvchgDIAEoCSJXChpMaXN0QXNzaWdubWVudFJ1bnNSZXNwb25zZRIkCgRydW5zGAEgAygLMhYub3JjaC52MS5Bc3NpZ25tZW50UnVuEhMKC25leHRfY3Vyc29yGAIgASgJIl8KCVJ1blRhcmdldBIPCgdub2RlX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDQoFYmF0Y2gYAyABKAUSFAoMb3BlcmF0aW9uX2lkGAQgASgJEg4KBnN0YXR1cxgFIAEoCSKzAgoNQXNzaWdubWVudFJ1bhIKCgJpZBgBIAEoCRISCgphc3NpZ25tZW50GAIgASgJEgwKBGtpbmQYAyABKAkSDgoGc3RhdHVzGAQgASgJEhAKCHNlbGVjdG9yGAUgASgJEg8KB21vZHVsZXMYBiADKAkSEgoKYmF0Y2hfc2l6ZRgHIAEoBRIPCgdiYXRjaGVzGAggASgFEhkKDG1heF9mYWlsdXJlcxgJIAEoBUgAiAEBEhAKCGZhaWx1cmVzGAogASgFEhIKCmNyZWF0ZWRfYXQYCyABKAESEwoLZmluaXNoZWRfYXQYDCABKAESEAoIYWN0b3JfaWQYDSABKAkSIwoHdGFyZ2V0cxgOIAMoCzISLm9yY2gudjEuUnVuVGFyZ2V0Qg8KDV9tYXhfZmFpbHVyZXMi0wEKC1J1blByb2dyZXNzEg4KBnJ1bl9pZBgBIAEoCRISCgphc3NpZ25tZW50GAIgASgJEgwKBGtpbmQYAyABKAkSDgoGc3RhdHVzGAQgASgJEg0KBXRvdGFsGAUgASgFEgwKBGRvbmUYBiABKAUSDgoGZmFpbGVkGAcgASgFEhMKC3VucmVhY2hhYmxlGAggASgFEg8KB3J1bm5pbmcYCSABKAUSDgoGcXVldWVkGAogASgFEhMKC25vdF9zdGFydGVkGAsgASgFEgoKAmF0GAwgASgBIlcKD1J1bkFnZW50UmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEgwKBGtpbmQYAiABKAkSDwoHbW9kdWxlcxgDIAMoCRIUCgx3YWl0X3NlY29uZHMYBCABKAUiYgoNUmVzdWx0U3VtbWFyeRIKCgJvaxgBIAEoBRIPCgdjaGFuZ2VkGAIgASgFEg4KBmZhaWxlZBgDIAEoBRIPCgdza2lwcGVkGAQgASgFEhMKC3Vuc3VwcG9ydGVkGAUgASgFIqQBCg9PcGVyYXRpb25SZXN1bHQSCgoCaWQYASABKAkSDgoGbW9kdWxlGAIgASgJEgwKBHR5cGUYAyABKAkSDgoGc3RhdHVzGAQgASgJEg8KB2NoYW5nZWQYBSABKAgSDAoEZGlmZhgGIAEoCRIPCgdtZXNzYWdlGAcgASgJEhMKC2R1cmF0aW9uX21zGAggASgBEhIKCmhhc19vdXRwdXQYCSABKAgijgMKCU9wZXJhdGlvbhIKCgJpZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEhEKCW5vZGVfbmFtZRgDIAEoCRIMCgRraW5kGAQgASgJEg8KB21vZHVsZXMYBSADKAkSDgoGc3RhdHVzGAYgASgJEhIKCmNyZWF0ZWRfYXQYByABKAESEgoKc3RhcnRlZF9hdBgIIAEoARITCgtmaW5pc2hlZF9hdBgJIAEoARIQCghhY3Rvcl9pZBgKIAEoCRISCgphY3Rvcl9uYW1lGAsgASgJEicKB3N1bW1hcnkYDCABKAsyFi5vcmNoLnYxLlJlc3VsdFN1bW1hcnkSKQoHcmVzdWx0cxgNIAMoCzIYLm9yY2gudjEuT3BlcmF0aW9uUmVzdWx0EhIKCmVycm9yX2NvZGUYDiABKAkSDQoFZXJyb3IYDyABKAkSEgoKYXNzaWdubWVudBgQIAEoCRIOCgZydW5faWQYESABKAkSEAoIZGVhZGxpbmUYEiABKAESEgoKcmVtZWRpYXRlcxgTIAEoCSKLAQoVTGlzdE9wZXJhdGlvbnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCRIPCgdub2RlX2lkGAMgASgJEgwKBGtpbmQYBCABKAkSDgoGc3RhdHVzGAUgASgJEg4KBnJ1bl9pZBgGIAEoCRIUCgx3aXRoX3Jlc3VsdHMYByABKAgiVQoWTGlzdE9wZXJhdGlvbnNSZXNwb25zZRImCgpvcGVyYXRpb25zGAEgAygLMhIub3JjaC52MS5PcGVyYXRpb24SEwoLbmV4dF9jdXJzb3IYAiABKAkiMgoTR2V0T3BlcmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJIkwKDlJlc291cmNlT3V0cHV0EgoKAmlkGAEgASgJEg4KBm1vZHVsZRgCIAEoCRIOCgZzdGRvdXQYAyABKAkSDgoGc3RkZXJyGAQgASgJImIKD09wZXJhdGlvbk91dHB1dBIUCgxvcGVyYXRpb25faWQYASABKAkSDwoHbm9kZV9pZBgCIAEoCRIoCgdvdXRwdXRzGAMgAygLMhcub3JjaC52MS5SZXNvdXJjZU91dHB1dCI6ChFDaGVja0RyaWZ0UmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEhQKDHdhaXRfc2Vjb25kcxgCIAEoBSJqCg9EcmlmdGVkUmVzb3VyY2USDgoGbW9kdWxlGAEgASgJEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDAoEZGlmZhgEIAEoCRIOCgZzdGF0dXMYBSABKAkSDwoHbWVzc2FnZRgGIAEoCSKSAQoLRHJpZnRSZWNvcmQSCgoCaWQYASABKAkSDwoHbm9kZV9pZBgCIAEoCRIUCgxvcGVyYXRpb25faWQYAyABKAkSEgoKY2hlY2tlZF9hdBgEIAEoARIPCgdkcmlmdGVkGAUgASgIEisKCXJlc291cmNlcxgGIAMoCzIYLm9yY2gudjEuRHJpZnRlZFJlc291cmNlImcKCkRyaWZ0Q2hlY2sSJQoJb3BlcmF0aW9uGAEgASgLMhIub3JjaC52MS5PcGVyYXRpb24SKAoFZHJpZnQYAiABKAsyFC5vcmNoLnYxLkRyaWZ0UmVjb3JkSACIAQFCCAoGX2RyaWZ0IkIKEExpc3REcmlmdFJlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZjdXJzb3IYAyABKAkiTwoRTGlzdERyaWZ0UmVzcG9uc2USJQoHcmVjb3JkcxgBIAMoCzIULm9yY2gudjEuRHJpZnRSZWNvcmQSEwoLbmV4dF9jdXJzb3IYAiABKAkiKAoVR2V0TGF0ZXN0RHJpZnRSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkiHQoPR2V0RHJpZnRSZXF1ZXN0EgoKAmlkGAEgASgJIioKF0dldEJlbGlldmVkU3RhdGVSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkioQEKEEJlbGlldmVkUmVzb3VyY2USDgoGbW9kdWxlGAEgASgJEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDgoGc3RhdHVzGAQgASgJEikKCG9ic2VydmVkGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIUCgxvcGVyYXRpb25faWQYBiABKAkSEgoKYXBwbGllZF9hdBgHIAEoASJOCg1CZWxpZXZlZFN0YXRlEg8KB25vZGVfaWQYASABKAkSLAoJcmVzb3VyY2VzGAIgAygLMhkub3JjaC52MS5CZWxpZXZlZFJlc291cmNlIpECChZTdGFydENvbW1hbmRSdW5SZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJEhAKCG5vZGVfaWRzGAIgAygJEgwKBGFyZ3YYAyADKAkSDgoGc2NyaXB0GAQgASgJEjUKA2VudhgFIAMoCzIoLm9yY2gudjEuU3RhcnRDb21tYW5kUnVuUmVxdWVzdC5FbnZFbnRyeRIXCg90aW1lb3V0X3NlY29uZHMYBiABKAUSDQoFYmF0Y2gYByABKAkSGQoMbWF4X2ZhaWx1cmVzGAggASgFSACIAQEaKgoIRW52RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIPCg1fbWF4X2ZhaWx1cmVzIrQCCg1Db21tYW5kVGFyZ2V0Eg8KB25vZGVfaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgViYXRjaBgDIAEoBRIOCgZzdGF0dXMYBCABKAkSFgoJZXhpdF9jb2RlGAUgASgFSACIAQESDgoGc2lnbmFsGAYgASgJEhIKCnN0YXJ0ZWRfYXQYByABKAESEwoLZmluaXNoZWRfYXQYCCABKAESEwoLZHVyYXRpb25fbXMYCSABKAESDgoGc3Rkb3V0GAogASgMEg4KBnN0ZGVychgLIAEoDBIYChBzdGRvdXRfdHJ1bmNhdGVkGAwgASgIEhgKEHN0ZGVycl90cnVuY2F0ZWQYDSABKAgSDQoFZXJyb3IYDiABKAkSDgoGam9iX2lkGA8gASgJQgwKCl9leGl0X2NvZGUijgQKCkNvbW1hbmRSdW4SCgoCaWQYASABKAkSDgoGc3RhdHVzGAIgASgJEhAKCHNlbGVjdG9yGAMgASgJEhAKCG5vZGVfaWRzGAQgAygJEgwKBGFyZ3YYBSADKAkSDgoGc2NyaXB0GAYgASgJEhAKCGVudl9rZXlzGAcgAygJEhcKD3RpbWVvdXRfc2Vjb25kcxgIIAEoBRINCgViYXRjaBgJIAEoCRISCgpiYXRjaF9zaXplGAogASgFEg8KB2JhdGNoZXMYCyABKAUSGQoMbWF4X2ZhaWx1cmVzGAwgASgFSACIAQESDQoFdG90YWwYDSABKAUSLwoGY291bnRzGA4gAygLMh8ub3JjaC52MS5Db21tYW5kUnVuLkNvdW50c0VudHJ5EhoKEm1haW50ZW5hbmNlX3dpbmRvdxgPIAEoCRIQCghhY3Rvcl9pZBgQIAEoCRISCgphY3Rvcl9uYW1lGBEgASgJEhIKCmNyZWF0ZWRfYXQYEiABKAESEwoLZmluaXNoZWRfYXQYEyABKAESFAoMY2FuY2VsbGVkX2J5GBQgASgJEicKB3RhcmdldHMYFSADKAsyFi5vcmNoLnYxLkNvbW1hbmRUYXJnZXQaLQoLQ291bnRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgFOgI4AUIPCg1fbWF4X2ZhaWx1cmVzIkcKFkxpc3RDb21tYW5kUnVuc1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJEg4KBnN0YXR1cxgDIAEoCSJRChdMaXN0Q29tbWFuZFJ1bnNSZXNwb25zZRIhCgRydW5zGAEgAygLMhMub3JjaC52MS5Db21tYW5kUnVuEhMKC25leHRfY3Vyc29yGAIgASgJIjcKFEdldENvbW1hbmRSdW5SZXF1ZXN0EgoKAmlkGAEgASgJEhMKC29taXRfb3V0cHV0GAIgASgIIlkKDUNvbW1hbmRPdXRwdXQSDwoHbm9kZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg4KBnN0cmVhbRgDIAEoCRIMCgRkYXRhGAQgASgMEgsKA3NlcRgFIAEoDSKiAQoPQ29tbWFuZFJ1bkV2ZW50Eg4KBnJ1bl9pZBgBIAEoCRIoCgZvdXRwdXQYAiABKAsyFi5vcmNoLnYxLkNvbW1hbmRPdXRwdXRIABIoCgZ0YXJnZXQYAyABKAsyFi5vcmNoLnYxLkNvbW1hbmRUYXJnZXRIABIiCgNydW4YBCABKAsyEy5vcmNoLnYxLkNvbW1hbmRSdW5IAEIHCgVldmVudDKSDgoMU3RhdGVTZXJ2aWNlEj0KDFVwbG9hZE1vZHVsZRIcLm9yY2gudjEuVXBsb2FkTW9kdWxlUmVxdWVzdBoPLm9yY2gudjEuTW9kdWxlEkgKC0xpc3RNb2R1bGVzEhsub3JjaC52MS5MaXN0TW9kdWxlc1JlcXVlc3QaHC5vcmNoLnYxLkxpc3RNb2R1bGVzUmVzcG9uc2USNwoJR2V0TW9kdWxlEhkub3JjaC52MS5HZXRNb2R1bGVSZXF1ZXN0Gg8ub3JjaC52MS5Nb2R1bGUSOQoMRGVsZXRlTW9kdWxlEhkub3JjaC52MS5HZXRNb2R1bGVSZXF1ZXN0Gg4ub3JjaC52MS5FbXB0eRJJChBDcmVhdGVBc3NpZ25tZW50EiAub3JjaC52MS5DcmVhdGVBc3NpZ25tZW50UmVxdWVzdBoTLm9yY2gudjEuQXNzaWdubWVudBJUCg9MaXN0QXNzaWdubWVudHMSHy5vcmNoLnYxLkxpc3RBc3NpZ25tZW50c1JlcXVlc3QaIC5vcmNoLnYxLkxpc3RBc3NpZ25tZW50c1Jlc3BvbnNlEkMKDUdldEFzc2lnbm1lbnQSHS5vcmNoLnYxLkdldEFzc2lnbm1lbnRSZXF1ZXN0GhMub3JjaC52MS5Bc3NpZ25tZW50EkEKEERlbGV0ZUFzc2lnbm1lbnQSHS5vcmNoLnYxLkdldEFzc2lnbm1lbnRSZXF1ZXN0Gg4ub3JjaC52MS5FbXB0eRJJChBVcGRhdGVBc3NpZ25tZW50EiAub3JjaC52MS5DcmVhdGVBc3NpZ25tZW50UmVxdWVzdBoTLm9yY2gudjEuQXNzaWdubWVudBJGCg1SdW5Bc3NpZ25tZW50Eh0ub3JjaC52MS5SdW5Bc3NpZ25tZW50UmVxdWVzdBoWLm9yY2gudjEuQXNzaWdubWVudFJ1bhJMChBHZXRBc3NpZ25tZW50UnVuEiAub3JjaC52MS5HZXRBc3NpZ25tZW50UnVuUmVxdWVzdBoWLm9yY2gudjEuQXNzaWdubWVudFJ1bhJdChJMaXN0QXNzaWdubWVudFJ1bnMSIi5vcmNoLnYxLkxpc3RBc3NpZ25tZW50UnVuc1JlcXVlc3QaIy5vcmNoLnYxLkxpc3RBc3NpZ25tZW50UnVuc1Jlc3BvbnNlEjgKCFJ1bkFnZW50Ehgub3JjaC52MS5SdW5BZ2VudFJlcXVlc3QaEi5vcmNoLnYxLk9wZXJhdGlvbhJRCg5MaXN0T3BlcmF0aW9ucxIeLm9yY2gudjEuTGlzdE9wZXJhdGlvbnNSZXF1ZXN0Gh8ub3JjaC52MS5MaXN0T3BlcmF0aW9uc1Jlc3BvbnNlEkAKDEdldE9wZXJhdGlvbhIcLm9yY2gudjEuR2V0T3BlcmF0aW9uUmVxdWVzdBoSLm9yY2gudjEuT3BlcmF0aW9uEkwKEkdldE9wZXJhdGlvbk91dHB1dBIcLm9yY2gudjEuR2V0T3BlcmF0aW9uUmVxdWVzdBoYLm9yY2gudjEuT3BlcmF0aW9uT3V0cHV0Ej0KCkNoZWNrRHJpZnQSGi5vcmNoLnYxLkNoZWNrRHJpZnRSZXF1ZXN0GhMub3JjaC52MS5EcmlmdENoZWNrEkIKCUxpc3REcmlmdBIZLm9yY2gudjEuTGlzdERyaWZ0UmVxdWVzdBoaLm9yY2gudjEuTGlzdERyaWZ0UmVzcG9uc2USRgoOR2V0TGF0ZXN0RHJpZnQSHi5vcmNoLnYxLkdldExhdGVzdERyaWZ0UmVxdWVzdBoULm9yY2gudjEuRHJpZnRSZWNvcmQSOgoIR2V0RHJpZnQSGC5vcmNoLnYxLkdldERyaWZ0UmVxdWVzdBoULm9yY2gudjEuRHJpZnRSZWNvcmQSTAoQR2V0QmVsaWV2ZWRTdGF0ZRIgLm9yY2gudjEuR2V0QmVsaWV2ZWRTdGF0ZVJlcXVlc3QaFi5vcmNoLnYxLkJlbGlldmVkU3RhdGUSRwoPU3RhcnRDb21tYW5kUnVuEh8ub3JjaC52MS5TdGFydENvbW1hbmRSdW5SZXF1ZXN0GhMub3JjaC52MS5Db21tYW5kUnVuElQKD0xpc3RDb21tYW5kUnVucxIfLm9yY2gudjEuTGlzdENvbW1hbmRSdW5zUmVxdWVzdBogLm9yY2gudjEuTGlzdENvbW1hbmRSdW5zUmVzcG9uc2USQwoNR2V0Q29tbWFuZFJ1bhIdLm9yY2gudjEuR2V0Q29tbWFuZFJ1blJlcXVlc3QaEy5vcmNoLnYxLkNvbW1hbmRSdW4SRgoQQ2FuY2VsQ29tbWFuZFJ1bhIdLm9yY2gudjEuR2V0Q29tbWFuZFJ1blJlcXVlc3QaEy5vcmNoLnYxLkNvbW1hbmRSdW5iBnByb3RvMw", [file_google_protobuf_struct, file_orch_v1_common]);
+  fileDesc("ChNvcmNoL3YxL3N0YXRlLnByb3RvEgdvcmNoLnYxIuUBCgZNb2R1bGUSDAoEbmFtZRgBIAEoCRITCgt1cGxvYWRlZF9hdBgCIAEoARITCgt1cGxvYWRlZF9ieRgDIAEoCRIPCgdjb250ZW50GAQgASgJEhMKC2Rlc2NyaXB0aW9uGAUgASgJEhYKDnJlc291cmNlX2NvdW50GAYgASgFEg4KBnNoYTI1NhgHIAEoCRIYChB1cGxvYWRlZF9ieV9uYW1lGAggASgJEg4KBnNvdXJjZRgJIAEoCRIOCgZjb21taXQYCiABKAkSGwoTcmVtb3ZlZF9mcm9tX3NvdXJjZRgLIAEoCCI0ChNVcGxvYWRNb2R1bGVSZXF1ZXN0EgwKBG5hbWUYASABKAkSDwoHY29udGVudBgCIAEoCSIzChJMaXN0TW9kdWxlc1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJIkwKE0xpc3RNb2R1bGVzUmVzcG9uc2USIAoHbW9kdWxlcxgBIAMoCzIPLm9yY2gudjEuTW9kdWxlEhMKC25leHRfY3Vyc29yGAIgASgJIiAKEEdldE1vZHVsZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSKhAgoKQXNzaWdubWVudBIMCgRuYW1lGAEgASgJEhAKCHNlbGVjdG9yGAIgASgJEg8KB21vZHVsZXMYAyADKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARISCgpjcmVhdGVkX2F0GAUgASgBEhIKCmNyZWF0ZWRfYnkYBiABKAkSDwoHZW5mb3JjZRgHIAEoCBIOCgZzb3VyY2UYCCABKAkSDgoGY29tbWl0GAkgASgJEhUKDWFwcGx5X29uX3N5bmMYCiABKAgSEgoKc3luY19iYXRjaBgLIAEoCRIeChFzeW5jX21heF9mYWlsdXJlcxgMIAEoBUgBiAEBQg4KDF9kZXNjcmlwdGlvbkIUChJfc3luY19tYXhfZmFpbHVyZXMilgEKF0NyZWF0ZUFzc2lnbm1lbnRSZXF1ZXN0EgwKBG5hbWUYASABKAkSEAoIc2VsZWN0b3IYAiABKAkSDwoHbW9kdWxlcxgDIAMoCRIYCgtkZXNjcmlwdGlvbhgEIAEoCUgAiAEBEhQKB2VuZm9yY2UYBSABKAhIAYgBAUIOCgxfZGVzY3JpcHRpb25CCgoIX2VuZm9yY2UiNwoWTGlzdEFzc2lnbm1lbnRzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiWAoXTGlzdEFzc2lnbm1lbnRzUmVzcG9uc2USKAoLYXNzaWdubWVudHMYASADKAsyEy5vcmNoLnYxLkFzc2lnbm1lbnQSEwoLbmV4dF9jdXJzb3IYAiABKAkiJAoUR2V0QXNzaWdubWVudFJlcXVlc3QSDAoEbmFtZRgBIAEoCSKDAQoUUnVuQXNzaWdubWVudFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIMCgRraW5kGAIgASgJEg0KBWJhdGNoGAMgASgJEhkKDG1heF9mYWlsdXJlcxgEIAEoBUgAiAEBEhQKDHdhaXRfc2Vjb25kcxgFIAEoBUIPCg1fbWF4X2ZhaWx1cmVzIjcKF0dldEFzc2lnbm1lbnRSdW5SZXF1ZXN0EgwKBG5hbWUYASABKAkSDgoGcnVuX2lkGAIgASgJIkgKGUxpc3RBc3NpZ25tZW50UnVuc1JlcXVlc3QSDAoEbmFtZRgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZjdXJzb3IYAyABKAkiVwoaTGlzdEFzc2lnbm1lbnRSdW5zUmVzcG9uc2USJAoEcnVucxgBIAMoCzIWLm9yY2gudjEuQXNzaWdubWVudFJ1bhITCgtuZXh0X2N1cnNvchgCIAEoCSJfCglSdW5UYXJnZXQSDwoHbm9kZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg0KBWJhdGNoGAMgASgFEhQKDG9wZXJhdGlvbl9pZBgEIAEoCRIOCgZzdGF0dXMYBSABKAki0wIKDUFzc2lnbm1lbnRSdW4SCgoCaWQYASABKAkSEgoKYXNzaWdubWVudBgCIAEoCRIMCgRraW5kGAMgASgJEg4KBnN0YXR1cxgEIAEoCRIQCghzZWxlY3RvchgFIAEoCRIPCgdtb2R1bGVzGAYgAygJEhIKCmJhdGNoX3NpemUYByABKAUSDwoHYmF0Y2hlcxgIIAEoBRIZCgxtYXhfZmFpbHVyZXMYCSABKAVIAIgBARIQCghmYWlsdXJlcxgKIAEoBRISCgpjcmVhdGVkX2F0GAsgASgBEhMKC2ZpbmlzaGVkX2F0GAwgASgBEhAKCGFjdG9yX2lkGA0gASgJEiMKB3RhcmdldHMYDiADKAsyEi5vcmNoLnYxLlJ1blRhcmdldBIOCgZzb3VyY2UYDyABKAkSDgoGY29tbWl0GBAgASgJQg8KDV9tYXhfZmFpbHVyZXMi0wEKC1J1blByb2dyZXNzEg4KBnJ1bl9pZBgBIAEoCRISCgphc3NpZ25tZW50GAIgASgJEgwKBGtpbmQYAyABKAkSDgoGc3RhdHVzGAQgASgJEg0KBXRvdGFsGAUgASgFEgwKBGRvbmUYBiABKAUSDgoGZmFpbGVkGAcgASgFEhMKC3VucmVhY2hhYmxlGAggASgFEg8KB3J1bm5pbmcYCSABKAUSDgoGcXVldWVkGAogASgFEhMKC25vdF9zdGFydGVkGAsgASgFEgoKAmF0GAwgASgBIlcKD1J1bkFnZW50UmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEgwKBGtpbmQYAiABKAkSDwoHbW9kdWxlcxgDIAMoCRIUCgx3YWl0X3NlY29uZHMYBCABKAUiYgoNUmVzdWx0U3VtbWFyeRIKCgJvaxgBIAEoBRIPCgdjaGFuZ2VkGAIgASgFEg4KBmZhaWxlZBgDIAEoBRIPCgdza2lwcGVkGAQgASgFEhMKC3Vuc3VwcG9ydGVkGAUgASgFIqQBCg9PcGVyYXRpb25SZXN1bHQSCgoCaWQYASABKAkSDgoGbW9kdWxlGAIgASgJEgwKBHR5cGUYAyABKAkSDgoGc3RhdHVzGAQgASgJEg8KB2NoYW5nZWQYBSABKAgSDAoEZGlmZhgGIAEoCRIPCgdtZXNzYWdlGAcgASgJEhMKC2R1cmF0aW9uX21zGAggASgBEhIKCmhhc19vdXRwdXQYCSABKAgijgMKCU9wZXJhdGlvbhIKCgJpZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEhEKCW5vZGVfbmFtZRgDIAEoCRIMCgRraW5kGAQgASgJEg8KB21vZHVsZXMYBSADKAkSDgoGc3RhdHVzGAYgASgJEhIKCmNyZWF0ZWRfYXQYByABKAESEgoKc3RhcnRlZF9hdBgIIAEoARITCgtmaW5pc2hlZF9hdBgJIAEoARIQCghhY3Rvcl9pZBgKIAEoCRISCgphY3Rvcl9uYW1lGAsgASgJEicKB3N1bW1hcnkYDCABKAsyFi5vcmNoLnYxLlJlc3VsdFN1bW1hcnkSKQoHcmVzdWx0cxgNIAMoCzIYLm9yY2gudjEuT3BlcmF0aW9uUmVzdWx0EhIKCmVycm9yX2NvZGUYDiABKAkSDQoFZXJyb3IYDyABKAkSEgoKYXNzaWdubWVudBgQIAEoCRIOCgZydW5faWQYESABKAkSEAoIZGVhZGxpbmUYEiABKAESEgoKcmVtZWRpYXRlcxgTIAEoCSKLAQoVTGlzdE9wZXJhdGlvbnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCRIPCgdub2RlX2lkGAMgASgJEgwKBGtpbmQYBCABKAkSDgoGc3RhdHVzGAUgASgJEg4KBnJ1bl9pZBgGIAEoCRIUCgx3aXRoX3Jlc3VsdHMYByABKAgiVQoWTGlzdE9wZXJhdGlvbnNSZXNwb25zZRImCgpvcGVyYXRpb25zGAEgAygLMhIub3JjaC52MS5PcGVyYXRpb24SEwoLbmV4dF9jdXJzb3IYAiABKAkiMgoTR2V0T3BlcmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJIkwKDlJlc291cmNlT3V0cHV0EgoKAmlkGAEgASgJEg4KBm1vZHVsZRgCIAEoCRIOCgZzdGRvdXQYAyABKAkSDgoGc3RkZXJyGAQgASgJImIKD09wZXJhdGlvbk91dHB1dBIUCgxvcGVyYXRpb25faWQYASABKAkSDwoHbm9kZV9pZBgCIAEoCRIoCgdvdXRwdXRzGAMgAygLMhcub3JjaC52MS5SZXNvdXJjZU91dHB1dCI6ChFDaGVja0RyaWZ0UmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEhQKDHdhaXRfc2Vjb25kcxgCIAEoBSJqCg9EcmlmdGVkUmVzb3VyY2USDgoGbW9kdWxlGAEgASgJEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDAoEZGlmZhgEIAEoCRIOCgZzdGF0dXMYBSABKAkSDwoHbWVzc2FnZRgGIAEoCSKSAQoLRHJpZnRSZWNvcmQSCgoCaWQYASABKAkSDwoHbm9kZV9pZBgCIAEoCRIUCgxvcGVyYXRpb25faWQYAyABKAkSEgoKY2hlY2tlZF9hdBgEIAEoARIPCgdkcmlmdGVkGAUgASgIEisKCXJlc291cmNlcxgGIAMoCzIYLm9yY2gudjEuRHJpZnRlZFJlc291cmNlImcKCkRyaWZ0Q2hlY2sSJQoJb3BlcmF0aW9uGAEgASgLMhIub3JjaC52MS5PcGVyYXRpb24SKAoFZHJpZnQYAiABKAsyFC5vcmNoLnYxLkRyaWZ0UmVjb3JkSACIAQFCCAoGX2RyaWZ0IkIKEExpc3REcmlmdFJlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZjdXJzb3IYAyABKAkiTwoRTGlzdERyaWZ0UmVzcG9uc2USJQoHcmVjb3JkcxgBIAMoCzIULm9yY2gudjEuRHJpZnRSZWNvcmQSEwoLbmV4dF9jdXJzb3IYAiABKAkiKAoVR2V0TGF0ZXN0RHJpZnRSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkiHQoPR2V0RHJpZnRSZXF1ZXN0EgoKAmlkGAEgASgJIioKF0dldEJlbGlldmVkU3RhdGVSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkioQEKEEJlbGlldmVkUmVzb3VyY2USDgoGbW9kdWxlGAEgASgJEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDgoGc3RhdHVzGAQgASgJEikKCG9ic2VydmVkGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIUCgxvcGVyYXRpb25faWQYBiABKAkSEgoKYXBwbGllZF9hdBgHIAEoASJOCg1CZWxpZXZlZFN0YXRlEg8KB25vZGVfaWQYASABKAkSLAoJcmVzb3VyY2VzGAIgAygLMhkub3JjaC52MS5CZWxpZXZlZFJlc291cmNlIpECChZTdGFydENvbW1hbmRSdW5SZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJEhAKCG5vZGVfaWRzGAIgAygJEgwKBGFyZ3YYAyADKAkSDgoGc2NyaXB0GAQgASgJEjUKA2VudhgFIAMoCzIoLm9yY2gudjEuU3RhcnRDb21tYW5kUnVuUmVxdWVzdC5FbnZFbnRyeRIXCg90aW1lb3V0X3NlY29uZHMYBiABKAUSDQoFYmF0Y2gYByABKAkSGQoMbWF4X2ZhaWx1cmVzGAggASgFSACIAQEaKgoIRW52RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIPCg1fbWF4X2ZhaWx1cmVzIrQCCg1Db21tYW5kVGFyZ2V0Eg8KB25vZGVfaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgViYXRjaBgDIAEoBRIOCgZzdGF0dXMYBCABKAkSFgoJZXhpdF9jb2RlGAUgASgFSACIAQESDgoGc2lnbmFsGAYgASgJEhIKCnN0YXJ0ZWRfYXQYByABKAESEwoLZmluaXNoZWRfYXQYCCABKAESEwoLZHVyYXRpb25fbXMYCSABKAESDgoGc3Rkb3V0GAogASgMEg4KBnN0ZGVychgLIAEoDBIYChBzdGRvdXRfdHJ1bmNhdGVkGAwgASgIEhgKEHN0ZGVycl90cnVuY2F0ZWQYDSABKAgSDQoFZXJyb3IYDiABKAkSDgoGam9iX2lkGA8gASgJQgwKCl9leGl0X2NvZGUijgQKCkNvbW1hbmRSdW4SCgoCaWQYASABKAkSDgoGc3RhdHVzGAIgASgJEhAKCHNlbGVjdG9yGAMgASgJEhAKCG5vZGVfaWRzGAQgAygJEgwKBGFyZ3YYBSADKAkSDgoGc2NyaXB0GAYgASgJEhAKCGVudl9rZXlzGAcgAygJEhcKD3RpbWVvdXRfc2Vjb25kcxgIIAEoBRINCgViYXRjaBgJIAEoCRISCgpiYXRjaF9zaXplGAogASgFEg8KB2JhdGNoZXMYCyABKAUSGQoMbWF4X2ZhaWx1cmVzGAwgASgFSACIAQESDQoFdG90YWwYDSABKAUSLwoGY291bnRzGA4gAygLMh8ub3JjaC52MS5Db21tYW5kUnVuLkNvdW50c0VudHJ5EhoKEm1haW50ZW5hbmNlX3dpbmRvdxgPIAEoCRIQCghhY3Rvcl9pZBgQIAEoCRISCgphY3Rvcl9uYW1lGBEgASgJEhIKCmNyZWF0ZWRfYXQYEiABKAESEwoLZmluaXNoZWRfYXQYEyABKAESFAoMY2FuY2VsbGVkX2J5GBQgASgJEicKB3RhcmdldHMYFSADKAsyFi5vcmNoLnYxLkNvbW1hbmRUYXJnZXQaLQoLQ291bnRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgFOgI4AUIPCg1fbWF4X2ZhaWx1cmVzIkcKFkxpc3RDb21tYW5kUnVuc1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJEg4KBnN0YXR1cxgDIAEoCSJRChdMaXN0Q29tbWFuZFJ1bnNSZXNwb25zZRIhCgRydW5zGAEgAygLMhMub3JjaC52MS5Db21tYW5kUnVuEhMKC25leHRfY3Vyc29yGAIgASgJIjcKFEdldENvbW1hbmRSdW5SZXF1ZXN0EgoKAmlkGAEgASgJEhMKC29taXRfb3V0cHV0GAIgASgIIlkKDUNvbW1hbmRPdXRwdXQSDwoHbm9kZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg4KBnN0cmVhbRgDIAEoCRIMCgRkYXRhGAQgASgMEgsKA3NlcRgFIAEoDSKiAQoPQ29tbWFuZFJ1bkV2ZW50Eg4KBnJ1bl9pZBgBIAEoCRIoCgZvdXRwdXQYAiABKAsyFi5vcmNoLnYxLkNvbW1hbmRPdXRwdXRIABIoCgZ0YXJnZXQYAyABKAsyFi5vcmNoLnYxLkNvbW1hbmRUYXJnZXRIABIiCgNydW4YBCABKAsyEy5vcmNoLnYxLkNvbW1hbmRSdW5IAEIHCgVldmVudCL/AgoGU291cmNlEgwKBG5hbWUYASABKAkSCwoDdXJsGAIgASgJEg4KBmJyYW5jaBgDIAEoCRIMCgRwYXRoGAQgASgJEhIKCmludGVydmFsX3MYBSABKAUSDAoEYXV0aBgGIAEoCRIOCgZzdGF0dXMYByABKAkSDgoGY29tbWl0GAggASgJEhEKCXN5bmNlZF9hdBgJIAEoARIUCgxhdHRlbXB0ZWRfYXQYCiABKAESFAoMbmV4dF9zeW5jX2F0GAsgASgBEg0KBWVycm9yGAwgASgJEigKBmVycm9ycxgNIAMoCzIYLm9yY2gudjEuU291cmNlRmlsZUVycm9yEhAKCGZhaWx1cmVzGA4gASgFEhgKEGF0dGVtcHRlZF9jb21taXQYDyABKAkSFAoMbW9kdWxlX2NvdW50GBAgASgFEhgKEGFzc2lnbm1lbnRfY291bnQYESABKAUSEgoKY3JlYXRlZF9hdBgSIAEoARISCgpjcmVhdGVkX2J5GBMgASgJIlwKD1NvdXJjZUZpbGVFcnJvchIMCgRmaWxlGAEgASgJEgwKBGxpbmUYAiABKAUSDgoGY29sdW1uGAMgASgFEgwKBGNvZGUYBCABKAkSDwoHbWVzc2FnZRgFIAEoCSI+CgpTb3VyY2VBdXRoEg0KBXRva2VuGAEgASgJEhAKCHVzZXJuYW1lGAIgASgJEg8KB3NzaF9rZXkYAyABKAki1wEKE0NyZWF0ZVNvdXJjZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRILCgN1cmwYAiABKAkSDgoGYnJhbmNoGAMgASgJEgwKBHBhdGgYBCABKAkSFwoKaW50ZXJ2YWxfcxgFIAEoBUgAiAEBEiYKBGF1dGgYBiABKAsyEy5vcmNoLnYxLlNvdXJjZUF1dGhIAYgBARIbCg53ZWJob29rX3NlY3JldBgHIAEoCUgCiAEBQg0KC19pbnRlcnZhbF9zQgcKBV9hdXRoQhEKD193ZWJob29rX3NlY3JldCJICg1DcmVhdGVkU291cmNlEh8KBnNvdXJjZRgBIAEoCzIPLm9yY2gudjEuU291cmNlEhYKDndlYmhvb2tfc2VjcmV0GAIgASgJIjMKEkxpc3RTb3VyY2VzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiTAoTTGlzdFNvdXJjZXNSZXNwb25zZRIgCgdzb3VyY2VzGAEgAygLMg8ub3JjaC52MS5Tb3VyY2USEwoLbmV4dF9jdXJzb3IYAiABKAkiIAoQR2V0U291cmNlUmVxdWVzdBIMCgRuYW1lGAEgASgJIiEKEVN5bmNTb3VyY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkiWgoRUGxhblNvdXJjZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRILCgNyZWYYAiABKAkSGQoMd2FpdF9zZWNvbmRzGAMgASgFSACIAQFCDwoNX3dhaXRfc2Vjb25kcyKOAQoUU291cmNlUGxhbkFzc2lnbm1lbnQSDAoEbmFtZRgBIAEoCRIOCgZjaGFuZ2UYAiABKAkSKAoDcnVuGAMgASgLMhYub3JjaC52MS5Bc3NpZ25tZW50UnVuSACIAQESJgoKb3BlcmF0aW9ucxgEIAMoCzISLm9yY2gudjEuT3BlcmF0aW9uQgYKBF9ydW4i8wEKClNvdXJjZVBsYW4SDgoGc291cmNlGAEgASgJEgsKA3JlZhgCIAEoCRIOCgZjb21taXQYAyABKAkSFgoOY3VycmVudF9jb21taXQYBCABKAkSKAoGZXJyb3JzGAUgAygLMhgub3JjaC52MS5Tb3VyY2VGaWxlRXJyb3ISFwoPbW9kdWxlc19jaGFuZ2VkGAYgAygJEhcKD21vZHVsZXNfcmVtb3ZlZBgHIAMoCRIyCgthc3NpZ25tZW50cxgIIAMoCzIdLm9yY2gudjEuU291cmNlUGxhbkFzc2lnbm1lbnQSEAoIY29tcGxldGUYCSABKAginwEKFFNvdXJjZVdlYmhvb2tSZXF1ZXN0EgwKBG5hbWUYASABKAkSOwoHaGVhZGVycxgCIAMoCzIqLm9yY2gudjEuU291cmNlV2ViaG9va1JlcXVlc3QuSGVhZGVyc0VudHJ5EgwKBGJvZHkYAyABKAwaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiYwoTU291cmNlV2ViaG9va1Jlc3VsdBINCgVmb3JnZRgBIAEoCRINCgVldmVudBgCIAEoCRIOCgZzeW5jZWQYAyABKAgSDgoGcmVhc29uGAQgASgJEg4KBmNvbW1pdBgFIAEoCTLeEQoMU3RhdGVTZXJ2aWNlEj0KDFVwbG9hZE1vZHVsZRIcLm9yY2gudjEuVXBsb2FkTW9kdWxlUmVxdWVzdBoPLm9yY2gudjEuTW9kdWxlEkgKC0xpc3RNb2R1bGVzEhsub3JjaC52MS5MaXN0TW9kdWxlc1JlcXVlc3QaHC5vcmNoLnYxLkxpc3RNb2R1bGVzUmVzcG9uc2USNwoJR2V0TW9kdWxlEhkub3JjaC52MS5HZXRNb2R1bGVSZXF1ZXN0Gg8ub3JjaC52MS5Nb2R1bGUSOQoMRGVsZXRlTW9kdWxlEhkub3JjaC52MS5HZXRNb2R1bGVSZXF1ZXN0Gg4ub3JjaC52MS5FbXB0eRJJChBDcmVhdGVBc3NpZ25tZW50EiAub3JjaC52MS5DcmVhdGVBc3NpZ25tZW50UmVxdWVzdBoTLm9yY2gudjEuQXNzaWdubWVudBJUCg9MaXN0QXNzaWdubWVudHMSHy5vcmNoLnYxLkxpc3RBc3NpZ25tZW50c1JlcXVlc3QaIC5vcmNoLnYxLkxpc3RBc3NpZ25tZW50c1Jlc3BvbnNlEkMKDUdldEFzc2lnbm1lbnQSHS5vcmNoLnYxLkdldEFzc2lnbm1lbnRSZXF1ZXN0GhMub3JjaC52MS5Bc3NpZ25tZW50EkEKEERlbGV0ZUFzc2lnbm1lbnQSHS5vcmNoLnYxLkdldEFzc2lnbm1lbnRSZXF1ZXN0Gg4ub3JjaC52MS5FbXB0eRJJChBVcGRhdGVBc3NpZ25tZW50EiAub3JjaC52MS5DcmVhdGVBc3NpZ25tZW50UmVxdWVzdBoTLm9yY2gudjEuQXNzaWdubWVudBJGCg1SdW5Bc3NpZ25tZW50Eh0ub3JjaC52MS5SdW5Bc3NpZ25tZW50UmVxdWVzdBoWLm9yY2gudjEuQXNzaWdubWVudFJ1bhJMChBHZXRBc3NpZ25tZW50UnVuEiAub3JjaC52MS5HZXRBc3NpZ25tZW50UnVuUmVxdWVzdBoWLm9yY2gudjEuQXNzaWdubWVudFJ1bhJdChJMaXN0QXNzaWdubWVudFJ1bnMSIi5vcmNoLnYxLkxpc3RBc3NpZ25tZW50UnVuc1JlcXVlc3QaIy5vcmNoLnYxLkxpc3RBc3NpZ25tZW50UnVuc1Jlc3BvbnNlEjgKCFJ1bkFnZW50Ehgub3JjaC52MS5SdW5BZ2VudFJlcXVlc3QaEi5vcmNoLnYxLk9wZXJhdGlvbhJRCg5MaXN0T3BlcmF0aW9ucxIeLm9yY2gudjEuTGlzdE9wZXJhdGlvbnNSZXF1ZXN0Gh8ub3JjaC52MS5MaXN0T3BlcmF0aW9uc1Jlc3BvbnNlEkAKDEdldE9wZXJhdGlvbhIcLm9yY2gudjEuR2V0T3BlcmF0aW9uUmVxdWVzdBoSLm9yY2gudjEuT3BlcmF0aW9uEkwKEkdldE9wZXJhdGlvbk91dHB1dBIcLm9yY2gudjEuR2V0T3BlcmF0aW9uUmVxdWVzdBoYLm9yY2gudjEuT3BlcmF0aW9uT3V0cHV0Ej0KCkNoZWNrRHJpZnQSGi5vcmNoLnYxLkNoZWNrRHJpZnRSZXF1ZXN0GhMub3JjaC52MS5EcmlmdENoZWNrEkIKCUxpc3REcmlmdBIZLm9yY2gudjEuTGlzdERyaWZ0UmVxdWVzdBoaLm9yY2gudjEuTGlzdERyaWZ0UmVzcG9uc2USRgoOR2V0TGF0ZXN0RHJpZnQSHi5vcmNoLnYxLkdldExhdGVzdERyaWZ0UmVxdWVzdBoULm9yY2gudjEuRHJpZnRSZWNvcmQSOgoIR2V0RHJpZnQSGC5vcmNoLnYxLkdldERyaWZ0UmVxdWVzdBoULm9yY2gudjEuRHJpZnRSZWNvcmQSTAoQR2V0QmVsaWV2ZWRTdGF0ZRIgLm9yY2gudjEuR2V0QmVsaWV2ZWRTdGF0ZVJlcXVlc3QaFi5vcmNoLnYxLkJlbGlldmVkU3RhdGUSRwoPU3RhcnRDb21tYW5kUnVuEh8ub3JjaC52MS5TdGFydENvbW1hbmRSdW5SZXF1ZXN0GhMub3JjaC52MS5Db21tYW5kUnVuElQKD0xpc3RDb21tYW5kUnVucxIfLm9yY2gudjEuTGlzdENvbW1hbmRSdW5zUmVxdWVzdBogLm9yY2gudjEuTGlzdENvbW1hbmRSdW5zUmVzcG9uc2USQwoNR2V0Q29tbWFuZFJ1bhIdLm9yY2gudjEuR2V0Q29tbWFuZFJ1blJlcXVlc3QaEy5vcmNoLnYxLkNvbW1hbmRSdW4SRgoQQ2FuY2VsQ29tbWFuZFJ1bhIdLm9yY2gudjEuR2V0Q29tbWFuZFJ1blJlcXVlc3QaEy5vcmNoLnYxLkNvbW1hbmRSdW4SRAoMQ3JlYXRlU291cmNlEhwub3JjaC52MS5DcmVhdGVTb3VyY2VSZXF1ZXN0GhYub3JjaC52MS5DcmVhdGVkU291cmNlEkgKC0xpc3RTb3VyY2VzEhsub3JjaC52MS5MaXN0U291cmNlc1JlcXVlc3QaHC5vcmNoLnYxLkxpc3RTb3VyY2VzUmVzcG9uc2USNwoJR2V0U291cmNlEhkub3JjaC52MS5HZXRTb3VyY2VSZXF1ZXN0Gg8ub3JjaC52MS5Tb3VyY2USOQoMRGVsZXRlU291cmNlEhkub3JjaC52MS5HZXRTb3VyY2VSZXF1ZXN0Gg4ub3JjaC52MS5FbXB0eRI5CgpTeW5jU291cmNlEhoub3JjaC52MS5TeW5jU291cmNlUmVxdWVzdBoPLm9yY2gudjEuU291cmNlEj0KClBsYW5Tb3VyY2USGi5vcmNoLnYxLlBsYW5Tb3VyY2VSZXF1ZXN0GhMub3JjaC52MS5Tb3VyY2VQbGFuEkwKDVNvdXJjZVdlYmhvb2sSHS5vcmNoLnYxLlNvdXJjZVdlYmhvb2tSZXF1ZXN0Ghwub3JjaC52MS5Tb3VyY2VXZWJob29rUmVzdWx0YgZwcm90bzM", [file_google_protobuf_struct, file_orch_v1_common]);
 
 /**
  * Module is a stored YAML module.
@@ -76,6 +76,27 @@ export type Module = Message<"orch.v1.Module"> & {
    * @generated from field: string uploaded_by_name = 8;
    */
   uploadedByName: string;
+
+  /**
+   * Name of the git source that manages this module ("" when uploaded through the API).
+   *
+   * @generated from field: string source = 9;
+   */
+  source: string;
+
+  /**
+   * Commit SHA of the source the content came from ("" when not managed).
+   *
+   * @generated from field: string commit = 10;
+   */
+  commit: string;
+
+  /**
+   * The module's file left the source while assignments still use it; deleted once none does.
+   *
+   * @generated from field: bool removed_from_source = 11;
+   */
+  removedFromSource: boolean;
 };
 
 /**
@@ -244,6 +265,41 @@ export type Assignment = Message<"orch.v1.Assignment"> & {
    * @generated from field: bool enforce = 7;
    */
   enforce: boolean;
+
+  /**
+   * Name of the git source that manages this assignment ("" when created through the API).
+   *
+   * @generated from field: string source = 8;
+   */
+  source: string;
+
+  /**
+   * Commit SHA of the source the definition came from ("" when not managed).
+   *
+   * @generated from field: string commit = 9;
+   */
+  commit: string;
+
+  /**
+   * A sync that changes this assignment or its modules applies it (rolling, with its batch settings).
+   *
+   * @generated from field: bool apply_on_sync = 10;
+   */
+  applyOnSync: boolean;
+
+  /**
+   * Batch setting of applies on sync ("" = all at once, "N", "P%").
+   *
+   * @generated from field: string sync_batch = 11;
+   */
+  syncBatch: string;
+
+  /**
+   * Failure limit of applies on sync.
+   *
+   * @generated from field: optional int32 sync_max_failures = 12;
+   */
+  syncMaxFailures?: number;
 };
 
 /**
@@ -671,6 +727,20 @@ export type AssignmentRun = Message<"orch.v1.AssignmentRun"> & {
    * @generated from field: repeated orch.v1.RunTarget targets = 14;
    */
   targets: RunTarget[];
+
+  /**
+   * The git source whose sync or plan started the run ("" otherwise).
+   *
+   * @generated from field: string source = 15;
+   */
+  source: string;
+
+  /**
+   * The source's commit the run applied or planned.
+   *
+   * @generated from field: string commit = 16;
+   */
+  commit: string;
 };
 
 /**
@@ -2222,6 +2292,665 @@ export const CommandRunEventSchema: GenMessage<CommandRunEvent> = /*@__PURE__*/
   messageDesc(file_orch_v1_state, 44);
 
 /**
+ * Source is a git repository whose `modules/*.yaml` and `assignments/*.yaml` (under `path`) are
+ * synced into the catalog. Credentials and the webhook secret are never returned.
+ *
+ * @generated from message orch.v1.Source
+ */
+export type Source = Message<"orch.v1.Source"> & {
+  /**
+   * Unique name (the module name rule).
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Repository URL: https://, ssh:// or scp-like (git@host:repo), file:// only where allowed.
+   *
+   * @generated from field: string url = 2;
+   */
+  url: string;
+
+  /**
+   * Branch synced.
+   *
+   * @generated from field: string branch = 3;
+   */
+  branch: string;
+
+  /**
+   * Directory inside the repository holding modules/ and assignments/ ("" = the root).
+   *
+   * @generated from field: string path = 4;
+   */
+  path: string;
+
+  /**
+   * Seconds between scheduled syncs.
+   *
+   * @generated from field: int32 interval_s = 5;
+   */
+  intervalS: number;
+
+  /**
+   * none, token or ssh_key.
+   *
+   * @generated from field: string auth = 6;
+   */
+  auth: string;
+
+  /**
+   * pending (never synced), ok or error.
+   *
+   * @generated from field: string status = 7;
+   */
+  status: string;
+
+  /**
+   * Commit SHA in force (the last successful sync), "" before the first.
+   *
+   * @generated from field: string commit = 8;
+   */
+  commit: string;
+
+  /**
+   * Last successful sync, Unix ms (0 = never).
+   *
+   * @generated from field: double synced_at = 9;
+   */
+  syncedAt: number;
+
+  /**
+   * Last attempt, Unix ms (0 = never).
+   *
+   * @generated from field: double attempted_at = 10;
+   */
+  attemptedAt: number;
+
+  /**
+   * When the next scheduled sync is due, Unix ms.
+   *
+   * @generated from field: double next_sync_at = 11;
+   */
+  nextSyncAt: number;
+
+  /**
+   * Reason of the last failed attempt, "" when the last attempt succeeded.
+   *
+   * @generated from field: string error = 12;
+   */
+  error: string;
+
+  /**
+   * Per-file errors of the last failed attempt.
+   *
+   * @generated from field: repeated orch.v1.SourceFileError errors = 13;
+   */
+  errors: SourceFileError[];
+
+  /**
+   * Consecutive failed attempts.
+   *
+   * @generated from field: int32 failures = 14;
+   */
+  failures: number;
+
+  /**
+   * Commit of the last attempt, failed or not ("" when the fetch itself failed).
+   *
+   * @generated from field: string attempted_commit = 15;
+   */
+  attemptedCommit: string;
+
+  /**
+   * Modules managed by this source.
+   *
+   * @generated from field: int32 module_count = 16;
+   */
+  moduleCount: number;
+
+  /**
+   * Assignments managed by this source.
+   *
+   * @generated from field: int32 assignment_count = 17;
+   */
+  assignmentCount: number;
+
+  /**
+   * Creation time, Unix ms.
+   *
+   * @generated from field: double created_at = 18;
+   */
+  createdAt: number;
+
+  /**
+   * Id of the creating operator.
+   *
+   * @generated from field: string created_by = 19;
+   */
+  createdBy: string;
+};
+
+/**
+ * Describes the message orch.v1.Source.
+ * Use `create(SourceSchema)` to create a new message.
+ */
+export const SourceSchema: GenMessage<Source> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 45);
+
+/**
+ * SourceFileError is one problem found in a source's tree, with the YAML position where known.
+ *
+ * @generated from message orch.v1.SourceFileError
+ */
+export type SourceFileError = Message<"orch.v1.SourceFileError"> & {
+  /**
+   * Path relative to the source's path, e.g. modules/web.yaml.
+   *
+   * @generated from field: string file = 1;
+   */
+  file: string;
+
+  /**
+   * 1-based line, 0 when the problem is not at a line.
+   *
+   * @generated from field: int32 line = 2;
+   */
+  line: number;
+
+  /**
+   * 1-based column, 0 when unknown.
+   *
+   * @generated from field: int32 column = 3;
+   */
+  column: number;
+
+  /**
+   * Stable error code (as the API's: invalid_module, invalid_selector, module_not_found, ...).
+   *
+   * @generated from field: string code = 4;
+   */
+  code: string;
+
+  /**
+   * Human-readable reason.
+   *
+   * @generated from field: string message = 5;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message orch.v1.SourceFileError.
+ * Use `create(SourceFileErrorSchema)` to create a new message.
+ */
+export const SourceFileErrorSchema: GenMessage<SourceFileError> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 46);
+
+/**
+ * SourceAuth is how the repository is reached: a token (https) or an SSH deploy key. Sealed at rest.
+ *
+ * @generated from message orch.v1.SourceAuth
+ */
+export type SourceAuth = Message<"orch.v1.SourceAuth"> & {
+  /**
+   * HTTPS token (sent as the password of basic auth).
+   *
+   * @generated from field: string token = 1;
+   */
+  token: string;
+
+  /**
+   * Basic-auth user for the token (default `x-access-token`).
+   *
+   * @generated from field: string username = 2;
+   */
+  username: string;
+
+  /**
+   * SSH private key (OpenSSH PEM) for ssh:// and scp-like URLs.
+   *
+   * @generated from field: string ssh_key = 3;
+   */
+  sshKey: string;
+};
+
+/**
+ * Describes the message orch.v1.SourceAuth.
+ * Use `create(SourceAuthSchema)` to create a new message.
+ */
+export const SourceAuthSchema: GenMessage<SourceAuth> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 47);
+
+/**
+ * CreateSourceRequest registers a source.
+ *
+ * @generated from message orch.v1.CreateSourceRequest
+ */
+export type CreateSourceRequest = Message<"orch.v1.CreateSourceRequest"> & {
+  /**
+   * Unique name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Repository URL (no credentials in it).
+   *
+   * @generated from field: string url = 2;
+   */
+  url: string;
+
+  /**
+   * Branch (default main).
+   *
+   * @generated from field: string branch = 3;
+   */
+  branch: string;
+
+  /**
+   * Directory inside the repository ("" = root).
+   *
+   * @generated from field: string path = 4;
+   */
+  path: string;
+
+  /**
+   * Seconds between scheduled syncs (default state.sources_default_interval_s).
+   *
+   * @generated from field: optional int32 interval_s = 5;
+   */
+  intervalS?: number;
+
+  /**
+   * Credentials, if the repository needs them.
+   *
+   * @generated from field: optional orch.v1.SourceAuth auth = 6;
+   */
+  auth?: SourceAuth;
+
+  /**
+   * Secret verifying push webhooks; generated (and returned once) when not given.
+   *
+   * @generated from field: optional string webhook_secret = 7;
+   */
+  webhookSecret?: string;
+};
+
+/**
+ * Describes the message orch.v1.CreateSourceRequest.
+ * Use `create(CreateSourceRequestSchema)` to create a new message.
+ */
+export const CreateSourceRequestSchema: GenMessage<CreateSourceRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 48);
+
+/**
+ * CreatedSource is the new source and its webhook secret, shown this once.
+ *
+ * @generated from message orch.v1.CreatedSource
+ */
+export type CreatedSource = Message<"orch.v1.CreatedSource"> & {
+  /**
+   * The source (status pending; the first sync starts at once).
+   *
+   * @generated from field: orch.v1.Source source = 1;
+   */
+  source?: Source;
+
+  /**
+   * The webhook secret (given or generated); never shown again.
+   *
+   * @generated from field: string webhook_secret = 2;
+   */
+  webhookSecret: string;
+};
+
+/**
+ * Describes the message orch.v1.CreatedSource.
+ * Use `create(CreatedSourceSchema)` to create a new message.
+ */
+export const CreatedSourceSchema: GenMessage<CreatedSource> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 49);
+
+/**
+ * ListSourcesRequest pages by name.
+ *
+ * @generated from message orch.v1.ListSourcesRequest
+ */
+export type ListSourcesRequest = Message<"orch.v1.ListSourcesRequest"> & {
+  /**
+   * Page size (default 50, max 500).
+   *
+   * @generated from field: int32 limit = 1;
+   */
+  limit: number;
+
+  /**
+   * Name of the last source of the previous page.
+   *
+   * @generated from field: string cursor = 2;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message orch.v1.ListSourcesRequest.
+ * Use `create(ListSourcesRequestSchema)` to create a new message.
+ */
+export const ListSourcesRequestSchema: GenMessage<ListSourcesRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 50);
+
+/**
+ * ListSourcesResponse is one page.
+ *
+ * @generated from message orch.v1.ListSourcesResponse
+ */
+export type ListSourcesResponse = Message<"orch.v1.ListSourcesResponse"> & {
+  /**
+   * Sources.
+   *
+   * @generated from field: repeated orch.v1.Source sources = 1;
+   */
+  sources: Source[];
+
+  /**
+   * Cursor for the next page, empty at the end.
+   *
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
+};
+
+/**
+ * Describes the message orch.v1.ListSourcesResponse.
+ * Use `create(ListSourcesResponseSchema)` to create a new message.
+ */
+export const ListSourcesResponseSchema: GenMessage<ListSourcesResponse> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 51);
+
+/**
+ * GetSourceRequest names a source.
+ *
+ * @generated from message orch.v1.GetSourceRequest
+ */
+export type GetSourceRequest = Message<"orch.v1.GetSourceRequest"> & {
+  /**
+   * Source name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message orch.v1.GetSourceRequest.
+ * Use `create(GetSourceRequestSchema)` to create a new message.
+ */
+export const GetSourceRequestSchema: GenMessage<GetSourceRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 52);
+
+/**
+ * SyncSourceRequest asks for a sync now.
+ *
+ * @generated from message orch.v1.SyncSourceRequest
+ */
+export type SyncSourceRequest = Message<"orch.v1.SyncSourceRequest"> & {
+  /**
+   * Source name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message orch.v1.SyncSourceRequest.
+ * Use `create(SyncSourceRequestSchema)` to create a new message.
+ */
+export const SyncSourceRequestSchema: GenMessage<SyncSourceRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 53);
+
+/**
+ * PlanSourceRequest plans the fleet against a ref without syncing it.
+ *
+ * @generated from message orch.v1.PlanSourceRequest
+ */
+export type PlanSourceRequest = Message<"orch.v1.PlanSourceRequest"> & {
+  /**
+   * Source name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Branch name or commit SHA (default: the source's branch).
+   *
+   * @generated from field: string ref = 2;
+   */
+  ref: string;
+
+  /**
+   * Seconds to wait for the plan operations to finish (0-300, default 60).
+   *
+   * @generated from field: optional int32 wait_seconds = 3;
+   */
+  waitSeconds?: number;
+};
+
+/**
+ * Describes the message orch.v1.PlanSourceRequest.
+ * Use `create(PlanSourceRequestSchema)` to create a new message.
+ */
+export const PlanSourceRequestSchema: GenMessage<PlanSourceRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 54);
+
+/**
+ * SourcePlanAssignment is what one assignment of the ref would do.
+ *
+ * @generated from message orch.v1.SourcePlanAssignment
+ */
+export type SourcePlanAssignment = Message<"orch.v1.SourcePlanAssignment"> & {
+  /**
+   * Assignment name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * created, updated (its definition or a module's content differs), unchanged or removed.
+   *
+   * @generated from field: string change = 2;
+   */
+  change: string;
+
+  /**
+   * The plan run over its matched agents (created and updated only).
+   *
+   * @generated from field: optional orch.v1.AssignmentRun run = 3;
+   */
+  run?: AssignmentRun;
+
+  /**
+   * The run's plan operations, with their per-resource diffs.
+   *
+   * @generated from field: repeated orch.v1.Operation operations = 4;
+   */
+  operations: Operation[];
+};
+
+/**
+ * Describes the message orch.v1.SourcePlanAssignment.
+ * Use `create(SourcePlanAssignmentSchema)` to create a new message.
+ */
+export const SourcePlanAssignmentSchema: GenMessage<SourcePlanAssignment> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 55);
+
+/**
+ * SourcePlan is the fleet-wide plan of one ref.
+ *
+ * @generated from message orch.v1.SourcePlan
+ */
+export type SourcePlan = Message<"orch.v1.SourcePlan"> & {
+  /**
+   * Source name.
+   *
+   * @generated from field: string source = 1;
+   */
+  source: string;
+
+  /**
+   * The ref asked for.
+   *
+   * @generated from field: string ref = 2;
+   */
+  ref: string;
+
+  /**
+   * The commit it resolved to.
+   *
+   * @generated from field: string commit = 3;
+   */
+  commit: string;
+
+  /**
+   * The commit in force (the last synced), "" if never synced.
+   *
+   * @generated from field: string current_commit = 4;
+   */
+  currentCommit: string;
+
+  /**
+   * Per-file errors; when any, nothing was planned.
+   *
+   * @generated from field: repeated orch.v1.SourceFileError errors = 5;
+   */
+  errors: SourceFileError[];
+
+  /**
+   * Modules of the ref: created or updated relative to the catalog.
+   *
+   * @generated from field: repeated string modules_changed = 6;
+   */
+  modulesChanged: string[];
+
+  /**
+   * Managed modules the ref no longer has.
+   *
+   * @generated from field: repeated string modules_removed = 7;
+   */
+  modulesRemoved: string[];
+
+  /**
+   * Every assignment of the ref and every managed one it removes, by name.
+   *
+   * @generated from field: repeated orch.v1.SourcePlanAssignment assignments = 8;
+   */
+  assignments: SourcePlanAssignment[];
+
+  /**
+   * True when every plan run finished within wait_seconds.
+   *
+   * @generated from field: bool complete = 9;
+   */
+  complete: boolean;
+};
+
+/**
+ * Describes the message orch.v1.SourcePlan.
+ * Use `create(SourcePlanSchema)` to create a new message.
+ */
+export const SourcePlanSchema: GenMessage<SourcePlan> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 56);
+
+/**
+ * SourceWebhookRequest is a forge's push notification, as received.
+ *
+ * @generated from message orch.v1.SourceWebhookRequest
+ */
+export type SourceWebhookRequest = Message<"orch.v1.SourceWebhookRequest"> & {
+  /**
+   * Source name (from the URL).
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Request headers, lower-cased names.
+   *
+   * @generated from field: map<string, string> headers = 2;
+   */
+  headers: { [key: string]: string };
+
+  /**
+   * The raw body (the signature covers these exact bytes).
+   *
+   * @generated from field: bytes body = 3;
+   */
+  body: Uint8Array;
+};
+
+/**
+ * Describes the message orch.v1.SourceWebhookRequest.
+ * Use `create(SourceWebhookRequestSchema)` to create a new message.
+ */
+export const SourceWebhookRequestSchema: GenMessage<SourceWebhookRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 57);
+
+/**
+ * SourceWebhookResult says what the notification did.
+ *
+ * @generated from message orch.v1.SourceWebhookResult
+ */
+export type SourceWebhookResult = Message<"orch.v1.SourceWebhookResult"> & {
+  /**
+   * github, gitlab or gitea.
+   *
+   * @generated from field: string forge = 1;
+   */
+  forge: string;
+
+  /**
+   * The forge's event name (push, ping, Push Hook, ...).
+   *
+   * @generated from field: string event = 2;
+   */
+  event: string;
+
+  /**
+   * True when a sync was started (it runs after the answer: GET the source for its outcome).
+   *
+   * @generated from field: bool synced = 3;
+   */
+  synced: boolean;
+
+  /**
+   * Why not, when it did not (ping, other branch, not a push).
+   *
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+
+  /**
+   * The pushed commit (`after`), when a push.
+   *
+   * @generated from field: string commit = 5;
+   */
+  commit: string;
+};
+
+/**
+ * Describes the message orch.v1.SourceWebhookResult.
+ * Use `create(SourceWebhookResultSchema)` to create a new message.
+ */
+export const SourceWebhookResultSchema: GenMessage<SourceWebhookResult> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 58);
+
+/**
  * StateService owns modules, assignments, state operations, snapshots, drift records and the
  * believed machine state (schema `state`). It renders modules per agent and sends them to
  * AgentStateService.Execute through the agent link.
@@ -2478,6 +3207,76 @@ export const StateService: GenService<{
     methodKind: "unary";
     input: typeof GetCommandRunRequestSchema;
     output: typeof CommandRunSchema;
+  },
+  /**
+   * CreateSource registers a git repository whose modules/ and assignments/ are synced into the catalog.
+   *
+   * @generated from rpc orch.v1.StateService.CreateSource
+   */
+  createSource: {
+    methodKind: "unary";
+    input: typeof CreateSourceRequestSchema;
+    output: typeof CreatedSourceSchema;
+  },
+  /**
+   * ListSources pages sources by name.
+   *
+   * @generated from rpc orch.v1.StateService.ListSources
+   */
+  listSources: {
+    methodKind: "unary";
+    input: typeof ListSourcesRequestSchema;
+    output: typeof ListSourcesResponseSchema;
+  },
+  /**
+   * GetSource returns a source with its sync status.
+   *
+   * @generated from rpc orch.v1.StateService.GetSource
+   */
+  getSource: {
+    methodKind: "unary";
+    input: typeof GetSourceRequestSchema;
+    output: typeof SourceSchema;
+  },
+  /**
+   * DeleteSource removes a source; the objects it managed stay, no longer managed.
+   *
+   * @generated from rpc orch.v1.StateService.DeleteSource
+   */
+  deleteSource: {
+    methodKind: "unary";
+    input: typeof GetSourceRequestSchema;
+    output: typeof EmptySchema;
+  },
+  /**
+   * SyncSource fetches the source's branch now and applies its tree (all or nothing).
+   *
+   * @generated from rpc orch.v1.StateService.SyncSource
+   */
+  syncSource: {
+    methodKind: "unary";
+    input: typeof SyncSourceRequestSchema;
+    output: typeof SourceSchema;
+  },
+  /**
+   * PlanSource plans the fleet against a ref of the source without syncing it.
+   *
+   * @generated from rpc orch.v1.StateService.PlanSource
+   */
+  planSource: {
+    methodKind: "unary";
+    input: typeof PlanSourceRequestSchema;
+    output: typeof SourcePlanSchema;
+  },
+  /**
+   * SourceWebhook verifies a forge's push notification and syncs the pushed branch.
+   *
+   * @generated from rpc orch.v1.StateService.SourceWebhook
+   */
+  sourceWebhook: {
+    methodKind: "unary";
+    input: typeof SourceWebhookRequestSchema;
+    output: typeof SourceWebhookResultSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_orch_v1_state, 0);

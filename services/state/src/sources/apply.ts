@@ -1,0 +1,151 @@
+import type { Actor, Emit, Queryable } from "@orch/kit";
+import { assignmentsDb, modulesDb, sourceCatalogDb, type AssignmentRow, type ModuleRow } from "../db/catalog.js";
+import { definitionOf, type TreeDiff } from "./diff.js";
+import type { TreeAssignment, TreeModule } from "./tree.js";
+
+export interface ApplyInput {
+  source: string;
+  commit: string;
+  now: number;
+  /** The source's system actor (sourceActor). */
+  actor: Actor;
+  diff: TreeDiff;
+}
+
+export interface Applied {
+  created: number;
+  updated: number;
+  /** Deleted objects, and modules newly marked removed_from_source. */
+  removed: number;
+  /** Modules whose file is gone but that an assignment still uses (kept, marked removed_from_source). */
+  kept: string[];
+}
+
+export const short = (commit: string) => commit.slice(0, 7);
+
+/**
+ * Writes a diff into the catalog inside the caller's transaction, with the same events the API
+ * emits for the same changes (metadata gains `source` and `commit`). Order matters: modules
+ * first (assignments reference them), removed assignments before removed modules (a module is
+ * deleted only once nothing uses it).
+ */
+export async function applyDiff(db: Queryable, emit: Emit, a: ApplyInput): Promise<Applied> {
+  const { diff, source, commit, actor } = a;
+  const by = `${actor.name} @ ${short(commit)}`;
+  const origin = { source, commit };
+  const out: Applied = { created: 0, updated: 0, removed: 0, kept: [] };
+
+  const moduleRow = (m: TreeModule): ModuleRow => ({
+    name: m.name,
+    content: m.content,
+    sha256: m.sha256,
+    description: m.parsed.description,
+    resource_count: m.parsed.resources.length,
+    uploaded_at: a.now,
+    uploaded_by: actor.id,
+    uploaded_by_name: actor.name,
+    source,
+    source_commit: commit,
+    removed_from_source: false,
+  });
+  for (const [m, replaced] of [
+    ...diff.modules.created.map((m) => [m, false] as const),
+    ...diff.modules.updated.map((m) => [m, true] as const),
+  ]) {
+    const row = moduleRow(m);
+    await modulesDb.upsert(db, row);
+    await emit({
+      type: "module.uploaded",
+      summary: `module ${m.name} ${replaced ? "replaced" : "uploaded"} by ${by} (${row.resource_count} resources)`,
+      actor,
+      target: { id: m.name, name: m.name, type: "module" },
+      metadata: {
+        sha256: row.sha256,
+        resources: row.resource_count,
+        replaced,
+        bytes: Buffer.byteLength(m.content),
+        ...origin,
+      },
+    });
+    out[replaced ? "updated" : "created"]++;
+  }
+  // Same content as held: no new version, so no module.uploaded; the file is simply back.
+  for (const m of diff.modules.restored) {
+    await modulesDb.upsert(db, moduleRow(m));
+    out.updated++;
+  }
+
+  const assignmentRow = (t: TreeAssignment, old?: AssignmentRow): AssignmentRow => ({
+    name: t.name,
+    ...definitionOf(t),
+    created_at: old?.created_at ?? a.now,
+    created_by: old?.created_by ?? actor.id,
+    source,
+    source_commit: commit,
+  });
+  for (const t of diff.assignments.created) {
+    const row = assignmentRow(t);
+    await assignmentsDb.insert(db, row);
+    await emit({
+      type: "assignment.created",
+      summary: `assignment ${row.name} (${row.selector} → ${row.modules.join(", ")}) created by ${by}`,
+      actor,
+      target: { id: row.name, name: row.name, type: "assignment" },
+      metadata: { selector: row.selector, modules: row.modules, enforce: row.enforce, ...origin },
+    });
+    out.created++;
+  }
+  for (const { next, old } of diff.assignments.updated) {
+    const row = assignmentRow(next, old);
+    await assignmentsDb.update(db, row);
+    await emit({
+      type: "assignment.updated",
+      summary: `assignment ${row.name} (${row.selector} → ${row.modules.join(", ")}) updated by ${by}`,
+      actor,
+      target: { id: row.name, name: row.name, type: "assignment" },
+      metadata: {
+        selector: row.selector,
+        modules: row.modules,
+        enforce: row.enforce,
+        previous: { selector: old.selector, modules: old.modules, description: old.description, enforce: old.enforce },
+        ...origin,
+      },
+    });
+    out.updated++;
+  }
+  for (const old of diff.assignments.removed) {
+    const row = await assignmentsDb.remove(db, old.name);
+    if (!row) continue;
+    await emit({
+      type: "assignment.deleted",
+      summary: `assignment ${row.name} deleted by ${by}`,
+      actor,
+      target: { id: row.name, name: row.name, type: "assignment" },
+      metadata: { selector: row.selector, modules: row.modules, ...origin },
+    });
+    out.removed++;
+  }
+
+  // Assignments created through the API may use a managed module: it stays, marked, until unused.
+  for (const old of diff.modules.removed) {
+    const users = await assignmentsDb.usingModule(db, old.name);
+    if (users.length) {
+      out.kept.push(old.name);
+      if (!old.removed_from_source) {
+        await sourceCatalogDb.markRemoved(db, old.name);
+        out.removed++;
+      }
+      continue;
+    }
+    await modulesDb.remove(db, old.name);
+    await emit({
+      type: "module.deleted",
+      summary: `module ${old.name} deleted by ${by}`,
+      actor,
+      target: { id: old.name, name: old.name, type: "module" },
+      metadata: { sha256: old.sha256, ...origin },
+    });
+    out.removed++;
+  }
+  return out;
+}

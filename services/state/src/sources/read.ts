@@ -1,0 +1,53 @@
+import { notFound, OrchError, unavailable } from "@orch/kit";
+import { sourceCatalogDb } from "../db/catalog.js";
+import type { SourceRow } from "../db/sources.js";
+import type { StateDeps } from "../deps.js";
+import { GitError, openGitRepo } from "./git.js";
+import { requireBox, type SourceBox } from "./seal.js";
+import { parseTree, type Tree } from "./tree.js";
+
+/** A ref of the source fetched and validated (not yet compared with the catalog). */
+export interface ReadTree {
+  commit: string;
+  tree: Tree;
+}
+
+/**
+ * Fetches `ref` (shallow), lists the tree under the source's path and validates every file, with
+ * references resolved against the modules the catalog holds outside this source. Throws GitError
+ * for fetch failures and source_keys_unset when the credentials cannot be opened.
+ */
+export async function readSourceTree(
+  deps: StateDeps,
+  box: SourceBox | undefined,
+  row: SourceRow,
+  ref: string,
+): Promise<ReadTree> {
+  const { config, log, pool } = deps;
+  const auth = row.auth_sealed ? requireBox(box).openAuth(row.name, row.auth_sealed) : undefined;
+  const repo = openGitRepo({
+    cacheDir: config.state.sources_dir,
+    name: row.name,
+    url: row.url,
+    ...(auth ? { auth } : {}),
+    timeoutMs: config.state.sources_git_timeout_ms,
+    log,
+  });
+  const commit = await repo.fetch(ref);
+  const files = await repo.readTree(commit, row.path);
+  const known = new Set(await sourceCatalogDb.moduleNamesOutside(pool, row.name));
+  return { commit, tree: parseTree(files, known) };
+}
+
+/** A fetch failure as the API answers it (plan): 404 for a missing ref, else 503 with git's reason. */
+export function gitFailureError(err: unknown): unknown {
+  if (!(err instanceof GitError)) return err;
+  if (err.failure === "ref_not_found") return notFound("source_ref_not_found", err.message);
+  return unavailable("source_unreachable", `the repository cannot be fetched (${err.failure}): ${err.message}`, {
+    failure: err.failure,
+  });
+}
+
+/** Whether a sync records this as a failed attempt (rather than rethrowing it as a fault). */
+export const isRecordable = (err: unknown): err is GitError | OrchError =>
+  err instanceof GitError || (err instanceof OrchError && err.reason === "source_keys_unset");
