@@ -3,7 +3,7 @@ import type { Agent } from "@orch/client";
 import { parseTagArg, parseTime } from "../src/args.js";
 import { AGENT_COLUMNS, agentRows, metricRows, tagList } from "../src/format/agents.js";
 import { ago } from "../src/format/time.js";
-import { bytes, duration } from "../src/format/units.js";
+import { bytes, count, duration } from "../src/format/units.js";
 import { formatTable } from "../src/output.js";
 
 const NOW = Date.parse("2025-06-01T12:00:00Z");
@@ -106,4 +106,10 @@ t.test("unit: tag arguments and time flags", async (t) => {
   t.equal(parseTime("--since", "2025-01-01T00:00:00Z", NOW), "2025-01-01T00:00:00Z");
   t.equal(parseTime("--since", undefined, NOW), undefined);
   t.throws(() => parseTime("--until", "yesterday", NOW), { code: "invalid_argument", message: /--until must be/ });
+});
+
+t.test("count: singular for one, plural otherwise", async (t) => {
+  t.equal(count(1, "module"), "1 module");
+  t.equal(count(0, "module"), "0 modules");
+  t.equal(count(2, "assignment"), "2 assignments");
 });

@@ -264,7 +264,7 @@ t.test("sync: the new commit; a failed sync names file and line and exits 1", as
   w.server.overrides.set("POST /api/v1/sources/fleet/sync", (_req, res) => json(res, 200, answer));
   const ok = await cli(["sources", "sync", "fleet"], w.env);
   t.equal(ok.code, 0, ok.stderr);
-  t.equal(ok.stdout, "Synced fleet to 0d1a26e (2 module(s), 1 assignment(s))\n");
+  t.equal(ok.stdout, "Synced fleet to 0d1a26e (2 modules, 1 assignment)\n");
 
   answer = failedSync;
   const bad = await cli(["sources", "sync", "fleet"], w.env);
@@ -293,7 +293,7 @@ t.test("plan --ref: per assignment, per agent diffs; --json for CI; tree errors 
   t.ok(lines.includes("  plan op-1 on web-1: succeeded — 1 changed"), r.stdout);
   t.ok(lines.includes("        -one") && lines.includes("        +two"), "the diff, under its agent");
   t.ok(lines.includes("assignment db: unchanged"));
-  t.ok(lines.includes("1 of 2 assignment(s) would change"));
+  t.ok(lines.includes("1 of 2 assignments would change"));
 
   const j = await cli(["--json", "sources", "plan", "fleet", "--ref", "feature"], w.env);
   t.equal(j.code, 0, j.stderr);
@@ -305,7 +305,7 @@ t.test("plan --ref: per assignment, per agent diffs; --json for CI; tree errors 
   t.equal(bad.code, 1);
   t.match(
     bad.stdout,
-    /1 error\(s\) in the tree; nothing planned:\n {2}modules\/web\.yaml:3:5: bad indentation \(invalid_yaml\)/,
+    /1 error in the tree; nothing planned:\n {2}modules\/web\.yaml:3:5: bad indentation \(invalid_yaml\)/,
   );
   const badJson = await cli(["--json", "sources", "plan", "fleet"], w.env);
   t.equal(badJson.code, 1);

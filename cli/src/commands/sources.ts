@@ -19,6 +19,7 @@ import {
   sourceRows,
   syncLines,
 } from "../format/sources.js";
+import { count } from "../format/units.js";
 import { apiUrl } from "../http.js";
 import type { CliIO } from "../output.js";
 import { listCommand } from "../list-command.js";
@@ -201,7 +202,7 @@ const plan: Sub = (src, io) =>
         );
         ctx.out.result(p, () => printLines(ctx, planLines(p, useColor(ctx))));
         if (p.errors.length)
-          throw new ExitStatus(`the tree at ${p.ref} has ${p.errors.length} error(s)`, "invalid_source", 1);
+          throw new ExitStatus(`the tree at ${p.ref} has ${count(p.errors.length, "error")}`, "invalid_source", 1);
       }),
     );
 

@@ -1,6 +1,7 @@
 /** Git sources, their sync outcome and fleet plans (pure). */
 import type { ResponseBody } from "@orch/client";
 import { operationLines, paintStatus } from "./operations.js";
+import { count } from "./units.js";
 
 export type Source = ResponseBody<"/api/v1/sources/{name}", "get">;
 export type CreatedSource = ResponseBody<"/api/v1/sources", "post">;
@@ -66,7 +67,7 @@ export function createdLines(s: CreatedSource, webhookUrl: string, givenFrom: st
 export function syncLines(s: Source): string[] {
   if (s.status === "ok")
     return [
-      `Synced ${s.name} to ${short(s.commit)} (${s.module_count} module(s), ${s.assignment_count} assignment(s))`,
+      `Synced ${s.name} to ${short(s.commit)} (${count(s.module_count, "module")}, ${count(s.assignment_count, "assignment")})`,
     ];
   if (s.status === "pending") return [`Sync of ${s.name} queued behind one already running`];
   return [
@@ -82,7 +83,7 @@ export function planLines(p: SourcePlan, color: boolean): string[] {
     `Plan of ${p.source} at ${p.ref} (${short(p.commit) ?? "?"}; in force: ${short(p.current_commit) ?? "none"})`,
   ];
   if (p.errors.length) {
-    lines.push(`${p.errors.length} error(s) in the tree; nothing planned:`, ...fileErrorLines(p.errors));
+    lines.push(`${count(p.errors.length, "error")} in the tree; nothing planned:`, ...fileErrorLines(p.errors));
     return lines;
   }
   if (p.modules_changed.length) lines.push(`modules changed: ${p.modules_changed.join(", ")}`);
@@ -108,7 +109,7 @@ export function planLines(p: SourcePlan, color: boolean): string[] {
   const changing = p.assignments.filter((a) => a.change !== "unchanged").length;
   lines.push(
     "",
-    `${changing} of ${p.assignments.length} assignment(s) would change${p.complete ? "" : " (incomplete: some agents had not answered; see the runs)"}`,
+    `${changing} of ${count(p.assignments.length, "assignment")} would change${p.complete ? "" : " (incomplete: some agents had not answered; see the runs)"}`,
   );
   return lines;
 }

@@ -22,3 +22,8 @@ export function duration(seconds: number): string {
   if (h) return `${h}h${m}m`;
   return m ? `${m}m${s % 60}s` : `${s % 60}s`;
 }
+
+/** (1, "module") → "1 module", (2, "module") → "2 modules": counts a person reads. */
+export function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}
