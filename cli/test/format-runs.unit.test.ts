@@ -13,6 +13,7 @@ import {
   type RunAgent,
 } from "../src/format/runs.js";
 import { formatTable } from "../src/output.js";
+import { runCounts } from "./helpers/run-counts.js";
 
 const b = (x: number[] | string) => (typeof x === "string" ? Buffer.from(x, "utf8") : Buffer.from(x));
 
@@ -91,31 +92,16 @@ t.test("unit: the summary table", async (t) => {
   t.equal(runDuration(15), "15ms");
 });
 
-const counts = (o: Record<string, number>) => ({
-  queued: 0,
-  running: 0,
-  succeeded: 0,
-  failed: 0,
-  timed_out: 0,
-  cancelled: 0,
-  unreachable: 0,
-  lost: 0,
-  not_approved: 0,
-  not_found: 0,
-  not_started: 0,
-  ...o,
-});
-
 t.test("unit: exit code: 0 iff every agent succeeded, 130 when cancelled, else 1", async (t) => {
-  t.equal(runExitCode({ status: "completed", counts: counts({ succeeded: 2 }) }), 0);
-  t.equal(runExitCode({ status: "completed", counts: counts({}) }), 0, "no agent matched");
-  t.equal(runExitCode({ status: "completed", counts: counts({ succeeded: 1, failed: 1 }) }), 1);
-  t.equal(runExitCode({ status: "completed", counts: counts({ succeeded: 1, not_found: 1 }) }), 1);
-  t.equal(runExitCode({ status: "stopped", counts: counts({ failed: 1, not_started: 3 }) }), 1);
-  t.equal(runExitCode({ status: "interrupted", counts: counts({ succeeded: 1, lost: 1 }) }), 1);
-  t.equal(runExitCode({ status: "cancelled", counts: counts({ cancelled: 2 }) }), 130);
+  t.equal(runExitCode({ status: "completed", counts: runCounts({ succeeded: 2 }) }), 0);
+  t.equal(runExitCode({ status: "completed", counts: runCounts({}) }), 0, "no agent matched");
+  t.equal(runExitCode({ status: "completed", counts: runCounts({ succeeded: 1, failed: 1 }) }), 1);
+  t.equal(runExitCode({ status: "completed", counts: runCounts({ succeeded: 1, not_found: 1 }) }), 1);
+  t.equal(runExitCode({ status: "stopped", counts: runCounts({ failed: 1, not_started: 3 }) }), 1);
+  t.equal(runExitCode({ status: "interrupted", counts: runCounts({ succeeded: 1, lost: 1 }) }), 1);
+  t.equal(runExitCode({ status: "cancelled", counts: runCounts({ cancelled: 2 }) }), 130);
   t.equal(
-    countsLine({ status: "completed", targets: 2, counts: counts({ failed: 2 }) }),
+    countsLine({ status: "completed", targets: 2, counts: runCounts({ failed: 2 }) }),
     "run completed: 2 agents (2 failed)",
   );
 });

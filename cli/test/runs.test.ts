@@ -2,24 +2,11 @@ import t from "tap";
 import type { ServerResponse } from "node:http";
 import { cli } from "./helpers/cli.js";
 import { loggedIn, type World } from "./helpers/setup.js";
+import { runCounts } from "./helpers/run-counts.js";
 
 // orchctl run / runs against the in-test API: the body sent, the stream printed as prefixed and
 // escaped lines (NDJSON with --json), the summary table and the exit status.
 const ID = "01JRUN0000000000000000000A";
-const counts = (o: Record<string, number>) => ({
-  queued: 0,
-  running: 0,
-  succeeded: 0,
-  failed: 0,
-  timed_out: 0,
-  cancelled: 0,
-  unreachable: 0,
-  lost: 0,
-  not_approved: 0,
-  not_found: 0,
-  not_started: 0,
-  ...o,
-});
 const agent = (name: string, o: Record<string, unknown> = {}) => ({
   node_id: `id-${name}`,
   name,
@@ -49,7 +36,7 @@ const runOf = (o: Record<string, unknown>) => ({
   batches: 1,
   max_failures: null,
   targets: 2,
-  counts: counts({ running: 2 }),
+  counts: runCounts({ running: 2 }),
   maintenance_window: null,
   started_by: { id: "op", name: "alice" },
   cancelled_by: null,
@@ -61,7 +48,7 @@ const runOf = (o: Record<string, unknown>) => ({
 const failed = (name: string) => agent(name, { status: "failed", exit_code: 3, duration_ms: 1500 });
 const final = runOf({
   status: "completed",
-  counts: counts({ failed: 2 }),
+  counts: runCounts({ failed: 2 }),
   agents: [failed("web-1"), failed("web-22")],
 });
 
@@ -139,7 +126,7 @@ t.test("run --json: one JSON event per line", async (t) => {
 
 t.test("run: a selector matching nothing is not an error", async (t) => {
   const w = await loggedIn(t);
-  serveRun(w, runOf({ status: "completed", targets: 0, counts: counts({}), agents: [] }));
+  serveRun(w, runOf({ status: "completed", targets: 0, counts: runCounts({}), agents: [] }));
   const r = await cli(["run", "role=nothing", "--", "uptime"], w.env);
   t.equal(r.code, 0, r.stderr);
   t.match(r.stderr, /no agent matched/);

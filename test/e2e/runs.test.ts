@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { ed25519, eventually } from "@orch/kit/testing";
-import { run } from "../../cli/src/program.js";
+import { cli } from "../../cli/test/helpers/cli.js";
 import { startStateStack } from "./lib/state-stack.js";
 
 // Fleet command runs end to end (the acceptance of docs/runs.md): real NATS and Postgres, the services from
@@ -20,16 +20,7 @@ t.teardown(async () => {
 
 const ORCHCTL = fileURLToPath(new URL("../../cli/dist/main.js", import.meta.url));
 const env = { HOME: dir, ORCHCTL_HOME: join(dir, "home"), ORCH_URL: system.url };
-async function orchctl(...args: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const code = await run(args, {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
-    env,
-  });
-  return { code, stdout, stderr };
-}
+const orchctl = (...args: string[]) => cli(args, env);
 const pem = join(dir, "admin.pem");
 writeFileSync(pem, system.admin.privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600 });
 const login = await orchctl("login", "--key", pem);

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createTestRepo, eventually, startGitHttpServer } from "@orch/kit/testing";
-import { run } from "../../cli/src/program.js";
+import { cli } from "../../cli/test/helpers/cli.js";
 import { startStateStack } from "./lib/state-stack.js";
 
 // State from git end to end (docs/sources.md): the services from dist/, real orch-agents, a real git
@@ -34,16 +34,7 @@ const audit = async (type: string) =>
   (await must(api("GET", `/audit?event_type=${type}&limit=100`), 200)).events as any[];
 
 const env = { HOME: dir, ORCHCTL_HOME: join(dir, "home"), ORCH_URL: system.url };
-async function orchctl(...args: string[]) {
-  let stdout = "";
-  let stderr = "";
-  const code = await run(args, {
-    stdout: { write: (s: string) => (stdout += s) },
-    stderr: { write: (s: string) => (stderr += s) },
-    env,
-  });
-  return { code, stdout, stderr };
-}
+const orchctl = (...args: string[]) => cli(args, env);
 const pem = join(dir, "admin.pem");
 writeFileSync(pem, system.admin.privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600 });
 const login = await orchctl("login", "--key", pem);

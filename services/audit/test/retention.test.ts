@@ -3,37 +3,15 @@ import pg from "pg";
 import { fromBinary } from "@bufbuild/protobuf";
 import { AuditEventSchema, AuditService, type AuditEvent } from "@orch/contracts";
 import { OrchError, rpcClient } from "@orch/kit";
-import { createTestDatabase, ed25519, eventually, startNats } from "@orch/kit/testing";
-import { call, login, startAuth, startGateway } from "../../gateway/test/harness.js";
-import { eventFactory, publisher, startAudit } from "./harness.js";
+import { eventually } from "@orch/kit/testing";
+import { call } from "../../gateway/test/harness.js";
+import { eventFactory } from "./harness.js";
+import { startAuditApi } from "./api-stack.js";
 
 // DELETE /audit, GET/PUT /audit/retention and the retention job, against the real service.
-const nats = await startNats();
-const db = await createTestDatabase();
-const adminKey = ed25519();
-const auth = await startAuth(nats, db, adminKey);
-let audit = await startAudit(nats, db, { audit: { retention_days: 30 } });
-const gw = await startGateway(nats);
-t.teardown(async () => {
-  await gw.stop();
-  await audit.stop();
-  await auth.stop();
-  await db.drop();
-  await nats.stop();
-});
-const admin = await login(gw.url, adminKey);
-const opKey = ed25519();
-const added = await call(gw.url, "POST", "/api/v1/operators", {
-  token: admin,
-  body: { name: "olga", public_key: opKey.publicKeyHex },
-});
-if (added.status !== 201) throw new Error(`cannot add an operator: ${added.text}`);
-const operator = await login(gw.url, opKey);
-const nc = await nats.connect("publisher");
-const publish = await publisher(nc);
+const stack = await startAuditApi(t);
+const { gw, admin, operator, nc, publish, reader, stored, db } = stack;
 const event = eventFactory();
-const reader = new pg.Pool({ connectionString: db.url, max: 2, options: "-c search_path=audit" });
-t.teardown(() => reader.end());
 
 const DAY = 86_400_000;
 const now = Date.now();
@@ -44,7 +22,6 @@ const aged = {
   d1: event({ at: now - DAY }),
 };
 await publish(Object.values(aged));
-const stored = async (id: string) => (await reader.query("SELECT 1 FROM events WHERE id = $1", [id])).rowCount === 1;
 await eventually(async () => (await Promise.all(Object.values(aged).map((e) => stored(e.id)))).every(Boolean), 20_000);
 
 const retention = (token = admin) => call(gw.url, "GET", "/api/v1/audit/retention", { token });
@@ -130,11 +107,11 @@ t.test("the retention job prunes under its advisory lock and records audit.prune
   const locker = new pg.Client({ connectionString: db.url });
   await locker.connect();
   await locker.query("SELECT pg_advisory_lock(hashtext('orch.job.audit.retention'))");
-  t.equal(await audit.svc.runRetention(), null, "another replica holds the lock: nothing done");
+  t.equal(await stack.audit.svc.runRetention(), null, "another replica holds the lock: nothing done");
   t.ok(await stored(aged.d40.id));
   await locker.end();
 
-  t.equal(await audit.svc.runRetention(), 2, "40 and 20 days old are past 7 days");
+  t.equal(await stack.audit.svc.runRetention(), 2, "40 and 20 days old are past 7 days");
   t.notOk(await stored(aged.d40.id));
   t.notOk(await stored(aged.d20.id));
   t.ok(await stored(aged.d5.id));
@@ -144,7 +121,7 @@ t.test("the retention job prunes under its advisory lock and records audit.prune
     actor: { id: "system", type: "system" },
     metadata: { deleted: 2, trigger: "retention", retention_days: 7 },
   });
-  t.equal(await audit.svc.runRetention(), 0, "nothing left to prune");
+  t.equal(await stack.audit.svc.runRetention(), 0, "nothing left to prune");
   t.equal((await eventsOf("audit.pruned")).length, 1, "an empty scheduled run records nothing");
 });
 
@@ -209,20 +186,19 @@ t.test("on the bus: returning to the configured default takes no retention_days"
 });
 
 t.test("with audit.retention_days null in the configuration, null means pruning is off", async (t) => {
-  await audit.stop();
-  audit = await startAudit(nats, db, { audit: { retention_days: null } });
+  await stack.restartAudit({ audit: { retention_days: null } });
   const old = event({ at: now - 400 * DAY });
   await publish([old]);
   await eventually(() => stored(old.id), 20_000);
   t.same((await retention()).body, { retention_days: null, source: "config", default_retention_days: null });
-  t.equal(await audit.svc.runRetention(), null, "off: the job does nothing");
+  t.equal(await stack.audit.svc.runRetention(), null, "off: the job does nothing");
   t.ok(await stored(old.id));
   t.same((await put({ retention_days: 365 })).body, {
     retention_days: 365,
     source: "override",
     default_retention_days: null,
   });
-  t.equal(await audit.svc.runRetention(), 1);
+  t.equal(await stack.audit.svc.runRetention(), 1);
   t.notOk(await stored(old.id));
   t.same((await call(gw.url, "DELETE", "/api/v1/audit/retention", { token: admin })).body, {
     retention_days: null,
@@ -236,8 +212,7 @@ t.test("with audit.retention_days null in the configuration, null means pruning 
 });
 
 t.test("the job runs on its own: shortly after start and then every interval", async (t) => {
-  await audit.stop();
-  audit = await startAudit(nats, db, {
+  await stack.restartAudit({
     audit: { retention_days: 1, prune_start_delay_seconds: 0.1, prune_interval_minutes: 0.01 },
   });
   const old = event({ at: now - 2 * DAY });

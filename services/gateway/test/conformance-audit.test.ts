@@ -1,40 +1,15 @@
 import t from "tap";
-import pg from "pg";
-import { createTestDatabase, ed25519, eventually, startNats } from "@orch/kit/testing";
-import { eventFactory, publisher, startAudit } from "../../audit/test/harness.js";
+import { eventually } from "@orch/kit/testing";
+import { eventFactory } from "../../audit/test/harness.js";
 import { parseAuditQuery } from "../src/routes/audit-query.js";
-import { call, login, startAuth, startGateway } from "./harness.js";
+import { call } from "./harness.js";
+import { startAuditApi } from "../../audit/test/api-stack.js";
 
 // Two audit endpoints checked against the API contract: time filters whose `+hh:mm` offset arrives as a
 // space, and PUT /audit/retention null = pruning off (DELETE returns to the configuration file).
-const nats = await startNats();
-const db = await createTestDatabase();
-const adminKey = ed25519();
-const auth = await startAuth(nats, db, adminKey);
-const audit = await startAudit(nats, db, { audit: { retention_days: 30 } });
-const gw = await startGateway(nats);
-t.teardown(async () => {
-  await gw.stop();
-  await audit.stop();
-  await auth.stop();
-  await db.drop();
-  await nats.stop();
-});
-const admin = await login(gw.url, adminKey);
-const opKey = ed25519();
-const added = await call(gw.url, "POST", "/api/v1/operators", {
-  token: admin,
-  body: { name: "olga", public_key: opKey.publicKeyHex },
-});
-if (added.status !== 201) throw new Error(`cannot add an operator: ${added.text}`);
-const operator = await login(gw.url, opKey);
-const nc = await nats.connect("publisher");
-t.teardown(() => nc.close());
-const publish = await publisher(nc);
+const stack = await startAuditApi(t);
+const { gw, admin, operator, publish, stored } = stack;
 const event = eventFactory();
-const reader = new pg.Pool({ connectionString: db.url, max: 2, options: "-c search_path=audit" });
-t.teardown(() => reader.end());
-const stored = async (id: string) => (await reader.query("SELECT 1 FROM events WHERE id = $1", [id])).rowCount === 1;
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -98,7 +73,7 @@ t.test("PUT null turns pruning off even though the configuration file sets 30 da
   t.equal(r.status, 200, r.text);
   t.same(r.body, { retention_days: null, source: "override", default_retention_days: 30 });
   t.same((await retention(operator)).body, r.body, "what GET reports afterwards");
-  t.equal(await audit.svc.runRetention(), null, "the retention job does nothing");
+  t.equal(await stack.audit.svc.runRetention(), null, "the retention job does nothing");
   t.ok(await stored(old.id), "a 40-day-old event is kept");
   const evs = await updates();
   t.equal(evs.length, 1);
@@ -132,7 +107,7 @@ t.test("DELETE /audit/retention returns to the configuration file's value (admin
     summary: /cleared the audit retention override \(now 30 days from the configuration file\)/,
     metadata: { previous_override: null, previous_source: "override", previous_retention_days: null, source: "config" },
   });
-  t.ok((await audit.svc.runRetention())! >= 1, "pruning resumes at the configured 30 days");
+  t.ok((await stack.audit.svc.runRetention())! >= 1, "pruning resumes at the configured 30 days");
 
   t.same((await clear()).body, r.body, "DELETE without an override is a no-op");
   t.equal((await updates()).length, 2, "and records nothing");
