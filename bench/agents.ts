@@ -9,25 +9,16 @@
  * Approval is done with the AgentsService.SetApproval RPC over NATS (no reconnect needed): the
  * service must start relaying requests to an agent once it is approved.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
-import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { AgentControlService } from "@orch/contracts";
 import { pingService, rpcClient, type NatsConnection } from "@orch/kit";
-import {
-  createTestDatabase,
-  freePort,
-  startNats,
-  waitForPort,
-  type DbHandle,
-  type NatsHandle,
-} from "@orch/kit/testing";
+import { createTestDatabase, freePort, startNats, type DbHandle, type NatsHandle } from "@orch/kit/testing";
+import { AGENTS_SERVICE_MAIN as SERVICE_MAIN, startAgentsServiceProcess } from "./lib/agents-process.js";
 import { approveAll, startSimFleet, within, type SimFleet } from "./lib/sim-fleet.js";
 
-const ROOT = fileURLToPath(new URL("../", import.meta.url));
-const SERVICE_MAIN = `${ROOT}services/agents/dist/main.js`;
 const CLK_TCK = 100;
 
 const { values } = parseArgs({
@@ -132,38 +123,8 @@ interface Row {
   note: string;
 }
 
-async function startService(nats: NatsHandle, db: DbHandle, linkPort: number) {
-  const output: string[] = [];
-  const child = spawn(process.execPath, [SERVICE_MAIN], {
-    // Plaintext on purpose (ORCH_AGENTS_INSECURE): the simulated links (bench/lib/sim-agent.ts) measure
-    // the link protocol and the service, comparable with earlier runs; TLS is measured by bench/terminal.ts.
-    env: {
-      ...process.env,
-      ORCH_AGENTS_INSECURE: "true",
-      NATS_URL: nats.url,
-      DATABASE_URL: db.url,
-      ORCH_AGENTS_LINK_HOST: "127.0.0.1",
-      ORCH_AGENTS_LINK_PORT: String(linkPort),
-      ORCH_HEALTH_PORT: "0",
-      ORCH_HEALTH_HOST: "127.0.0.1",
-      ORCH_LOG_LEVEL: "warn",
-    },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.add(child);
-  const keep = (d: Buffer) => {
-    output.push(d.toString());
-    if (output.length > 200) output.shift();
-  };
-  child.stdout!.on("data", keep);
-  child.stderr!.on("data", keep);
-  const exited = new Promise<never>((_, rej) =>
-    child.once("exit", (code) => rej(new Error(`agents service exited (${code}):\n${output.join("").slice(-2000)}`))),
-  );
-  exited.catch(() => {});
-  await within(Promise.race([waitForPort(linkPort, 60_000), exited]), 65_000, "agents service link port");
-  return { child, output, exited };
-}
+const startService = (nats: NatsHandle, db: DbHandle, linkPort: number) =>
+  startAgentsServiceProcess({ nats, db, linkPort, track: (c) => children.add(c) });
 
 async function pingLatencies(
   nc: NatsConnection,

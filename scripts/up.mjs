@@ -263,6 +263,24 @@ if (process.env.ORCH_AGENTS_TLS_CERT || /^(1|true)$/i.test(process.env.ORCH_AGEN
     `(agents elsewhere: --ca ca.crt or --server-fingerprint ${ca.caFingerprint})`;
 }
 
+// orch-agent packages: the gateway serves dist/agent-releases under /install and signs each
+// manifest with .orch/release.key (docs/agent-install.md). Passed even before the directory
+// exists: the gateway and the agents service re-read it, so packages built later are served
+// without restarting.
+let releaseKey = process.env.ORCH_RELEASES_SIGNING_KEY_FILE;
+if (!releaseKey) {
+  releaseKey = join(STATE, "release.key");
+  if (!existsSync(releaseKey)) {
+    const { privateKey } = generateKeyPairSync("ed25519");
+    writeFileSync(releaseKey, privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600 });
+    say("created the DEVELOPMENT release signing key .orch/release.key (signs agent package manifests)");
+  }
+  chmodSync(releaseKey, 0o600);
+}
+const releasesDir = process.env.ORCH_RELEASES_DIR || join(ROOT, "dist/agent-releases");
+const haveReleases =
+  existsSync(releasesDir) && readdirSync(releasesDir).some((v) => existsSync(join(releasesDir, v, "manifest.json")));
+
 // 5. Services, then agents.
 const httpPort = Number(process.env.ORCH_HTTP_PORT ?? 8080);
 // The console's passkeys need a host name, not an IP (browsers refuse IP addresses as WebAuthn
@@ -285,6 +303,8 @@ const env = {
   ORCH_HEALTH_HOST: "127.0.0.1",
   ORCH_GATEWAY_SERVICES: JSON.stringify(services.filter((s) => s !== "gateway")),
   ORCH_TERMINAL_TRANSCRIPT_DIR: process.env.ORCH_TERMINAL_TRANSCRIPT_DIR ?? join(STATE, "transcripts"),
+  ORCH_RELEASES_DIR: releasesDir,
+  ORCH_RELEASES_SIGNING_KEY_FILE: releaseKey,
   ...linkEnv,
 };
 for (const [i, s] of services.entries())
@@ -326,6 +346,11 @@ process.stdout.write(`
     .map(([k, v]) => `${k}=${v}`)
     .join(" ")}
   Log in:     npx orchctl login --server ${base} --key ${rel}
+  Agent pkgs: ${
+    haveReleases
+      ? `curl -fsSL ${base}/install/agent.sh | sudo sh -s -- --token <npx orchctl join-tokens create --ttl 1h>`
+      : "none built yet: npm run build:agent-package (then the one-line install at /install/agent.sh works)"
+  }
   Console:    ${publicUrl.replace(/\/+$/, "")}/
   Sign in:    npx orchctl console
   Then:       npx orchctl status · npx orchctl operators list · npx orchctl agents list

@@ -9,7 +9,7 @@ import t from "tap";
 
 const ROOT = resolve(fileURLToPath(new URL(".", import.meta.url)), "..");
 const SELF = relative(ROOT, fileURLToPath(import.meta.url));
-const SKIP_DIRS = new Set(["node_modules", "dist", "gen", ".git", ".turbo", ".orch", ".tap", "coverage"]);
+const SKIP_DIRS = new Set(["node_modules", "dist", "gen", ".git", ".turbo", ".orch", ".tap", "coverage", ".cache"]);
 const EXTENSIONS = /\.(ts|mts|cts|mjs|cjs|js|md|sql|proto|sh|ya?ml)$/;
 
 /** Phrases that cite a document the repository does not hold. */

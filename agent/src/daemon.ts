@@ -34,6 +34,8 @@ export function createAgent(opts: {
   identity: Identity;
   log: AgentLogger;
   features: Feature[];
+  /** Ends the process once the agent has stopped (runtime.exit); tests inject their own. */
+  exitProcess?: (code: number) => void;
 }): Agent {
   const { options, identity, log } = opts;
   const dispatcher = createDispatcher(log);
@@ -54,6 +56,8 @@ export function createAgent(opts: {
   let discovery: { close(): void } | undefined;
   let attrTimer: NodeJS.Timeout | undefined;
   let attrPending = false;
+  const linkUpListeners: Array<() => void> = [];
+  let stopAgent: () => Promise<void> = async () => undefined;
 
   const attributes = () => ({
     ...collectAttributes({ terminalEnabled: options.terminalEnabled }),
@@ -114,6 +118,16 @@ export function createAgent(opts: {
         send?.({ frame: { case: "unsubscribe", value: { subject } } });
       };
     },
+    onLinkUp(listener) {
+      linkUpListeners.push(listener);
+    },
+    exit(code) {
+      log.info({ code }, "orch-agent exiting");
+      const exitProcess = opts.exitProcess ?? ((c: number) => process.exit(c));
+      // A stop that hangs must not keep the process (and an upgrade's restart) waiting forever.
+      setTimeout(() => exitProcess(code), 5000).unref();
+      void stopAgent().finally(() => exitProcess(code));
+    },
     setAttribute(key, value) {
       featureAttributes[key] = value;
       if (attrPending) return;
@@ -129,7 +143,11 @@ export function createAgent(opts: {
     let failures = 0;
     while (!stopped && server) {
       const target = server;
-      const hello = { version: AGENT_VERSION, attributes: attributes() };
+      const hello = {
+        version: AGENT_VERSION,
+        attributes: attributes(),
+        ...(options.joinToken ? { joinToken: options.joinToken } : {}),
+      };
       log.info({ server: target, attempt: failures + 1 }, "connecting to the agents service");
       const creds = await linkCredentials(options.trust, target);
       if (stopped) break;
@@ -157,6 +175,7 @@ export function createAgent(opts: {
               for (const subject of subscriptions.keys())
                 linkSend({ frame: { case: "subscribe", value: { subject } } });
               sendMetrics();
+              for (const fn of linkUpListeners) fn();
             }
             if (w.status !== status || first)
               log.info(
@@ -209,7 +228,7 @@ export function createAgent(opts: {
     }
   }
 
-  return {
+  const agent: Agent = {
     ...runtime,
     async start() {
       for (const f of opts.features) await f(runtime);
@@ -246,4 +265,6 @@ export function createAgent(opts: {
       log.info("orch-agent stopped");
     },
   };
+  stopAgent = () => agent.stop();
+  return agent;
 }

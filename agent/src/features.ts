@@ -3,6 +3,7 @@ import type { Feature } from "./runtime.js";
 import { controlFeature } from "./control.js";
 import { stateFeature } from "./state/feature.js";
 import { terminalFeature } from "./terminal/feature.js";
+import { upgradeFeature } from "./upgrade/feature.js";
 
 /** Every agent-side feature, one line each (state providers and the terminal add theirs). */
-export const features: Feature[] = [controlFeature, stateFeature, commandsFeature, terminalFeature];
+export const features: Feature[] = [controlFeature, stateFeature, commandsFeature, terminalFeature, upgradeFeature];

@@ -20,7 +20,8 @@ if (parsed === "help") {
   process.exit(0);
 }
 if (parsed === "version") {
-  process.stdout.write(`${AGENT_VERSION}\n`);
+  // The runtime matters as much as the agent's own version: the package ships its own Node.js.
+  process.stdout.write(`orch-agent ${AGENT_VERSION} (node ${process.version})\n`);
   process.exit(0);
 }
 const options = parsed;

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import type { AgentOptions } from "./runtime.js";
 import { isLogLevel, type LogLevel } from "./log.js";
-import { parseFingerprint } from "@orch/contracts";
+import { JOIN_TOKEN_RE, parseFingerprint } from "@orch/contracts";
 import type { LinkTrust } from "./link/trust.js";
 import { DEFAULT_CRON_DIR } from "./state/providers/cron.js";
 
@@ -36,6 +36,12 @@ export const USAGE = `usage: orch-agent [--server host:port | --discover] [optio
                             (default /bin/bash if present, else /bin/sh)  ORCH_AGENT_SHELLS=a:b
   --cron-dir DIR            where cron resources are written (${DEFAULT_CRON_DIR})  ORCH_AGENT_CRON_DIR
   --log-level LEVEL         debug|info|warn|error (info)          ORCH_AGENT_LOG_LEVEL
+  --packages-url URL        where upgrades download releases (the server's /install)
+                                                                  ORCH_AGENT_PACKAGES_URL
+  --release-key FILE        release public key (PEM) upgrades verify manifests with
+                                                                  ORCH_AGENT_RELEASE_KEY
+  --join-token ojt_ID.SECRET  join token: approves this agent on first contact
+                            (orchctl join-tokens create)         ORCH_AGENT_JOIN_TOKEN
   --help, --version
 `;
 
@@ -80,6 +86,9 @@ function readFlags(argv: string[]) {
         shell: { type: "string", multiple: true },
         "cron-dir": { type: "string" },
         "log-level": { type: "string" },
+        "packages-url": { type: "string" },
+        "release-key": { type: "string" },
+        "join-token": { type: "string" },
         help: { type: "boolean", short: "h" },
         version: { type: "boolean" },
       },
@@ -128,8 +137,21 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): DaemonOpti
   const logLevel = values["log-level"] ?? env.ORCH_AGENT_LOG_LEVEL ?? "info";
   if (!isLogLevel(logLevel))
     throw new UsageError(`--log-level must be debug, info, warn or error, got ${JSON.stringify(logLevel)}`);
+  const joinToken = values["join-token"] ?? (env.ORCH_AGENT_JOIN_TOKEN || undefined);
+  // The value is a secret: the message never repeats it.
+  if (joinToken !== undefined && !JOIN_TOKEN_RE.test(joinToken))
+    throw new UsageError("--join-token must be a join token (ojt_<id>.<secret>, from orchctl join-tokens create)");
+  const packagesUrl = values["packages-url"] ?? (env.ORCH_AGENT_PACKAGES_URL || undefined);
+  if (packagesUrl !== undefined && !/^https?:\/\/\S+$/.test(packagesUrl))
+    throw new UsageError(`--packages-url must be an http(s) URL, got ${JSON.stringify(packagesUrl)}`);
+  const releaseKeyFile = values["release-key"] ?? (env.ORCH_AGENT_RELEASE_KEY || undefined);
+  if (releaseKeyFile !== undefined && !releaseKeyFile.startsWith("/"))
+    throw new UsageError(`--release-key must be an absolute path, got ${JSON.stringify(releaseKeyFile)}`);
   return {
     server,
+    joinToken,
+    packagesUrl,
+    releaseKeyFile,
     dataDir: values["data-dir"] ?? env.ORCH_AGENT_DATA_DIR ?? DEFAULT_DATA_DIR,
     discover,
     discoveryPort,

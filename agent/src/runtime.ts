@@ -24,6 +24,10 @@ export interface AgentRuntime {
   subscribe(subject: string, onMessage: (data: Uint8Array) => void): () => void;
   /** Called with the latest attributes when a feature's contribution changes (e.g. terminal_enabled). */
   setAttribute(key: string, value: string): void;
+  /** Calls `listener` each time a link comes up (the server's first Welcome on a connection). */
+  onLinkUp(listener: () => void): void;
+  /** Stops the agent cleanly (link closed, loops ended), then ends the process with `code`. */
+  exit(code: number): void;
 }
 
 export interface AgentOptions {
@@ -38,6 +42,12 @@ export interface AgentOptions {
   trust: LinkTrust;
   /** Directory of `cron` resources' files (default /etc/cron.d). */
   cronDir?: string | undefined;
+  /** Join token presented in every Hello until the agent is approved (a secret: never logged). */
+  joinToken?: string | undefined;
+  /** Base URL of the server's /install routes, where upgrades download releases from. */
+  packagesUrl?: string | undefined;
+  /** PEM file of the release public key that signs manifests (written by the install script). */
+  releaseKeyFile?: string | undefined;
 }
 
 export interface AgentLogger {

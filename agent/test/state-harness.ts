@@ -27,6 +27,8 @@ export function stubRuntime(dataDir = "/nonexistent") {
       trust: { kind: "insecure" },
     },
     log: silent,
+    onLinkUp() {},
+    exit() {},
     serve(service, handlers) {
       served.set(service.typeName, handlers);
     },

@@ -21,6 +21,7 @@ import { register as registerConsole } from "./commands/console.js";
 import { register as registerMaintenance } from "./commands/maintenance.js";
 import { register as registerNotifications } from "./commands/notifications.js";
 import { register as registerDiscover } from "./commands/discover.js";
+import { register as registerJoinTokens } from "./commands/join-tokens.js";
 import { register as registerKeygen } from "./commands/keygen.js";
 import { register as registerOperators } from "./commands/operators.js";
 import { register as registerPasskeys } from "./commands/passkeys.js";
@@ -44,6 +45,7 @@ export const commandGroups: RegisterFn[] = [
   registerStatus,
   registerOperators,
   registerAgents,
+  registerJoinTokens,
   registerTags,
   registerDiscover,
   registerSecrets,

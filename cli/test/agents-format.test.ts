@@ -11,6 +11,7 @@ const NOW = Date.parse("2025-06-01T12:00:00Z");
 const agent = (o: Partial<Agent>): Agent => ({
   node_id: "0123456789abcdef0123456789abcdef",
   public_key: "ab".repeat(32),
+  pending_reason: null,
   name: null,
   status: "pending",
   tags: {},
@@ -20,34 +21,40 @@ const agent = (o: Partial<Agent>): Agent => ({
   last_seen: "2025-06-01T11:59:50.000Z",
   address: null,
   version: null,
+  outdated: false,
   ...o,
 });
 
-t.test("unit: list rows show name, short id, status, online, sorted tags, relative last seen", async (t) => {
-  const rows = agentRows(
-    [
-      agent({
-        name: "web-1",
-        status: "approved",
-        connected: true,
-        tags: { role: "web", env: "prod" },
-        last_seen: "2025-06-01T11:59:59.500Z",
-      }),
-      agent({ node_id: "fedcba9876543210fedcba9876543210", last_seen: "2025-05-29T12:00:00Z" }),
-    ],
-    NOW,
-  );
-  t.same(rows, [
-    ["web-1", "0123456789ab", "approved", "yes", "env=prod,role=web", "just now"],
-    ["-", "fedcba987654", "pending", "no", "-", "3d ago"],
-  ]);
-  t.equal(
-    formatTable(AGENT_COLUMNS, rows),
-    "NAME   ID            STATUS    ONLINE  TAGS               LAST SEEN\n" +
-      "web-1  0123456789ab  approved  yes     env=prod,role=web  just now\n" +
-      "-      fedcba987654  pending   no      -                  3d ago\n",
-  );
-});
+t.test(
+  "unit: list rows show name, short id, status, online, version (* outdated), sorted tags, relative last seen",
+  async (t) => {
+    const rows = agentRows(
+      [
+        agent({
+          name: "web-1",
+          status: "approved",
+          connected: true,
+          tags: { role: "web", env: "prod" },
+          last_seen: "2025-06-01T11:59:59.500Z",
+          version: "0.1.0",
+          outdated: true,
+        }),
+        agent({ node_id: "fedcba9876543210fedcba9876543210", last_seen: "2025-05-29T12:00:00Z" }),
+      ],
+      NOW,
+    );
+    t.same(rows, [
+      ["web-1", "0123456789ab", "approved", "yes", "0.1.0*", "env=prod,role=web", "just now"],
+      ["-", "fedcba987654", "pending", "no", "-", "-", "3d ago"],
+    ]);
+    t.equal(
+      formatTable(AGENT_COLUMNS, rows),
+      "NAME   ID            STATUS    ONLINE  VERSION  TAGS               LAST SEEN\n" +
+        "web-1  0123456789ab  approved  yes     0.1.0*   env=prod,role=web  just now\n" +
+        "-      fedcba987654  pending   no      -        -                  3d ago\n",
+    );
+  },
+);
 
 t.test("unit: relative times, sizes and durations", async (t) => {
   t.equal(ago(null, NOW), "-");

@@ -57,14 +57,17 @@ await Promise.all(sims.map((s) => s.welcome));
 const [first, second, third] = keys.map((k) => k.nodeId) as [string, string, string];
 
 t.test(
-  "agents list: a table of name, short id, status, online, tags, last seen; --status, --all, --json",
+  "agents list: a table of name, short id, status, online, version, tags, last seen; --status, --all, --json",
   async (t) => {
     const r = await run("agents", "list");
     t.equal(r.code, 0, r.stderr);
     const lines = r.stdout.trimEnd().split("\n");
-    t.match(lines[0], /^NAME\s+ID\s+STATUS\s+ONLINE\s+TAGS\s+LAST SEEN$/);
+    t.match(lines[0], /^NAME\s+ID\s+STATUS\s+ONLINE\s+VERSION\s+TAGS\s+LAST SEEN$/);
     t.equal(lines.length, 4);
-    t.match(lines[1], new RegExp(`^-\\s+${first.slice(0, 12)}\\s+pending\\s+yes\\s+-\\s+(just now|\\d+s ago)$`));
+    t.match(
+      lines[1],
+      new RegExp(`^-\\s+${first.slice(0, 12)}\\s+pending\\s+yes\\s+1\\.2\\.3\\s+-\\s+(just now|\\d+s ago)$`),
+    );
 
     const doc = await json("agents", "list", "--all", "--limit", "1");
     t.same(
@@ -83,7 +86,7 @@ t.test(
     t.match(page.stderr, `--cursor ${second}`);
     t.equal(
       (await run("agents", "list", "--status", "approved")).stdout,
-      "NAME  ID  STATUS  ONLINE  TAGS  LAST SEEN\n",
+      "NAME  ID  STATUS  ONLINE  VERSION  TAGS  LAST SEEN\n",
     );
     const bad = await run("agents", "list", "--status", "lost");
     t.equal(bad.code, 1);

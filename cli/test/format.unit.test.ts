@@ -6,6 +6,7 @@ import { formatTable } from "../src/output.js";
 const agent: Agent = {
   node_id: "0123456789abcdef0123456789abcdef",
   public_key: "ab".repeat(32),
+  pending_reason: null,
   name: null,
   status: "approved",
   tags: { role: "web", env: "prod" },
@@ -15,6 +16,7 @@ const agent: Agent = {
   last_seen: null,
   address: "10.0.0.5",
   version: "1.2.3",
+  outdated: false,
 };
 
 t.test("unit: agent details list every field, tags sorted and connected as yes/no", async (t) => {

@@ -193,6 +193,11 @@ t.test("every {node_id} route of the gateway answers 404 for an out-of-scope age
     "GET /api/v1/agents/{node_id}/state/operations/{operation_id}/output": {},
     "POST /api/v1/terminal/{node_id}": {},
   };
+  // Admin-only agent routes: admins are never scoped, so an operator is refused before any lookup,
+  // the same answer whether the agent exists or not.
+  const adminOnly: Record<string, { body?: unknown }> = {
+    "POST /api/v1/agents/{node_id}/upgrade": { body: { version: "0.1.0" } },
+  };
   type Spec = { paths: Record<string, Record<string, unknown>> };
   const spec = (await must(adminApi("GET", "/openapi.json"), 200)) as Spec;
   const routes = Object.entries(spec.paths)
@@ -216,6 +221,16 @@ t.test("every {node_id} route of the gateway answers 404 for an out-of-scope age
     return token(method, url, fill(r.body, role));
   };
   for (const route of routes) {
+    const adminRoute = adminOnly[route];
+    if (adminRoute) {
+      for (const ref of [ids.db, ids.web, "db-1"]) {
+        const [method, path] = route.split(" ") as [string, string];
+        const r = await wendy(method, path.replace("/api/v1", "").replace("{node_id}", ref), adminRoute.body);
+        t.equal(r.status, 403, `${route} (${ref}) → 403 for an operator, in scope or not`);
+        t.equal(r.body?.code, "admin_required", `${route}: ${r.body?.code}`);
+      }
+      continue;
+    }
     if (!req[route]) {
       t.fail(`${route} has no request in this test: add one (and make sure it is scoped)`);
       continue;

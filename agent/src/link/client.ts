@@ -96,7 +96,8 @@ export function openLink(opts: {
   server: string;
   credentials: grpc.ChannelCredentials;
   identity: Identity;
-  hello: { version: string; attributes: Record<string, string> };
+  /** `joinToken` (a secret) goes into the Hello only, never into a log line. */
+  hello: { version: string; attributes: Record<string, string>; joinToken?: string };
   handlers: LinkHandlers;
   log: AgentLogger;
   handshakeTimeoutMs?: number;
@@ -185,7 +186,12 @@ export function openLink(opts: {
   send({
     frame: {
       case: "hello",
-      value: { publicKey: opts.identity.publicKeyHex, version: opts.hello.version, attributes: opts.hello.attributes },
+      value: {
+        publicKey: opts.identity.publicKeyHex,
+        version: opts.hello.version,
+        attributes: opts.hello.attributes,
+        joinToken: opts.hello.joinToken ?? "",
+      },
     },
   });
 

@@ -1,4 +1,4 @@
-/** orchctl agents list | summary | show | approve | reject | rm | tag | untag | attrs | metrics */
+/** orchctl agents list | summary | show | approve | reject | rm | tag | untag | attrs | metrics | upgrade | upgrades */
 import type { Command } from "commander";
 import { unwrap, type Agent, type AgentPage, type ResponseBody } from "@orch/client";
 import { parseLimit, parseTagArg, parseTime } from "../args.js";
@@ -18,6 +18,7 @@ import {
   tagList,
 } from "../format/agents.js";
 import type { CliIO } from "../output.js";
+import { registerUpgrades } from "./agent-upgrades.js";
 
 const MAX_PAGES = 10_000;
 const STATUSES = ["pending", "approved", "rejected"] as const;
@@ -109,6 +110,8 @@ const list: Sub = (agents, io) =>
             ctx.out.table(AGENT_COLUMNS, agentRows(page.agents, Date.now()));
             if (page.has_more && page.next_cursor)
               ctx.out.note(`more agents: orchctl agents list --cursor ${page.next_cursor} (or --all)`);
+            if (page.agents.some((a) => a.outdated))
+              ctx.out.note("* outdated: a newer orch-agent is published (orchctl agents upgrade)");
           });
         },
       ),
@@ -289,4 +292,5 @@ const metrics: Sub = (agents, io) =>
 export function register(program: Command, io: CliIO): void {
   const agents = program.command("agents").description("list, approve, reject, tag and inspect agents");
   for (const sub of [list, summary, show, approve, reject, remove, tag, untag, attrs, metrics]) sub(agents, io);
+  registerUpgrades(agents, io);
 }

@@ -1,6 +1,7 @@
 /** Agent listings, details and metrics as table rows and field pairs (pure; unit-tested). */
 import type { Agent, AgentAttributes, MetricsSample } from "@orch/client";
 import { bytes, duration } from "./units.js";
+import { versionCell } from "./agent-upgrades.js";
 import { ago } from "./time.js";
 
 export const shortId = (nodeId: string) => nodeId.slice(0, 12);
@@ -14,7 +15,7 @@ export function tagList(tags: Record<string, string>): string {
   return keys.length ? keys.map((k) => `${k}=${tags[k]}`).join(",") : "-";
 }
 
-export const AGENT_COLUMNS = ["NAME", "ID", "STATUS", "ONLINE", "TAGS", "LAST SEEN"];
+export const AGENT_COLUMNS = ["NAME", "ID", "STATUS", "ONLINE", "VERSION", "TAGS", "LAST SEEN"];
 
 export function agentRows(agents: readonly Agent[], now: number): unknown[][] {
   return agents.map((a) => [
@@ -22,6 +23,7 @@ export function agentRows(agents: readonly Agent[], now: number): unknown[][] {
     shortId(a.node_id),
     a.status,
     a.connected ? "yes" : "no",
+    versionCell(a),
     tagList(a.tags),
     ago(a.last_seen, now),
   ]);
@@ -34,7 +36,7 @@ export function agentFields(a: Agent): [string, unknown][] {
     ["status", a.status],
     ["connected", a.connected ? "yes" : "no"],
     ["address", a.address],
-    ["version", a.version],
+    ["version", a.outdated ? `${a.version} (outdated)` : a.version],
     ["first_seen", a.first_seen],
     ["last_seen", a.last_seen],
     ["public_key", a.public_key],

@@ -266,6 +266,43 @@ export const ERROR_CATALOGUE = {
     meaning: "The agent is named already; its name cannot change.",
   },
   name_taken: { status: 409, grpc: "ALREADY_EXISTS", meaning: "Another agent has this name." },
+  join_token_not_found: { status: 404, grpc: "NOT_FOUND", meaning: "No join token with this id." },
+  invalid_ttl: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning: "A join token's ttl_s is missing or outside the allowed range.",
+  },
+  invalid_max_uses: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning: "max_uses must be 0 (unlimited) or a positive count.",
+  },
+  invalid_name_prefix: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning: "A join token's name_prefix must be a short DNS label.",
+  },
+  invalid_version: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning: "An orch-agent version must look like 1.2.3 (optionally -suffix).",
+  },
+  agent_version_not_found: {
+    status: 404,
+    grpc: "NOT_FOUND",
+    meaning: "No orch-agent release with this version is published in the server's releases directory.",
+  },
+  agent_packages_unavailable: {
+    status: 404,
+    grpc: "NOT_FOUND",
+    meaning:
+      "The server publishes no orch-agent packages (releases.dir is empty); build them with npm run build:agent-package.",
+  },
+  release_signing_unavailable: {
+    status: 503,
+    grpc: "UNAVAILABLE",
+    meaning: "The gateway has no release signing key (releases.signing_key_file), so it cannot serve signed manifests.",
+  },
   agent_not_rejected: {
     status: 409,
     grpc: "FAILED_PRECONDITION",

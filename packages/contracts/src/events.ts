@@ -43,6 +43,24 @@ export const EVENT_TYPES = {
     description: "An agent's link went down (warning for approved agents).",
   },
   "agent.tags.updated": { severity: "info", description: "An agent's tags changed." },
+  "agent.upgrade.requested": {
+    severity: "info",
+    description: "An operator asked an agent to upgrade to a published orch-agent version.",
+  },
+  "agent.upgrade.succeeded": {
+    severity: "info",
+    description: "An agent linked up again on the version it was asked to run.",
+  },
+  "agent.upgrade.failed": {
+    severity: "warning",
+    description:
+      "An agent refused an upgrade (bad signature or checksum, unsupported install) or missed its deadline; it keeps its version.",
+  },
+  "join_token.created": {
+    severity: "info",
+    description: "An admin created a join token (the token itself is never recorded).",
+  },
+  "join_token.revoked": { severity: "info", description: "An admin revoked a join token." },
   "discovery.sent": { severity: "info", description: "A UDP discovery datagram was sent." },
 
   "module.uploaded": { severity: "info", description: "A state module was created or replaced." },

@@ -77,6 +77,20 @@ export {
   type Sealed,
 } from "./keyring.js";
 
+// orch-agent releases: the catalogue on disk, manifest signatures (also "@orch/kit/releases" for the agent).
+export {
+  cachedReleaseCatalog,
+  loadReleaseSigningKey,
+  RELEASE_CATALOG_TTL_MS,
+  readReleaseCatalog,
+  releasePublicKeyPem,
+  signManifest,
+  verifyManifest,
+  type CachedReleaseCatalog,
+  type ReleaseCatalog,
+  type ReleaseEntry,
+} from "./releases.js";
+
 // Errors: every symbol of the error-code catalogue.
 export {
   Codes,

@@ -62,5 +62,14 @@ export const agentsConfigSchema = baseConfigSchema.extend({
       for (const i of linkTlsIssues(agents)) ctx.addIssue({ code: "custom", message: i.message, path: [i.key] });
     })
     .prefault({}),
+  /** Published orch-agent releases (docs/agent-install.md). */
+  releases: z
+    .object({
+      /** Directory of `<version>/manifest.json` + packages (ORCH_RELEASES_DIR, shared with the gateway); empty = none. */
+      dir: z.string().default(""),
+      /** How long an upgraded agent has to link up on the new version before the upgrade is reported failed. */
+      upgrade_deadline_seconds: z.number().int().min(10).max(3600).default(120),
+    })
+    .prefault({}),
 });
 export type AgentsConfig = z.infer<typeof agentsConfigSchema>;

@@ -1,13 +1,16 @@
 import { hostname } from "node:os";
 import { Gauge } from "prom-client";
 import { AgentsService } from "@orch/contracts";
-import { schedulePeriodic, serveRpc, type Service } from "@orch/kit";
+import { cachedReleaseCatalog, schedulePeriodic, serveRpc, type Service } from "@orch/kit";
 import type { AgentsDeps, LinkInfo } from "./deps.js";
 import { discoverHandlers } from "./handlers/discover.js";
+import { joinTokenHandlers } from "./handlers/join-tokens.js";
+import { linkInfoHandlers } from "./handlers/link-info.js";
 import { metricsHandlers } from "./handlers/metrics.js";
 import { registryHandlers } from "./handlers/registry.js";
 import { summaryHandlers } from "./handlers/summary.js";
 import { tagHandlers } from "./handlers/tags.js";
+import { upgradeHandlers } from "./handlers/upgrades.js";
 import { grantsDb } from "./link/grants.js";
 import { createHub, type Hub } from "./link/hub.js";
 import { createPresence } from "./link/presence.js";
@@ -17,6 +20,8 @@ import { acceptLink } from "./link/session.js";
 import { createMetricsWriter } from "./metrics-writer.js";
 import { startReplicaTicker } from "./replicas.js";
 import { pruneMetrics } from "./retention.js";
+import { withUpgradeCompletion } from "./upgrades/complete.js";
+import { DEADLINE_EVERY_MS, expireUpgrades } from "./upgrades/deadline.js";
 
 export interface AgentsServiceHandle extends Service {
   /** The bound agent-link port (agents.link_port, or the one picked when 0). */
@@ -34,7 +39,7 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
   const { log } = deps;
   const replica = `${hostname()}-${process.pid}-${deps.ids.next().slice(-6).toLowerCase()}`;
   const hub = createHub();
-  const presence = createPresence(deps.events, deps.pool);
+  const presence = withUpgradeCompletion(createPresence(deps.events, deps.pool), deps);
   const metrics = createMetricsWriter({ pool: deps.pool, clock: deps.clock, log });
   const cleanups = new Set<Promise<unknown>>();
   const track = (p: Promise<unknown>) => {
@@ -104,6 +109,8 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
       cfg.advertise_address || `${cfg.link_host.includes(":") ? `[${cfg.link_host}]` : cfg.link_host}:${server.port}`,
   };
 
+  // One cached read of releases.dir for the service: which versions exist, and which agents are outdated.
+  const releases = cachedReleaseCatalog(deps.config.releases.dir, deps.clock);
   const rpc = serveRpc({
     nc: deps.nc,
     idempotency: deps.idempotency,
@@ -111,11 +118,18 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
     service: AgentsService,
     log,
     handlers: {
-      ...registryHandlers(deps),
+      ...registryHandlers(deps, releases),
       ...summaryHandlers(deps),
-      ...tagHandlers(deps),
+      ...tagHandlers(deps, releases),
       ...metricsHandlers(deps),
       ...discoverHandlers(deps, linkInfo),
+      ...joinTokenHandlers(deps),
+      ...upgradeHandlers(deps, releases),
+      ...linkInfoHandlers({
+        advertiseAddress: cfg.advertise_address,
+        port: () => server.port,
+        identity: server.identity,
+      }),
     },
   });
 
@@ -145,6 +159,14 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
       if (n) log.info({ deleted: n }, "expired link grants pruned");
     },
   );
+  const upgradeDeadlines = schedulePeriodic(
+    { pool: deps.pool, log, clock: deps.clock, replica },
+    "agents.upgrade_deadlines",
+    DEADLINE_EVERY_MS,
+    async () => {
+      await expireUpgrades(deps);
+    },
+  );
 
   log.info({ link_port: server.port, tls: server.tls, replica }, "agent link listening");
   if (server.identity) {
@@ -166,6 +188,7 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
       draining = true;
       retention.stop();
       grantPrune.stop();
+      upgradeDeadlines.stop();
       server.stopAccepting();
       await rpc.stop();
       // Agents reconnect (to another replica, or to this service once it is back) by themselves.

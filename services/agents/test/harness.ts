@@ -15,7 +15,7 @@ import {
   type Request,
   type Welcome,
 } from "@orch/contracts";
-import { rpcClient, type Actor, type NatsConnection } from "@orch/kit";
+import { rpcClient, type Actor, type Logger, type NatsConnection } from "@orch/kit";
 import { serviceDeps, eventually, testLinkTls, type DbHandle, type NatsHandle } from "@orch/kit/testing";
 import { agentsConfigSchema } from "../src/config.js";
 import { createAgentsService } from "../src/service.js";
@@ -39,7 +39,12 @@ export const testCaCredentials = (): ChannelCredentials =>
  * The agents service in this process, link on a free port of 127.0.0.1, with TLS from the test
  * CA like a real deployment (pass `insecure: true` for a plaintext link).
  */
-export async function startAgentsService(nats: NatsHandle, db: DbHandle, agents: Record<string, unknown> = {}) {
+export async function startAgentsService(
+  nats: NatsHandle,
+  db: DbHandle,
+  agents: Record<string, unknown> = {},
+  more: { releases?: Record<string, unknown>; log?: Logger } = {},
+) {
   const tls = agents.insecure || agents.tls_cert || agents.tls_key ? {} : linkTlsConfig();
   const deps = await serviceDeps({
     name: "agents",
@@ -47,7 +52,11 @@ export async function startAgentsService(nats: NatsHandle, db: DbHandle, agents:
     db,
     schema: "agents",
     migrations: AGENTS_MIGRATIONS,
-    config: agentsConfigSchema.parse({ agents: { link_host: "127.0.0.1", link_port: 0, ...tls, ...agents } }),
+    ...(more.log ? { log: more.log } : {}),
+    config: agentsConfigSchema.parse({
+      agents: { link_host: "127.0.0.1", link_port: 0, ...tls, ...agents },
+      releases: more.releases ?? {},
+    }),
   });
   const svc = await createAgentsService(deps);
   return {

@@ -57,6 +57,8 @@ const row = (over: Partial<AgentRow> = {}): AgentRow => ({
   last_seen: 0,
   address: "",
   version: "",
+  pending_reason: "",
+  join_token_id: null,
   ...over,
 });
 

@@ -36,5 +36,14 @@ export const gatewayConfigSchema = baseConfigSchema.extend({
       operators_may_run_commands: z.boolean().default(false),
     })
     .prefault({}),
+  /** orch-agent packages served under /install (docs/agent-install.md). */
+  releases: z
+    .object({
+      /** Directory of `<version>/manifest.json` + packages (ORCH_RELEASES_DIR, shared with the agents service); empty = none. */
+      dir: z.string().default(""),
+      /** Ed25519 private key (PKCS#8 PEM) that signs manifests; its public key is embedded in /install/agent.sh. */
+      signing_key_file: z.string().default(""),
+    })
+    .prefault({}),
 });
 export type GatewayConfig = z.infer<typeof gatewayConfigSchema>;

@@ -9,7 +9,9 @@ import { startAuth, startGateway } from "./harness.js";
  * fresh database: what the agents route tests and the CLI's agents commands run against. `agents`
  * is merged into the agents service's config (the link is plain TCP on a free port).
  */
-export async function startAgentsStack(o: { agents?: Record<string, unknown> } = {}) {
+export async function startAgentsStack(
+  o: { agents?: Record<string, unknown>; releases?: Record<string, unknown> } = {},
+) {
   const nats = await startNats();
   const db = await createTestDatabase();
   const admin = ed25519();
@@ -22,6 +24,7 @@ export async function startAgentsStack(o: { agents?: Record<string, unknown> } =
     migrations: fileURLToPath(new URL("../../agents/migrations", import.meta.url)),
     config: agentsConfigSchema.parse({
       agents: { link_host: "127.0.0.1", link_port: 0, insecure: true, ...o.agents },
+      ...(o.releases ? { releases: o.releases } : {}),
     }),
   });
   const agentsSvc = await createAgentsService(agentsDeps);

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -17,7 +18,16 @@ import {
   type Agent,
   type AuditEvent,
 } from "@orch/contracts";
-import { OrchError, notFound, rpcClient, serveRpc, type Actor, type Handlers, type RpcServer } from "@orch/kit";
+import {
+  OrchError,
+  notFound,
+  pingService,
+  rpcClient,
+  serveRpc,
+  type Actor,
+  type Handlers,
+  type RpcServer,
+} from "@orch/kit";
 import { createTestDatabase, ed25519, serviceDeps, silentLogger, startNats, type NatsHandle } from "@orch/kit/testing";
 import { AgentError, type AgentHandlers, type AgentRuntime } from "../../../agent/src/runtime.js";
 import { commandsFeature } from "../../../agent/src/commands/feature.js";
@@ -112,6 +122,8 @@ async function serveRealProviders(nc: Awaited<ReturnType<NatsHandle["connect"]>>
       trust: { kind: "system" },
     },
     log: silent,
+    onLinkUp() {},
+    exit() {},
     serve(service, h) {
       served.set(service, h);
     },
@@ -209,6 +221,9 @@ export async function startStack(t: Test, opts: StackOptions = {}) {
     async restartState(overrides: StateOverrides = {}) {
       await state.stop();
       state = await startState(overrides);
+      // Its subscriptions reach the server a moment after start returns; the ping subject is
+      // subscribed after the RPC subjects on the same connection, so its answer means they are live.
+      for (let i = 0; i < 100 && !(await pingService(infra, "state", 200)); i++) await sleep(50);
       return state;
     },
     /** The state service over NATS, as the gateway calls it (for RPCs without an HTTP route here). */
@@ -239,6 +254,8 @@ export async function startStack(t: Test, opts: StackOptions = {}) {
         address: "",
         version: "test",
         publicKey: "",
+        outdated: false,
+        pendingReason: "",
       });
       if (o.serve !== false) agentServers.set(nodeId, await serveRealProviders(infra, nodeId));
       return nodeId;

@@ -45,6 +45,8 @@ export async function startBridgedAgent(
     dataDir: "",
     options,
     log,
+    onLinkUp() {},
+    exit() {},
     serve<S extends GenService<GenServiceMethods>>(service: S, handlers: Parameters<AgentRuntime["serve"]>[1]) {
       const wrapped: Record<string, (req: unknown, ctx: { deadline: number }) => Promise<unknown>> = {};
       for (const [name, h] of Object.entries(

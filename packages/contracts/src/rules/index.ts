@@ -8,3 +8,5 @@ export * from "./discovery.js";
 export * from "./commands.js";
 export * from "./cron.js";
 export * from "./sources.js";
+export * from "./join-tokens.js";
+export * from "./releases.js";

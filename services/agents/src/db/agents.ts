@@ -16,10 +16,14 @@ export interface AgentRow {
   last_seen: number;
   address: string;
   version: string;
+  /** Why a pending agent's join token did not approve it (JOIN_PENDING_REASONS), else "". */
+  pending_reason: string;
+  /** The join token that approved it, if one did. */
+  join_token_id: string | null;
 }
 
 const COLS =
-  "node_id, public_key, name, status, tags, attributes, connected, replica, session, first_seen, last_seen, address, version";
+  "node_id, public_key, name, status, tags, attributes, connected, replica, session, first_seen, last_seen, address, version, pending_reason, join_token_id";
 
 /** Counts by status and connection (connected/disconnected count approved agents only). */
 export interface AgentCounts {
@@ -44,6 +48,8 @@ export interface LinkUp {
   version: string;
   attributes: Record<string, string>;
   now: number;
+  /** The join token from the Hello, when the agent presented one (a secret: never logged or stored). */
+  joinToken?: string;
 }
 
 export const agentsDb = {
@@ -103,13 +109,40 @@ export const agentsDb = {
     ).rows;
   },
   /** Inserts a first-time agent as pending; false when it already existed (a concurrent first connect). */
-  async insertPending(db: Queryable, up: LinkUp): Promise<boolean> {
+  async insertPending(db: Queryable, up: LinkUp, pendingReason = ""): Promise<boolean> {
     const r = await db.query(
-      `INSERT INTO agents (node_id, public_key, status, attributes, first_seen, last_seen, address, version)
-       VALUES ($1, $2, 'pending', $3, $4, $4, $5, $6) ON CONFLICT (node_id) DO NOTHING`,
-      [up.nodeId, up.publicKey, JSON.stringify(up.attributes), up.now, up.address, up.version],
+      `INSERT INTO agents (node_id, public_key, status, attributes, first_seen, last_seen, address, version, pending_reason)
+       VALUES ($1, $2, 'pending', $3, $4, $4, $5, $6, $7) ON CONFLICT (node_id) DO NOTHING`,
+      [up.nodeId, up.publicKey, JSON.stringify(up.attributes), up.now, up.address, up.version, pendingReason],
     );
     return r.rowCount === 1;
+  },
+  /** Approves a pending agent through a join token: its name, the token's tags, the token's id. */
+  async approveJoined(
+    db: Queryable,
+    nodeId: string,
+    join: { name: string; tags: Record<string, string>; tokenId: string },
+  ): Promise<AgentRow> {
+    return (
+      await db.query<AgentRow>(
+        `UPDATE agents SET status = 'approved', name = $2, tags = $3, join_token_id = $4, pending_reason = ''
+          WHERE node_id = $1 RETURNING ${COLS}`,
+        [nodeId, join.name, JSON.stringify(join.tags), join.tokenId],
+      )
+    ).rows[0]!;
+  },
+  async setPendingReason(db: Queryable, nodeId: string, reason: string): Promise<AgentRow> {
+    return (
+      await db.query<AgentRow>(`UPDATE agents SET pending_reason = $2 WHERE node_id = $1 RETURNING ${COLS}`, [
+        nodeId,
+        reason,
+      ])
+    ).rows[0]!;
+  },
+  /** Which of `names` are taken (any agent, any status: names are unique across the registry). */
+  async takenNames(db: Queryable, names: string[]): Promise<Set<string>> {
+    const r = await db.query<{ name: string }>("SELECT name FROM agents WHERE name = ANY($1)", [names]);
+    return new Set(r.rows.map((x) => x.name));
   },
   async markConnected(db: Queryable, up: LinkUp): Promise<AgentRow | undefined> {
     const attrs = Object.keys(up.attributes).length ? JSON.stringify(up.attributes) : null;
@@ -147,11 +180,12 @@ export const agentsDb = {
   },
   async setStatus(db: Queryable, nodeId: string, status: AgentStatus, name: string | null): Promise<AgentRow> {
     return (
-      await db.query<AgentRow>(`UPDATE agents SET status = $2, name = $3 WHERE node_id = $1 RETURNING ${COLS}`, [
-        nodeId,
-        status,
-        name,
-      ])
+      await db.query<AgentRow>(
+        // Leaving pending (by hand) ends the reason a join token gave for it.
+        `UPDATE agents SET status = $2, name = $3, pending_reason = CASE WHEN $2 = 'pending' THEN pending_reason ELSE '' END
+          WHERE node_id = $1 RETURNING ${COLS}`,
+        [nodeId, status, name],
+      )
     ).rows[0]!;
   },
   async setTags(db: Queryable, nodeId: string, tags: Record<string, string>): Promise<AgentRow> {

@@ -10,6 +10,7 @@ import {
   pageLimit,
   precondition,
   type Actor,
+  type CachedReleaseCatalog,
   type Handlers,
   type Queryable,
 } from "@orch/kit";
@@ -104,11 +105,13 @@ export async function notifyLink(deps: AgentsDeps, nodeId: string): Promise<void
     .catch(() => undefined);
 }
 
-export function registryHandlers(deps: AgentsDeps): RegistryHandlers {
+/** `releases`: Agent.outdated compares with the newest published release (the service's one cached read of releases.dir). */
+export function registryHandlers(deps: AgentsDeps, releases: CachedReleaseCatalog): RegistryHandlers {
   const { pool, events } = deps;
   return {
     async getAgent(req, ctx) {
-      return toAgent(reachable(await agentsDb.byRef(pool, requireRef(req.id, "id")), ctx.actor, req.id));
+      const row = reachable(await agentsDb.byRef(pool, requireRef(req.id, "id")), ctx.actor, req.id);
+      return toAgent(row, (await releases.get()).latest);
     },
 
     async listAgents(req, ctx) {
@@ -119,7 +122,8 @@ export function registryHandlers(deps: AgentsDeps): RegistryHandlers {
       const selector = checkSelector(req.selector);
       const rows = await reachablePage(pool, ctx.actor, limit + 1, after, req.status, selector);
       const { page, nextCursor } = keysetPage(rows, limit, (r) => r.node_id);
-      return { agents: page.map(toAgent), nextCursor };
+      const { latest } = await releases.get();
+      return { agents: page.map((r) => toAgent(r, latest)), nextCursor };
     },
 
     async setApproval(req, ctx) {
@@ -169,9 +173,10 @@ export function registryHandlers(deps: AgentsDeps): RegistryHandlers {
         changed = true;
         return next;
       });
-      if (!changed) return toAgent(row);
+      const { latest } = await releases.get();
+      if (!changed) return toAgent(row, latest);
       await notifyLink(deps, row.node_id);
-      return toAgent((await agentsDb.byNodeId(pool, row.node_id)) ?? row);
+      return toAgent((await agentsDb.byNodeId(pool, row.node_id)) ?? row, latest);
     },
 
     async removeAgent(req, ctx) {

@@ -1,5 +1,5 @@
 import type { AgentsService } from "@orch/contracts";
-import { invalid, isScoped, notFound, type CallContext, type Handlers } from "@orch/kit";
+import { invalid, isScoped, notFound, type CachedReleaseCatalog, type CallContext, type Handlers } from "@orch/kit";
 import { agentsDb } from "../db/agents.js";
 import type { AgentsDeps } from "../deps.js";
 import { agentRef } from "../link/presence.js";
@@ -17,7 +17,7 @@ const sameTags = (a: Record<string, string>, b: Record<string, string>) => {
 const sorted = (t: Record<string, string>) =>
   Object.fromEntries(Object.entries(t).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 
-export function tagHandlers(deps: AgentsDeps): TagHandlers {
+export function tagHandlers(deps: AgentsDeps, releases: CachedReleaseCatalog): TagHandlers {
   const { pool, events } = deps;
 
   /** Applies `change` to the agent's tags under a row lock; emits agent.tags.updated when they differ. */
@@ -42,7 +42,7 @@ export function tagHandlers(deps: AgentsDeps): TagHandlers {
       });
       return updated;
     });
-    return toAgent(row);
+    return toAgent(row, (await releases.get()).latest);
   }
 
   return {

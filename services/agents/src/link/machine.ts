@@ -21,7 +21,8 @@ const MAX_ATTRIBUTE_VALUE = 4096;
 const AGENT_STILL_THERE = new Set(["replaced", "server_shutdown"]);
 
 export type Refusal = { reason: string; message: string };
-export type Hello = { version: string; attributes: Record<string, string> };
+/** `joinToken` is a secret: it only reaches presence.admit, never a log line. */
+export type Hello = { version: string; attributes: Record<string, string>; joinToken: string };
 /** What the registry says about the agent: its approval and its operator-given name. */
 export type Standing = { status: AgentStatus; name: string };
 
@@ -186,7 +187,11 @@ function onHello<R>(s: Extract<LinkState<R>, { phase: "awaiting_hello" }>, f: Ag
       reason: "invalid_public_key",
       message: "public_key must be a hex Ed25519 key",
     });
-  const hello = { version: f.frame.value.version, attributes: { ...f.frame.value.attributes } };
+  const hello = {
+    version: f.frame.value.version,
+    attributes: { ...f.frame.value.attributes },
+    joinToken: f.frame.value.joinToken,
+  };
   return go(
     { ...baseOf(s), phase: "awaiting_proof", nonce: s.nonce, identity, hello },
     { type: "send_challenge", nonce: s.nonce, nodeId: identity.nodeId },
@@ -216,6 +221,8 @@ function onProof<R>(s: Extract<LinkState<R>, { phase: "awaiting_proof" }>, f: Ag
     attributes: cleanAttributes(s.hello.attributes),
     now,
   };
+  // Bounded like the other hello fields; presence.admit judges it (a malformed one stays pending).
+  if (s.hello.joinToken) up.joinToken = s.hello.joinToken.slice(0, 256);
   return go({ ...baseOf(s), phase: "registering", step: "admitting", up, queued: [] }, { type: "admit", up });
 }
 

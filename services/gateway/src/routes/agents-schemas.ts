@@ -86,7 +86,14 @@ export const AgentOut = z.object({
   last_seen: z.string().nullable(),
   address: z.string().nullable(),
   version: z.string().nullable(),
+  outdated: z.boolean().describe("the agent runs a version older than the newest published release"),
   public_key: z.string().describe("hex Ed25519 public key; node_id is derived from it"),
+  pending_reason: z
+    .string()
+    .nullable()
+    .describe(
+      "why a pending agent's join token did not approve it (join_token_invalid, join_token_expired, join_token_exhausted, join_token_revoked); null otherwise",
+    ),
 });
 
 // Shape only: the grammar is checked by the agents service with the shared parser (400 invalid_selector).
@@ -146,7 +153,9 @@ export function agentJson(a: Agent): z.infer<typeof AgentOut> {
     last_seen: time(a.lastSeen),
     address: a.address || null,
     version: a.version || null,
+    outdated: a.outdated,
     public_key: a.publicKey,
+    pending_reason: a.pendingReason || null,
   };
 }
 

@@ -1,10 +1,13 @@
 import type { GatewayContext } from "../app.js";
 import type { RouteSpec } from "../route.js";
+import { agentUpgradeRoutes } from "./agent-upgrades.js";
 import { agentRoutes } from "./agents.js";
 import { assignmentRoutes } from "./assignments.js";
 import { auditRoutes } from "./audit.js";
 import { authRoutes } from "./auth.js";
 import { channelRoutes } from "./channels.js";
+import { installRoutes } from "./install.js";
+import { joinTokenRoutes } from "./join-tokens.js";
 import { maintenanceRoutes } from "./maintenance.js";
 import { moduleRoutes } from "./modules.js";
 import { notificationRoutes } from "./notifications.js";
@@ -28,6 +31,8 @@ export function allRoutes(ctx: GatewayContext): RouteSpec[] {
     ...passkeyRoutes(ctx),
     ...operatorRoutes(ctx),
     ...agentRoutes(ctx),
+    ...agentUpgradeRoutes(ctx),
+    ...joinTokenRoutes(ctx),
     ...secretRoutes(ctx),
     ...auditRoutes(ctx),
     ...terminalRoutes(ctx),
@@ -36,5 +41,6 @@ export function allRoutes(ctx: GatewayContext): RouteSpec[] {
     ...stateRoutes(ctx),
     ...runRoutes(ctx),
     ...sourceRoutes(ctx),
+    ...installRoutes(ctx),
   ];
 }

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file orch/v1/agents.proto.
  */
 export const file_orch_v1_agents: GenFile = /*@__PURE__*/
-  fileDesc("ChRvcmNoL3YxL2FnZW50cy5wcm90bxIHb3JjaC52MSJDChJTZXRBcHByb3ZhbFJlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRIOCgZzdGF0dXMYAiABKAkSDAoEbmFtZRgDIAEoCSIVChNSZW1vdmVBZ2VudFJlc3BvbnNlIocBChJSZXBsYWNlVGFnc1JlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRIzCgR0YWdzGAIgAygLMiUub3JjaC52MS5SZXBsYWNlVGFnc1JlcXVlc3QuVGFnc0VudHJ5GisKCVRhZ3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjwKDVNldFRhZ1JlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRILCgNrZXkYAiABKAkSDQoFdmFsdWUYAyABKAkiMAoQRGVsZXRlVGFnUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEgsKA2tleRgCIAEoCSIRCg9MaXN0VGFnc1JlcXVlc3QiKAoJVGFnVmFsdWVzEgsKA2tleRgBIAEoCRIOCgZ2YWx1ZXMYAiADKAkiNAoQTGlzdFRhZ3NSZXNwb25zZRIgCgR0YWdzGAEgAygLMhIub3JjaC52MS5UYWdWYWx1ZXMiRwoMTWV0cmljc1BvaW50Eg8KB25vZGVfaWQYASABKAkSJgoGc2FtcGxlGAIgASgLMhYub3JjaC52MS5NZXRyaWNzU2FtcGxlIlEKEUdldE1ldHJpY3NSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkSDQoFc2luY2UYAiABKAESDQoFdW50aWwYAyABKAESDQoFbGltaXQYBCABKAUiPQoSR2V0TWV0cmljc1Jlc3BvbnNlEicKB3NhbXBsZXMYASADKAsyFi5vcmNoLnYxLk1ldHJpY3NTYW1wbGUiIQoPRGlzY292ZXJSZXF1ZXN0Eg4KBnRhcmdldBgBIAEoCSI2ChBEaXNjb3ZlclJlc3BvbnNlEg8KB3NlbnRfdG8YASADKAkSEQoJYW5ub3VuY2VkGAIgASgJIuICCgVBZ2VudBIPCgdub2RlX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDgoGc3RhdHVzGAMgASgJEiYKBHRhZ3MYBCADKAsyGC5vcmNoLnYxLkFnZW50LlRhZ3NFbnRyeRIyCgphdHRyaWJ1dGVzGAUgAygLMh4ub3JjaC52MS5BZ2VudC5BdHRyaWJ1dGVzRW50cnkSEQoJY29ubmVjdGVkGAYgASgIEhIKCmZpcnN0X3NlZW4YByABKAESEQoJbGFzdF9zZWVuGAggASgBEg8KB2FkZHJlc3MYCSABKAkSDwoHdmVyc2lvbhgKIAEoCRISCgpwdWJsaWNfa2V5GAsgASgJGisKCVRhZ3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGjEKD0F0dHJpYnV0ZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIh0KD0dldEFnZW50UmVxdWVzdBIKCgJpZBgBIAEoCSJUChFMaXN0QWdlbnRzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkSDgoGc3RhdHVzGAMgASgJEhAKCHNlbGVjdG9yGAQgASgJIioKFlN1bW1hcml6ZUFnZW50c1JlcXVlc3QSEAoIc2VsZWN0b3IYASABKAkiewoMQWdlbnRTdW1tYXJ5Eg0KBXRvdGFsGAEgASgFEhEKCWNvbm5lY3RlZBgCIAEoBRIUCgxkaXNjb25uZWN0ZWQYAyABKAUSDwoHcGVuZGluZxgEIAEoBRIQCghhcHByb3ZlZBgFIAEoBRIQCghyZWplY3RlZBgGIAEoBSJJChJMaXN0QWdlbnRzUmVzcG9uc2USHgoGYWdlbnRzGAEgAygLMg4ub3JjaC52MS5BZ2VudBITCgtuZXh0X2N1cnNvchgCIAEoCTKOBgoNQWdlbnRzU2VydmljZRI0CghHZXRBZ2VudBIYLm9yY2gudjEuR2V0QWdlbnRSZXF1ZXN0Gg4ub3JjaC52MS5BZ2VudBJFCgpMaXN0QWdlbnRzEhoub3JjaC52MS5MaXN0QWdlbnRzUmVxdWVzdBobLm9yY2gudjEuTGlzdEFnZW50c1Jlc3BvbnNlEkkKD1N1bW1hcml6ZUFnZW50cxIfLm9yY2gudjEuU3VtbWFyaXplQWdlbnRzUmVxdWVzdBoVLm9yY2gudjEuQWdlbnRTdW1tYXJ5EjoKC1NldEFwcHJvdmFsEhsub3JjaC52MS5TZXRBcHByb3ZhbFJlcXVlc3QaDi5vcmNoLnYxLkFnZW50EkUKC1JlbW92ZUFnZW50Ehgub3JjaC52MS5HZXRBZ2VudFJlcXVlc3QaHC5vcmNoLnYxLlJlbW92ZUFnZW50UmVzcG9uc2USOgoLUmVwbGFjZVRhZ3MSGy5vcmNoLnYxLlJlcGxhY2VUYWdzUmVxdWVzdBoOLm9yY2gudjEuQWdlbnQSMAoGU2V0VGFnEhYub3JjaC52MS5TZXRUYWdSZXF1ZXN0Gg4ub3JjaC52MS5BZ2VudBI2CglEZWxldGVUYWcSGS5vcmNoLnYxLkRlbGV0ZVRhZ1JlcXVlc3QaDi5vcmNoLnYxLkFnZW50Ej8KCExpc3RUYWdzEhgub3JjaC52MS5MaXN0VGFnc1JlcXVlc3QaGS5vcmNoLnYxLkxpc3RUYWdzUmVzcG9uc2USRQoKR2V0TWV0cmljcxIaLm9yY2gudjEuR2V0TWV0cmljc1JlcXVlc3QaGy5vcmNoLnYxLkdldE1ldHJpY3NSZXNwb25zZRJDChBHZXRMYXRlc3RNZXRyaWNzEhgub3JjaC52MS5HZXRBZ2VudFJlcXVlc3QaFS5vcmNoLnYxLk1ldHJpY3NQb2ludBI/CghEaXNjb3ZlchIYLm9yY2gudjEuRGlzY292ZXJSZXF1ZXN0Ghkub3JjaC52MS5EaXNjb3ZlclJlc3BvbnNlYgZwcm90bzM", [file_orch_v1_agent_link]);
+  fileDesc("ChRvcmNoL3YxL2FnZW50cy5wcm90bxIHb3JjaC52MSJDChJTZXRBcHByb3ZhbFJlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRIOCgZzdGF0dXMYAiABKAkSDAoEbmFtZRgDIAEoCSIVChNSZW1vdmVBZ2VudFJlc3BvbnNlIocBChJSZXBsYWNlVGFnc1JlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRIzCgR0YWdzGAIgAygLMiUub3JjaC52MS5SZXBsYWNlVGFnc1JlcXVlc3QuVGFnc0VudHJ5GisKCVRhZ3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjwKDVNldFRhZ1JlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRILCgNrZXkYAiABKAkSDQoFdmFsdWUYAyABKAkiMAoQRGVsZXRlVGFnUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEgsKA2tleRgCIAEoCSIRCg9MaXN0VGFnc1JlcXVlc3QiKAoJVGFnVmFsdWVzEgsKA2tleRgBIAEoCRIOCgZ2YWx1ZXMYAiADKAkiNAoQTGlzdFRhZ3NSZXNwb25zZRIgCgR0YWdzGAEgAygLMhIub3JjaC52MS5UYWdWYWx1ZXMiRwoMTWV0cmljc1BvaW50Eg8KB25vZGVfaWQYASABKAkSJgoGc2FtcGxlGAIgASgLMhYub3JjaC52MS5NZXRyaWNzU2FtcGxlIlEKEUdldE1ldHJpY3NSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkSDQoFc2luY2UYAiABKAESDQoFdW50aWwYAyABKAESDQoFbGltaXQYBCABKAUiPQoSR2V0TWV0cmljc1Jlc3BvbnNlEicKB3NhbXBsZXMYASADKAsyFi5vcmNoLnYxLk1ldHJpY3NTYW1wbGUiIQoPRGlzY292ZXJSZXF1ZXN0Eg4KBnRhcmdldBgBIAEoCSI2ChBEaXNjb3ZlclJlc3BvbnNlEg8KB3NlbnRfdG8YASADKAkSEQoJYW5ub3VuY2VkGAIgASgJIowDCgVBZ2VudBIPCgdub2RlX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDgoGc3RhdHVzGAMgASgJEiYKBHRhZ3MYBCADKAsyGC5vcmNoLnYxLkFnZW50LlRhZ3NFbnRyeRIyCgphdHRyaWJ1dGVzGAUgAygLMh4ub3JjaC52MS5BZ2VudC5BdHRyaWJ1dGVzRW50cnkSEQoJY29ubmVjdGVkGAYgASgIEhIKCmZpcnN0X3NlZW4YByABKAESEQoJbGFzdF9zZWVuGAggASgBEg8KB2FkZHJlc3MYCSABKAkSDwoHdmVyc2lvbhgKIAEoCRISCgpwdWJsaWNfa2V5GAsgASgJEhAKCG91dGRhdGVkGAwgASgIEhYKDnBlbmRpbmdfcmVhc29uGA0gASgJGisKCVRhZ3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGjEKD0F0dHJpYnV0ZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIh0KD0dldEFnZW50UmVxdWVzdBIKCgJpZBgBIAEoCSJUChFMaXN0QWdlbnRzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkSDgoGc3RhdHVzGAMgASgJEhAKCHNlbGVjdG9yGAQgASgJIioKFlN1bW1hcml6ZUFnZW50c1JlcXVlc3QSEAoIc2VsZWN0b3IYASABKAkiewoMQWdlbnRTdW1tYXJ5Eg0KBXRvdGFsGAEgASgFEhEKCWNvbm5lY3RlZBgCIAEoBRIUCgxkaXNjb25uZWN0ZWQYAyABKAUSDwoHcGVuZGluZxgEIAEoBRIQCghhcHByb3ZlZBgFIAEoBRIQCghyZWplY3RlZBgGIAEoBSJJChJMaXN0QWdlbnRzUmVzcG9uc2USHgoGYWdlbnRzGAEgAygLMg4ub3JjaC52MS5BZ2VudBITCgtuZXh0X2N1cnNvchgCIAEoCSKyAgoJSm9pblRva2VuEgoKAmlkGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEioKBHRhZ3MYAyADKAsyHC5vcmNoLnYxLkpvaW5Ub2tlbi5UYWdzRW50cnkSEwoLbmFtZV9wcmVmaXgYBCABKAkSEAoIbWF4X3VzZXMYBSABKAUSDAoEdXNlcxgGIAEoBRISCgpjcmVhdGVkX2F0GAcgASgBEhIKCmV4cGlyZXNfYXQYCCABKAESEgoKcmV2b2tlZF9hdBgJIAEoARISCgpjcmVhdGVkX2J5GAogASgJEhcKD2NyZWF0ZWRfYnlfbmFtZRgLIAEoCRINCgVzdGF0ZRgMIAEoCRorCglUYWdzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLJAQoWQ3JlYXRlSm9pblRva2VuUmVxdWVzdBINCgV0dGxfcxgBIAEoBRIQCghtYXhfdXNlcxgCIAEoBRI3CgR0YWdzGAMgAygLMikub3JjaC52MS5DcmVhdGVKb2luVG9rZW5SZXF1ZXN0LlRhZ3NFbnRyeRITCgtuYW1lX3ByZWZpeBgEIAEoCRITCgtkZXNjcmlwdGlvbhgFIAEoCRorCglUYWdzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJQChdDcmVhdGVKb2luVG9rZW5SZXNwb25zZRImCgpqb2luX3Rva2VuGAEgASgLMhIub3JjaC52MS5Kb2luVG9rZW4SDQoFdG9rZW4YAiABKAkiNgoVTGlzdEpvaW5Ub2tlbnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSJWChZMaXN0Sm9pblRva2Vuc1Jlc3BvbnNlEicKC2pvaW5fdG9rZW5zGAEgAygLMhIub3JjaC52MS5Kb2luVG9rZW4SEwoLbmV4dF9jdXJzb3IYAiABKAkiJAoWUmV2b2tlSm9pblRva2VuUmVxdWVzdBIKCgJpZBgBIAEoCSLqAQoMQWdlbnRVcGdyYWRlEgoKAmlkGAEgASgJEg8KB25vZGVfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIUCgxmcm9tX3ZlcnNpb24YBCABKAkSEgoKdG9fdmVyc2lvbhgFIAEoCRIOCgZzdGF0dXMYBiABKAkSDgoGcmVhc29uGAcgASgJEg8KB21lc3NhZ2UYCCABKAkSFAoMcmVxdWVzdGVkX2F0GAkgASgBEhMKC2RlYWRsaW5lX2F0GAogASgBEhMKC2ZpbmlzaGVkX2F0GAsgASgBEhQKDHJlcXVlc3RlZF9ieRgMIAEoCSJKChRVcGdyYWRlQWdlbnRzUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEhAKCHNlbGVjdG9yGAIgASgJEg8KB3ZlcnNpb24YAyABKAkiYgoVVXBncmFkZUFnZW50c1Jlc3BvbnNlEicKCHVwZ3JhZGVzGAEgAygLMhUub3JjaC52MS5BZ2VudFVwZ3JhZGUSDwoHdmVyc2lvbhgCIAEoCRIPCgdza2lwcGVkGAMgASgFIkoKGExpc3RBZ2VudFVwZ3JhZGVzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkSDwoHbm9kZV9pZBgDIAEoCSJZChlMaXN0QWdlbnRVcGdyYWRlc1Jlc3BvbnNlEicKCHVwZ3JhZGVzGAEgAygLMhUub3JjaC52MS5BZ2VudFVwZ3JhZGUSEwoLbmV4dF9jdXJzb3IYAiABKAkiFAoSR2V0TGlua0luZm9SZXF1ZXN0IloKCExpbmtJbmZvEhkKEWFkdmVydGlzZV9hZGRyZXNzGAEgASgJEgwKBHBvcnQYAiABKAUSEwoLZmluZ2VycHJpbnQYAyABKAkSEAoIaW5zZWN1cmUYBCABKAgy6gkKDUFnZW50c1NlcnZpY2USNAoIR2V0QWdlbnQSGC5vcmNoLnYxLkdldEFnZW50UmVxdWVzdBoOLm9yY2gudjEuQWdlbnQSRQoKTGlzdEFnZW50cxIaLm9yY2gudjEuTGlzdEFnZW50c1JlcXVlc3QaGy5vcmNoLnYxLkxpc3RBZ2VudHNSZXNwb25zZRJJCg9TdW1tYXJpemVBZ2VudHMSHy5vcmNoLnYxLlN1bW1hcml6ZUFnZW50c1JlcXVlc3QaFS5vcmNoLnYxLkFnZW50U3VtbWFyeRI6CgtTZXRBcHByb3ZhbBIbLm9yY2gudjEuU2V0QXBwcm92YWxSZXF1ZXN0Gg4ub3JjaC52MS5BZ2VudBJFCgtSZW1vdmVBZ2VudBIYLm9yY2gudjEuR2V0QWdlbnRSZXF1ZXN0Ghwub3JjaC52MS5SZW1vdmVBZ2VudFJlc3BvbnNlEjoKC1JlcGxhY2VUYWdzEhsub3JjaC52MS5SZXBsYWNlVGFnc1JlcXVlc3QaDi5vcmNoLnYxLkFnZW50EjAKBlNldFRhZxIWLm9yY2gudjEuU2V0VGFnUmVxdWVzdBoOLm9yY2gudjEuQWdlbnQSNgoJRGVsZXRlVGFnEhkub3JjaC52MS5EZWxldGVUYWdSZXF1ZXN0Gg4ub3JjaC52MS5BZ2VudBI/CghMaXN0VGFncxIYLm9yY2gudjEuTGlzdFRhZ3NSZXF1ZXN0Ghkub3JjaC52MS5MaXN0VGFnc1Jlc3BvbnNlEkUKCkdldE1ldHJpY3MSGi5vcmNoLnYxLkdldE1ldHJpY3NSZXF1ZXN0Ghsub3JjaC52MS5HZXRNZXRyaWNzUmVzcG9uc2USQwoQR2V0TGF0ZXN0TWV0cmljcxIYLm9yY2gudjEuR2V0QWdlbnRSZXF1ZXN0GhUub3JjaC52MS5NZXRyaWNzUG9pbnQSPwoIRGlzY292ZXISGC5vcmNoLnYxLkRpc2NvdmVyUmVxdWVzdBoZLm9yY2gudjEuRGlzY292ZXJSZXNwb25zZRJUCg9DcmVhdGVKb2luVG9rZW4SHy5vcmNoLnYxLkNyZWF0ZUpvaW5Ub2tlblJlcXVlc3QaIC5vcmNoLnYxLkNyZWF0ZUpvaW5Ub2tlblJlc3BvbnNlElEKDkxpc3RKb2luVG9rZW5zEh4ub3JjaC52MS5MaXN0Sm9pblRva2Vuc1JlcXVlc3QaHy5vcmNoLnYxLkxpc3RKb2luVG9rZW5zUmVzcG9uc2USRgoPUmV2b2tlSm9pblRva2VuEh8ub3JjaC52MS5SZXZva2VKb2luVG9rZW5SZXF1ZXN0GhIub3JjaC52MS5Kb2luVG9rZW4STgoNVXBncmFkZUFnZW50cxIdLm9yY2gudjEuVXBncmFkZUFnZW50c1JlcXVlc3QaHi5vcmNoLnYxLlVwZ3JhZGVBZ2VudHNSZXNwb25zZRJaChFMaXN0QWdlbnRVcGdyYWRlcxIhLm9yY2gudjEuTGlzdEFnZW50VXBncmFkZXNSZXF1ZXN0GiIub3JjaC52MS5MaXN0QWdlbnRVcGdyYWRlc1Jlc3BvbnNlEj0KC0dldExpbmtJbmZvEhsub3JjaC52MS5HZXRMaW5rSW5mb1JlcXVlc3QaES5vcmNoLnYxLkxpbmtJbmZvYgZwcm90bzM", [file_orch_v1_agent_link]);
 
 /**
  * SetApprovalRequest changes an agent's approval.
@@ -441,6 +441,21 @@ export type Agent = Message<"orch.v1.Agent"> & {
    * @generated from field: string public_key = 11;
    */
   publicKey: string;
+
+  /**
+   * True when a newer orch-agent version is published (releases.dir) than the one this agent runs.
+   *
+   * @generated from field: bool outdated = 12;
+   */
+  outdated: boolean;
+
+  /**
+   * Why a pending agent was not approved automatically (join_token_expired, join_token_exhausted,
+   * join_token_revoked, join_token_invalid), empty otherwise.
+   *
+   * @generated from field: string pending_reason = 13;
+   */
+  pendingReason: string;
 };
 
 /**
@@ -619,6 +634,546 @@ export const ListAgentsResponseSchema: GenMessage<ListAgentsResponse> = /*@__PUR
   messageDesc(file_orch_v1_agents, 18);
 
 /**
+ * JoinToken is a join token's record; the secret is never stored (only its SHA-256).
+ *
+ * @generated from message orch.v1.JoinToken
+ */
+export type JoinToken = Message<"orch.v1.JoinToken"> & {
+  /**
+   * Token id (the part before the dot in the token).
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Optional label.
+   *
+   * @generated from field: string description = 2;
+   */
+  description: string;
+
+  /**
+   * Tags given to agents that join with it.
+   *
+   * @generated from field: map<string, string> tags = 3;
+   */
+  tags: { [key: string]: string };
+
+  /**
+   * Name prefix of joined agents (`<prefix>-<hostname>`); empty = the hostname alone.
+   *
+   * @generated from field: string name_prefix = 4;
+   */
+  namePrefix: string;
+
+  /**
+   * How many agents may join with it; 0 = unlimited until it expires.
+   *
+   * @generated from field: int32 max_uses = 5;
+   */
+  maxUses: number;
+
+  /**
+   * How many agents joined with it.
+   *
+   * @generated from field: int32 uses = 6;
+   */
+  uses: number;
+
+  /**
+   * Unix ms.
+   *
+   * @generated from field: double created_at = 7;
+   */
+  createdAt: number;
+
+  /**
+   * Unix ms.
+   *
+   * @generated from field: double expires_at = 8;
+   */
+  expiresAt: number;
+
+  /**
+   * Unix ms; 0 while not revoked.
+   *
+   * @generated from field: double revoked_at = 9;
+   */
+  revokedAt: number;
+
+  /**
+   * Operator id that created it.
+   *
+   * @generated from field: string created_by = 10;
+   */
+  createdBy: string;
+
+  /**
+   * Operator name that created it.
+   *
+   * @generated from field: string created_by_name = 11;
+   */
+  createdByName: string;
+
+  /**
+   * active, expired, exhausted or revoked.
+   *
+   * @generated from field: string state = 12;
+   */
+  state: string;
+};
+
+/**
+ * Describes the message orch.v1.JoinToken.
+ * Use `create(JoinTokenSchema)` to create a new message.
+ */
+export const JoinTokenSchema: GenMessage<JoinToken> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 19);
+
+/**
+ * CreateJoinTokenRequest describes a new join token.
+ *
+ * @generated from message orch.v1.CreateJoinTokenRequest
+ */
+export type CreateJoinTokenRequest = Message<"orch.v1.CreateJoinTokenRequest"> & {
+  /**
+   * Lifetime, seconds.
+   *
+   * @generated from field: int32 ttl_s = 1;
+   */
+  ttlS: number;
+
+  /**
+   * 0 = unlimited.
+   *
+   * @generated from field: int32 max_uses = 2;
+   */
+  maxUses: number;
+
+  /**
+   * Tags for agents that join.
+   *
+   * @generated from field: map<string, string> tags = 3;
+   */
+  tags: { [key: string]: string };
+
+  /**
+   * Name prefix for agents that join.
+   *
+   * @generated from field: string name_prefix = 4;
+   */
+  namePrefix: string;
+
+  /**
+   * Optional label.
+   *
+   * @generated from field: string description = 5;
+   */
+  description: string;
+};
+
+/**
+ * Describes the message orch.v1.CreateJoinTokenRequest.
+ * Use `create(CreateJoinTokenRequestSchema)` to create a new message.
+ */
+export const CreateJoinTokenRequestSchema: GenMessage<CreateJoinTokenRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 20);
+
+/**
+ * CreateJoinTokenResponse carries the token, shown once.
+ *
+ * @generated from message orch.v1.CreateJoinTokenResponse
+ */
+export type CreateJoinTokenResponse = Message<"orch.v1.CreateJoinTokenResponse"> & {
+  /**
+   * The record.
+   *
+   * @generated from field: orch.v1.JoinToken join_token = 1;
+   */
+  joinToken?: JoinToken;
+
+  /**
+   * `ojt_<id>.<secret>`: give it to orch-agent --join-token or the install script.
+   *
+   * @generated from field: string token = 2;
+   */
+  token: string;
+};
+
+/**
+ * Describes the message orch.v1.CreateJoinTokenResponse.
+ * Use `create(CreateJoinTokenResponseSchema)` to create a new message.
+ */
+export const CreateJoinTokenResponseSchema: GenMessage<CreateJoinTokenResponse> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 21);
+
+/**
+ * ListJoinTokensRequest pages.
+ *
+ * @generated from message orch.v1.ListJoinTokensRequest
+ */
+export type ListJoinTokensRequest = Message<"orch.v1.ListJoinTokensRequest"> & {
+  /**
+   * Page size.
+   *
+   * @generated from field: int32 limit = 1;
+   */
+  limit: number;
+
+  /**
+   * Cursor from the previous page.
+   *
+   * @generated from field: string cursor = 2;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message orch.v1.ListJoinTokensRequest.
+ * Use `create(ListJoinTokensRequestSchema)` to create a new message.
+ */
+export const ListJoinTokensRequestSchema: GenMessage<ListJoinTokensRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 22);
+
+/**
+ * ListJoinTokensResponse is one page.
+ *
+ * @generated from message orch.v1.ListJoinTokensResponse
+ */
+export type ListJoinTokensResponse = Message<"orch.v1.ListJoinTokensResponse"> & {
+  /**
+   * The page.
+   *
+   * @generated from field: repeated orch.v1.JoinToken join_tokens = 1;
+   */
+  joinTokens: JoinToken[];
+
+  /**
+   * Cursor for the next page, empty at the end.
+   *
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
+};
+
+/**
+ * Describes the message orch.v1.ListJoinTokensResponse.
+ * Use `create(ListJoinTokensResponseSchema)` to create a new message.
+ */
+export const ListJoinTokensResponseSchema: GenMessage<ListJoinTokensResponse> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 23);
+
+/**
+ * RevokeJoinTokenRequest names a token.
+ *
+ * @generated from message orch.v1.RevokeJoinTokenRequest
+ */
+export type RevokeJoinTokenRequest = Message<"orch.v1.RevokeJoinTokenRequest"> & {
+  /**
+   * Token id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message orch.v1.RevokeJoinTokenRequest.
+ * Use `create(RevokeJoinTokenRequestSchema)` to create a new message.
+ */
+export const RevokeJoinTokenRequestSchema: GenMessage<RevokeJoinTokenRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 24);
+
+/**
+ * AgentUpgrade is one agent's upgrade to one version.
+ *
+ * @generated from message orch.v1.AgentUpgrade
+ */
+export type AgentUpgrade = Message<"orch.v1.AgentUpgrade"> & {
+  /**
+   * Upgrade id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The agent.
+   *
+   * @generated from field: string node_id = 2;
+   */
+  nodeId: string;
+
+  /**
+   * Its name.
+   *
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * Version it ran when asked.
+   *
+   * @generated from field: string from_version = 4;
+   */
+  fromVersion: string;
+
+  /**
+   * Version asked for.
+   *
+   * @generated from field: string to_version = 5;
+   */
+  toVersion: string;
+
+  /**
+   * requested, succeeded or failed.
+   *
+   * @generated from field: string status = 6;
+   */
+  status: string;
+
+  /**
+   * Why it failed (e.g. timeout, checksum_mismatch, signature_invalid, agent_unreachable, upgrade_unsupported).
+   *
+   * @generated from field: string reason = 7;
+   */
+  reason: string;
+
+  /**
+   * Human-readable detail.
+   *
+   * @generated from field: string message = 8;
+   */
+  message: string;
+
+  /**
+   * Unix ms.
+   *
+   * @generated from field: double requested_at = 9;
+   */
+  requestedAt: number;
+
+  /**
+   * Unix ms: reported failed with reason timeout if the agent is not back on to_version by then.
+   *
+   * @generated from field: double deadline_at = 10;
+   */
+  deadlineAt: number;
+
+  /**
+   * Unix ms; 0 while requested.
+   *
+   * @generated from field: double finished_at = 11;
+   */
+  finishedAt: number;
+
+  /**
+   * Operator id.
+   *
+   * @generated from field: string requested_by = 12;
+   */
+  requestedBy: string;
+};
+
+/**
+ * Describes the message orch.v1.AgentUpgrade.
+ * Use `create(AgentUpgradeSchema)` to create a new message.
+ */
+export const AgentUpgradeSchema: GenMessage<AgentUpgrade> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 25);
+
+/**
+ * UpgradeAgentsRequest names the agents and the version.
+ *
+ * @generated from message orch.v1.UpgradeAgentsRequest
+ */
+export type UpgradeAgentsRequest = Message<"orch.v1.UpgradeAgentsRequest"> & {
+  /**
+   * One agent (node id or name); or empty with a selector.
+   *
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+
+  /**
+   * Selector expression (assignment grammar) when node_id is empty.
+   *
+   * @generated from field: string selector = 2;
+   */
+  selector: string;
+
+  /**
+   * A version published in releases.dir; empty = the latest.
+   *
+   * @generated from field: string version = 3;
+   */
+  version: string;
+};
+
+/**
+ * Describes the message orch.v1.UpgradeAgentsRequest.
+ * Use `create(UpgradeAgentsRequestSchema)` to create a new message.
+ */
+export const UpgradeAgentsRequestSchema: GenMessage<UpgradeAgentsRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 26);
+
+/**
+ * UpgradeAgentsResponse lists the upgrades started (agents already on the version are skipped).
+ *
+ * @generated from message orch.v1.UpgradeAgentsResponse
+ */
+export type UpgradeAgentsResponse = Message<"orch.v1.UpgradeAgentsResponse"> & {
+  /**
+   * Started upgrades.
+   *
+   * @generated from field: repeated orch.v1.AgentUpgrade upgrades = 1;
+   */
+  upgrades: AgentUpgrade[];
+
+  /**
+   * The version.
+   *
+   * @generated from field: string version = 2;
+   */
+  version: string;
+
+  /**
+   * Agents matched but skipped because they already run the version.
+   *
+   * @generated from field: int32 skipped = 3;
+   */
+  skipped: number;
+};
+
+/**
+ * Describes the message orch.v1.UpgradeAgentsResponse.
+ * Use `create(UpgradeAgentsResponseSchema)` to create a new message.
+ */
+export const UpgradeAgentsResponseSchema: GenMessage<UpgradeAgentsResponse> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 27);
+
+/**
+ * ListAgentUpgradesRequest filters and pages.
+ *
+ * @generated from message orch.v1.ListAgentUpgradesRequest
+ */
+export type ListAgentUpgradesRequest = Message<"orch.v1.ListAgentUpgradesRequest"> & {
+  /**
+   * Page size.
+   *
+   * @generated from field: int32 limit = 1;
+   */
+  limit: number;
+
+  /**
+   * Cursor from the previous page.
+   *
+   * @generated from field: string cursor = 2;
+   */
+  cursor: string;
+
+  /**
+   * Only this agent (node id or name); empty = all.
+   *
+   * @generated from field: string node_id = 3;
+   */
+  nodeId: string;
+};
+
+/**
+ * Describes the message orch.v1.ListAgentUpgradesRequest.
+ * Use `create(ListAgentUpgradesRequestSchema)` to create a new message.
+ */
+export const ListAgentUpgradesRequestSchema: GenMessage<ListAgentUpgradesRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 28);
+
+/**
+ * ListAgentUpgradesResponse is one page.
+ *
+ * @generated from message orch.v1.ListAgentUpgradesResponse
+ */
+export type ListAgentUpgradesResponse = Message<"orch.v1.ListAgentUpgradesResponse"> & {
+  /**
+   * The page.
+   *
+   * @generated from field: repeated orch.v1.AgentUpgrade upgrades = 1;
+   */
+  upgrades: AgentUpgrade[];
+
+  /**
+   * Cursor for the next page, empty at the end.
+   *
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
+};
+
+/**
+ * Describes the message orch.v1.ListAgentUpgradesResponse.
+ * Use `create(ListAgentUpgradesResponseSchema)` to create a new message.
+ */
+export const ListAgentUpgradesResponseSchema: GenMessage<ListAgentUpgradesResponse> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 29);
+
+/**
+ * GetLinkInfoRequest is empty.
+ *
+ * @generated from message orch.v1.GetLinkInfoRequest
+ */
+export type GetLinkInfoRequest = Message<"orch.v1.GetLinkInfoRequest"> & {
+};
+
+/**
+ * Describes the message orch.v1.GetLinkInfoRequest.
+ * Use `create(GetLinkInfoRequestSchema)` to create a new message.
+ */
+export const GetLinkInfoRequestSchema: GenMessage<GetLinkInfoRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 30);
+
+/**
+ * LinkInfo tells an installer how to reach and trust the agent link.
+ *
+ * @generated from message orch.v1.LinkInfo
+ */
+export type LinkInfo = Message<"orch.v1.LinkInfo"> & {
+  /**
+   * agents.advertise_address, or empty (the installer then uses its server host and `port`).
+   *
+   * @generated from field: string advertise_address = 1;
+   */
+  advertiseAddress: string;
+
+  /**
+   * The link's port.
+   *
+   * @generated from field: int32 port = 2;
+   */
+  port: number;
+
+  /**
+   * sha256:HEX of the link's server certificate (what orch-agent --server-fingerprint takes); empty when insecure.
+   *
+   * @generated from field: string fingerprint = 3;
+   */
+  fingerprint: string;
+
+  /**
+   * True when the link is plaintext (development only).
+   *
+   * @generated from field: bool insecure = 4;
+   */
+  insecure: boolean;
+};
+
+/**
+ * Describes the message orch.v1.LinkInfo.
+ * Use `create(LinkInfoSchema)` to create a new message.
+ */
+export const LinkInfoSchema: GenMessage<LinkInfo> = /*@__PURE__*/
+  messageDesc(file_orch_v1_agents, 31);
+
+/**
  * AgentsService owns the agent registry (schema `agents`) and the agent link.
  *
  * @generated from service orch.v1.AgentsService
@@ -743,6 +1298,66 @@ export const AgentsService: GenService<{
     methodKind: "unary";
     input: typeof DiscoverRequestSchema;
     output: typeof DiscoverResponseSchema;
+  },
+  /**
+   * Creates a join token (admin); the token is in this reply only.
+   *
+   * @generated from rpc orch.v1.AgentsService.CreateJoinToken
+   */
+  createJoinToken: {
+    methodKind: "unary";
+    input: typeof CreateJoinTokenRequestSchema;
+    output: typeof CreateJoinTokenResponseSchema;
+  },
+  /**
+   * Lists join tokens, newest first (never the secret).
+   *
+   * @generated from rpc orch.v1.AgentsService.ListJoinTokens
+   */
+  listJoinTokens: {
+    methodKind: "unary";
+    input: typeof ListJoinTokensRequestSchema;
+    output: typeof ListJoinTokensResponseSchema;
+  },
+  /**
+   * Revokes a join token; agents that already joined stay approved.
+   *
+   * @generated from rpc orch.v1.AgentsService.RevokeJoinToken
+   */
+  revokeJoinToken: {
+    methodKind: "unary";
+    input: typeof RevokeJoinTokenRequestSchema;
+    output: typeof JoinTokenSchema;
+  },
+  /**
+   * Asks agents (one, or a selector) to upgrade to a published version.
+   *
+   * @generated from rpc orch.v1.AgentsService.UpgradeAgents
+   */
+  upgradeAgents: {
+    methodKind: "unary";
+    input: typeof UpgradeAgentsRequestSchema;
+    output: typeof UpgradeAgentsResponseSchema;
+  },
+  /**
+   * Lists upgrade records, newest first.
+   *
+   * @generated from rpc orch.v1.AgentsService.ListAgentUpgrades
+   */
+  listAgentUpgrades: {
+    methodKind: "unary";
+    input: typeof ListAgentUpgradesRequestSchema;
+    output: typeof ListAgentUpgradesResponseSchema;
+  },
+  /**
+   * What an install script needs to reach and trust the agent link.
+   *
+   * @generated from rpc orch.v1.AgentsService.GetLinkInfo
+   */
+  getLinkInfo: {
+    methodKind: "unary";
+    input: typeof GetLinkInfoRequestSchema;
+    output: typeof LinkInfoSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_orch_v1_agents, 0);
