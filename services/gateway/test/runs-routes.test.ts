@@ -168,6 +168,24 @@ t.test("the stream: run first, output as it comes (non-UTF-8 as base64), agent c
   t.notOk("agents" in list.body.runs[0]);
 });
 
+t.test("output published before the stream opened is sent once, from storage, before the summary", async (t) => {
+  const r = await admin("POST", "/runs", {
+    selector: "role=web",
+    command: ["sh", "-c", "echo early; sleep 3; echo late"],
+  });
+  t.equal(r.status, 202, r.text);
+  await eventually(async () => (await admin("GET", `/runs/${r.body.id}?output=false`)).body.counts.running === 2);
+  // `early` is out (and its live chunk gone by) while both agents are still running.
+  await new Promise((res) => setTimeout(res, 1000));
+  const sse = await openSse(`${s.gw.url}/api/v1/runs/${r.body.id}/stream`, { token: s.token });
+  await sse.ended;
+  t.same(sse.events.at(-2)!.event, "summary");
+  for (const name of ["web-1", "web-2"]) {
+    const mine = sse.events.filter((e) => e.event === "output" && e.data.name === name).map((e) => e.data);
+    t.equal(mine.map((o) => o.data).join(""), "early\nlate\n", `${name}: ${JSON.stringify(mine)}`);
+  }
+});
+
 t.test("cancel: a running run ends cancelled, its stream too", async (t) => {
   const r = await admin("POST", "/runs", { selector: "role=web", command: ["sleep", "30"] });
   t.equal(r.status, 202, r.text);

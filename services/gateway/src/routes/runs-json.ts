@@ -79,7 +79,7 @@ export const OutputEventOut = z.object({
   stream: z.enum(["stdout", "stderr"]),
   data: z.string(),
   encoding: Encoding,
-  seq: z.number().int().describe("per-agent chunk number from 1; 0 = output captured before the stream opened"),
+  seq: z.number().int().describe("chunk number from 1 per agent; 0 = stored output not sent live (see docs/runs.md)"),
 });
 export type OutputEventJson = z.infer<typeof OutputEventOut>;
 

@@ -116,7 +116,7 @@ export function runRoutes(ctx: GatewayContext) {
       auth,
       summary: "Live output and progress of one command run (Server-Sent Events)",
       description:
-        'text/event-stream: `event: run` (the run, agents without output) first; the captured output of agents already finished (`seq` 0); then live `event: output` (`{"node_id","name","stream","data","encoding","seq"}`) and `event: agent` (one agent, without output) on each status change; at the end `event: summary` (the run with agents, without output) and `event: end` (`{"status"}`), and the stream closes. A comment every 15 s keeps the connection alive; `event: error` when the credential ends. A reconnecting client starts over from a new snapshot.',
+        'text/event-stream: `event: run` (the run, agents without output) first; the captured output of agents already finished (`seq` 0); then live `event: output` (`{"node_id","name","stream","data","encoding","seq"}`) and `event: agent` (one agent, without output) on each status change; at the end the stored output of any agent whose live chunks were missed (`seq` 0, the bytes not sent live), then `event: summary` (the run with agents, without output) and `event: end` (`{"status"}`), and the stream closes. A comment every 15 s keeps the connection alive; `event: error` when the credential ends. A reconnecting client starts over from a new snapshot.',
       tags: ["runs"],
       params: RunParams,
       responses: { 200: z.string().meta({ description: "text/event-stream" }) },

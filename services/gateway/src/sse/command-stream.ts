@@ -4,6 +4,7 @@ import {
   commandRunFinal,
   commandRunSubject,
   commandTargetFinal,
+  type CommandOutput,
   type CommandRun,
   type CommandRunEvent,
   type CommandTarget,
@@ -21,6 +22,14 @@ export interface CommandStreamDeps extends SseStreamDeps<CommandStream> {
   runId: string;
 }
 
+/** Live output sent for one agent: chunks are numbered from 1 per job, so a gap is visible. */
+interface LiveOutput {
+  next: number;
+  gap: boolean;
+  stdout: number;
+  stderr: number;
+}
+
 /**
  * One command run's live view: `event: run` (the run, agents by status) first, the captured output
  * of agents that had already finished, then live `output` and `agent` events, and `summary` +
@@ -28,7 +37,13 @@ export interface CommandStreamDeps extends SseStreamDeps<CommandStream> {
  * nothing between the two is missed; events arriving meanwhile wait in `early`. Output of an agent
  * finished at open came from the snapshot, so live chunks for it are dropped rather than doubled.
  * Every POLL_MS the run is read again (status only): it only adds `agent` events for changes whose
- * message was lost and ends the stream when the run ended, never repeats output.
+ * message was lost and ends the stream when the run ended.
+ *
+ * Live chunks travel on core NATS and the state service stores an agent's output only when it
+ * ends, so a chunk published before the subscription (an agent running at open) or lost in
+ * transit would be missing from the stream. Live chunks are therefore sent only while they follow
+ * on from seq 1; at the end the run is read once with output and what the stream did not send
+ * live (the stored bytes past those sent) goes out with `seq` 0 before the summary.
  */
 export class CommandStream extends SseStream<CommandRun> {
   private phase: "opening" | "live" | "closed" = "opening";
@@ -36,6 +51,7 @@ export class CommandStream extends SseStream<CommandRun> {
   /** Last `agent` event sent per node, to send each change once. */
   private readonly agents = new Map<string, string>();
   private readonly fromSnapshot = new Set<string>();
+  private readonly live = new Map<string, LiveOutput>();
   private finishing = false;
   private polling = false;
   private readonly sub;
@@ -98,7 +114,7 @@ export class CommandStream extends SseStream<CommandRun> {
     const e = ev.event;
     switch (e.case) {
       case "output":
-        if (!this.fromSnapshot.has(e.value.nodeId)) this.send("output", outputJson(e.value));
+        this.liveOutput(e.value);
         return;
       case "target":
         this.agent(e.value);
@@ -106,6 +122,30 @@ export class CommandStream extends SseStream<CommandRun> {
       case "run":
         if (commandRunFinal(e.value.status)) void this.finish();
         return;
+    }
+  }
+
+  private liveOutput(o: CommandOutput) {
+    if (this.fromSnapshot.has(o.nodeId)) return;
+    let l = this.live.get(o.nodeId);
+    if (!l) this.live.set(o.nodeId, (l = { next: 1, gap: false, stdout: 0, stderr: 0 }));
+    // After a gap, later chunks would come out of order: the end sends the rest from storage.
+    if (l.gap || o.seq !== l.next) {
+      l.gap = true;
+      return;
+    }
+    l.next++;
+    l[o.stream === "stderr" ? "stderr" : "stdout"] += o.data.byteLength;
+    this.send("output", outputJson(o));
+  }
+
+  /** Stored output of ended agents that the stream has not sent live, as `seq` 0 events. */
+  private sendMissed(r: CommandRun) {
+    for (const t of r.targets) {
+      if (this.fromSnapshot.has(t.nodeId) || !commandTargetFinal(t.status)) continue;
+      const l = this.live.get(t.nodeId);
+      this.sendCaptured(t, "stdout", t.stdout.subarray(l?.stdout ?? 0));
+      this.sendCaptured(t, "stderr", t.stderr.subarray(l?.stderr ?? 0));
     }
   }
 
@@ -117,8 +157,8 @@ export class CommandStream extends SseStream<CommandRun> {
     this.send("agent", json);
   }
 
-  private read() {
-    return this.d.state.getCommandRun({ id: this.d.runId, omitOutput: true }, this.d.call);
+  private read(withOutput = false) {
+    return this.d.state.getCommandRun({ id: this.d.runId, omitOutput: !withOutput }, this.d.call);
   }
 
   /** The safety net: status changes whose message was lost, and the end. */
@@ -129,7 +169,7 @@ export class CommandStream extends SseStream<CommandRun> {
       const r = await this.read();
       if (this.closed || this.finishing) return;
       for (const t of r.targets) this.agent(t);
-      if (commandRunFinal(r.status)) this.summary(r);
+      if (commandRunFinal(r.status)) void this.finish();
     } catch (err) {
       this.d.log.debug({ err: (err as Error).message, run: this.d.runId }, "command stream read failed; retrying");
     } finally {
@@ -137,13 +177,16 @@ export class CommandStream extends SseStream<CommandRun> {
     }
   }
 
-  /** The run ended: read it once more for the summary (the event carries no targets). */
+  /** The run ended: read it once more, with output, for what was missed and the summary. */
   private async finish() {
     if (this.finishing) return;
     this.finishing = true;
     for (let attempt = 0; !this.closed; attempt++) {
       try {
-        return this.summary(await this.read());
+        const r = await this.read(true);
+        if (this.closed) return;
+        this.sendMissed(r);
+        return this.summary(r);
       } catch (err) {
         this.d.log.debug({ err: (err as Error).message, run: this.d.runId }, "command stream summary read failed");
         if (attempt >= 2) break;
