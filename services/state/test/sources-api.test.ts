@@ -6,7 +6,7 @@ import { join } from "node:path";
 import t from "tap";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { CreateSourceRequestSchema } from "@orch/contracts";
-import { OrchError } from "@orch/kit";
+import { OrchError, withJobLock } from "@orch/kit";
 import { createTestRepo, eventually, startGitHttpServer } from "@orch/kit/testing";
 import { WEBHOOK_QUEUED } from "../src/handlers/sources.js";
 import { ADMIN, startStack } from "./harness.js";
@@ -208,10 +208,30 @@ t.test("SyncSource fetches now and returns the source at the new commit", async 
   await repo.write("modules/web.yaml", moduleYaml("web", "v2"));
   const c2 = await repo.commit("web v2");
   const x = await rpc.syncSource({ name: "fleet" }, as);
-  // A scheduler tick may hold the source's lock: the call is then queued, and the tick or the next one runs it.
-  if (x.commit !== c2) await synced(c2);
+  t.equal(x.commit, c2, "a scheduler tick holding the lock only delays the answer");
   t.match((await rpc.getModule({ name: "web" }, as)).content, /'v2'/);
   t.equal(await reasonOf(rpc.syncSource({ name: "nope" }, as)), "source_not_found");
+});
+
+t.test("SyncSource behind a sync already under way answers with a sync that started after it", async (t) => {
+  await repo.write("modules/web.yaml", moduleYaml("web", "v3"));
+  const c3 = await repo.commit("web v3");
+  // Another replica (or a scheduled retry that fetched before this commit) holds the source's lock.
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  let locked!: () => void;
+  const isLocked = new Promise<void>((r) => (locked = r));
+  const holder = withJobLock(s.state.deps.pool, "source:fleet", async () => {
+    locked();
+    await held;
+  });
+  await isLocked;
+  const answer = rpc.syncSource({ name: "fleet" }, as);
+  setTimeout(release, 1500);
+  t.equal(await holder, true);
+  const x = await answer;
+  t.equal(x.commit, c3, "not the state the running sync left");
+  t.equal(x.status, "ok");
 });
 
 const fixture = (name: string, patch: Record<string, unknown> = {}) =>

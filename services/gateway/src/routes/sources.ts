@@ -99,7 +99,7 @@ export function sourceRoutes(ctx: GatewayContext) {
       path: "/api/v1/sources/{name}/sync",
       auth: "admin",
       summary: "Fetch the source's branch now and apply its tree, all or nothing",
-      description: `Answers when the sync ended (or was queued behind one already running elsewhere), or after ${SOURCE_SYNC_WAIT_S} s with the source as it stands while the sync goes on. A failed fetch or an invalid tree is not an error of this request: the source answers with status \`error\`, \`error\` and per-file \`errors\`, and nothing in the catalog changed.`,
+      description: `Answers when a sync that started after the request ended (one already under way, which may have fetched an older commit, is waited out first), or after ${SOURCE_SYNC_WAIT_S} s with the source as it stands while the sync goes on. A failed fetch or an invalid tree is not an error of this request: the source answers with status \`error\`, \`error\` and per-file \`errors\`, and nothing in the catalog changed.`,
       tags: ["sources"],
       params: SourceParams,
       responses: { 200: SourceOut },

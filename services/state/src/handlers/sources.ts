@@ -20,7 +20,7 @@ import { sourceMsg } from "../convert.js";
 import { sourcesDb, type SourceView } from "../db/sources.js";
 import type { Engine } from "../engine/index.js";
 import { requireBox, type SourceBox } from "../sources/seal.js";
-import type { SourceSync } from "../sources/sync.js";
+import type { SourceSync, SyncTrigger } from "../sources/sync.js";
 import { verifyWebhook, type WebhookNotice } from "../sources/webhook.js";
 import { checkCreateSource } from "./source-input.js";
 
@@ -46,6 +46,19 @@ function ignoredBecause(n: WebhookNotice, branch: string): string {
 
 export function sourceHandlers(engine: Engine, sync: SourceSync, box: SourceBox | undefined): SourceHandlers {
   const { pool, events, clock, config, log } = engine.deps;
+
+  /**
+   * A sync that starts after the request: one already under way (a scheduled retry, another
+   * replica) may have fetched before the commit the operator is waiting for, so answering with its
+   * outcome would show a stale failure. Queued behind it, try again until ours runs or time is up.
+   */
+  const syncAfter = async (name: string, trigger: SyncTrigger, until: number) => {
+    for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
+      const r = await sync.sync(name, trigger);
+      if (!r.queued || clock.now() + delay >= until) return r;
+      await new Promise((res) => setTimeout(res, delay));
+    }
+  };
 
   const view = async (name: string): Promise<SourceView> => {
     const row = await sourcesDb.get(pool, name);
@@ -141,7 +154,8 @@ export function sourceHandlers(engine: Engine, sync: SourceSync, box: SourceBox 
 
     async syncSource(req, ctx) {
       // A slow fetch outlasts the caller's patience: answer with the row as it stands and let the sync finish.
-      const running = sync.sync(req.name, { kind: "manual", actor: ctx.actor });
+      const until = clock.now() + SOURCE_SYNC_WAIT_S * 1000;
+      const running = syncAfter(req.name, { kind: "manual", actor: ctx.actor }, until);
       running.catch(() => {}); // a failure after the wait is logged by sync; before it, it is rethrown below
       let timer: NodeJS.Timeout | undefined;
       try {
