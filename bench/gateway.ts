@@ -1,7 +1,9 @@
 // npm run bench -- gateway [--duration 15] [--connections 50]
 // Authenticated GET /api/v1/operators (50 operators) through gateway → NATS → auth → Postgres,
-// against a baseline measured in the same run: a bare fastify process running the same SQL.
+// against a baseline measured in the same run: a bare fastify process running the same SQL, and
+// once more with tracing on (every request sampled, spans exported over OTLP/HTTP to a loopback sink).
 import { fork } from "node:child_process";
+import { createServer } from "node:http";
 import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
@@ -27,9 +29,27 @@ async function load(url: string, headers: Record<string, string>): Promise<Resul
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
 }
 
+/** An OTLP/HTTP receiver that only counts what it is sent: the exporter's full cost, no backend's. */
+async function startTraceSink() {
+  const seen = { requests: 0, bytes: 0 };
+  const server = createServer((req, res) => {
+    req.on("data", (chunk: Buffer) => (seen.bytes += chunk.length));
+    req.on("end", () => {
+      if (req.method === "POST" && req.url === "/v1/traces") seen.requests++;
+      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const addr = server.address();
+  const url = `http://127.0.0.1:${typeof addr === "object" && addr ? addr.port : 0}`;
+  return { url, seen, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
 const nats = await startNats();
 const db = await createTestDatabase("orch_bench");
-const system = await startSystem({ nats, db, services: ["auth", "gateway"], env: { ORCH_LOG_LEVEL: "warn" } });
+const env = { ORCH_LOG_LEVEL: "warn" };
+let system = await startSystem({ nats, db, services: ["auth", "gateway"], env });
+const sink = await startTraceSink();
 try {
   const token = await system.login(system.admin);
   for (let i = 1; i < 50; i++) {
@@ -54,11 +74,27 @@ try {
   const gateway = await load(`${system.url}/api/v1/operators`, { authorization: `Bearer ${token}` });
   direct.kill();
 
+  // The same processes restarted with tracing on, over the same database and admin.
+  await system.stop();
+  system = await startSystem({
+    nats,
+    db,
+    services: ["auth", "gateway"],
+    admin: system.admin,
+    env: { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: sink.url, OTEL_TRACES_SAMPLER: "always_on" },
+  });
+  const tracedToken = await system.login(system.admin);
+  const traced = await load(`${system.url}/api/v1/operators`, { authorization: `Bearer ${tracedToken}` });
+
   const row = (name: string, r: Result) =>
     `${name.padEnd(28)} ${r.rps.toFixed(0).padStart(8)} req/s   p50 ${String(r.p50).padStart(4)} ms   p99 ${String(r.p99).padStart(4)} ms   errors ${r.errors + r.non2xx}`;
   console.log(row("direct fastify + pg", baseline));
   console.log(row("gateway → NATS → auth → pg", gateway));
+  console.log(row("same, tracing on (100%)", traced));
   console.log(`ratio (gateway / direct): ${(gateway.rps / baseline.rps).toFixed(2)}   (goal ≥ 0.50)`);
+  console.log(
+    `ratio (tracing on / off): ${(traced.rps / gateway.rps).toFixed(2)}   (OTLP sink received ${sink.seen.requests} exports, ${(sink.seen.bytes / 1e6).toFixed(1)} MB)`,
+  );
   // Two cores: a busy machine moves both figures, so the load is part of the result.
   console.log(
     `load average (1/5/15 min): ${loadavg()
@@ -67,6 +103,7 @@ try {
   );
 } finally {
   await system.stop();
+  await sink.close();
   await db.drop();
   await nats.stop();
 }

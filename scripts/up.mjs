@@ -5,14 +5,15 @@
 // development CA for the agent link (.orch/tls) on first run, starts every service (and N
 // local agents) as supervised processes, and prints how to log in. Ctrl-C stops everything.
 import { spawn, spawnSync } from "node:child_process";
-import { generateKeyPairSync, randomBytes } from "node:crypto";
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { connect } from "node:net";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
+import { portOpen } from "./lib/port-open.mjs";
 
 const ROOT = new URL("..", import.meta.url).pathname;
-const STATE = join(ROOT, ".orch");
+// ORCH_UP_STATE_DIR lets a second stack (e.g. the README walkthrough test) keep its keys apart.
+const STATE = process.env.ORCH_UP_STATE_DIR || join(ROOT, ".orch");
 const { values: args } = parseArgs({
   options: {
     agents: { type: "string", default: "0" },
@@ -32,19 +33,6 @@ const fail = (msg) => {
 function run(cmd, argv, opts = {}) {
   const r = spawnSync(cmd, argv, { cwd: ROOT, stdio: "inherit", ...opts });
   if (r.status !== 0) fail(`${cmd} ${argv.join(" ")} failed (exit ${r.status})`);
-}
-
-function portOpen(host, port, timeoutMs = 1000) {
-  return new Promise((resolve) => {
-    const s = connect({ host, port });
-    const done = (ok) => {
-      s.destroy();
-      resolve(ok);
-    };
-    s.setTimeout(timeoutMs, () => done(false));
-    s.once("connect", () => done(true));
-    s.once("error", () => done(false));
-  });
 }
 
 async function waitPort(host, port, timeoutMs) {
@@ -116,6 +104,12 @@ async function stopAll() {
 }
 process.on("SIGINT", stopAll);
 process.on("SIGTERM", stopAll);
+
+// 0. The system tools this needs (nats-server/Postgres unless they already answer): says how to install them.
+{
+  const r = spawnSync(process.execPath, [join(ROOT, "scripts/preflight.mjs"), "up"], { stdio: "inherit" });
+  if (r.status !== 0) process.exit(r.status ?? 1);
+}
 
 // 1. Install and build.
 if (!args["no-install"] && !existsSync(join(ROOT, "node_modules/.package-lock.json"))) {
@@ -232,6 +226,11 @@ if (/^(1|true)$/i.test(allowFileSources)) {
   say("git sources may use file:// URLs (DEVELOPMENT: ORCH_STATE_SOURCES_ALLOW_FILE_URLS=true; docs/sources.md)");
 }
 
+// Development sends notifications to local receivers (a webhook on 127.0.0.1, a LAN ntfy); a
+// deployment keeps notify.allow_private_targets off so channels cannot reach internal addresses.
+const allowPrivateTargets = process.env.ORCH_NOTIFY_ALLOW_PRIVATE_TARGETS ?? "true";
+const privateTargetsAllowed = /^(1|true|yes|on)$/i.test(allowPrivateTargets);
+
 // The agent link's TLS identity: a development CA (first run) and a server certificate it issues,
 // so the link is authenticated from the start. Local agents trust the CA (--ca); agents elsewhere
 // take the CA file or pin its fingerprint. Given files or ORCH_AGENTS_INSECURE win.
@@ -299,6 +298,7 @@ const env = {
   ORCH_NOTIFY_CREDENTIALS_KEYS: notifyKeys,
   ORCH_STATE_SOURCE_KEYS: sourceKeys,
   ORCH_STATE_SOURCES_ALLOW_FILE_URLS: allowFileSources,
+  ORCH_NOTIFY_ALLOW_PRIVATE_TARGETS: allowPrivateTargets,
   ORCH_HEALTH_PORT: process.env.ORCH_HEALTH_PORT ?? "0",
   ORCH_HEALTH_HOST: "127.0.0.1",
   ORCH_GATEWAY_SERVICES: JSON.stringify(services.filter((s) => s !== "gateway")),
@@ -324,6 +324,80 @@ if (status?.status !== "ok") {
   say(`some services are not ready yet: ${JSON.stringify(status?.services ?? {})}`);
 }
 
+/**
+ * The local agents all report this machine's hostname, so up tells them apart by name: it makes
+ * each agent's identity key itself (the agent keeps an existing agent.key) to know its node id,
+ * then approves it as agent-<i>.
+ */
+function agentNodeId(dataDir) {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const path = join(dataDir, "agent.key");
+  if (!existsSync(path)) {
+    const { privateKey } = generateKeyPairSync("ed25519");
+    writeFileSync(path, privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600 });
+  }
+  const der = createPublicKey(createPrivateKey(readFileSync(path))).export({ format: "der", type: "spki" });
+  // The agent's node id rule (nodeIdFromPublicKey in @orch/contracts).
+  return createHash("sha256")
+    .update(der.subarray(der.length - 32))
+    .digest("hex")
+    .slice(0, 32);
+}
+
+async function api(method, path, token, body) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: {
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    signal: AbortSignal.timeout(5000),
+  });
+  const json = await res.json().catch(() => ({}));
+  return { status: res.status, json };
+}
+
+/** Logs in with the bootstrap admin key and approves each pending local agent as agent-<i>. */
+async function approveLocalAgents() {
+  if (process.env.ORCH_BOOTSTRAP_ADMIN_KEY && process.env.ORCH_BOOTSTRAP_ADMIN_KEY !== adminPub) {
+    say("ORCH_BOOTSTRAP_ADMIN_KEY is not .orch/admin.key: approve the local agents yourself (npx orchctl agents list)");
+    return;
+  }
+  const key = createPrivateKey(readFileSync(keyPath));
+  const ch = await api("POST", "/api/v1/auth/challenge", undefined, { public_key: adminPub }).catch(() => undefined);
+  const nonce = ch?.json?.nonce;
+  const signature = nonce && sign(null, Buffer.from(nonce, "hex"), key).toString("hex");
+  const v = nonce && (await api("POST", "/api/v1/auth/verify", undefined, { public_key: adminPub, nonce, signature }));
+  const token = v?.json?.token;
+  if (!token) {
+    say(
+      `could not log in to approve the local agents (${v?.status ?? ch?.status ?? "no answer"}); approve them yourself`,
+    );
+    return;
+  }
+  for (const a of localAgents) {
+    const until = Date.now() + 30_000;
+    let seen;
+    while (Date.now() < until) {
+      seen = await api("GET", `/api/v1/agents/${a.nodeId}`, token).catch(() => undefined);
+      if (seen?.status === 200) break;
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    if (seen?.status !== 200) {
+      a.note = "has not connected yet: approve it with npx orchctl agents approve";
+    } else if (seen.json.status === "pending") {
+      const r = await api("POST", `/api/v1/agents/${a.nodeId}`, token, { status: "approved", name: a.name });
+      if (r.status !== 200) a.note = `not approved (${r.json.code ?? r.status}): ${r.json.detail ?? ""}`;
+    } else {
+      a.name = seen.json.name ?? a.name;
+      if (seen.json.status !== "approved") a.note = seen.json.status;
+    }
+  }
+  await api("POST", "/api/v1/auth/logout", token).catch(() => undefined);
+}
+
+const localAgents = [];
 const agentCount = Number(args.agents);
 const agentMain = join(ROOT, "agent/dist/main.js");
 if (agentCount > 0) {
@@ -332,12 +406,17 @@ if (agentCount > 0) {
   for (let i = 1; i <= agentCount; i++) {
     const dataDir = join(STATE, "agents", `agent-${i}`);
     const argv = [agentMain, "--server", `127.0.0.1:${link}`, "--data-dir", dataDir, ...agentTrust];
+    localAgents.push({ name: `agent-${i}`, nodeId: agentNodeId(dataDir) });
     supervise(`agent-${i}`, process.execPath, argv, {}, i + services.length + 2);
   }
-  say(`started ${agentCount} local agent(s); approve them with: npx orchctl agents list / approve <id> --name <name>`);
+  say(`started ${agentCount} local agent(s); approving them as agent-1…agent-${agentCount}`);
+  await approveLocalAgents();
 }
 
-const rel = ".orch/admin.key";
+const rel = relative(process.cwd(), keyPath) || keyPath;
+const agentLines = localAgents
+  .map((a) => `\n              ${a.name}  node ${a.nodeId}${a.note ? `  (${a.note})` : ""}`)
+  .join("");
 process.stdout.write(`
 \x1b[1mOrchestrator is up\x1b[0m
   API:        ${base}/api/v1   (OpenAPI: ${base}/api/v1/openapi.json)
@@ -346,6 +425,12 @@ process.stdout.write(`
     .map(([k, v]) => `${k}=${v}`)
     .join(" ")}
   Log in:     npx orchctl login --server ${base} --key ${rel}
+  Agents:     ${localAgents.length ? `${localAgents.length} local (same host, told apart by name):${agentLines}` : "none started here (npm run up -- --agents 2)"}
+  Notifications: ${
+    privateTargetsAllowed
+      ? "private targets allowed (development: ORCH_NOTIFY_ALLOW_PRIVATE_TARGETS=true; channels may post to 127.0.0.1 and LAN addresses)"
+      : "private targets refused (ORCH_NOTIFY_ALLOW_PRIVATE_TARGETS is off)"
+  }
   Agent pkgs: ${
     haveReleases
       ? `curl -fsSL ${base}/install/agent.sh | sudo sh -s -- --token <npx orchctl join-tokens create --ttl 1h>`

@@ -8,6 +8,7 @@ import { createDispatcher } from "./link/dispatch.js";
 import { linkCredentials } from "./link/trust.js";
 import { createSampler } from "./metrics.js";
 import type { DaemonOptions } from "./options.js";
+import { agentMetrics } from "./prometheus.js";
 import type { AgentHandlers, AgentLogger, AgentRuntime, Feature } from "./runtime.js";
 import { AGENT_VERSION } from "./version.js";
 
@@ -175,6 +176,7 @@ export function createAgent(opts: {
               for (const subject of subscriptions.keys())
                 linkSend({ frame: { case: "subscribe", value: { subject } } });
               sendMetrics();
+              agentMetrics().linkConnected(true);
               for (const fn of linkUpListeners) fn();
             }
             if (w.status !== status || first)
@@ -204,6 +206,7 @@ export function createAgent(opts: {
         },
       });
       const outcome = await attempt.done;
+      agentMetrics().linkConnected(false);
       attempt = undefined;
       send = undefined;
       status = "";

@@ -13,6 +13,8 @@ export const DEFAULT_METRICS_INTERVAL = 15;
 export interface DaemonOptions extends AgentOptions {
   dataDir: string;
   logLevel: LogLevel;
+  /** host:port of the opt-in Prometheus endpoint (GET /metrics); undefined = off. */
+  metricsListen?: string | undefined;
 }
 
 export const USAGE = `usage: orch-agent [--server host:port | --discover] [options]
@@ -23,6 +25,7 @@ export const USAGE = `usage: orch-agent [--server host:port | --discover] [optio
   --discovery-port N        UDP port for discovery (${DEFAULT_DISCOVERY_PORT})        ORCH_AGENT_DISCOVERY_PORT
   --no-terminal             refuse remote terminal sessions       ORCH_AGENT_NO_TERMINAL=true
   --metrics-interval SECS   metrics sample interval (${DEFAULT_METRICS_INTERVAL})          ORCH_AGENT_METRICS_INTERVAL
+  --metrics-listen host:port  serve Prometheus GET /metrics there (off)  ORCH_AGENT_METRICS_LISTEN
   How the agent authenticates the server (one of; default: TLS with the system CAs):
   --ca FILE                 CA bundle that issued the server certificate  ORCH_AGENT_CA
                             (alias --tls-ca, ORCH_AGENT_TLS_CA)
@@ -78,6 +81,7 @@ function readFlags(argv: string[]) {
         "discovery-port": { type: "string" },
         "no-terminal": { type: "boolean" },
         "metrics-interval": { type: "string" },
+        "metrics-listen": { type: "string" },
         tls: { type: "boolean" },
         ca: { type: "string" },
         "tls-ca": { type: "string" },
@@ -122,6 +126,9 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): DaemonOpti
     86_400,
     false,
   );
+  const metricsListen = values["metrics-listen"] ?? (env.ORCH_AGENT_METRICS_LISTEN || undefined);
+  if (metricsListen !== undefined && !validHostPort(metricsListen))
+    throw new UsageError(`--metrics-listen must be host:port, got ${JSON.stringify(metricsListen)}`);
   const terminalEnabled = !(values["no-terminal"] ?? truthy(env.ORCH_AGENT_NO_TERMINAL));
   const trust = parseTrust(values, env);
   const shells = values.shell?.length
@@ -158,6 +165,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): DaemonOpti
     terminalEnabled,
     shells,
     metricsIntervalSeconds,
+    metricsListen,
     trust,
     cronDir,
     logLevel,

@@ -65,7 +65,7 @@ t.test("upgrade <agent> --to: resolves the agent, posts the version, prints the 
     sent(w, "POST", `/api/v1/agents/${NODE}/upgrade`).map((q) => q.body),
     [{ version: "0.2.0" }],
   );
-  t.match(r.stdout, /Upgrading 1 agent\(s\) to orch-agent 0\.2\.0/);
+  t.match(r.stdout, /Upgrading 1 agent to orch-agent 0\.2\.0/);
   t.match(r.stdout, /web-1\s+0\.1\.0\s+0\.2\.0\s+requested/);
   t.match(r.stderr, /orchctl agents upgrades/);
 });

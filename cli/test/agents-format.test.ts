@@ -3,7 +3,7 @@ import type { Agent } from "@orch/client";
 import { parseTagArg, parseTime } from "../src/args.js";
 import { AGENT_COLUMNS, agentRows, metricRows, tagList } from "../src/format/agents.js";
 import { ago } from "../src/format/time.js";
-import { bytes, count, duration } from "../src/format/units.js";
+import { agree, bytes, count, duration } from "../src/format/units.js";
 import { formatTable } from "../src/output.js";
 
 const NOW = Date.parse("2025-06-01T12:00:00Z");
@@ -119,4 +119,7 @@ t.test("count: singular for one, plural otherwise", async (t) => {
   t.equal(count(1, "module"), "1 module");
   t.equal(count(0, "module"), "0 modules");
   t.equal(count(2, "assignment"), "2 assignments");
+  t.equal(count(3, "Ed25519 key"), "3 Ed25519 keys");
+  t.equal(`${count(1, "resource")} ${agree(1, "differs", "differ")}`, "1 resource differs");
+  t.equal(`${count(2, "resource")} ${agree(2, "differs", "differ")}`, "2 resources differ");
 });

@@ -66,7 +66,7 @@ t.test("unit: a run's progress, start and outcome", async (t) => {
       { node_id: "n2", name: null, status: "not_started", operation_id: null },
     ],
   } as unknown as AssignmentRun;
-  t.equal(runStartedLine("apply", run), "apply of web started on 2 agent(s): run run-1");
+  t.equal(runStartedLine("apply", run), "apply of web started on 2 agents: run run-1");
   t.equal(runProgressLine(run.operations[0]!, false), "  web-1                succeeded");
   const op = {
     id: "op-1",
@@ -82,6 +82,9 @@ t.test("unit: a run's progress, start and outcome", async (t) => {
   t.same(runResultLines("apply", run, [op], false), [
     "apply op-1 on web-1: succeeded — 1 ok",
     "apply on n2: not_started",
-    "run run-1 completed: 2 agent(s), 1 failure(s)",
+    "run run-1 completed: 2 agents, 1 failure",
   ]);
+  const one = { ...run, failures: 0, operations: [run.operations[0]!] } as AssignmentRun;
+  t.equal(runStartedLine("plan", one), "plan of web started on 1 agent: run run-1");
+  t.equal(runResultLines("plan", one, [], false).at(-1), "run run-1 completed: 1 agent, 0 failures");
 });

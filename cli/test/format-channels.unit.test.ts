@@ -11,6 +11,7 @@ import {
   channelVerbLine,
   deliveryRows,
 } from "../src/format/channels.js";
+import { namesFrom } from "../src/operator-names.js";
 import { formatTable } from "../src/output.js";
 
 const hook = {
@@ -67,6 +68,18 @@ t.test("unit: an unmasked webhook secret is shown once; a masked one is not", as
   t.equal(channelSecretLine(hook), null);
   const fresh = { ...hook, config: { ...hook.config, secret: "whsec_abc" } } as Channel;
   t.equal(channelSecretLine(fresh), "webhook secret (shown once, store it now): whsec_abc");
+  const config = (c: Channel) => channelFields(c).find(([k]) => k === "config")?.[1];
+  t.equal(config(fresh), JSON.stringify({ url: hook.config.url, secret: "***" }), "the config line masks it");
+  t.equal(config(hook), JSON.stringify(hook.config), "a masked secret stays as the server masked it");
+});
+
+t.test("unit: created_by through the operator names; unknown ids unchanged", async (t) => {
+  const names = namesFrom([{ id: "01J0A", name: "alice" }]);
+  t.equal(names("01J0A"), "alice");
+  t.equal(names("system"), "system");
+  t.equal(names("join_token:01J0B"), "join_token:01J0B");
+  t.equal(names(null), null);
+  t.same(channelFields({ ...hook, created_by: "01J0A" } as Channel, names).at(-1), ["created_by", "alice"]);
 });
 
 t.test("unit: test result fields and deliveries table", async (t) => {

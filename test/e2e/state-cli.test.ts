@@ -120,7 +120,7 @@ t.test("ops list | show | output, state, drift --check", async (t) => {
   writeFileSync(join(dir, "motd"), "tampered\n");
   const drift = await orchctl(["drift", "cli-1", "--check"]);
   t.equal(drift.code, 0, drift.stderr);
-  t.match(drift.stdout, /^drifted: 1 resource differ/m);
+  t.match(drift.stdout, /^drifted: 1 resource differs/m);
   t.match(drift.stdout, /^\s+-tampered$/m);
   const latest = JSON.parse((await orchctl(["--json", "drift", "cli-1"])).stdout);
   t.equal(latest.drifted, true);
@@ -146,7 +146,7 @@ t.test("assignments create | list | show | plan | apply | rm", async (t) => {
   const apply = await orchctl(["assignments", "apply", "tests"]);
   t.equal(apply.code, 0, apply.stderr);
   t.match(apply.stderr, /cli-1\s+(pending|running|succeeded)/, "live per-agent progress");
-  t.match(apply.stdout, /run \S+ completed: 1 agent\(s\), 0 failure\(s\)/);
+  t.match(apply.stdout, /run \S+ completed: 1 agent, 0 failures/);
   t.match(apply.stdout, /changed\s+motd\/motd/, "the drifted file was restored");
   const plan = JSON.parse((await orchctl(["--json", "assignments", "plan", "tests", "--batch", "1"])).stdout);
   t.equal(plan.status, "completed");

@@ -1,10 +1,12 @@
 import { create, fromBinary, toBinary, type DescMethod, type MessageInitShape } from "@bufbuild/protobuf";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
 import type { ErrorReason, Request, ResponseSchema } from "@orch/contracts";
+import { SpanKind, SpanStatusCode, extractTrace, tracingEnabled, withSpan } from "@orch/kit/tracing";
 import { AgentError, type AgentCallContext, type AgentHandlers, type AgentLogger } from "../runtime.js";
 
 type ResponseInit = MessageInitShape<typeof ResponseSchema>;
 type AnyHandler = (req: unknown, ctx: AgentCallContext) => Promise<unknown>;
+type HandleOptions = { approved: boolean; now?: () => number };
 
 const fail = (id: bigint, code: string, reason: ErrorReason, message: string): ResponseInit => ({
   id,
@@ -27,48 +29,61 @@ export function createDispatcher(log: AgentLogger) {
       }
     },
     methods: () => [...methods.keys()],
-    async handle(req: Request, opts: { approved: boolean; now?: () => number }): Promise<ResponseInit> {
-      const now = opts.now ?? Date.now;
-      const entry = methods.get(req.method);
-      if (!entry) return fail(req.id, "INTERNAL", "unknown_method", `this agent does not serve ${req.method}`);
-      // The server relays nothing to unapproved agents; refusing here too keeps that true if it ever did.
-      if (!opts.approved) return fail(req.id, "FAILED_PRECONDITION", "agent_not_approved", "the agent is not approved");
-      const deadline = req.deadline > 0 ? req.deadline : now() + 30_000;
-      if (deadline <= now())
+    handle(req: Request, opts: HandleOptions): Promise<ResponseInit> {
+      if (!tracingEnabled()) return run(req, opts);
+      // The server span continues the relay's trace (the Request frame's trace_context).
+      return withSpan(
+        `agent ${req.method}`,
+        {
+          kind: SpanKind.SERVER,
+          parent: extractTrace((k) => req.traceContext[k]),
+          attributes: { "rpc.system": "orch-agent-link", "rpc.method": req.method },
+        },
+        async (span) => {
+          const res = await run(req, opts);
+          if (res.error) span?.setStatus({ code: SpanStatusCode.ERROR, message: res.error.reason || res.error.code });
+          return res;
+        },
+      );
+    },
+  };
+
+  async function run(req: Request, opts: HandleOptions): Promise<ResponseInit> {
+    const now = opts.now ?? Date.now;
+    const entry = methods.get(req.method);
+    if (!entry) return fail(req.id, "INTERNAL", "unknown_method", `this agent does not serve ${req.method}`);
+    // The server relays nothing to unapproved agents; refusing here too keeps that true if it ever did.
+    if (!opts.approved) return fail(req.id, "FAILED_PRECONDITION", "agent_not_approved", "the agent is not approved");
+    const deadline = req.deadline > 0 ? req.deadline : now() + 30_000;
+    if (deadline <= now())
+      return fail(req.id, "DEADLINE_EXCEEDED", "deadline_exceeded", "the request expired before it reached the agent");
+    let input: unknown;
+    try {
+      input = fromBinary(entry.method.input, req.payload);
+    } catch {
+      return fail(req.id, "INVALID_ARGUMENT", "invalid_payload", `the ${req.method} payload could not be decoded`);
+    }
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<"expired">((resolve) => {
+      timer = setTimeout(() => resolve("expired"), deadline - now());
+    });
+    try {
+      const out = await Promise.race([entry.handler(input, { deadline }), expired]);
+      if (out === "expired")
         return fail(
           req.id,
           "DEADLINE_EXCEEDED",
           "deadline_exceeded",
-          "the request expired before it reached the agent",
+          `${req.method} did not finish before its deadline`,
         );
-      let input: unknown;
-      try {
-        input = fromBinary(entry.method.input, req.payload);
-      } catch {
-        return fail(req.id, "INVALID_ARGUMENT", "invalid_payload", `the ${req.method} payload could not be decoded`);
-      }
-      let timer: NodeJS.Timeout | undefined;
-      const expired = new Promise<"expired">((resolve) => {
-        timer = setTimeout(() => resolve("expired"), deadline - now());
-      });
-      try {
-        const out = await Promise.race([entry.handler(input, { deadline }), expired]);
-        if (out === "expired")
-          return fail(
-            req.id,
-            "DEADLINE_EXCEEDED",
-            "deadline_exceeded",
-            `${req.method} did not finish before its deadline`,
-          );
-        return { id: req.id, payload: toBinary(entry.method.output, create(entry.method.output, out as never)) };
-      } catch (err) {
-        if (err instanceof AgentError) return fail(req.id, err.code, err.reason, err.message);
-        log.error({ err, method: req.method }, "agent handler failed");
-        return fail(req.id, "INTERNAL", "internal", "internal error on the agent");
-      } finally {
-        clearTimeout(timer);
-      }
-    },
-  };
+      return { id: req.id, payload: toBinary(entry.method.output, create(entry.method.output, out as never)) };
+    } catch (err) {
+      if (err instanceof AgentError) return fail(req.id, err.code, err.reason, err.message);
+      log.error({ err, method: req.method }, "agent handler failed");
+      return fail(req.id, "INTERNAL", "internal", "internal error on the agent");
+    } finally {
+      clearTimeout(timer);
+    }
+  }
 }
 export type Dispatcher = ReturnType<typeof createDispatcher>;

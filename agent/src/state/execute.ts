@@ -1,5 +1,7 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
 import type { ExecuteRequest, ExecuteResponseSchema } from "@orch/contracts";
+import { SpanStatusCode, withSpan } from "@orch/kit/tracing";
+import { agentMetrics } from "../prometheus.js";
 import { AgentError, type AgentCallContext, type AgentLogger } from "../runtime.js";
 import { masker, maskJson } from "./mask.js";
 import { topoOrder } from "./order.js";
@@ -54,6 +56,7 @@ export function createExecute(deps: ExecuteDeps): (req: ExecuteRequest, ctx: Age
 async function executeOne(deps: ExecuteDeps, req: ExecuteRequest, ctx: AgentCallContext): Promise<Response> {
   if (req.mode !== "plan" && req.mode !== "apply")
     throw new AgentError("INVALID_ARGUMENT", "invalid_mode", `mode must be plan or apply`);
+  const mode = req.mode;
   const nodes = req.resources.map((r, i) => {
     if (!r.id) throw new AgentError("INVALID_ARGUMENT", "invalid_resource", `resource ${i} has no id`);
     const key = keyOf(r.module, r.id);
@@ -89,18 +92,15 @@ async function executeOne(deps: ExecuteDeps, req: ExecuteRequest, ctx: AgentCall
     } else {
       result = {
         ...base,
-        ...(await runResource(
-          deps.providers[res.type],
-          res.type,
-          req.mode,
-          (res.spec ?? {}) as Record<string, unknown>,
-          until,
+        ...(await traced(res, mode, () =>
+          runResource(deps.providers[res.type], res.type, mode, (res.spec ?? {}) as Record<string, unknown>, until),
         )),
       };
     }
     result.durationMs = performance.now() - started;
     results.push(maskResult(result, mask));
     statusOf.set(node.key, result.status);
+    agentMetrics().resource(result.status);
     if (req.operationId && deps.publish) {
       try {
         deps.publish(
@@ -130,6 +130,24 @@ async function executeOne(deps: ExecuteDeps, req: ExecuteRequest, ctx: AgentCall
 }
 
 type Outcome = Omit<Result, "id" | "module" | "type">;
+
+/**
+ * One span per resource that runs (skipped ones never reach a provider): resource.check in a plan,
+ * resource.apply in an apply, with the outcome as an attribute. A pass-through when tracing is off.
+ */
+const traced = (res: { id: string; module: string; type: string }, mode: string, fn: () => Promise<Outcome>) =>
+  withSpan(
+    mode === "plan" ? "resource.check" : "resource.apply",
+    { attributes: { "orch.resource.type": res.type, "orch.resource.id": res.id, "orch.resource.module": res.module } },
+    async (span) => {
+      const out = await fn();
+      if (span) {
+        span.setAttribute("orch.resource.result", out.status);
+        if (out.status === "failed") span.setStatus({ code: SpanStatusCode.ERROR, message: out.message ?? "failed" });
+      }
+      return out;
+    },
+  );
 
 async function runResource(
   provider: Provider | undefined,

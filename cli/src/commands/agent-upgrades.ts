@@ -7,6 +7,7 @@ import { CliError } from "../errors.js";
 import { UPGRADE_COLUMNS, upgradeRows } from "../format/agent-upgrades.js";
 import type { CliIO } from "../output.js";
 import { resolveAgent } from "./agents.js";
+import { count } from "../format/units.js";
 
 type Started = ResponseBody<"/api/v1/agent-upgrades", "post">;
 
@@ -30,7 +31,7 @@ export function registerUpgrades(agents: Command, io: CliIO): void {
           r = unwrap(await ctx.api.POST("/api/v1/agent-upgrades", { body: { selector: opts.selector!, ...body } }));
         }
         ctx.out.result(r, () => {
-          ctx.out.line(`Upgrading ${r.upgrades.length} agent(s) to orch-agent ${r.version}`);
+          ctx.out.line(`Upgrading ${count(r.upgrades.length, "agent")} to orch-agent ${r.version}`);
           if (r.skipped) ctx.out.line(`${r.skipped} already on ${r.version}: skipped`);
           if (r.upgrades.length) ctx.out.table(UPGRADE_COLUMNS, upgradeRows(r.upgrades, Date.now()));
           if (r.upgrades.some((u) => u.status === "requested"))

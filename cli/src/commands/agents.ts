@@ -19,6 +19,7 @@ import {
 } from "../format/agents.js";
 import type { CliIO } from "../output.js";
 import { registerUpgrades } from "./agent-upgrades.js";
+import { count } from "../format/units.js";
 
 const MAX_PAGES = 10_000;
 const STATUSES = ["pending", "approved", "rejected"] as const;
@@ -74,7 +75,7 @@ export async function resolveAgent(ctx: Context, ref: string): Promise<Agent> {
     if (matches.length === 1) return matches[0]!;
     if (matches.length > 1)
       throw new CliError(
-        `${ref} matches ${matches.length} agents: ${matches.map((a) => shortId(a.node_id)).join(", ")}; give more of the id`,
+        `${ref} matches ${count(matches.length, "agent")}: ${matches.map((a) => shortId(a.node_id)).join(", ")}; give more of the id`,
         "ambiguous_agent",
       );
     throw err;

@@ -2,7 +2,7 @@
 import type { Command } from "commander";
 import { unwrap, type DriftRecord, type StateOperation as Operation } from "@orch/client";
 import { action, type Context } from "../context.js";
-import { CliError } from "../errors.js";
+import { CliError, ProblemError } from "../errors.js";
 import { driftLines, isOpen, operationLines } from "../format/operations.js";
 import type { CliIO } from "../output.js";
 
@@ -110,7 +110,18 @@ function drift(program: Command, io: CliIO): void {
             );
           record = unwrap(await ctx.api.GET("/api/v1/agents/{node_id}/drift/latest", a));
         } else {
-          record = unwrap(await ctx.api.GET("/api/v1/agents/{node_id}/drift/latest", a));
+          try {
+            record = unwrap(await ctx.api.GET("/api/v1/agents/{node_id}/drift/latest", a));
+          } catch (err) {
+            // No record yet is what a first look at a fresh agent finds: say how to make one (a
+            // second line under the error on stderr; --json keeps the server's problem as it is).
+            if (err instanceof ProblemError && err.code === "drift_not_found")
+              throw new ProblemError(
+                err.problem,
+                `${err.message}\nhint: no drift check has run on ${agent} yet; run one with: orchctl drift ${agent} --check`,
+              );
+            throw err;
+          }
         }
         ctx.out.result(record, () => printLines(ctx, driftLines(record, color)));
       }),

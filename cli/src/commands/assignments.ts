@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { unwrap, type RequestBody, type AssignmentRun as Run, type StateOperation as Operation } from "@orch/client";
 import { parseLimit } from "../args.js";
 import { action, type Context } from "../context.js";
+import { operatorNames } from "../operator-names.js";
 import { CliError } from "../errors.js";
 import {
   ASSIGNMENT_COLUMNS,
@@ -21,6 +22,7 @@ import type { CliIO } from "../output.js";
 import { listCommand } from "../list-command.js";
 import { pages } from "../pages.js";
 import { parseModules, printLines, sleep, useColor } from "./apply.js";
+import { count } from "../format/units.js";
 
 const POLL_MS = 500;
 
@@ -171,7 +173,8 @@ const show: Sub = (asg, io) =>
     .action(
       action(io, async (ctx, name: string) => {
         const a = unwrap(await ctx.api.GET("/api/v1/assignments/{name}", { params: { path: { name } } }));
-        ctx.out.result(a, () => ctx.out.fields(assignmentFields(a)));
+        const names = await operatorNames(ctx);
+        ctx.out.result(a, () => ctx.out.fields(assignmentFields(a, names)));
       }),
     );
 
@@ -224,7 +227,7 @@ const fanOut =
           );
           if (!ctx.json && (run.failures > 0 || run.status !== "completed"))
             throw new CliError(
-              `${kind} of ${run.assignment} ${run.status} with ${run.failures} failure(s)`,
+              `${kind} of ${run.assignment} ${run.status} with ${count(run.failures, "failure")}`,
               `run_${run.status}`,
             );
         }),
@@ -251,8 +254,9 @@ const runs: Sub = (asg, io) =>
           "runs",
           opts,
         );
+        const names = await operatorNames(ctx);
         ctx.out.result(page, () => {
-          ctx.out.table(RUN_COLUMNS, runRows(page.runs));
+          ctx.out.table(RUN_COLUMNS, runRows(page.runs, names));
           if (page.has_more && page.next_cursor)
             ctx.out.note(`more runs: orchctl assignments runs ${name} --cursor ${page.next_cursor} (or --all)`);
         });

@@ -3,11 +3,13 @@ import type { Command } from "commander";
 import { unwrap, type Challenge, type Verified } from "@orch/client";
 import { deleteSession, writeSession, type Session } from "../config.js";
 import { action, type Context } from "../context.js";
+import { operatorNames } from "../operator-names.js";
 import { CliError, ProblemError } from "../errors.js";
 import { operatorLine, whoamiFields } from "../format/operators.js";
 import { serverClient } from "../http.js";
 import { loadSigners, type Signer } from "../keys/index.js";
 import type { CliIO } from "../output.js";
+import { count } from "../format/units.js";
 
 /** Challenge → sign the raw nonce bytes → verify. Returns the new session (not yet stored). */
 export async function authenticate(ctx: Context, server: string, signer: Signer): Promise<Session> {
@@ -67,7 +69,7 @@ const login: Sub = (program, io) =>
         }
         if (!session) {
           throw new CliError(
-            `${server} accepted none of the ${signers.length} Ed25519 keys in ssh-agent:\n${rejected.join("\n")}`,
+            `${server} accepted none of the ${count(signers.length, "Ed25519 key")} in ssh-agent:\n${rejected.join("\n")}`,
             last?.code ?? "login_failed",
           );
         }
@@ -123,7 +125,8 @@ const whoami: Sub = (program, io) =>
       action(io, async (ctx) => {
         const op = unwrap(await ctx.api.GET("/api/v1/auth/whoami"));
         const server = await ctx.orch.server();
-        ctx.out.result(op, () => ctx.out.fields(whoamiFields(op, server)));
+        const names = await operatorNames(ctx);
+        ctx.out.result(op, () => ctx.out.fields(whoamiFields(op, server, names)));
       }),
     );
 

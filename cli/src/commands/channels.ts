@@ -3,18 +3,21 @@ import { readFile } from "node:fs/promises";
 import { Option, type Command } from "commander";
 import { unwrap, type Channel, type QueryParams, type RequestBody } from "@orch/client";
 import { action, type Context } from "../context.js";
-import { CliError } from "../errors.js";
+import { operatorNames } from "../operator-names.js";
+import { CliError, ExitStatus } from "../errors.js";
 import {
   CHANNEL_COLUMNS,
   DELIVERY_COLUMNS,
   channelFields,
   channelRows,
   channelSecretLine,
+  channelTestFailure,
   channelTestFields,
   channelVerbLine,
   deliveryRows,
 } from "../format/channels.js";
 import type { CliIO } from "../output.js";
+import { privateTargetWarnings } from "./channel-targets.js";
 
 interface ConfigFlags {
   config?: string;
@@ -105,10 +108,11 @@ function configOptions(cmd: Command): Command {
     .option("--event-types <prefixes>", "comma-separated event type prefixes to deliver (default all)");
 }
 
-function showChannel(ctx: Context, c: Channel, verb?: string): void {
+async function showChannel(ctx: Context, c: Channel, verb?: string): Promise<void> {
+  const names = await operatorNames(ctx);
   ctx.out.result(c, () => {
     if (verb) ctx.out.line(channelVerbLine(verb, c));
-    ctx.out.fields(channelFields(c));
+    ctx.out.fields(channelFields(c, names));
     const secret = channelSecretLine(c);
     if (secret) {
       ctx.out.line("");
@@ -152,12 +156,10 @@ const add: Sub = (ch, io) =>
       ),
   ).action(
     action(io, async (ctx, name: string, opts: ConfigFlags & { type: string }) => {
-      const c = unwrap(
-        await ctx.api.POST("/api/v1/channels", {
-          body: { name, channel_type: opts.type, config: await configFrom(opts) },
-        }),
-      );
-      showChannel(ctx, c, "Added");
+      const config = await configFrom(opts);
+      const c = unwrap(await ctx.api.POST("/api/v1/channels", { body: { name, channel_type: opts.type, config } }));
+      for (const w of await privateTargetWarnings(config)) ctx.out.note(w);
+      await showChannel(ctx, c, "Added");
     }),
   );
 
@@ -217,7 +219,9 @@ const update: Sub = (ch, io) =>
         }
         if (Object.keys(body).length === 0)
           throw new CliError("nothing to update: give --name, --enable/--disable or config flags", "invalid_argument");
-        showChannel(ctx, unwrap(await ctx.api.PUT("/api/v1/channels/{id}", { ...path(ref), body })), "Updated");
+        const c = unwrap(await ctx.api.PUT("/api/v1/channels/{id}", { ...path(ref), body }));
+        if (touchesConfig) for (const w of await privateTargetWarnings(c.config)) ctx.out.note(w);
+        await showChannel(ctx, c, "Updated");
       },
     ),
   );
@@ -231,6 +235,8 @@ const test: Sub = (ch, io) =>
       action(io, async (ctx, ref: string) => {
         const r = unwrap(await ctx.api.POST("/api/v1/channels/{id}/test", path(ref)));
         ctx.out.result(r, () => ctx.out.fields(channelTestFields(r)));
+        // A refused or failed send is the answer a script checks for: exit 1, the reason on stderr.
+        if (!r.delivered) throw new ExitStatus(channelTestFailure(ref, r), "channel_test_failed", 1);
       }),
     );
 

@@ -2,6 +2,7 @@
 import type { Command } from "commander";
 import { unwrap, type MaintenanceWindow } from "@orch/client";
 import { action, type Context } from "../context.js";
+import { operatorNames } from "../operator-names.js";
 import { CliError } from "../errors.js";
 import { WINDOW_COLUMNS, windowFields, windowRows, windowVerbLine } from "../format/maintenance.js";
 import { isoSeconds } from "../format/time.js";
@@ -34,10 +35,11 @@ export function parseDuration(v: string): number {
   return secs;
 }
 
-function showWindow(ctx: Context, w: MaintenanceWindow, verb?: string) {
+async function showWindow(ctx: Context, w: MaintenanceWindow, verb?: string) {
+  const names = await operatorNames(ctx);
   ctx.out.result(w, () => {
     if (verb) ctx.out.line(windowVerbLine(verb, w));
-    ctx.out.fields(windowFields(w));
+    ctx.out.fields(windowFields(w, names));
   });
 }
 
@@ -57,7 +59,7 @@ const add: Sub = (m, io) =>
           throw new CliError("give exactly one of --end or --duration", "invalid_argument");
         const starts_at = parseTime("--start", opts.start);
         const ends_at = opts.end ? parseTime("--end", opts.end) : starts_at + parseDuration(opts.duration!);
-        showWindow(
+        await showWindow(
           ctx,
           unwrap(
             await ctx.api.POST("/api/v1/maintenance-windows", { body: { starts_at, ends_at, reason: opts.reason } }),
@@ -116,7 +118,7 @@ const end: Sub = (m, io) =>
           throw new CliError(`window ${w.id} already ended at ${isoSeconds(w.ends_at)}`, "window_ended");
         // Times are whole seconds and a window must last one: one that started this second ends at the next.
         const ends_at = Math.max(now, w.starts_at + 1);
-        showWindow(
+        await showWindow(
           ctx,
           unwrap(await ctx.api.PUT("/api/v1/maintenance-windows/{id}", { ...byId(w.id), body: { ends_at } })),
           "Ended",

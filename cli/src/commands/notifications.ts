@@ -5,6 +5,7 @@ import { action } from "../context.js";
 import { CliError } from "../errors.js";
 import { NOTIFICATION_COLUMNS, notificationRows, unreadNote } from "../format/notifications.js";
 import type { CliIO } from "../output.js";
+import { count } from "../format/units.js";
 
 export function register(program: Command, io: CliIO): void {
   const n = program
@@ -47,7 +48,7 @@ export function register(program: Command, io: CliIO): void {
     .action(
       action(io, async (ctx) => {
         const r = unwrap(await ctx.api.POST("/api/v1/notifications/read-all"));
-        ctx.out.result(r, () => ctx.out.line(`Marked ${r.marked} notification(s) read`));
+        ctx.out.result(r, () => ctx.out.line(`Marked ${count(r.marked, "notification")} read`));
       }),
     );
 }

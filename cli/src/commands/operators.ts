@@ -3,6 +3,7 @@ import { Option, type Command } from "commander";
 import { unwrap, type OperatorPage, type RequestBody } from "@orch/client";
 import { parseLimit } from "../args.js";
 import { action, type Context } from "../context.js";
+import { operatorNames } from "../operator-names.js";
 import { CliError } from "../errors.js";
 import { OPERATOR_COLUMNS, addedLine, operatorFields, operatorRows, scopeLine } from "../format/operators.js";
 import { resolvePublicKeyHex } from "../keys/files.js";
@@ -81,7 +82,8 @@ const get: Sub = (ops, io) =>
     .action(
       action(io, async (ctx, ref: string) => {
         const op = unwrap(await ctx.api.GET("/api/v1/operators/{operator_id}", byId(ref)));
-        ctx.out.result(op, () => ctx.out.fields(operatorFields(op)));
+        const names = await operatorNames(ctx);
+        ctx.out.result(op, () => ctx.out.fields(operatorFields(op, names)));
       }),
     );
 

@@ -26,6 +26,7 @@ import {
 import { apiUrl } from "../http.js";
 import type { CliIO } from "../output.js";
 import { openSse, type SseStream } from "../sse.js";
+import { count } from "../format/units.js";
 
 const POLL_MS = 1_000;
 
@@ -214,7 +215,7 @@ function run(program: Command, io: CliIO) {
           ctx.io.stdout.write(`${JSON.stringify({ event, data })}\n`);
       final = started;
     } else {
-      if (!ctx.json) ctx.out.note(`run ${started.id} on ${started.targets} agent${started.targets === 1 ? "" : "s"}`);
+      if (!ctx.json) ctx.out.note(`run ${started.id} on ${count(started.targets, "agent")}`);
       const current: { stream?: SseStream } = {};
       cancelOnInterrupt(ctx, started.id, current);
       final = await follow(ctx, started, current);

@@ -7,6 +7,7 @@
 import type { Command } from "commander";
 import { unwrap, type RequestBody, type SecretMeta, type SecretPage } from "@orch/client";
 import { action, type Context } from "../context.js";
+import { operatorNames } from "../operator-names.js";
 import { CliError, ProblemError } from "../errors.js";
 import { SECRET_COLUMNS, reencryptFailedNote, reencryptedLine, secretFields, secretRows } from "../format/secrets.js";
 import type { CliIO, Writer } from "../output.js";
@@ -212,7 +213,8 @@ const show: Sub = (sec, io) =>
     .action(
       action(io, async (ctx, name: string) => {
         const s = unwrap(await ctx.api.GET("/api/v1/secrets/{name}", path(name)));
-        ctx.out.result(s, () => ctx.out.fields(secretFields(s)));
+        const names = await operatorNames(ctx);
+        ctx.out.result(s, () => ctx.out.fields(secretFields(s, names)));
       }),
     );
 

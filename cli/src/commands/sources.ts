@@ -9,6 +9,7 @@ import type { Command } from "commander";
 import { type RequestBody, unwrap } from "@orch/client";
 import { SOURCE_PLAN_WAIT_DEFAULT_S, SOURCE_PLAN_WAIT_MAX_S, SOURCE_SYNC_WAIT_S } from "@orch/contracts";
 import { action, type Context } from "../context.js";
+import { operatorNames } from "../operator-names.js";
 import { CliError, ExitStatus } from "../errors.js";
 import {
   createdLines,
@@ -136,8 +137,9 @@ const get: Sub = (src, io) =>
     .action(
       action(io, async (ctx, name: string) => {
         const s = unwrap(await ctx.api.GET("/api/v1/sources/{name}", byName(name)));
+        const names = await operatorNames(ctx);
         ctx.out.result(s, () => {
-          ctx.out.fields(sourceFields(s));
+          ctx.out.fields(sourceFields(s, names));
           if (s.errors.length) {
             ctx.out.line("errors:");
             for (const l of fileErrorLines(s.errors)) ctx.out.line(l);

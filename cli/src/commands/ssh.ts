@@ -54,6 +54,24 @@ function connect(url: string, token: string): Promise<WebSocket> {
   });
 }
 
+/** What a terminal reports as its size; a stream that is not a terminal reports none. */
+export interface WindowLike {
+  isTTY?: boolean;
+  columns?: number;
+  rows?: number;
+}
+
+/**
+ * The size to open and resize a session with. A terminal can report 0×0 (inside `script`, or a
+ * pseudo-terminal nobody sized) and a pipe reports nothing; the server wants at least 1×1, so
+ * either reads as 80×24, the size a terminal starts with.
+ */
+export function windowSize(out: WindowLike): { cols: number; rows: number } {
+  const dim = (v: number | undefined, fallback: number) =>
+    out.isTTY && v !== undefined && Number.isFinite(v) && v >= 1 ? Math.floor(v) : fallback;
+  return { cols: dim(out.columns, 80), rows: dim(out.rows, 24) };
+}
+
 /**
  * Bridges the local terminal to a session until it ends: raw mode, bytes both ways, the window
  * size sent on every SIGWINCH. Resolves with the remote exit code.
@@ -64,7 +82,7 @@ export async function attachTerminal(wsUrl: string, token: string, tio: Terminal
   const tty = Boolean(stdin.isTTY);
   const sendSize = () => {
     if (stdout.isTTY && ws.readyState === WebSocket.OPEN)
-      ws.send(JSON.stringify({ type: "resize", cols: stdout.columns, rows: stdout.rows }));
+      ws.send(JSON.stringify({ type: "resize", ...windowSize(stdout) }));
   };
   const onInput = (d: Buffer) => ws.readyState === WebSocket.OPEN && ws.send(d, { binary: true });
   // Piped input: its end is a Ctrl-D to the remote shell, as ssh does.
@@ -125,9 +143,7 @@ export function register(program: Command, io: CliIO): void {
     .addHelpText("after", "\nWith --json the session is opened but not attached: prints {session_id, ws_url}.")
     .action(
       action(io, async (ctx, agent: string, opts: { shell?: string }) => {
-        const out = process.stdout;
-        const size = out.isTTY ? { cols: out.columns, rows: out.rows } : { cols: 80, rows: 24 };
-        const opened = await openTerminal(ctx, agent, opts.shell, size);
+        const opened = await openTerminal(ctx, agent, opts.shell, windowSize(process.stdout));
         if (ctx.json) return ctx.out.result(opened, () => {});
         const token = await ctx.orch.token(await ctx.orch.server());
         exitWith(await attachTerminal(opened.ws_url, token));

@@ -1,5 +1,6 @@
 /** Audit events as table rows and stream lines, and the retention setting (pure). */
 import type { AuditEvent, AuditRetention } from "@orch/client";
+import { count } from "./units.js";
 
 /** `type:name`, falling back to the id when there is no name; no prefix when the type is empty. */
 const ref = (r: { name: string; id: string; type: string }) =>
@@ -25,7 +26,7 @@ export const auditStreamHeader = () => `${AUDIT_COLUMNS.join("  ")}\n`;
 export const auditStreamLine = (e: AuditEvent) => `${auditRow(e).join("  ")}\n`;
 
 export const prunedLine = (deleted: number, before: string) =>
-  `Deleted ${deleted} audit event${deleted === 1 ? "" : "s"} before ${before}`;
+  `Deleted ${count(deleted, "audit event")} before ${before}`;
 
 export function retentionFields(r: AuditRetention): [string, unknown][] {
   return [

@@ -1,5 +1,6 @@
 /** Notification channels, test sends and deliveries as table rows and fields (pure). */
 import type { Channel, ChannelTest, DeliveryPage } from "@orch/client";
+import { idsOnly, type OperatorNames } from "../operator-names.js";
 
 /** Where a channel delivers: the webhook URL, or ntfy's server/topic. */
 export const channelTarget = (c: Channel) =>
@@ -27,7 +28,7 @@ export function channelRows(channels: readonly Channel[]): unknown[][] {
 /** "Added webhook channel ops, id …" before the fields of a channel just changed. */
 export const channelVerbLine = (verb: string, c: Channel) => `${verb} ${c.channel_type} channel ${c.name}, id ${c.id}`;
 
-export function channelFields(c: Channel): [string, unknown][] {
+export function channelFields(c: Channel, names: OperatorNames = idsOnly): [string, unknown][] {
   return [
     ["name", c.name],
     ["id", c.id],
@@ -36,9 +37,9 @@ export function channelFields(c: Channel): [string, unknown][] {
     ["target", channelTarget(c)],
     ["min_severity", minSeverity(c)],
     ["event_types", Array.isArray(c.config.event_types) ? c.config.event_types.join(",") : "all"],
-    ["config", JSON.stringify(c.config)],
+    ["config", JSON.stringify(unmasked(c) ? { ...c.config, secret: "***" } : c.config)],
     ["created_at", new Date(c.created_at * 1000).toISOString()],
-    ["created_by", c.created_by],
+    ["created_by", names(c.created_by)],
   ];
 }
 
@@ -47,10 +48,14 @@ export function channelFields(c: Channel): [string, unknown][] {
  * is the one chance to show it. Null when the config holds no such secret.
  */
 export function channelSecretLine(c: Channel): string | null {
+  const secret = unmasked(c);
+  return secret ? `webhook secret (shown once, store it now): ${secret}` : null;
+}
+
+/** The webhook secret when the server sent it whole; the config line then masks it (one showing is enough). */
+function unmasked(c: Channel): string | null {
   const secret = c.config.secret;
-  if (typeof secret === "string" && secret.startsWith("whsec_") && !secret.includes("****"))
-    return `webhook secret (shown once, store it now): ${secret}`;
-  return null;
+  return typeof secret === "string" && secret.startsWith("whsec_") && !secret.includes("****") ? secret : null;
 }
 
 export function channelTestFields(r: ChannelTest): [string, unknown][] {
@@ -60,6 +65,12 @@ export function channelTestFields(r: ChannelTest): [string, unknown][] {
     ["response", r.response_snippet],
     ["error", r.error],
   ];
+}
+
+/** Why a test send did not deliver: the server's error, else the receiver's status. */
+export function channelTestFailure(ref: string, r: ChannelTest): string {
+  const why = r.error ?? (r.status_code ? `the receiver answered HTTP ${r.status_code}` : "no reason given");
+  return `test notification through ${ref} was not delivered: ${why}`;
 }
 
 export const DELIVERY_COLUMNS = ["ID", "CREATED", "EVENT", "SEVERITY", "STATUS", "ATTEMPTS", "LAST"];

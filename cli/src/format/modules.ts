@@ -1,11 +1,15 @@
 /** State modules as table rows, fields and the upload confirmation (pure). */
 import type { ModuleInfo, ModulePage } from "@orch/client";
 import { isoSeconds } from "./time.js";
+import { count } from "./units.js";
+
+/** The uploader's name, which the API sends next to the id (the id when the name is empty). */
+const uploadedBy = (m: Pick<ModuleInfo, "uploaded_by" | "uploaded_by_name">) => m.uploaded_by_name || m.uploaded_by;
 
 export const MODULE_COLUMNS = ["NAME", "RESOURCES", "UPLOADED", "BY", "DESCRIPTION"];
 
 export function moduleRows(modules: ModulePage["modules"]): unknown[][] {
-  return modules.map((m) => [m.name, m.resource_count, isoSeconds(m.uploaded_at), m.uploaded_by, m.description]);
+  return modules.map((m) => [m.name, m.resource_count, isoSeconds(m.uploaded_at), uploadedBy(m), m.description]);
 }
 
 export function moduleFields(m: ModuleInfo): [string, unknown][] {
@@ -14,7 +18,7 @@ export function moduleFields(m: ModuleInfo): [string, unknown][] {
     ["description", m.description],
     ["resources", m.resource_count],
     ["uploaded_at", isoSeconds(m.uploaded_at)],
-    ["uploaded_by", m.uploaded_by],
+    ["uploaded_by", uploadedBy(m)],
     ["sha256", m.sha256],
   ];
 }
@@ -23,4 +27,4 @@ export function moduleFields(m: ModuleInfo): [string, unknown][] {
 export const moduleContent = (m: ModuleInfo) => (m.content ?? "").replace(/\n$/, "");
 
 export const uploadedLine = (m: Pick<ModuleInfo, "name" | "resource_count" | "sha256">) =>
-  `Uploaded module ${m.name} (${m.resource_count} resource${m.resource_count === 1 ? "" : "s"}, sha256 ${m.sha256.slice(0, 12)})`;
+  `Uploaded module ${m.name} (${count(m.resource_count, "resource")}, sha256 ${m.sha256.slice(0, 12)})`;

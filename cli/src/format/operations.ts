@@ -6,6 +6,7 @@ import type {
   StateOperation as Operation,
   StateOperationPage,
 } from "@orch/client";
+import { agree, count } from "./units.js";
 
 export const isOpen = (status: string) => status === "pending" || status === "running";
 
@@ -83,7 +84,7 @@ export function driftLines(record: DriftRecord, color: boolean): string[] {
   const n = record.resources.length;
   const verdict = record.drifted ? paintStatus(color, "failed", 0, "drifted") : paintStatus(color, "ok", 0, "in sync");
   const lines = [
-    `${verdict}: ${n} resource${n === 1 ? "" : "s"} differ (checked ${record.checked_at}, drift ${record.id}, operation ${record.operation_id})`,
+    `${verdict}: ${count(n, "resource")} ${agree(n, "differs", "differ")} (checked ${record.checked_at}, drift ${record.id}, operation ${record.operation_id})`,
   ];
   for (const r of record.resources) {
     lines.push(

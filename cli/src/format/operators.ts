@@ -1,5 +1,6 @@
 /** Operators: listings, details, the session's own operator, and what a change did (pure). */
 import type { Operator, Whoami } from "@orch/client";
+import { idsOnly, type OperatorNames } from "../operator-names.js";
 
 /** `name (role)`, how login names whom the session belongs to. */
 export const operatorLine = (op: { name: string; role: string }) => `${op.name} (${op.role})`;
@@ -13,7 +14,7 @@ export function operatorRows(ops: readonly Operator[]): unknown[][] {
   return ops.map((o) => [o.name, o.id, o.role, o.active ? "yes" : "no", scope(o), o.created_at]);
 }
 
-export function operatorFields(op: Operator): [string, unknown][] {
+export function operatorFields(op: Operator, names: OperatorNames = idsOnly): [string, unknown][] {
   return [
     ["name", op.name],
     ["id", op.id],
@@ -22,12 +23,12 @@ export function operatorFields(op: Operator): [string, unknown][] {
     ["public_key", op.public_key],
     ["agent_selector", scope(op)],
     ["created_at", op.created_at],
-    ["created_by", op.created_by],
+    ["created_by", names(op.created_by)],
   ];
 }
 
 /** whoami: the operator's own record and the server it is logged in to. */
-export function whoamiFields(op: Whoami, server: string): [string, unknown][] {
+export function whoamiFields(op: Whoami, server: string, names: OperatorNames = idsOnly): [string, unknown][] {
   return [
     ["name", op.name],
     ["id", op.id],
@@ -35,7 +36,7 @@ export function whoamiFields(op: Whoami, server: string): [string, unknown][] {
     ["active", op.active],
     ["public_key", op.public_key],
     ["created_at", op.created_at],
-    ["created_by", op.created_by],
+    ["created_by", names(op.created_by)],
     ["server", server],
   ];
 }

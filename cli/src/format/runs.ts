@@ -3,6 +3,7 @@
  * so it can never drive the operator's terminal, and the summary table.
  */
 import type { ResponseBody } from "@orch/client";
+import { count } from "./units.js";
 
 export type CommandRun = ResponseBody<"/api/v1/runs/{id}", "get">;
 export type CommandRunSummary = ResponseBody<"/api/v1/runs", "get">["runs"][number];
@@ -153,7 +154,7 @@ export function countsLine(run: Pick<CommandRun, "counts" | "targets" | "status"
   const parts = Object.entries(run.counts)
     .filter(([, n]) => n > 0)
     .map(([s, n]) => `${n} ${s}`);
-  return `run ${run.status}: ${run.targets} agent${run.targets === 1 ? "" : "s"}${parts.length ? ` (${parts.join(", ")})` : ""}`;
+  return `run ${run.status}: ${count(run.targets, "agent")}${parts.length ? ` (${parts.join(", ")})` : ""}`;
 }
 
 /** Exit status of `orchctl run`: 0 iff every target succeeded, 130 when cancelled, else 1. */
@@ -168,7 +169,7 @@ export const RUN_COLUMNS = ["ID", "STATUS", "TARGETS", "COMMAND", "STARTED_BY", 
 export function runCommandText(run: Pick<CommandRun, "command" | "script">): string {
   const text = run.command
     ? run.command.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, "'\\''")}'`)).join(" ")
-    : `script (${Buffer.byteLength(run.script ?? "", "utf8")} bytes)`;
+    : `script (${count(Buffer.byteLength(run.script ?? "", "utf8"), "byte")})`;
   const safe = escapeBytes(Buffer.from(text, "utf8")).replace(/\n/g, "\\n");
   return safe.length > 60 ? `${safe.slice(0, 59)}…` : safe;
 }

@@ -1,5 +1,7 @@
 /** Secret metadata as table rows and fields (pure; values never reach the CLI). */
 import type { Reencryption, SecretMeta } from "@orch/client";
+import { count } from "./units.js";
+import { idsOnly, type OperatorNames } from "../operator-names.js";
 
 /** Who may receive a secret: node ids and/or tags, or any approved agent when unrestricted. */
 export function restrictionText(r: SecretMeta["restriction"]): string {
@@ -23,20 +25,21 @@ export function secretRows(secrets: readonly SecretMeta[]): unknown[][] {
   ]);
 }
 
-export function secretFields(s: SecretMeta): [string, unknown][] {
+export function secretFields(s: SecretMeta, names: OperatorNames = idsOnly): [string, unknown][] {
   return [
     ["name", s.name],
     ["description", s.description],
     ["expires_at", s.expires_at ?? "never"],
     ["restriction", restrictionText(s.restriction)],
     ["created_at", s.created_at],
-    ["created_by", s.created_by],
+    ["created_by", names(s.created_by)],
     ["updated_at", s.updated_at],
-    ["updated_by", s.updated_by],
+    ["updated_by", names(s.updated_by)],
   ];
 }
 
-export const reencryptedLine = (r: Reencryption) => `Re-encrypted ${r.reencrypted} secret(s) with key ${r.active_key}`;
+export const reencryptedLine = (r: Reencryption) =>
+  `Re-encrypted ${count(r.reencrypted, "secret")} with key ${r.active_key}`;
 
 /** The secrets the active key set could not decrypt, or null when there were none. */
 export const reencryptFailedNote = (r: Reencryption) =>

@@ -2,6 +2,7 @@
 import type { ResponseBody } from "@orch/client";
 import { operationLines, paintStatus } from "./operations.js";
 import { count } from "./units.js";
+import { idsOnly, type OperatorNames } from "../operator-names.js";
 
 export type Source = ResponseBody<"/api/v1/sources/{name}", "get">;
 export type CreatedSource = ResponseBody<"/api/v1/sources", "post">;
@@ -19,7 +20,7 @@ export function sourceRows(sources: SourcePage["sources"]): unknown[][] {
   return sources.map((s) => [s.name, s.url, s.branch, s.status, short(s.commit), s.synced_at, firstLine(s.error)]);
 }
 
-export function sourceFields(s: Source): [string, unknown][] {
+export function sourceFields(s: Source, names: OperatorNames = idsOnly): [string, unknown][] {
   return [
     ["name", s.name],
     ["url", s.url],
@@ -37,7 +38,7 @@ export function sourceFields(s: Source): [string, unknown][] {
     ["modules", s.module_count],
     ["assignments", s.assignment_count],
     ["created_at", s.created_at],
-    ["created_by", s.created_by],
+    ["created_by", names(s.created_by)],
     ["error", s.error],
   ];
 }

@@ -1,6 +1,7 @@
 /** Recorded terminal sessions as table rows and fields (pure). */
 import type { TerminalSession } from "@orch/client";
 import { isoSeconds } from "./time.js";
+import { count } from "./units.js";
 
 /** A time that may not have happened yet; null stays null (shown as "-"). */
 const when = (s: number | null) => (s === null ? null : isoSeconds(s));
@@ -41,4 +42,4 @@ export const closedLine = (s: TerminalSession) =>
 
 /** What a transcript download wrote, and whether its SHA-256 could be checked yet. */
 export const transcriptWrittenNote = (bytes: number, file: string, verified: boolean) =>
-  `wrote ${bytes} bytes to ${file}${verified ? " (SHA-256 verified)" : " (session still live: not yet sealed)"}`;
+  `wrote ${count(bytes, "byte")} to ${file}${verified ? " (SHA-256 verified)" : " (session still live: not yet sealed)"}`;

@@ -23,7 +23,5 @@ export function duration(seconds: number): string {
   return m ? `${m}m${s % 60}s` : `${s % 60}s`;
 }
 
-/** (1, "module") → "1 module", (2, "module") → "2 modules": counts a person reads. */
-export function count(n: number, noun: string): string {
-  return `${n} ${noun}${n === 1 ? "" : "s"}`;
-}
+// One pluralisation rule for the CLI and the services' event summaries.
+export { agree, count } from "@orch/contracts";

@@ -17,6 +17,7 @@ import { listAgentIdentities, agentSign, type AgentIdentity } from "./agent.js";
 import { signEd25519, verifyEd25519 } from "./ed25519.js";
 import { parseKeyText, type KeyMaterial } from "./files.js";
 import { SSH_ED25519, ed25519FromBlob, fingerprint } from "./openssh.js";
+import { count } from "../format/units.js";
 
 export interface Signer {
   /** Hex of the raw 32-byte Ed25519 public key (what the API calls `public_key`). */
@@ -187,7 +188,7 @@ export async function loadSigner(opts: LoadSignerOptions = {}): Promise<Signer> 
   const signers = await loadSigners(opts);
   if (signers.length === 1) return signers[0]!;
   throw new CliError(
-    `ssh-agent holds ${signers.length} Ed25519 keys; choose one with --key <file.pub>:\n${signers.map((s) => `  ${s.publicKeyHex} ${s.source}`).join("\n")}`,
+    `ssh-agent holds ${count(signers.length, "Ed25519 key")}; choose one with --key <file.pub>:\n${signers.map((s) => `  ${s.publicKeyHex} ${s.source}`).join("\n")}`,
     "ambiguous_key",
   );
 }

@@ -5,6 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { CliError } from "../errors.js";
+import { count } from "../format/units.js";
 
 export const SSH_ED25519 = "ssh-ed25519";
 const MAGIC = Buffer.from("openssh-key-v1\0", "latin1");
@@ -155,7 +156,7 @@ export function parseOpenSshPrivateKey(text: string): OpenSshPrivateKey {
   const kdf = r.text();
   r.string(); // kdf options
   const n = r.u32();
-  if (n !== 1) throw new SshFormatError(`OpenSSH private key files with ${n} keys are not supported`);
+  if (n !== 1) throw new SshFormatError(`OpenSSH private key files with ${count(n, "key")} are not supported`);
   const publicBlob = Buffer.from(r.string());
   const priv = r.string();
   const encrypted = cipher !== "none" || kdf !== "none";

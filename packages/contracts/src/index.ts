@@ -10,3 +10,5 @@ export * from "./error-catalogue.js";
 export * from "./rules/index.js";
 export * from "./console.js";
 export * from "./run-progress.js";
+export * from "./asyncapi.js";
+export * from "./plural.js";

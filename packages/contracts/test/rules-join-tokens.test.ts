@@ -11,7 +11,7 @@ import {
 
 t.test("a token is ojt_<ulid>.<43 base64url>", async (t) => {
   const id = "01jab3c4d5e6f7g8h9j0k1m2n3";
-  const secret = "A".repeat(42) + "_";
+  const secret = `${"A".repeat(42)}_`;
   t.same(parseJoinToken(`ojt_${id}.${secret}`), { id, secret });
   t.equal(parseJoinToken(`ojt_${id.toUpperCase()}.${secret}`), null, "upper-case id");
   t.equal(parseJoinToken(`ojt_${id}.${secret}x`), null, "long secret");

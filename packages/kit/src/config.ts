@@ -37,6 +37,16 @@ const ALIASES: Record<string, string[]> = {
   ORCH_BOOTSTRAP_ADMIN_KEY: ["auth", "bootstrap_admin_key"],
 };
 
+/** The environment variable that sets `section.key`: ORCH_<SECTION>_<KEY>. */
+export function configEnvName(section: string, key: string): string {
+  return `ORCH_${section}_${key}`.toUpperCase();
+}
+
+/** A setting as messages name it: `notify.allow_private_targets (ORCH_NOTIFY_ALLOW_PRIVATE_TARGETS)`. */
+export function settingName(section: string, key: string): string {
+  return `${section}.${key} (${configEnvName(section, key)})`;
+}
+
 function envValue(raw: string): unknown {
   // Numbers, booleans and null arrive as JSON; anything else is a plain string.
   try {
@@ -87,7 +97,7 @@ export function loadConfig<S extends z.ZodObject>(
     if (env[name] !== undefined && env[name] !== "") set(section, key, env[name]);
   }
   for (const [section, key] of sectionKeys(schema)) {
-    const name = `ORCH_${section}_${key}`.toUpperCase();
+    const name = configEnvName(section, key);
     const raw = env[name];
     if (raw !== undefined && raw !== "")
       set(section, key, key.endsWith("url") || key.endsWith("key") || key.endsWith("keys") ? raw : envValue(raw));

@@ -6,9 +6,11 @@ import {
   jetstream,
   jetstreamManager,
 } from "@nats-io/jetstream";
+import { context, trace } from "@opentelemetry/api";
 import { abortableSleep, type Backoff, backoff, retry } from "./backoff.js";
 import type { Logger } from "./logger.js";
 import type { NatsConnection } from "./nats.js";
+import { extractTrace, SpanKind, SpanStatusCode, tracer, tracingEnabled, withSpan, type Span } from "./tracing.js";
 
 /** Thrown by a handler for a message that redelivery can never fix: it is terminated, not redelivered. */
 export class PoisonMessage extends Error {}
@@ -104,14 +106,48 @@ export function createDurableConsumer(o: DurableConsumerOptions): DurableConsume
     await ensure();
     const c = await jetstream(nc, { timeout: 5000 }).consumers.get(spec.stream, spec.durable);
     const base = { max_messages: o.maxMessages, abort_on_missing_resource: true };
-    return "receive" in o ? c.consume({ ...base, callback: o.receive }) : c.consume(base);
+    return "receive" in o ? c.consume({ ...base, callback: tracedReceive(o.receive) }) : c.consume(base);
   }
 
-  async function settle(m: JsMsg, h: HandleEach): Promise<void> {
+  // Each message is handled in a CONSUMER span, child of the publisher's (its traceparent header).
+  const spanName = `${spec.durable} process`;
+  const spanOptions = (m: JsMsg) => ({
+    kind: SpanKind.CONSUMER,
+    parent: extractTrace((k) => m.headers?.get(k)),
+    attributes: {
+      "messaging.system": "nats",
+      "messaging.operation.name": "process",
+      "messaging.destination.name": m.subject,
+      "messaging.consumer.group.name": spec.durable,
+    },
+  });
+
+  /** Receive mode: the span covers the synchronous hand-over; a receiver that batches can link to it (activeLink). */
+  function tracedReceive(receive: (m: JsMsg) => void): (m: JsMsg) => void {
+    if (!tracingEnabled()) return receive;
+    return (m) => {
+      const opts = spanOptions(m);
+      const span = tracer().startSpan(spanName, { kind: opts.kind, attributes: opts.attributes }, opts.parent);
+      try {
+        context.with(trace.setSpan(opts.parent, span), () => receive(m));
+      } finally {
+        span.end();
+      }
+    };
+  }
+
+  function settle(m: JsMsg, h: HandleEach): Promise<void> {
+    if (!tracingEnabled()) return settleIn(m, h);
+    return withSpan(spanName, spanOptions(m), (span) => settleIn(m, h, span));
+  }
+
+  async function settleIn(m: JsMsg, h: HandleEach, span?: Span): Promise<void> {
     try {
       await h.handle(m);
       m.ack();
     } catch (err) {
+      span?.recordException(err as Error);
+      span?.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
       if (err instanceof PoisonMessage) {
         log.error({ err: err.message, subject: m.subject, stream_seq: m.seq }, "poison message terminated");
         m.term();

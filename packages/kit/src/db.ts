@@ -2,6 +2,8 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import type { Logger } from "./logger.js";
+import { trace } from "@opentelemetry/api";
+import { SpanKind, SpanStatusCode, tracer, tracingEnabled } from "./tracing.js";
 
 export type Pool = pg.Pool;
 export type PoolClient = pg.PoolClient;
@@ -37,7 +39,56 @@ export function createPool(opts: PoolOptions): Pool {
   pool.on("connect", (client) => {
     client.on("error", () => {});
   });
+  if (tracingEnabled()) traceQueries(pool);
   return pool;
+}
+
+/** db.statement is cut here: enough to recognise the query, never the parameter values (sent apart). */
+const STATEMENT_MAX = 500;
+
+/**
+ * Makes every promise-style query through the pool, or through a client checked out of it, made
+ * while a span is active, a CLIENT span "pg.query" under that span. Installed only when tracing is on (createPool),
+ * so a default install keeps pg's own methods. pool.query runs client.query with a callback,
+ * which is left alone: one query, one span.
+ */
+function traceQueries(pool: pg.Pool): void {
+  pool.query = traced(pool.query.bind(pool)) as typeof pool.query;
+  pool.on("connect", (client) => {
+    client.query = traced(client.query.bind(client)) as typeof client.query;
+  });
+}
+
+function traced(query: (...args: unknown[]) => unknown) {
+  return (...args: unknown[]): unknown => {
+    const first = args[0] as string | { text?: string; submit?: unknown } | undefined;
+    // Callback style (pool.query's own dispatch) and submittables (cursors, streams): untouched.
+    if (typeof args[args.length - 1] === "function" || (typeof first === "object" && first?.submit)) {
+      return query(...args);
+    }
+    // Only inside a trace: the relay's polls and other background queries would each be a root span, every 500 ms.
+    if (!trace.getActiveSpan()) return query(...args);
+    const text = typeof first === "string" ? first : (first?.text ?? "");
+    const span = tracer().startSpan("pg.query", {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        "db.system": "postgresql",
+        "db.operation": /^\s*([a-zA-Z]+)/.exec(text)?.[1]?.toUpperCase() ?? "",
+        "db.statement": text.length > STATEMENT_MAX ? `${text.slice(0, STATEMENT_MAX)}…` : text,
+      },
+    });
+    return (query(...args) as Promise<unknown>).then(
+      (res) => {
+        span.end();
+        return res;
+      },
+      (err: Error & { code?: string }) => {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: err?.code ?? err?.message });
+        span.end();
+        throw err;
+      },
+    );
+  };
 }
 
 export function assertIdent(s: string): void {
@@ -93,6 +144,12 @@ const KIT_MIGRATIONS: Array<[string, string]> = [
        PRIMARY KEY (actor_id, key, method)
      );
      CREATE INDEX idempotency_created_at ON idempotency (created_at);`,
+  ],
+  [
+    // The W3C traceparent of the request that wrote the event, so its JetStream publish (and the
+    // consumers) join that request's trace. Null when tracing is off.
+    "kit_0004_outbox_traceparent",
+    "ALTER TABLE outbox ADD COLUMN traceparent text;",
   ],
 ];
 

@@ -2,7 +2,7 @@
 // Helpers used only inside the kit (relay, health server, NATS connect, codec) stay unexported.
 
 // Running a service: config, logging, main, clock and ids.
-export { baseConfigSchema, loadConfig, type BaseConfig } from "./config.js";
+export { baseConfigSchema, configEnvName, loadConfig, settingName, type BaseConfig } from "./config.js";
 export { maskValues, type Logger } from "./logger.js";
 export { runMain, type MainOptions, type Service, type ServiceDeps } from "./service.js";
 export { systemClock, ulidGenerator, type Clock, type IdGenerator } from "./ids.js";
@@ -109,3 +109,38 @@ export {
   type Code,
   type ErrorDetails,
 } from "./errors.js";
+
+// Tracing (OpenTelemetry): off unless OTEL_EXPORTER_OTLP_* asks; W3C traceparent across NATS and the agent link.
+export {
+  activeLink,
+  extractTrace,
+  injectTrace,
+  SpanKind,
+  SpanStatusCode,
+  startTracing,
+  tracer,
+  tracingEnabled,
+  tracingRequested,
+  withSpan,
+  type Context as TraceContext,
+  type Link as TraceLink,
+  type Span,
+  type SpanOptions,
+  type Tracing,
+} from "./tracing.js";
+export { addRpcObserver, type RpcCallInfo, type RpcObserver } from "./rpc-observers.js";
+export { rpcSpanName, SERVER_FAULT_CODES, tracingRpcObserver } from "./tracing-rpc.js";
+
+// Metrics (Prometheus): the catalogue of orch_* names and labels; runMain registers RPC and outbox metrics.
+export {
+  bounded,
+  DURATION_BUCKETS,
+  METRICS,
+  metric,
+  type MetricName,
+  type MetricOf,
+  type MetricSpec,
+} from "./metrics/names.js";
+export { registerConsumerMetrics } from "./metrics/jetstream.js";
+export { createMetricsRegistry } from "./health.js";
+export type { Registry as MetricsRegistry } from "prom-client";

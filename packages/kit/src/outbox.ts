@@ -7,13 +7,14 @@ import {
   DiscardPolicy,
   type JetStreamClient,
 } from "@nats-io/jetstream";
-import type { NatsConnection } from "@nats-io/transport-node";
+import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
 import { AuditEventSchema, EVENT_TYPES, type AuditEvent, type EventType, type Severity } from "@orch/contracts";
 import { abortableSleep, backoff } from "./backoff.js";
 import { withTx, type Pool, type PoolClient, type Queryable } from "./db.js";
 import type { Clock, IdGenerator } from "./ids.js";
 import type { Logger } from "./logger.js";
 import type { Actor } from "./rpc.js";
+import { extractTrace, injectTrace, SpanKind, tracingEnabled, withSpan } from "./tracing.js";
 
 export const AUDIT_STREAM = "AUDIT";
 export const auditSubject = (eventType: string) => `audit.${eventType}`;
@@ -78,10 +79,15 @@ export function createEvents(deps: {
 }): Events {
   const emit = async (db: Queryable, input: EventInput) => {
     const ev = buildEvent(deps.ids, deps.clock, input);
-    await db.query("INSERT INTO outbox (id, subject, payload) VALUES ($1, $2, $3)", [
+    let traceparent: string | null = null;
+    injectTrace((k, v) => {
+      if (k === "traceparent") traceparent = v;
+    });
+    await db.query("INSERT INTO outbox (id, subject, payload, traceparent) VALUES ($1, $2, $3, $4)", [
       ev.id,
       auditSubject(ev.eventType),
       Buffer.from(toBinary(AuditEventSchema, ev)),
+      traceparent,
     ]);
     return ev;
   };
@@ -152,16 +158,36 @@ export function createRelay(deps: {
     const jsc = js;
     return withTx(pool, async (c) => {
       const rows = (
-        await c.query<{ id: string; subject: string; payload: Buffer }>(
-          "SELECT id, subject, payload FROM outbox ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED",
+        await c.query<OutboxRow>(
+          "SELECT id, subject, payload, traceparent FROM outbox ORDER BY id LIMIT 500 FOR UPDATE SKIP LOCKED",
         )
       ).rows;
       if (rows.length === 0) return 0;
-      await Promise.all(
-        rows.map((r) => jsc.publish(r.subject, new Uint8Array(r.payload), { msgID: r.id, timeout: 5000 })),
-      );
+      await Promise.all(rows.map((r) => publish(jsc, r)));
       await c.query("DELETE FROM outbox WHERE id = ANY($1)", [rows.map((r) => r.id)]);
       return rows.length;
+    });
+  }
+
+  function publish(jsc: JetStreamClient, r: OutboxRow) {
+    const send = (headers?: ReturnType<typeof natsHeaders>) =>
+      jsc.publish(r.subject, new Uint8Array(r.payload), {
+        msgID: r.id,
+        timeout: 5000,
+        ...(headers ? { headers } : {}),
+      });
+    if (!tracingEnabled()) return send();
+    // A child of the request that wrote the event; its own context goes on to the consumers.
+    const parent = extractTrace((k) => (k === "traceparent" ? (r.traceparent ?? undefined) : undefined));
+    const attributes = {
+      "messaging.system": "nats",
+      "messaging.destination.name": r.subject,
+      "messaging.message.id": r.id,
+    };
+    return withSpan("outbox.publish", { kind: SpanKind.PRODUCER, parent, attributes }, () => {
+      const headers = natsHeaders();
+      injectTrace((k, v) => headers.set(k, v));
+      return send(headers);
     });
   }
 
@@ -210,6 +236,13 @@ export function createRelay(deps: {
       await this.flush().catch(() => 0);
     },
   };
+}
+
+interface OutboxRow {
+  id: string;
+  subject: string;
+  payload: Buffer;
+  traceparent: string | null;
 }
 
 /** Between failed drains: 100 ms doubling to 2 s (the relay's events are waiting, not lost). */

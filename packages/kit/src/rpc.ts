@@ -13,6 +13,7 @@ import { IDEMPOTENCY_HDR, readIdempotency, withIdempotency, type IdempotencyStor
 import { rejectInvalidStrings } from "./input.js";
 import { busError, sendSoon } from "./nats.js";
 import type { Logger } from "./logger.js";
+import { observeClient, observeServer, type RpcCallInfo } from "./rpc-observers.js";
 
 /** Who is calling, carried in headers on every request. */
 export interface Actor {
@@ -145,7 +146,9 @@ export function serveRpc<S extends GenService<GenServiceMethods>>(opts: RpcServe
     ];
     if (!handler) throw new Error(`rpc ${opts.name}: no handler for ${method.name}`);
     const subject = `${base}.${method.name}`;
-    const onMsg = async (msg: Msg) => {
+    const info: RpcCallInfo = { service: opts.subjectBase ? "agent" : opts.name, method: method.name };
+    const onMsg = (msg: Msg) => observeServer(info, msg.headers, () => handle(msg));
+    const handle = async (msg: Msg): Promise<string> => {
       inflight++;
       // The reply is sent in a later turn; the request stays in flight (for stop()) until then.
       let replying = false;
@@ -163,7 +166,8 @@ export function serveRpc<S extends GenService<GenServiceMethods>>(opts: RpcServe
         },
       };
       try {
-        if (Date.now() > deadline) return; // the caller has given up; doing the work would only add load
+        // The caller has given up; doing the work would only add load.
+        if (Date.now() > deadline) return "DEADLINE_EXCEEDED";
         const req = codec.decode(method.input, msg.data);
         // One gate for every handler: a NUL would otherwise reach Postgres and come back as a 500.
         rejectInvalidStrings(req);
@@ -188,6 +192,7 @@ export function serveRpc<S extends GenService<GenServiceMethods>>(opts: RpcServe
             }
           });
         }
+        return "";
       } catch (err) {
         const e = OrchError.from(err);
         if (e.code === "INTERNAL") ctx.log.error({ err: e.cause ?? err }, "handler failed");
@@ -196,6 +201,7 @@ export function serveRpc<S extends GenService<GenServiceMethods>>(opts: RpcServe
           const { data, hdrs } = encodeError(e);
           msg.respond(data, { headers: hdrs });
         }
+        return e.code;
       } finally {
         if (!replying) inflight--;
       }
@@ -250,6 +256,7 @@ export function rpcClient<S extends GenService<GenServiceMethods>>(
   const methods = (service as unknown as { methods: DescMethod[] }).methods;
   for (const method of methods) {
     const subject = `${base}.${method.name}`;
+    const info: RpcCallInfo = { service: opts.subjectBase ? "agent" : name, method: method.name };
     client[method.localName] = async (req: unknown, call: CallOptions = {}) => {
       const timeout = call.timeoutMs ?? opts.timeoutMs;
       const hdrs = natsHeaders();
@@ -270,14 +277,19 @@ export function rpcClient<S extends GenService<GenServiceMethods>>(
       let reply: Msg;
       try {
         const data = codec.encode(method.input, req);
-        reply = await new Promise<Msg>((resolve, reject) =>
-          sendSoon(nc, () => {
-            try {
-              nc.request(subject, data, { timeout, headers: hdrs }).then(resolve, reject);
-            } catch (err) {
-              reject(err);
-            }
-          }),
+        reply = await observeClient(
+          info,
+          hdrs,
+          () =>
+            new Promise<Msg>((resolve, reject) =>
+              sendSoon(nc, () => {
+                try {
+                  nc.request(subject, data, { timeout, headers: hdrs }).then(resolve, reject);
+                } catch (err) {
+                  reject(err);
+                }
+              }),
+            ),
         );
       } catch (err) {
         throw busError(err);

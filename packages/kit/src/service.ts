@@ -9,6 +9,11 @@ import { createLogger, type Logger } from "./logger.js";
 import { connectNats, type NatsConnection } from "./nats.js";
 import { createEvents, createRelay, type Events, type Relay } from "./outbox.js";
 import type { Registry } from "prom-client";
+import { registerOutboxMetrics } from "./metrics/outbox.js";
+import { rpcMetricsObserver } from "./metrics/rpc.js";
+import { addRpcObserver } from "./rpc-observers.js";
+import { startTracing } from "./tracing.js";
+import { tracingRpcObserver } from "./tracing-rpc.js";
 
 /** What every service factory receives. Tests build the same object with their own NATS and DB. */
 export interface ServiceDeps<C> {
@@ -54,10 +59,14 @@ export async function runMain<S extends z.ZodObject>(opts: MainOptions<S>): Prom
     process.exit(2);
   }
   const base = config as unknown as z.infer<BaseConfigSchema>;
+  // Before any pool or client exists: they instrument themselves only when tracing is on.
+  const tracing = startTracing(opts.name);
+  if (tracing.enabled) addRpcObserver(tracingRpcObserver());
   const log = createLogger({ name: opts.name, level: base.log.level });
   const clock = systemClock;
   const ids = ulidGenerator(clock);
   const metrics = createMetricsRegistry(opts.name);
+  addRpcObserver(rpcMetricsObserver(metrics));
 
   const nc = await connectNats({
     url: base.nats.url,
@@ -85,6 +94,7 @@ export async function runMain<S extends z.ZodObject>(opts: MainOptions<S>): Prom
       stream: { replicas: base.nats.audit_stream_replicas, maxAgeDays: base.nats.audit_stream_max_age_days },
     });
     relay.start();
+    registerOutboxMetrics(metrics, pool);
     idempotency = createIdempotencyStore({ pool, log, clock });
   }
   const events = createEvents({ pool: pool as Pool, ids, clock, ...(relay ? { relay } : {}) });
@@ -120,6 +130,7 @@ export async function runMain<S extends z.ZodObject>(opts: MainOptions<S>): Prom
       await nc.drain().catch(() => {});
       await pool?.end().catch(() => {});
       await health.close();
+      await tracing.shutdown();
     } finally {
       log.info("stopped");
       process.exit(0);

@@ -1,5 +1,4 @@
 import { hostname } from "node:os";
-import { Gauge } from "prom-client";
 import { AgentsService } from "@orch/contracts";
 import { cachedReleaseCatalog, schedulePeriodic, serveRpc, type Service } from "@orch/kit";
 import type { AgentsDeps, LinkInfo } from "./deps.js";
@@ -18,6 +17,7 @@ import { serverFrame } from "./link/relay.js";
 import { startLinkServer } from "./link/server.js";
 import { acceptLink } from "./link/session.js";
 import { createMetricsWriter } from "./metrics-writer.js";
+import { registerAgentsMetrics } from "./prometheus.js";
 import { startReplicaTicker } from "./replicas.js";
 import { pruneMetrics } from "./retention.js";
 import { withUpgradeCompletion } from "./upgrades/complete.js";
@@ -133,14 +133,7 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
     },
   });
 
-  new Gauge({
-    name: "orch_agents_links",
-    help: "Agent links held by this replica",
-    registers: [deps.metrics],
-    collect() {
-      this.set(hub.size());
-    },
-  });
+  registerAgentsMetrics(deps.metrics, { pool: deps.pool, links: () => hub.size() });
 
   const retention = schedulePeriodic(
     { pool: deps.pool, log, clock: deps.clock, replica },

@@ -2,15 +2,19 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
 import { AuditEventSchema, type AuditEvent } from "@orch/contracts";
 import {
+  activeLink,
   AUDIT_STREAM,
   backoff,
   createDurableConsumer,
   ensureAuditStream,
+  registerConsumerMetrics,
   retry,
   withTx,
   type Logger,
   type NatsConnection,
   type Pool,
+  type TraceLink,
+  withSpan,
 } from "@orch/kit";
 import { Counter, type Registry } from "prom-client";
 import { toRow } from "./convert.js";
@@ -97,12 +101,15 @@ export function createIngest(deps: IngestDeps): Ingest {
     maxMessages: Math.min(options.maxAckPending, options.batchSize * 4),
     receive,
   });
+  registerConsumerMetrics(deps.metrics, nc, { stream: AUDIT_STREAM, durable: options.consumer });
 
   /** A delivered message, decoded on arrival so decoding overlaps with the previous insert. */
   interface Received {
     m: JsMsg;
     id: string;
     row: EventRow;
+    /** The message's consumer span, linked from the batch that stores it (tracing on only). */
+    link: TraceLink | undefined;
   }
 
   function receive(m: JsMsg): void {
@@ -123,7 +130,7 @@ export function createIngest(deps: IngestDeps): Ingest {
     const { row, skewed } = toRow(ev);
     if (skewed)
       log.warn({ id, event_type: ev.eventType }, "event timestamp lies far from its id time; time filters may miss it");
-    buffer.set(m.seq, { m, id, row });
+    buffer.set(m.seq, { m, id, row, link: activeLink() });
     wake?.();
   }
 
@@ -212,7 +219,13 @@ export function createIngest(deps: IngestDeps): Ingest {
         buffer.delete(seq);
         if (batch.length >= options.batchSize) break;
       }
-      await storeBatch(batch);
+      // One span per batch, linked to each event's trace (a batch has no single parent).
+      const links = batch.flatMap((r) => (r.link ? [r.link] : []));
+      await withSpan(
+        "audit.ingest.store",
+        { links, attributes: { "messaging.batch.message_count": batch.length } },
+        () => storeBatch(batch),
+      );
     }
   }
 

@@ -17,11 +17,13 @@ import {
   type Clock,
   type IdGenerator,
   type Logger,
+  type MetricsRegistry,
   type NatsConnection,
 } from "@orch/kit";
 import { createTokenCache, type Principal, type TokenCache } from "./auth-cache.js";
 import type { GatewayConfig } from "./config.js";
 import { allowedMethods, clientErrorHandler, frameworkErrorHandler } from "./framework-errors.js";
+import { registerHttpMetrics } from "./http-metrics.js";
 import { parseJsonBody } from "./json-body.js";
 import { buildOpenApi } from "./openapi.js";
 import { problem, problemFromError, sendProblem } from "./problem.js";
@@ -34,6 +36,7 @@ import { applySecurityHeaders } from "./security-headers.js";
 import { requireCsrf } from "./console/csrf.js";
 import { requestToken } from "./console/session.js";
 import { registerConsole } from "./console/static.js";
+import { registerTracing } from "./otel.js";
 
 /** Sign-in routes share one per-address rate limit (gateway.auth_rate_limit_per_minute). */
 const LOGIN_ROUTES = new Set([
@@ -50,6 +53,8 @@ export interface GatewayDeps {
   nc: NatsConnection;
   clock: Clock;
   ids: IdGenerator;
+  /** The process registry (runMain's, served on the health port); absent in tests that do not read metrics. */
+  metrics?: MetricsRegistry;
 }
 
 /** What route modules receive. */
@@ -92,7 +97,9 @@ export async function buildGateway(
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
   });
+  await registerTracing(app); // before any route and hook, so that they run inside the request span
   app.addHook("onRequest", async (_req, reply) => applySecurityHeaders(reply.raw));
+  if (deps.metrics) registerHttpMetrics(app, deps.metrics);
 
   // Empty bodies are allowed (POST /terminal has none); invalid or too deeply nested JSON is a clean 400.
   app.removeAllContentTypeParsers();

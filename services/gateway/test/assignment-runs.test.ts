@@ -37,6 +37,14 @@ const streamUrl = (name: string, runId: string) => `${s.gw.url}/api/v1/assignmen
 const runs = (events: SseEvent[]) => events.filter((e) => e.event === "run").map((e) => e.data);
 const statuses = (run: any) => Object.fromEntries(run.operations.map((o: any) => [o.name, o.status]));
 
+t.test("a module names its uploader next to the uploader's id", async (t) => {
+  const me = (await admin("GET", "/auth/whoami")).body;
+  t.match(upload.body, { uploaded_by: me.id, uploaded_by_name: me.name });
+  const listed = (await op("GET", "/modules")).body.modules.find((m: { name: string }) => m.name === "marker");
+  t.match(listed, { uploaded_by: me.id, uploaded_by_name: me.name });
+  t.not(me.name, me.id);
+});
+
 t.test("PUT /assignments/{name}: an operator replaces the definition; invalid input changes nothing", async (t) => {
   const r = await op("PUT", "/assignments/web", {
     selector: "name=web*,name!=nobody",

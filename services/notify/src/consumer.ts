@@ -1,7 +1,14 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { DeliverPolicy } from "@nats-io/jetstream";
 import { AuditEventSchema, isUnnotified } from "@orch/contracts";
-import { AUDIT_STREAM, createDurableConsumer, ensureAuditStream, PoisonMessage, withTx } from "@orch/kit";
+import {
+  AUDIT_STREAM,
+  createDurableConsumer,
+  ensureAuditStream,
+  PoisonMessage,
+  registerConsumerMetrics,
+  withTx,
+} from "@orch/kit";
 import { atLeast, channelWants } from "./channels/config.js";
 import { channelsDb } from "./db/channels.js";
 import { deliveriesDb } from "./db/deliveries.js";
@@ -62,6 +69,7 @@ export async function startAuditConsumer(
     },
   });
   await consumer.ensure();
+  registerConsumerMetrics(deps.metrics, nc, { stream: AUDIT_STREAM, durable: CONSUMER_NAME });
 
   async function handle(ev: EventJson): Promise<void> {
     if (ev.event_type === "operator.created" || ev.event_type === "operator.removed") operators.invalidate();

@@ -140,7 +140,10 @@ t.test(
         (await client.listDeliveries({ channelId: ch.id }, admin)).deliveries.find((x) => x.status === "failed"),
       );
       t.equal(d.attempts, 1, `${ch.name}: no retries for a refused target`);
-      t.match(d.lastError, /refused because notify.allow_private_targets is off/);
+      t.match(
+        d.lastError,
+        /refused because notify\.allow_private_targets \(ORCH_NOTIFY_ALLOW_PRIVATE_TARGETS\) is off/,
+      );
     }
     await eventually(() => failedEvents.length >= 2);
     t.match(failedEvents.join("\n"), /through channel local failed/);
@@ -188,7 +191,11 @@ t.test(
       );
       const r = await client.testChannel({ id: ch.id }, admin);
       t.equal(r.delivered, false, `${host}: not delivered`);
-      t.match(r.error, /refused because notify.allow_private_targets is off/, `${host}: refused by policy`);
+      t.match(
+        r.error,
+        /refused because notify\.allow_private_targets \(ORCH_NOTIFY_ALLOW_PRIVATE_TARGETS\) is off/,
+        `${host}: refused by policy`,
+      );
       t.match(r.error, re, `${host}: reason`);
     }
     t.equal(receiver.got.length, before, "the receiver was never contacted");

@@ -1,3 +1,4 @@
+import { count } from "@orch/contracts";
 import { SYSTEM_ACTOR, type Actor, type Events, type Logger } from "@orch/kit";
 import { sealedOf } from "./convert.js";
 import { secretsDb } from "./db/secrets.js";
@@ -47,7 +48,7 @@ export async function reencryptAll(
     if (reencrypted > 0 || failed.length > 0) {
       await emit({
         type: "secret.reencrypted",
-        summary: `${reencrypted} secret(s) re-encrypted with key ${keyring.active}${failed.length ? `, ${failed.length} failed` : ""}`,
+        summary: `${count(reencrypted, "secret")} re-encrypted with key ${keyring.active}${failed.length ? `, ${failed.length} failed` : ""}`,
         actor,
         target: { id: keyring.active, name: keyring.active, type: "secret_key" },
         metadata: { count: reencrypted, key_id: keyring.active, from_keys: [...from].sort(), failed },

@@ -7,6 +7,7 @@ import { driftPass } from "./engine/drift.js";
 import { createFanOut } from "./engine/fanout.js";
 import type { Engine } from "./engine/index.js";
 import { createLimiter } from "./engine/limit.js";
+import { registerStateMetrics } from "./engine/metrics.js";
 import { createModuleCache } from "./engine/modules.js";
 import { createProgressPublisher } from "./engine/progress.js";
 import { createRunner } from "./engine/runner.js";
@@ -25,6 +26,7 @@ const STOP_GRACE_MS = 10_000;
 
 export async function createStateService(deps: StateDeps): Promise<Service & { engine: Engine }> {
   const { config, log } = deps;
+  registerStateMetrics(deps.metrics);
   const clients = createClients(deps.nc, config.nats.request_timeout_ms);
   const runner = createRunner(deps, clients);
   const progress = createProgressPublisher(deps);

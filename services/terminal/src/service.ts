@@ -1,5 +1,5 @@
 import { TerminalService } from "@orch/contracts";
-import { serveRpc, type Service } from "@orch/kit";
+import { metric, serveRpc, type Service } from "@orch/kit";
 import { accessHandlers } from "./handlers/access.js";
 import { openHandlers } from "./handlers/open.js";
 import { sessionHandlers } from "./handlers/sessions.js";
@@ -16,6 +16,12 @@ export async function createTerminalService(deps: TerminalDeps): Promise<Termina
   await recordings
     .sweep()
     .catch((err) => deps.log.warn({ err: (err as Error).message }, "initial terminal sweep failed"));
+  // Sessions this replica records are the ones open on it (adopted ones included).
+  metric(deps.metrics, "orch_terminal_sessions_open", {
+    collect() {
+      this.set(recordings.owned().length);
+    },
+  });
   const rpc = serveRpc({
     nc: deps.nc,
     idempotency: deps.idempotency,

@@ -6,8 +6,8 @@
 // 2. Unknown fields (what `kubectl apply --validate=strict` rejects, and what (1) lets through):
 //    the TypeScript declarations of the same package, checked by the TypeScript compiler against
 //    each object written as an object literal (excess property checks).
-// 3. Custom resources (CloudNativePG Cluster): hand-written JSON schemas in deploy/schemas/,
-//    checked with ajv.
+// 3. Custom resources (CloudNativePG Cluster; Prometheus Operator ServiceMonitor, PodMonitor,
+//    PrometheusRule): hand-written JSON schemas in deploy/schemas/, checked with ajv.
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { Ajv } from "ajv";
@@ -25,7 +25,7 @@ export const describe = (o: Pick<K8sObject, "kind" | "metadata">) => `${o.kind}/
 /** `apps/v1` → `apps/v1`, `v1` → `v1`: the folder of kubernetes-models for an apiVersion. */
 const modelPath = (o: K8sObject) => `kubernetes-models/${o.apiVersion}/${o.kind}`;
 
-const CUSTOM_GROUPS = new Set(["postgresql.cnpg.io"]);
+const CUSTOM_GROUPS = new Set(["postgresql.cnpg.io", "monitoring.coreos.com"]);
 const isCustom = (o: K8sObject) => CUSTOM_GROUPS.has(o.apiVersion.split("/")[0]!);
 
 /** Layer 1: kubernetes-models validators (built-in kinds only). */

@@ -583,6 +583,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/asyncapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * AsyncAPI document of the audit events on NATS
+         * @description The audit event subjects (`audit.<event_type>` on the JetStream stream `AUDIT`), one message per event type, payload `orch.v1.AuditEvent` (protobuf). See docs/integrations.md.
+         *
+         *     No authentication.
+         */
+        get: operations["getAsyncapiJson"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/audit": {
         parameters: {
             query?: never;
@@ -1586,7 +1608,7 @@ export interface paths {
         put?: never;
         /**
          * Fetch the source's branch now and apply its tree, all or nothing
-         * @description Answers when the sync ended (or was queued behind one already running elsewhere), or after 50 s with the source as it stands while the sync goes on. A failed fetch or an invalid tree is not an error of this request: the source answers with status `error`, `error` and per-file `errors`, and nothing in the catalog changed.
+         * @description Answers when a sync that started after the request ended (one already under way, which may have fetched an older commit, is waited out first), or after 50 s with the source as it stands while the sync goes on. A failed fetch or an invalid tree is not an error of this request: the source answers with status `error`, `error` and per-file `errors`, and nothing in the catalog changed.
          *
          *     Requires the admin role.
          */
@@ -4917,6 +4939,30 @@ export interface operations {
             };
         };
     };
+    getAsyncapiJson: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        asyncapi: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+    };
     getAudit: {
         parameters: {
             query?: {
@@ -7304,7 +7350,10 @@ export interface operations {
                             source: string | null;
                             /** @description Unix seconds */
                             uploaded_at: number;
+                            /** @description id of the uploading operator */
                             uploaded_by: string;
+                            /** @description name of the uploading operator */
+                            uploaded_by_name: string;
                         }[];
                         next_cursor: string | null;
                     };
@@ -7369,7 +7418,10 @@ export interface operations {
                         source: string | null;
                         /** @description Unix seconds */
                         uploaded_at: number;
+                        /** @description id of the uploading operator */
                         uploaded_by: string;
+                        /** @description name of the uploading operator */
+                        uploaded_by_name: string;
                     };
                 };
             };
@@ -7433,7 +7485,10 @@ export interface operations {
                         source: string | null;
                         /** @description Unix seconds */
                         uploaded_at: number;
+                        /** @description id of the uploading operator */
                         uploaded_by: string;
+                        /** @description name of the uploading operator */
+                        uploaded_by_name: string;
                     };
                 };
             };

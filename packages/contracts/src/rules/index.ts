@@ -10,3 +10,4 @@ export * from "./cron.js";
 export * from "./sources.js";
 export * from "./join-tokens.js";
 export * from "./releases.js";
+export * from "./notify.js";

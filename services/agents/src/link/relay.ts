@@ -2,6 +2,7 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { isErrorReason, ServerFrameSchema, type Response } from "@orch/contracts";
 import { H, OrchError, encodeError, isCode, type Logger } from "@orch/kit";
+import { startRelaySpan, type RelaySpan } from "./relay-trace.js";
 
 type ServerFrameInit = MessageInitShape<typeof ServerFrameSchema>;
 
@@ -63,7 +64,7 @@ const respondError = (msg: Msg, err: OrchError) => {
 export function createRelay(opts: RelayOptions): Relay {
   const maxPending = opts.maxPending ?? 256;
   type Done = ReturnType<RelayObserver>;
-  const pending = new Map<bigint, { msg: Msg; timer: NodeJS.Timeout; done: Done }>();
+  const pending = new Map<bigint, { msg: Msg; timer: NodeJS.Timeout; done: Done; span: RelaySpan | undefined }>();
   let nextId = 1n;
   let stopped = false;
 
@@ -108,14 +109,21 @@ export function createRelay(opts: RelayOptions): Relay {
     } catch (err) {
       opts.log.warn({ err: (err as Error).message, method }, "relay observer failed");
     }
+    const span = startRelaySpan(method, opts.nodeId, msg.headers);
     const timer = setTimeout(() => {
       if (!pending.delete(id)) return;
       settle(done, false);
+      span?.end("agent_timeout");
       respondError(msg, new OrchError("DEADLINE_EXCEEDED", "agent_timeout", "the agent did not answer in time"));
     }, deadline - now);
     timer.unref();
-    pending.set(id, { msg, timer, done });
-    opts.send({ frame: { case: "request", value: { id, method, payload: msg.data, deadline } } });
+    pending.set(id, { msg, timer, done, span });
+    opts.send({
+      frame: {
+        case: "request",
+        value: { id, method, payload: msg.data, deadline, ...(span ? { traceContext: span.traceContext } : {}) },
+      },
+    });
   };
 
   const sub: Subscription = opts.nc.subscribe(`${agentSubject(opts.nodeId)}.>`, {
@@ -138,6 +146,7 @@ export function createRelay(opts: RelayOptions): Relay {
       if (res.error) {
         const e = res.error;
         void settle(p.done, false);
+        p.span?.end(e.reason || e.code || "error");
         respondError(
           p.msg,
           new OrchError(
@@ -150,6 +159,7 @@ export function createRelay(opts: RelayOptions): Relay {
         return;
       }
       const reply = () => {
+        p.span?.end();
         if (p.msg.reply) p.msg.respond(res.payload);
       };
       const settled = settle(p.done, true);
@@ -163,6 +173,7 @@ export function createRelay(opts: RelayOptions): Relay {
       for (const [id, p] of pending) {
         clearTimeout(p.timer);
         void settle(p.done, false);
+        p.span?.end("agent_disconnected");
         respondError(
           p.msg,
           new OrchError("UNAVAILABLE", "agent_disconnected", "the agent disconnected before answering"),

@@ -3,6 +3,7 @@ import type { RouteSpec } from "../route.js";
 import { agentUpgradeRoutes } from "./agent-upgrades.js";
 import { agentRoutes } from "./agents.js";
 import { assignmentRoutes } from "./assignments.js";
+import { asyncApiRoutes } from "./asyncapi.js";
 import { auditRoutes } from "./audit.js";
 import { authRoutes } from "./auth.js";
 import { channelRoutes } from "./channels.js";
@@ -35,6 +36,7 @@ export function allRoutes(ctx: GatewayContext): RouteSpec[] {
     ...joinTokenRoutes(ctx),
     ...secretRoutes(ctx),
     ...auditRoutes(ctx),
+    ...asyncApiRoutes(),
     ...terminalRoutes(ctx),
     ...moduleRoutes(ctx),
     ...assignmentRoutes(ctx),

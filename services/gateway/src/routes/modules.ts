@@ -9,7 +9,8 @@ import { pageQuery, ruled } from "../schemas.js";
 export const ModuleOut = z.object({
   name: z.string(),
   uploaded_at: z.number().int().describe("Unix seconds"),
-  uploaded_by: z.string(),
+  uploaded_by: z.string().describe("id of the uploading operator"),
+  uploaded_by_name: z.string().describe("name of the uploading operator"),
   description: z.string(),
   resource_count: z.number().int(),
   sha256: z.string(),
@@ -25,6 +26,7 @@ export const moduleJson = (m: Module) => ({
   name: m.name,
   uploaded_at: Math.floor(m.uploadedAt / 1000),
   uploaded_by: m.uploadedBy,
+  uploaded_by_name: m.uploadedByName,
   description: m.description,
   resource_count: m.resourceCount,
   sha256: m.sha256,

@@ -1,6 +1,7 @@
 import { lookup as dnsLookup } from "node:dns/promises";
 import { isIP } from "node:net";
-import { classifyAddress } from "@orch/kit";
+import { ALLOW_PRIVATE_TARGETS } from "@orch/contracts";
+import { classifyAddress, settingName } from "@orch/kit";
 
 /**
  * Outgoing-address policy. Channel URLs are chosen by admins, but a compromised or careless admin
@@ -29,13 +30,16 @@ export const systemResolver: Resolver = async (hostname) =>
     family: a.family === 6 ? 6 : 4,
   }));
 
+/** The setting a refusal names, with the environment variable that sets it. */
+const PRIVATE_SETTING = settingName(ALLOW_PRIVATE_TARGETS.section, ALLOW_PRIVATE_TARGETS.key);
+
 export class TargetRefused extends Error {
   constructor(
     readonly host: string,
     readonly address: string,
     readonly reason: string,
   ) {
-    super(`target ${host} resolves to ${address} (${reason}); refused because notify.allow_private_targets is off`);
+    super(`target ${host} resolves to ${address} (${reason}); refused because ${PRIVATE_SETTING} is off`);
     this.name = "TargetRefused";
   }
 }

@@ -1,3 +1,4 @@
+import { count } from "@orch/contracts";
 import type { CredentialBox } from "../channels/crypto.js";
 import { channelsDb, type ChannelRow } from "../db/channels.js";
 import { deliveriesDb, type DeliveryRow } from "../db/deliveries.js";
@@ -5,6 +6,7 @@ import type { EventJson } from "../events.js";
 import type { NotifyDeps } from "../deps.js";
 import { attempt, type Outcome } from "./attempt.js";
 import { nextAttemptAt } from "./backoff.js";
+import { deliveryCounter } from "./metrics.js";
 import type { Resolver } from "./ssrf.js";
 
 export interface DeliveryWorker {
@@ -25,6 +27,7 @@ export function startDeliveryWorker(deps: NotifyDeps, box: CredentialBox, resolv
   let running = true;
   let wake: (() => void) | undefined;
   let kicked = false;
+  const counted = deliveryCounter(deps.metrics);
 
   async function disableGone(d: DeliveryRow, ch: ChannelRow, o: Outcome & { kind: "gone" }) {
     await events.tx(async (db, emit) => {
@@ -52,7 +55,7 @@ export function startDeliveryWorker(deps: NotifyDeps, box: CredentialBox, resolv
       if (!(await deliveriesDb.markFailed(db, d.id, d.attempts, status, error))) return;
       await emit({
         type: "channel.delivery.failed",
-        summary: `delivery of ${d.event_type} through channel ${ch.name} failed after ${d.attempts} attempt(s): ${error.slice(0, 120)}`,
+        summary: `delivery of ${d.event_type} through channel ${ch.name} failed after ${count(d.attempts, "attempt")}: ${error.slice(0, 120)}`,
         actor: { id: "notify", name: "notify", type: "system" },
         target: { id: ch.id, name: ch.name, type: "channel" },
         metadata: {
@@ -76,6 +79,7 @@ export function startDeliveryWorker(deps: NotifyDeps, box: CredentialBox, resolv
       creds = box.open(ch.id, ch.credentials);
     } catch (err) {
       await giveUp(d, ch, 0, `credentials unreadable: ${(err as Error).message}`);
+      counted(ch.channel_type, "failed");
       return;
     }
     const o = await attempt(
@@ -90,6 +94,8 @@ export function startDeliveryWorker(deps: NotifyDeps, box: CredentialBox, resolv
       policy,
     );
     const now = clock.now();
+    const failed = o.kind === "retry" && d.attempts >= cfg.max_attempts;
+    counted(ch.channel_type, failed ? "failed" : o.kind);
     switch (o.kind) {
       case "delivered":
         if (!(await deliveriesDb.markDelivered(pool, d.id, d.attempts, o.status, now)))

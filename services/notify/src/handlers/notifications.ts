@@ -1,4 +1,4 @@
-import type { NotifyService } from "@orch/contracts";
+import { count, type NotifyService } from "@orch/contracts";
 import { keysetPage, invalid, notFound, pageCursor, pageLimit, type Handlers } from "@orch/kit";
 import { notificationsDb } from "../db/notifications.js";
 import { toNotification } from "../convert.js";
@@ -57,7 +57,7 @@ export function notificationHandlers(rt: NotifyRuntime): NotificationHandlers {
         if (marked > 0) {
           await emit({
             type: "notification.read",
-            summary: `${ctx.actor.name} marked ${marked} notification(s) read`,
+            summary: `${ctx.actor.name} marked ${count(marked, "notification")} read`,
             actor: ctx.actor,
             target: { id: me, name: ctx.actor.name, type: "operator" },
             metadata: { count: marked, all: true },

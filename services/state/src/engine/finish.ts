@@ -3,6 +3,7 @@ import { operationsDb, type Finish, type OperationRow } from "../db/operations.j
 import { believedDb, driftDb, snapshotsDb, type DriftRow } from "../db/snapshots.js";
 import type { AgentInfo, StateDeps } from "../deps.js";
 import { statelessResources, usedInputs, type ModuleSource } from "./render.js";
+import { recordOperationEnd } from "./metrics.js";
 import { believedRows, driftedResources, type StoredExecution } from "./results.js";
 
 /** What the end of an operation may need besides its row. */
@@ -58,7 +59,8 @@ export async function finishOperation(
   ctx: FinishContext = {},
 ): Promise<OperationRow | undefined> {
   const { events, ids } = deps;
-  return events.tx(async (db, emit) => {
+  let drifted = false;
+  const ended = await events.tx(async (db, emit) => {
     const row = await operationsDb.finish(db, op.id, f);
     if (!row) return undefined;
     const metadata = {
@@ -80,10 +82,13 @@ export async function finishOperation(
     } else if (row.kind === "plan") {
       await emit({ ...base, type: "state.plan.completed" });
     } else if (ctx.exec) {
-      await recordDrift(db, emit, row, ctx.exec, statelessResources(ctx.sources ?? []));
+      drifted = await recordDrift(db, emit, row, ctx.exec, statelessResources(ctx.sources ?? []));
     }
     return row;
   });
+  // Counted after the commit: a rolled-back end did not happen.
+  if (ended) recordOperationEnd(deps.metrics, ended, drifted);
+  return ended;
 
   async function recordApply(db: PoolClient, emit: Emit, row: OperationRow, c: Required<FinishContext>) {
     const at = row.finished_at!;
@@ -193,7 +198,7 @@ export async function finishOperation(
     row: OperationRow,
     exec: StoredExecution,
     stateless: ReadonlySet<string>,
-  ) {
+  ): Promise<boolean> {
     const resources = driftedResources(exec.results, stateless);
     const rec: DriftRow = {
       id: ids.next(),
@@ -223,5 +228,6 @@ export async function finishOperation(
         metadata: { drift_id: rec.id, operation_id: row.id, previous_drift_id: prev.id },
       });
     }
+    return rec.drifted;
   }
 }
