@@ -105,3 +105,17 @@ t.test("an apply is one trace from the gateway route to the orch-agent's resourc
     `the resource span descends from the route through state and agents: ${path.join(" > ")}`,
   );
 });
+
+t.test("request spans never record a query string (credentials such as a terminal ticket travel there)", async (t) => {
+  const marker = "q-marker-5ecr3t";
+  t.equal((await api("GET", `/audit?limit=1&type=${marker}`)).status < 500, true);
+  const span = await eventually(
+    () => receiver.spans.find((s) => s.service === "gateway" && s.name === "GET /api/v1/audit"),
+    15_000,
+  );
+  t.equal(span.attributes["url.path"], "/api/v1/audit", "the path only");
+  t.notOk(
+    receiver.spans.some((s) => JSON.stringify(s).includes(marker)),
+    "no span of any process holds the query's values",
+  );
+});
