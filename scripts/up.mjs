@@ -5,7 +5,7 @@
 // development CA for the agent link (.orch/tls) on first run, starts every service (and N
 // local agents) as supervised processes, and prints how to log in. Ctrl-C stops everything.
 import { spawn, spawnSync } from "node:child_process";
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign } from "node:crypto";
+import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
@@ -329,7 +329,7 @@ if (status?.status !== "ok") {
  * each agent's identity key itself (the agent keeps an existing agent.key) to know its node id,
  * then approves it as agent-<i>.
  */
-function agentNodeId(dataDir) {
+async function agentNodeId(dataDir) {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, "agent.key");
   if (!existsSync(path)) {
@@ -337,11 +337,9 @@ function agentNodeId(dataDir) {
     writeFileSync(path, privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600 });
   }
   const der = createPublicKey(createPrivateKey(readFileSync(path))).export({ format: "der", type: "spki" });
-  // The agent's node id rule (nodeIdFromPublicKey in @orch/contracts).
-  return createHash("sha256")
-    .update(der.subarray(der.length - 32))
-    .digest("hex")
-    .slice(0, 32);
+  // The agent's own rule, from the built contracts package (built above).
+  const { nodeIdFromPublicKey } = await import(join(ROOT, "packages/contracts/dist/index.js"));
+  return nodeIdFromPublicKey(der.subarray(der.length - 32));
 }
 
 async function api(method, path, token, body) {
@@ -406,7 +404,7 @@ if (agentCount > 0) {
   for (let i = 1; i <= agentCount; i++) {
     const dataDir = join(STATE, "agents", `agent-${i}`);
     const argv = [agentMain, "--server", `127.0.0.1:${link}`, "--data-dir", dataDir, ...agentTrust];
-    localAgents.push({ name: `agent-${i}`, nodeId: agentNodeId(dataDir) });
+    localAgents.push({ name: `agent-${i}`, nodeId: await agentNodeId(dataDir) });
     supervise(`agent-${i}`, process.execPath, argv, {}, i + services.length + 2);
   }
   say(`started ${agentCount} local agent(s); approving them as agent-1…agent-${agentCount}`);

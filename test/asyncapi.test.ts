@@ -3,7 +3,7 @@ import t from "tap";
 import { Parser } from "@asyncapi/parser";
 import { Ajv } from "ajv";
 import { create, toJson } from "@bufbuild/protobuf";
-import { AuditEventSchema, buildAsyncApi, EVENT_TYPES } from "@orch/contracts";
+import { AUDIT_FEED_SUBJECT, AuditEventSchema, AuditFeedSchema, buildAsyncApi, EVENT_TYPES } from "@orch/contracts";
 import { AUDIT_STREAM, auditSubject } from "@orch/kit";
 import { ASYNCAPI_FILE, renderAsyncApi } from "../scripts/gen-asyncapi.ts";
 
@@ -27,7 +27,7 @@ t.test("the document is valid AsyncAPI 3.0 (no error diagnostics)", async (t) =>
     .messages()
     .all()
     .map((m) => m.name());
-  t.same([...parsed].sort(), [...types].sort(), "the parser sees one message per catalogue type");
+  t.same([...parsed].sort(), [...types, "AuditFeed"].sort(), "one message per catalogue type, and the feed's");
   const op = document!.operations().all();
   t.same(
     op.map((o) => [
@@ -37,8 +37,11 @@ t.test("the document is valid AsyncAPI 3.0 (no error diagnostics)", async (t) =>
         .all()
         .map((c) => c.address()),
     ]),
-    [["receive", [auditSubject("{eventType}")]]],
-    "integrators only receive, on the audit subjects",
+    [
+      ["receive", [auditSubject("{eventType}")]],
+      ["receive", [AUDIT_FEED_SUBJECT]],
+    ],
+    "integrators only receive: the audit subjects and the live feed",
   );
 });
 
@@ -47,7 +50,7 @@ t.test("every catalogue type is a message of the audit channel, with its subject
   t.equal(channel.address, auditSubject("{eventType}"));
   t.same(channel.parameters.eventType.enum, types);
   t.same(Object.keys(channel.messages), types);
-  t.same(Object.keys(doc.components.messages), types);
+  t.same(Object.keys(doc.components.messages), [...types, "AuditFeed"]);
   t.same(
     doc.operations.consumeAuditEvents.messages.map((m: { $ref: string }) => m.$ref),
     types.map((type) => `#/channels/audit/messages/${type}`),
@@ -59,6 +62,16 @@ t.test("every catalogue type is a message of the audit channel, with its subject
     t.equal(m.contentType, "application/x-protobuf");
   }
   t.match(doc.info.description, `stream \`${AUDIT_STREAM}\``);
+});
+
+t.test("the live feed: the subject the audit service publishes on, payload AuditFeed", async (t) => {
+  t.equal(doc.channels.auditFeed.address, AUDIT_FEED_SUBJECT);
+  t.equal(doc.components.messages.AuditFeed.payload.$ref, `#/components/schemas/${AuditFeedSchema.typeName}`);
+  t.same(
+    Object.keys(doc.components.schemas[AuditFeedSchema.typeName].properties),
+    AuditFeedSchema.fields.map((f) => f.name),
+  );
+  t.match(doc.channels.auditFeed.description, /at most once/i);
 });
 
 t.test("the payload schema follows the protobuf descriptor and accepts a real decoded event", async (t) => {

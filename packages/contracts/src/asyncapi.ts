@@ -1,4 +1,6 @@
 import { EVENT_TYPES, Severities, type EventType } from "./events.js";
+import { AUDIT_FEED_SUBJECT } from "./audit-feed.js";
+import { AuditFeedSchema } from "./gen/orch/v1/audit_pb.js";
 import { AuditEventSchema } from "./gen/orch/v1/common_pb.js";
 import { protoJsonSchemas, type JsonSchema } from "./proto-json-schema.js";
 
@@ -41,7 +43,7 @@ const FIELD_NOTES: Record<string, Record<string, JsonSchema>> = {
 };
 
 function schemas(): Record<string, JsonSchema> {
-  const out = protoJsonSchemas([AuditEventSchema], MESSAGE_REF);
+  const out = protoJsonSchemas([AuditEventSchema, AuditFeedSchema], MESSAGE_REF);
   for (const [message, notes] of Object.entries(FIELD_NOTES)) {
     const props = out[message]?.properties as Record<string, JsonSchema> | undefined;
     if (!props) throw new Error(`asyncapi: field notes for ${message}, which AuditEvent does not reach`);
@@ -89,8 +91,9 @@ function message(bus: AuditBus, type: EventType): JsonSchema {
 
 /**
  * The AsyncAPI 3.0 document of what integrators may consume from NATS: the audit events on the
- * JetStream stream, one message per catalogue type. Internal subjects (`orch.*`: RPC, broadcasts,
- * the gateway's audit feed) are not part of the contract. Pure: same catalogue, same document
+ * JetStream stream, one message per catalogue type, and the audit service's live feed of stored
+ * events (core NATS). Other `orch.*` subjects (RPC, broadcasts, terminal bytes) are internal and
+ * not part of the contract. Pure: same catalogue, same document
  * (packages/contracts/asyncapi.json is its committed output).
  */
 export function buildAsyncApi(bus: AuditBus): Record<string, unknown> {
@@ -108,7 +111,8 @@ export function buildAsyncApi(bus: AuditBus): Record<string, unknown> {
         `(\`${bus.subject(">")}\`, \`${bus.subject("agent.>")}\`, \`${bus.subject("operator.created")}\`),`,
         "and be idempotent on `id`: a message not acked in time is delivered again with the same id.",
         `Payloads are protobuf binary (\`${CONTENT_TYPE}\`); the schemas describe the decoded message.`,
-        "Subjects under `orch.` are internal and not part of this contract. For a live tail over HTTP",
+        `The live feed \`${AUDIT_FEED_SUBJECT}\` announces events once stored (core NATS, at most once);`,
+        "other subjects under `orch.` are internal and not part of this contract. For a live tail over HTTP",
         "use `GET /api/v1/audit/stream` (Server-Sent Events; see the OpenAPI document, /api/v1/openapi.json).",
       ].join(" "),
     },
@@ -142,6 +146,18 @@ export function buildAsyncApi(bus: AuditBus): Record<string, unknown> {
         messages: channelMessages,
         "x-jetstream-stream": bus.stream,
       },
+      auditFeed: {
+        address: AUDIT_FEED_SUBJECT,
+        title: "Live feed of stored events",
+        description: [
+          "Core NATS (not captured by any stream): after each batch of events is committed to the audit store,",
+          "the audit service publishes them here, in storage order, so they are already visible to",
+          "`GET /api/v1/audit`. At most once: a subscriber that is away or slow misses messages, so it is for",
+          "live views; anything that must see every event consumes the stream. Subscribing needs a NATS user",
+          "allowed to (the gateway's, in the generated permissions).",
+        ].join(" "),
+        messages: { AuditFeed: { $ref: "#/components/messages/AuditFeed" } },
+      },
     },
     operations: {
       consumeAuditEvents: {
@@ -155,10 +171,27 @@ export function buildAsyncApi(bus: AuditBus): Record<string, unknown> {
         ].join(" "),
         messages: types.map((t) => ({ $ref: `#/channels/audit/messages/${t}` })),
       },
+      followStoredEvents: {
+        action: "receive",
+        channel: { $ref: "#/channels/auditFeed" },
+        title: "Follow stored events live",
+        description:
+          "Subscribe (no queue group, no ack): each message is one AuditFeed, a batch of events with their storage sequence.",
+        messages: [{ $ref: "#/channels/auditFeed/messages/AuditFeed" }],
+      },
     },
     components: {
       schemas: schemas(),
-      messages: Object.fromEntries(types.map((t) => [t, message(bus, t)])),
+      messages: {
+        ...Object.fromEntries(types.map((t) => [t, message(bus, t)])),
+        AuditFeed: {
+          name: "AuditFeed",
+          title: "Stored events",
+          summary: "A committed batch of events, in storage order.",
+          contentType: CONTENT_TYPE,
+          payload: { $ref: `${MESSAGE_REF}${AuditFeedSchema.typeName}` },
+        },
+      },
       securitySchemes: {
         natsUser: {
           type: "userPassword",

@@ -12,3 +12,4 @@ export * from "./console.js";
 export * from "./run-progress.js";
 export * from "./asyncapi.js";
 export * from "./plural.js";
+export * from "./audit-feed.js";

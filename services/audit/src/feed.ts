@@ -1,12 +1,8 @@
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import { AUDIT_FEED_SUBJECT } from "@orch/contracts";
 import type { Logger, NatsConnection } from "@orch/kit";
 
-/**
- * Core-NATS subject of the live feed (see AuditFeed in proto/orch/v1/audit.proto). It lies outside
- * `audit.>` so the stream does not capture it, and outside `orch.audit.*` (one token), which the
- * gateway may publish to for RPCs: only the audit service can publish here.
- */
-export const AUDIT_FEED_SUBJECT = "orch.audit.feed.events";
+export { AUDIT_FEED_SUBJECT };
 
 /** A newly stored event: its AuditEvent encoding as received, and its storage position. */
 export interface Stored {

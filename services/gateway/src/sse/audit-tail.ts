@@ -1,12 +1,10 @@
 import { fromBinary } from "@bufbuild/protobuf";
-import { AuditFeedSchema, type AuditService, type StoredEvent } from "@orch/contracts";
+import { AUDIT_FEED_SUBJECT, AuditFeedSchema, type AuditService, type StoredEvent } from "@orch/contracts";
 import type { Client } from "@orch/kit";
 import { auditEventJson } from "../routes/audit-json.js";
 import { matchesFilter, type FilterValues } from "../routes/audit-query.js";
 import { SseStream, type SseStreamDeps } from "./stream.js";
 
-/** Published by the audit service after each commit (AuditFeed in proto/orch/v1/audit.proto). */
-export const AUDIT_FEED_SUBJECT = "orch.audit.feed.events";
 /** How often a live tail re-reads the store, covering feed messages lost in transit. */
 const POLL_MS = 5_000;
 /** Live events held while the backlog is sent; beyond this they are left to the next poll. */
