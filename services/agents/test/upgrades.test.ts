@@ -1,11 +1,11 @@
 import t, { type Test } from "tap";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { AgentUpgradeReplySchema, formatReleaseManifest, type Request } from "@orch/contracts";
+import { AgentUpgradeReplySchema, type Request } from "@orch/contracts";
 import { OrchError, cachedReleaseCatalog } from "@orch/kit";
-import { createTestDatabase, eventually, startNats } from "@orch/kit/testing";
+import { createTestDatabase, eventually, publishTestRelease, startNats } from "@orch/kit/testing";
 import { openLink, type Send } from "../../../agent/src/link/client.js";
 import { upgradesDb } from "../src/db/upgrades.js";
 import { upgradeHandlers } from "../src/handlers/upgrades.js";
@@ -26,20 +26,7 @@ import {
 // job driven with an injected clock.
 
 const releases = mkdtempSync(join(tmpdir(), "orch-releases-"));
-const publish = (version: string) => {
-  mkdirSync(join(releases, version), { recursive: true });
-  writeFileSync(
-    join(releases, version, "manifest.json"),
-    formatReleaseManifest({
-      schema: 1,
-      name: "orch-agent",
-      version,
-      node_version: "v24.0.0",
-      created_at: new Date(0).toISOString(),
-      packages: [],
-    }),
-  );
-};
+const publish = (version: string) => publishTestRelease(releases, version);
 publish("0.1.0");
 publish("1.0.0");
 publish("2.0.0");

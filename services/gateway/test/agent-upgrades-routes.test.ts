@@ -1,9 +1,8 @@
 import t from "tap";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { formatReleaseManifest } from "@orch/contracts";
-import { ed25519, eventually } from "@orch/kit/testing";
+import { ed25519, eventually, publishTestRelease } from "@orch/kit/testing";
 import { connectSimAgent, defaultAttributes, linkClient, simKey } from "../../../bench/lib/sim-agent.js";
 import { call, login } from "./harness.js";
 import { startAgentsStack } from "./agents-stack.js";
@@ -11,20 +10,7 @@ import { startAgentsStack } from "./agents-stack.js";
 // The upgrade routes through the real gateway and agents service, with a releases.dir fixture and a
 // simulated agent link (it does not serve Upgrade, so the upgrade ends upgrade_unsupported).
 const releases = mkdtempSync(join(tmpdir(), "orch-gw-releases-"));
-for (const version of ["1.2.3", "2.0.0"]) {
-  mkdirSync(join(releases, version));
-  writeFileSync(
-    join(releases, version, "manifest.json"),
-    formatReleaseManifest({
-      schema: 1,
-      name: "orch-agent",
-      version,
-      node_version: "v24.0.0",
-      created_at: new Date(0).toISOString(),
-      packages: [],
-    }),
-  );
-}
+for (const version of ["1.2.3", "2.0.0"]) publishTestRelease(releases, version);
 const stack = await startAgentsStack({ releases: { dir: releases } });
 const grpc = linkClient(`127.0.0.1:${stack.agentsSvc.linkPort}`);
 const key = simKey();

@@ -165,3 +165,4 @@ export { serviceDeps } from "./deps.js";
 export * from "./system.js";
 export * from "./dev-ca.js";
 export * from "./git.js";
+export * from "./releases.js";
