@@ -42,6 +42,28 @@ export function isCode(v: unknown): v is Code {
 
 export type ErrorDetails = Record<string, unknown>;
 
+/**
+ * Socket errors and SQLSTATEs that mean "no usable database connection right now": 57P01-03 (admin
+ * or crash shutdown, cannot connect now: startup, shutdown, recovery) and class 08. A Postgres
+ * stop or restart under load surfaces as ECONNRESET or pg's own messages below on the queries in
+ * flight, not only as ECONNREFUSED on new ones; all are a retryable 503, never a 500.
+ */
+const PG_UNAVAILABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "57P01",
+  "57P02",
+  "57P03",
+  "08000",
+  "08001",
+  "08003",
+  "08004",
+  "08006",
+]);
+/** pg's errors without a code: the socket closed under a query, or a client broken by that is reused. */
+const PG_CONNECTION_LOST = /^Connection terminated( unexpectedly)?$|connection error and is not queryable/;
+
 export class OrchError extends Error {
   readonly code: Code;
   /** Stable snake_case reason from the error catalogue, e.g. `secret_exists`. */
@@ -86,8 +108,8 @@ export class OrchError extends Error {
       if (name === "ClosedConnectionError" || /connection closed|disconnect/i.test(msg)) {
         return new OrchError("UNAVAILABLE", "bus_unavailable", "the message bus is not available", {}, { cause: err });
       }
-      // Postgres connection failures.
-      if (typeof e.code === "string" && (e.code === "ECONNREFUSED" || e.code === "57P01" || e.code === "57P03")) {
+      // Postgres connection failures: the server is down, restarting or dropped the connection mid-query.
+      if ((typeof e.code === "string" && PG_UNAVAILABLE_CODES.has(e.code)) || PG_CONNECTION_LOST.test(msg)) {
         return new OrchError(
           "UNAVAILABLE",
           "database_unavailable",

@@ -103,9 +103,15 @@ export function createEvents(deps: {
   };
 }
 
+/**
+ * Creates the AUDIT stream, or brings an existing one to the configured replica count (R1 on a
+ * single server, R3 on a cluster): a stream created before the setting changed would otherwise
+ * keep its old durability for good. A failed scale-up (e.g. fewer nodes than replicas) throws, so
+ * callers retry while the events wait in the outbox, rather than run below the configured count.
+ */
 export async function ensureAuditStream(
   nc: NatsConnection,
-  opts: { replicas: number; maxAgeDays: number },
+  opts: { replicas: number; maxAgeDays: number; log?: Logger },
 ): Promise<void> {
   const jsm = await jetstreamManager(nc, { timeout: 5000 });
   const cfg = {
@@ -118,16 +124,24 @@ export async function ensureAuditStream(
     max_age: opts.maxAgeDays * 86_400 * 1e9,
     duplicate_window: 120 * 1e9,
   };
+  let current: number;
   try {
-    await jsm.streams.info(AUDIT_STREAM);
-  } catch {
+    current = (await jsm.streams.info(AUDIT_STREAM)).config.num_replicas;
+  } catch (err) {
+    if (!/stream not found/i.test((err as Error).message)) throw err;
     try {
       await jsm.streams.add(cfg);
+      return;
     } catch (err) {
       // Another replica created it between our check and add.
       if (!/already in use|exists/i.test((err as Error).message)) throw err;
+      current = (await jsm.streams.info(AUDIT_STREAM)).config.num_replicas;
     }
   }
+  if (current === opts.replicas) return;
+  // Several services may do this at once; updating to the same count again is harmless.
+  await jsm.streams.update(AUDIT_STREAM, { num_replicas: opts.replicas });
+  opts.log?.info({ stream: AUDIT_STREAM, from: current, to: opts.replicas }, "audit stream replicas updated");
 }
 
 /**
@@ -151,7 +165,7 @@ export function createRelay(deps: {
 
   async function drainOnce(): Promise<number> {
     if (!streamReady) {
-      await ensureAuditStream(nc, deps.stream);
+      await ensureAuditStream(nc, { ...deps.stream, log });
       streamReady = true;
     }
     js ??= jetstream(nc, { timeout: 5000 });

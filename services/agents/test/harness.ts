@@ -96,25 +96,32 @@ export interface AgentProcess {
   lines: string[];
   /** Parsed JSON log records. */
   records(): Array<Record<string, any>>;
-  nodeId(): Promise<string>;
+  nodeId(timeoutMs?: number): Promise<string>;
   waitFor(pred: (r: Record<string, any>) => boolean, timeoutMs?: number): Promise<Record<string, any>>;
   exited: Promise<number | null>;
   signal(sig: NodeJS.Signals): Promise<void>;
+}
+
+export interface SpawnAgentOptions {
+  dataDir?: string;
+  env?: Record<string, string>;
+  /** Runs the agent inside this network namespace (`ip netns exec`, which execs node: same pid). */
+  netns?: string;
 }
 
 /**
  * A real orch-agent process (agent/dist/main.js) with its own data dir (kept across restarts when
  * given). Unless the test chooses how it trusts the server, it trusts the test CA (`--ca`).
  */
-export function spawnAgent(
-  args: string[],
-  opts: { dataDir?: string; env?: Record<string, string> } = {},
-): AgentProcess {
+export function spawnAgent(args: string[], opts: SpawnAgentOptions = {}): AgentProcess {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "orch-agent-t-"));
   const env: Record<string, string | undefined> = { ...process.env, ...(opts.env ?? {}) };
   const trust = choosesTrust(args, env) ? [] : ["--ca", testLinkTls().caCert];
   const argv = [AGENT_MAIN, "--data-dir", dataDir, "--log-level", "debug", ...trust, ...args];
-  const child = spawn(process.execPath, argv, { env, stdio: ["ignore", "pipe", "pipe"] });
+  const [cmd, cmdArgs] = opts.netns
+    ? ["ip", ["netns", "exec", opts.netns, process.execPath, ...argv]]
+    : [process.execPath, argv];
+  const child = spawn(cmd, cmdArgs, { env, stdio: ["ignore", "pipe", "pipe"] });
   const lines: string[] = [];
   let partial = "";
   child.stdout!.on("data", (d: Buffer) => {
@@ -140,8 +147,9 @@ export function spawnAgent(
     lines,
     records,
     waitFor,
-    nodeId: async () =>
-      (await waitFor((r) => typeof r.node_id === "string" && r.msg === "orch-agent starting")).node_id as string,
+    nodeId: async (timeoutMs?: number) =>
+      (await waitFor((r) => typeof r.node_id === "string" && r.msg === "orch-agent starting", timeoutMs))
+        .node_id as string,
     exited,
     async signal(sig) {
       if (child.exitCode !== null || child.signalCode !== null) return;
@@ -155,7 +163,7 @@ export function spawnAgent(
 export function agentPool() {
   const all: AgentProcess[] = [];
   return {
-    spawn(args: string[], opts: { dataDir?: string; env?: Record<string, string> } = {}) {
+    spawn(args: string[], opts: SpawnAgentOptions = {}) {
       const a = spawnAgent(args, opts);
       all.push(a);
       return a;

@@ -61,7 +61,11 @@ export function problemFromError(err: OrchError, requestId?: string): Problem {
   return problem(err.reason, err.message, extra, httpStatusOf[err.code]);
 }
 
+/**
+ * 503 and 504 are the transient answers (a service restarting, an RPC timeout during a failover):
+ * both carry Retry-After so clients back off and retry rather than treat them as final.
+ */
 export function sendProblem(reply: FastifyReply, p: Problem): FastifyReply {
-  if (p.status === 503) reply.header("retry-after", "1");
+  if (p.status === 503 || p.status === 504) reply.header("retry-after", "1");
   return reply.code(p.status).type("application/problem+json").send(p);
 }

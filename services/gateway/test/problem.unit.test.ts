@@ -1,7 +1,8 @@
 import t from "tap";
 import { ERROR_CATALOGUE } from "@orch/contracts";
 import { OrchError } from "@orch/kit";
-import { problem, problemFromError } from "../src/problem.js";
+import type { FastifyReply } from "fastify";
+import { problem, problemFromError, sendProblem } from "../src/problem.js";
 
 t.test("problem() takes its status from the error catalogue", async (t) => {
   for (const [code, status, title] of [
@@ -53,4 +54,32 @@ t.test("an error's details extend the problem but never rewrite its members", as
   t.equal(p.title, "Conflict");
   t.equal(p.detail, "run x has already ended");
   t.equal((p as Record<string, unknown>).run_status, "completed");
+});
+
+t.test("503 and 504 carry Retry-After (clients retry them); other errors do not", async (t) => {
+  for (const [code, status, retryAfter] of [
+    ["service_unavailable", 503, "1"],
+    ["timeout", 504, "1"],
+    ["agent_timeout", 504, "1"],
+    ["secret_exists", 409, undefined],
+    ["internal", 500, undefined],
+  ] as const) {
+    const headers: Record<string, string> = {};
+    let sent = 0;
+    const reply = {
+      header(k: string, v: string) {
+        headers[k] = v;
+        return reply;
+      },
+      code(c: number) {
+        sent = c;
+        return reply;
+      },
+      type: () => reply,
+      send: () => reply,
+    };
+    sendProblem(reply as unknown as FastifyReply, problem(code, "d"));
+    t.equal(sent, status, code);
+    t.equal(headers["retry-after"], retryAfter, `${code}: Retry-After ${retryAfter ?? "absent"}`);
+  }
 });

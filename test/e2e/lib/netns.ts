@@ -25,6 +25,14 @@ export interface TestNet {
   hosts: NetHost[];
   /** Relays hostAddr:listenPort (default: the same number) to 127.0.0.1:port, where a service listens. */
   forward(port: number, listenPort?: number): Promise<TcpLoadBalancer>;
+  /**
+   * Partitions host `h`: its bridge port is disabled (STP port state), so every frame to
+   * or from it vanishes while both links stay up. TCP peers see silence, not a reset or an
+   * unreachable network, as when a switch or a route between two machines fails.
+   */
+  cut(h: NetHost): Promise<void>;
+  /** Heals a cut: the bridge port forwards again. */
+  restore(h: NetHost): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -61,6 +69,17 @@ async function sweepStale(): Promise<void> {
   const links = await ip("-o", "link", "show", "type", "bridge").catch(() => ({ stdout: "" }));
   for (const m of links.stdout.matchAll(/\d+: (ob(\d+)):/g))
     if (!alive(Number(m[2]))) await ip("link", "del", m[1]!).catch(() => undefined);
+}
+
+/**
+ * Sets a bridge port's STP state and reads it back: the kernel accepts some states without applying
+ * them (here "blocking" while STP is off). Without STP it changes a port's state only on a carrier
+ * change, which a veth whose peer stays up never has, so the state holds until set again.
+ */
+async function setPortState(port: string, state: "disabled" | "forwarding"): Promise<void> {
+  await exec("bridge", ["link", "set", "dev", port, "state", state === "disabled" ? "0" : "3"]);
+  const { stdout } = await exec("bridge", ["link", "show", "dev", port]);
+  if (!stdout.includes(`state ${state}`)) throw new Error(`bridge port ${port} did not become ${state}: ${stdout}`);
 }
 
 export async function createTestNet(count: number): Promise<TestNet> {
@@ -113,6 +132,8 @@ export async function createTestNet(count: number): Promise<TestNet> {
       forwarders.push(f);
       return f;
     },
+    cut: (h) => setPortState(`ov${pid}-${h.index}`, "disabled"),
+    restore: (h) => setPortState(`ov${pid}-${h.index}`, "forwarding"),
     close,
   };
 }

@@ -166,3 +166,5 @@ export * from "./system.js";
 export * from "./dev-ca.js";
 export * from "./git.js";
 export * from "./releases.js";
+export * from "./private-postgres.js";
+export * from "./nats-cluster.js";

@@ -52,8 +52,9 @@ export interface SystemHandle {
  * reports every started service ok.
  */
 export async function startSystem(opts: {
-  nats: NatsHandle;
-  db: DbHandle;
+  /** Only the URL is used: a handle from startNats, or any server or cluster (`url` may list several). */
+  nats: Pick<NatsHandle, "url">;
+  db: Pick<DbHandle, "url">;
   services: string[];
   env?: Record<string, string>;
   /** Env of one service on top of `env` (e.g. its own bus user), also on restarts by `start`. */

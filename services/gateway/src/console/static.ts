@@ -23,9 +23,13 @@ function consoleHeaders(reply: FastifyReply, cacheControl: string): void {
   reply.header("cache-control", cacheControl);
 }
 
-/** Console paths: everything a browser navigates to; the API and the hashed assets have their own 404s. */
+/**
+ * Console paths: everything a browser navigates to; the API and the hashed assets have their own
+ * 404s. So has /install, read by curl and the install script: a wrong path there is a 404, not a
+ * console page answered 200 that a script would take for a release file.
+ */
 const isFallbackPath = (path: string) =>
-  !(path === "/api" || path.startsWith("/api/") || path === "/assets" || path.startsWith("/assets/"));
+  !["/api", "/assets", "/install"].some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
 
 export interface ConsoleServer {
   enabled: boolean;

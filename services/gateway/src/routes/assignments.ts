@@ -152,6 +152,8 @@ const RunBody = z
       .number()
       .int()
       .min(0)
+      // int32 on the bus (state.proto): a larger count could not be encoded and answered 500.
+      .max(2_147_483_647)
       .optional()
       .describe("stop launching batches once more operations than this failed"),
   })

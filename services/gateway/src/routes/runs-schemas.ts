@@ -77,6 +77,8 @@ export const StartRunBody = z
       .number()
       .int()
       .min(0)
+      // int32 on the bus (state.proto): a larger count could not be encoded and answered 500.
+      .max(2_147_483_647)
       .optional()
       .describe("stop launching batches once more targets than this failed"),
   })

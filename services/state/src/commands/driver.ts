@@ -9,6 +9,7 @@ import {
 } from "@orch/contracts";
 import { OrchError, type Actor } from "@orch/kit";
 import type { Clients, StateDeps } from "../deps.js";
+import { untilStored } from "../engine/db-retry.js";
 import { HEARTBEAT_MS } from "../engine/fanout.js";
 import type { Limiter } from "../engine/limit.js";
 import { targetMsg } from "./convert.js";
@@ -200,7 +201,8 @@ export function createCommandDriver(deps: StateDeps, clients: Clients, limiter: 
           sub.unsubscribe();
         }
       }
-      await commandRunsDb.endTarget(pool, run.id, t.seq, end);
+      const stored = end;
+      await untilStored(log, "command target end", () => commandRunsDb.endTarget(pool, run.id, t.seq, stored));
       publish.target(targetMsg({ ...t, ...end, stdout: Buffer.alloc(0), stderr: Buffer.alloc(0) }, false));
       return end.status;
     }
@@ -216,13 +218,19 @@ export function createCommandDriver(deps: StateDeps, clients: Clients, limiter: 
     beat.unref();
     try {
       // Named agents that cannot run (not_found, not_approved) count against max_failures from the start.
-      const counted = (await commandRunsDb.counts(pool, [run.id])).get(run.id);
+      const counted = (await untilStored(log, "command run counts", () => commandRunsDb.counts(pool, [run.id]))).get(
+        run.id,
+      );
       let failures = COMMAND_FAILED_STATUSES.reduce((n, s) => n + (counted?.get(s) ?? 0), 0);
       for (let b = 1; b <= run.batches; b++) {
-        if (cancelled || (await commandRunsDb.get(pool, run.id))?.status !== "running") break;
+        if (
+          cancelled ||
+          (await untilStored(log, "command run", () => commandRunsDb.get(pool, run.id)))?.status !== "running"
+        )
+          break;
         const ended = await Promise.all((byBatch.get(b) ?? []).map((t) => limiter.run(() => job(t))));
         failures += ended.filter((s) => COMMAND_FAILED_STATUSES.includes(s)).length;
-        await commandRunsDb.touch(pool, run.id, clock.now());
+        await untilStored(log, "command run heartbeat", () => commandRunsDb.touch(pool, run.id, clock.now()));
         if (run.max_failures !== null && failures > run.max_failures && b < run.batches) {
           status = "stopped";
           log.info(
@@ -239,7 +247,7 @@ export function createCommandDriver(deps: StateDeps, clients: Clients, limiter: 
       clearInterval(beat);
       clearInterval(poll);
       live.delete(run.id);
-      await finishCommandRun(deps, run.id, status).catch((err) =>
+      await untilStored(log, "command run end", () => finishCommandRun(deps, run.id, status)).catch((err) =>
         log.error({ err, run: run.id }, "cannot end command run"),
       );
     }

@@ -5,6 +5,7 @@ import { FAILED_STATUSES, operationsDb, type NewOperation, type OperationRow } f
 import { runsDb, type RunRow, type RunStatus, type RunTargetRow } from "../db/runs.js";
 import { agentInfo } from "../convert.js";
 import type { AgentInfo, Clients, StateDeps } from "../deps.js";
+import { untilStored } from "./db-retry.js";
 import type { Limiter } from "./limit.js";
 import type { ProgressPublisher } from "./progress.js";
 import type { ModuleSource } from "./render.js";
@@ -102,7 +103,7 @@ export function createFanOut(deps: StateDeps, runner: Runner, limiter: Limiter, 
           ops.map((op) => limiter.run(() => runner.execute(op, opInput(byNode.get(op.node_id)!)))),
         );
         failures += ended.filter((r: OperationRow | undefined) => !r || FAILED_STATUSES.includes(r.status)).length;
-        await runsDb.touch(pool, run.id, clock.now(), failures);
+        await untilStored(log, "fan-out heartbeat", () => runsDb.touch(pool, run.id, clock.now(), failures));
         if (run.max_failures !== null && failures > run.max_failures && b < run.batches) {
           status = "stopped";
           log.info(
@@ -117,9 +118,10 @@ export function createFanOut(deps: StateDeps, runner: Runner, limiter: Limiter, 
       status = "interrupted";
     } finally {
       clearInterval(beat);
-      await runsDb
-        .end(pool, run.id, status, clock.now(), failures)
-        .catch((err) => log.error({ err, run: run.id }, "cannot end fan-out"));
+      const endedAt = clock.now();
+      await untilStored(log, "fan-out end", () => runsDb.end(pool, run.id, status, endedAt, failures)).catch((err) =>
+        log.error({ err, run: run.id }, "cannot end fan-out"),
+      );
       progress.changed(run.id);
     }
   }

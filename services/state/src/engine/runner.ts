@@ -39,13 +39,12 @@ export interface Runner {
   drain(): Promise<void>;
 }
 
-/** Reasons meaning "no agents replica holds this agent's link" rather than a failure of the agent. */
-const UNREACHABLE_REASONS = new Set([
-  "service_unavailable",
-  "agent_not_connected",
-  "agent_unreachable",
-  "agent_disconnected",
-]);
+/**
+ * Reasons meaning "no agents replica holds this agent's link" rather than a failure of the agent.
+ * `agent_disconnected` is not one: the link dropped after the agent got the operation, which it may
+ * have applied in part, so the operation fails with that reason instead of claiming it never ran.
+ */
+const UNREACHABLE_REASONS = new Set(["service_unavailable", "agent_not_connected", "agent_unreachable"]);
 
 /** The resources named in `only` (all when absent), without `requires` edges to the ones left out. */
 export function subset(resources: RenderedResource[], only?: ReadonlySet<string>): RenderedResource[] {
@@ -116,6 +115,12 @@ export function createRunner(deps: StateDeps, clients: Clients): Runner {
         );
     } catch (err) {
       const e = OrchError.from(err);
+      if (e.reason === "agent_disconnected")
+        return end(
+          "failed",
+          "agent_disconnected",
+          `agent ${agent.name || agent.nodeId} disconnected while the operation ran; it may have applied part of it: plan again once it is back`,
+        );
       if (e.code === "UNAVAILABLE" || UNREACHABLE_REASONS.has(e.reason))
         return end("unreachable", "agent_unreachable", `agent ${agent.name || agent.nodeId} is not connected`);
       if (e.code === "DEADLINE_EXCEEDED")

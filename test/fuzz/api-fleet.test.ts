@@ -1,0 +1,11 @@
+import t from "tap";
+import { assertStillUp, fuzzTest } from "./lib/fuzz-test.js";
+import { isFleetRoute } from "./lib/groups.js";
+
+// Property-based fuzzing of the fleet routes of the OpenAPI document (agents, state, runs,
+// terminals, sources): generated valid and broken requests as admin, operator and anonymous against
+// real processes and real agents. Needs `npm run build`.
+t.test("generated requests to every fleet route", async (t) => {
+  const { stack } = await fuzzTest(t, "fleet", isFleetRoute);
+  await assertStillUp(t, stack);
+});
