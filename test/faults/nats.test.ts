@@ -88,6 +88,9 @@ timings.firstWriteWhileFrozenMs = servedWhileFrozen.length
   ? Math.min(...servedWhileFrozen.map((r) => r.at + r.ms)) - pausedAt
   : -1;
 
+const duringFreeze = report.requests
+  .filter((r) => r.kind === "write" && r.at >= pausedAt && r.at < resumedAt)
+  .map((r) => `+${r.at - pausedAt}ms ${r.method} ${r.path} ${r.status} ${r.code ?? ""} ${r.ms}ms`);
 const after = await jsm.streams.info("AUDIT");
 const figures = await checkAfterFault(t, stack, report, {
   scenario: "nats-cluster",
@@ -104,10 +107,7 @@ t.ok(after.state.messages >= report.acked.length, `AUDIT holds ${after.state.mes
 t.ok(
   servedWhileFrozen.length > 0,
   `writes succeeded while ${frozen.name} was still frozen (first after ${timings.firstWriteWhileFrozenMs} ms)`,
-  {
-    duringFreeze: report.requests
-      .filter((r) => r.kind === "write" && r.at >= pausedAt && r.at < resumedAt)
-      .map((r) => `+${r.at - pausedAt}ms ${r.status} ${r.code ?? ""} ${r.ms}ms`),
-  },
+  { duringFreeze },
 );
+t.comment(`writes while ${frozen.name} was frozen: ${duringFreeze.join(", ")}`);
 t.ok(report.terminal.echoes > 0, `terminal echoes: ${JSON.stringify(report.terminal)}`);

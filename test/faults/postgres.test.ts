@@ -41,6 +41,21 @@ await eventually(async () => {
   return true;
 }, 30_000);
 
+// An apply whose agents answer while Postgres is down: the state service must store each
+// operation's end once the database is back, not leave it running until its deadline.
+const admin = (method: string, path: string, body?: unknown) =>
+  stack.system.api(method, `/api/v1${path}`, { token: stack.token, body });
+for (const [path, body] of [
+  [
+    "/modules",
+    { name: "pg-slow", content: "name: pg-slow\nresources:\n  - { id: slow, type: exec, command: 'sleep 1' }\n" },
+  ],
+  ["/assignments", { name: "pg-slow", selector: "fault=on", modules: ["pg-slow"] }],
+] as const) {
+  const r = await admin("POST", path, body);
+  if (r.status !== 201) throw new Error(`POST ${path}: ${r.status} ${r.text}`);
+}
+
 const outages = [
   { scenario: "postgres-restart-quick", mode: "fast", downMs: QUICK_MS },
   { scenario: "postgres-outage-long", mode: "immediate", downMs: LONG_MS },
@@ -58,6 +73,14 @@ for (const o of outages) {
       body: { selector: "fault=on", command: ["sleep", "1"], timeout_s: 120 },
     });
     t.equal(spanning.status, 202, `a run spanning the outage started (${spanning.body?.code ?? spanning.status})`);
+    const apply = await admin("POST", "/assignments/pg-slow/apply", {});
+    t.equal(apply.status, 202, `an apply spanning the outage started (${apply.body?.code ?? apply.status})`);
+    // Every operation sent to its agent (none pending), so the agents answer during the outage.
+    await eventually(async () => {
+      const r = await admin("GET", `/assignments/pg-slow/runs/${apply.body?.run_id}`);
+      const ops = (r.body?.operations ?? []) as Array<{ status: string }>;
+      return ops.length === stack.agents.length && ops.every((op) => op.status !== "pending");
+    }, 10_000);
     const timing = await postgresOutage(pgi, load, o);
     t.ok(timing.downMs >= o.downMs, `Postgres was down ${timing.downMs} ms (start took ${timing.startMs} ms)`);
     // Writes succeed again, then long enough for a run or two to finish.
@@ -95,6 +118,29 @@ for (const o of outages) {
       { status: "completed", counts: { succeeded: stack.agents.length } },
       `the spanning run completed on every agent: ${run.body?.status} ${JSON.stringify(run.body?.counts)}`,
     );
+    // Its operations ended while Postgres was down: each is stored as it ended, with one audit event.
+    const applyRun = `/assignments/pg-slow/runs/${apply.body?.run_id}`;
+    const ended = await eventually(async () => {
+      const r = await admin("GET", applyRun);
+      return r.status === 200 && r.body.status !== "running" ? r.body : undefined;
+    }, 60_000).catch(() => undefined);
+    const ops = (await admin("GET", `${applyRun}/operations?limit=100`)).body?.operations as
+      | Array<{ id: string; status: string }>
+      | undefined;
+    t.same(
+      (ops ?? []).map((op) => op.status),
+      stack.agents.map(() => "succeeded"),
+      `the spanning apply ended (${ended?.status}) and every operation succeeded`,
+    );
+    const events = (await admin("GET", "/audit?event_type=state.apply.succeeded&limit=500")).body?.events as
+      | Array<{ metadata?: { operation_id?: string } }>
+      | undefined;
+    for (const op of ops ?? [])
+      t.equal(
+        (events ?? []).filter((e) => e.metadata?.operation_id === op.id).length,
+        1,
+        `operation ${op.id} has exactly one state.apply.succeeded event`,
+      );
     t.comment(`${o.scenario}: down ${timing.downMs} ms, recovery ${figures.recoverySeconds} s after restart`);
   });
 }

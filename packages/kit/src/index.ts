@@ -4,7 +4,7 @@
 // Running a service: config, logging, main, clock and ids.
 export { baseConfigSchema, configEnvName, loadConfig, settingName, type BaseConfig } from "./config.js";
 export { maskValues, type Logger } from "./logger.js";
-export { runMain, type MainOptions, type Service, type ServiceDeps } from "./service.js";
+export { retryStartup, runMain, type MainOptions, type Service, type ServiceDeps } from "./service.js";
 export { systemClock, ulidGenerator, type Clock, type IdGenerator } from "./ids.js";
 
 // The bus: typed RPC over NATS, actors and their scopes.

@@ -140,8 +140,11 @@ export async function runMain<S extends z.ZodObject>(opts: MainOptions<S>): Prom
   process.on("SIGINT", () => void shutdown("SIGINT"));
 }
 
-/** Start-up waits for Postgres about 50 s (30 tries, 200 ms doubling to 2 s), then fails. */
-function retryStartup<T>(fn: () => Promise<T>, log: Logger, what: string): Promise<T> {
+/**
+ * Start-up waits for what it needs (Postgres, JetStream resources on a cluster that is electing
+ * leaders) about 50 s (30 tries, 200 ms doubling to 2 s), then fails.
+ */
+export function retryStartup<T>(fn: () => Promise<T>, log: Logger, what: string): Promise<T> {
   return retry(fn, {
     attempts: 30,
     policy: backoff({ initialMs: 200, maxMs: 2000 }),

@@ -7,6 +7,7 @@ import {
   ensureAuditStream,
   PoisonMessage,
   registerConsumerMetrics,
+  retryStartup,
   withTx,
 } from "@orch/kit";
 import { atLeast, channelWants } from "./channels/config.js";
@@ -68,7 +69,9 @@ export async function startAuditConsumer(
       await handle(ev);
     },
   });
-  await consumer.ensure();
+  // Created before the service is ready (it starts with new events). On a cluster electing the
+  // stream's leader one JetStream API call can time out: retry rather than fail the start.
+  await retryStartup(() => consumer.ensure(), log, "audit consumer");
   registerConsumerMetrics(deps.metrics, nc, { stream: AUDIT_STREAM, durable: CONSUMER_NAME });
 
   async function handle(ev: EventJson): Promise<void> {

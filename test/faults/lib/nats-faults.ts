@@ -10,8 +10,10 @@ import type { NatsClusterHandle, NatsClusterNode } from "@orch/kit/testing";
  *   ones make a client drop the server, and a redial of the frozen server gives up after its
  *   dial timeout, so a client is on another node well within the stale time plus a few redials.
  * The pause is long enough for the clients to have left the frozen node and served elsewhere.
+ * Until the other nodes drop their routes to it, a request can still be routed to the queue
+ * subscription a service held there (a 504 with Retry-After), so the pause leaves room for that.
  */
-export const LONG_PAUSE_MS = 30_000;
+export const LONG_PAUSE_MS = 40_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

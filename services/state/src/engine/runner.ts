@@ -1,9 +1,16 @@
 import type { ExecuteResponse } from "@orch/contracts";
 import { OrchError, type Actor } from "@orch/kit";
-import { operationsDb, type NewOperation, type OperationKind, type OperationRow } from "../db/operations.js";
+import {
+  operationsDb,
+  type Finish,
+  type NewOperation,
+  type OperationKind,
+  type OperationRow,
+} from "../db/operations.js";
 import { masker, TemplateError } from "../module/template.js";
 import type { AgentInfo, Clients, StateDeps } from "../deps.js";
-import { finishOperation } from "./finish.js";
+import { untilStored } from "./db-retry.js";
+import { finishOperation, type FinishContext } from "./finish.js";
 import { renderResources, secretBearing, secretNames, type ModuleSource, type RenderedResource } from "./render.js";
 import { storeResults } from "./results.js";
 
@@ -75,8 +82,12 @@ export function createRunner(deps: StateDeps, clients: Clients): Runner {
     const only = input.only;
     // An enforcement apply renders, and resolves the secrets of, its resources only.
     const used = narrow(sources, only);
+    // The operation's end is work already done (the agent may have answered): it waits out a
+    // database that is away instead of leaving the operation running until its deadline.
+    const finish = (f: Finish, ctx: FinishContext) =>
+      untilStored(log, "operation end", () => finishOperation(deps, op, f, ctx));
     const end = (status: OperationRow["status"], error_code: string, error: string) =>
-      finishOperation(deps, op, { status, finished_at: clock.now(), error_code, error }, { agent, sources, only });
+      finish({ status, finished_at: clock.now(), error_code, error }, { agent, sources, only });
 
     // Secrets first: a refused secret fails the operation before anything reaches the agent.
     const secrets = new Map<string, string>();
@@ -133,9 +144,7 @@ export function createRunner(deps: StateDeps, clients: Clients): Runner {
     }
     const exec = storeResults(response.results, mask, secretBearing(used));
     const failed = exec.summary.failed > 0 || exec.summary.skipped > 0;
-    return finishOperation(
-      deps,
-      op,
+    return finish(
       {
         status: failed ? "failed" : "succeeded",
         finished_at: clock.now(),
