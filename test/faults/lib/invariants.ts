@@ -177,9 +177,10 @@ export async function checkAfterFault(
 
   const during = report.requests.filter((r) => windows.some(([a, b]) => r.at <= b && r.at + r.ms >= a));
   const histogram: Record<string, number> = {};
-  for (const r of during)
-    histogram[`${r.status}${r.code ? ` ${r.code}` : ""}`] =
-      (histogram[`${r.status}${r.code ? ` ${r.code}` : ""}`] ?? 0) + 1;
+  for (const r of during) {
+    const key = `${r.status}${r.code ? ` ${r.code}` : ""}`;
+    histogram[key] = (histogram[key] ?? 0) + 1;
+  }
   t.comment(`answers during the faults: ${JSON.stringify(histogram)}`);
 
   // Recovery: from each "healed" to the first write sent after it that succeeded.
