@@ -1,6 +1,6 @@
 /**
  * npm run bench -- console [--agents 5000] [--screens 20] [--skip-fleet] [--plan-agents 500]
- *   [--plan-resources 20] [--skip-plan]
+ *   [--plan-resources 20] [--skip-plan] [--terminal-samples 1000]
  *
  * (a) The first page's JavaScript, gzipped: web/dist/.vite/manifest.json's entry chunk and its
  *     static imports (dynamic imports = lazy routes are not part of it), against the 200 KB budget.
@@ -12,6 +12,7 @@
  *     the real run page through Playwright routes (run, stream, results pages), the page's own
  *     `plan:data` (all results in hand) → `plan:painted` (a frame after the commit that rendered
  *     them) measure; budget < 1 s. Auth, notify and gateway run for real (sign-in, the shell).
+ * (d) The browser terminal's keystroke echo, --terminal-samples keys (bench/lib/console-terminal.ts).
  * Figures are printed, never asserted. Needs `npm run build` (services and web/dist).
  */
 import type { ChildProcess } from "node:child_process";
@@ -36,6 +37,7 @@ const { values } = parseArgs({
     "plan-agents": { type: "string", default: "500" },
     "plan-resources": { type: "string", default: "20" },
     "skip-plan": { type: "boolean", default: false },
+    "terminal-samples": { type: "string", default: "1000" },
   },
 });
 const agentCount = Number(values.agents);
@@ -47,6 +49,9 @@ const planResources = Number(values["plan-resources"]);
 if (!Number.isInteger(planAgents) || planAgents < 1 || planAgents > 10_000) fail("--plan-agents must be 1..10000");
 if (!Number.isInteger(planResources) || planResources < 1 || planResources > 500)
   fail("--plan-resources must be 1..500");
+const terminalSamples = Number(values["terminal-samples"]);
+if (!Number.isInteger(terminalSamples) || terminalSamples < 1 || terminalSamples > 100_000)
+  fail("--terminal-samples must be 1..100000");
 
 function fail(msg: string): never {
   console.error(`bench console: ${msg}`);
@@ -426,8 +431,7 @@ console.log(
 firstPageJs();
 if (!values["skip-fleet"]) await fleetPage();
 if (!values["skip-plan"]) await planView();
-// ---- (d) H6: the browser terminal's keystroke-echo figure goes here (one call, like the above) ----
-await (await import("./lib/console-terminal.js")).benchConsoleTerminal();
+await (await import("./lib/console-terminal.js")).benchConsoleTerminal({ samples: terminalSamples });
 console.log(
   `\nload average at the end: ${loadavg()
     .map((l) => l.toFixed(2))

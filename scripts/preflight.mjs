@@ -80,6 +80,12 @@ const TEST = [
     packages: ["nats-server"],
     why: "integration tests start a private nats-server per test file (or set NATS_SERVER_BIN)",
   },
+  {
+    what: "ansible-playbook and puppet",
+    ok: () => onPath("ansible-playbook") && onPath("puppet"),
+    packages: ["ansible", "puppet"],
+    why: "the peer benchmark (npm run bench -- peers, run once at a tiny size by the tests) compares this project with Ansible and Puppet",
+  },
   { what: "git", ok: cmd("git"), packages: ["git"], why: "the git sources tests make repositories" },
   {
     what: "jq",

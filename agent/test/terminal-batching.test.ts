@@ -71,3 +71,18 @@ t.test("sustained output is published in messages of up to flushBytes, every byt
   // (PTY reads are a few KiB each: unbatched this would be about a hundred).
   t.ok(w.messages.length <= 10, `batched into ${w.messages.length} messages`);
 });
+
+t.test("large output arrives complete and in order, byte for byte, across many batched messages", async (t) => {
+  const { w, input } = await session();
+  const count = 150_000; // about 1 MB: far more than flushBytes, so many messages
+  input(`stty -echo; echo BEG''IN; seq 1 ${count}; echo EN''D; exit 0\n`);
+  await eventually(() => w.exited, 30_000);
+  const start = w.out.indexOf("BEGIN\r\n");
+  const end = w.out.indexOf("END\r\n");
+  t.ok(start >= 0 && end > start, "both markers arrived");
+  const got = w.out.slice(start + "BEGIN\r\n".length, end);
+  const want = Array.from({ length: count }, (_, i) => `${i + 1}\r\n`).join("");
+  t.equal(got.length, want.length, "every byte arrived");
+  t.ok(got === want, "in order, none duplicated or reordered");
+  t.ok(w.messages.length > 10, `spread over ${w.messages.length} messages`);
+});

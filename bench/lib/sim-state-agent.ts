@@ -9,7 +9,8 @@
 import { createHash } from "node:crypto";
 import { pathToFileURL } from "node:url";
 import type * as grpc from "@grpc/grpc-js";
-import { create, fromBinary, toBinary, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
+import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
+import { createMessageCodec } from "@orch/kit/codec";
 import { ExecuteRequestSchema, ExecuteResponseSchema, type ExecuteRequest } from "@orch/contracts";
 import type { SimKey } from "./sim-agent.js";
 import { openSimLink, runLinkFleet, type FleetLink } from "./sim-link.js";
@@ -47,12 +48,24 @@ export function simulateExecute(req: ExecuteRequest, applied: Set<string>): Resu
       stdout: r.type === "exec" && !done && req.mode === "apply" ? "ok\n" : "",
       stderr: "",
       durationMs: 0.2,
-      observed: (r.type === "file"
-        ? { sha256: createHash("sha256").update(content).digest("hex"), mode: "0644" }
-        : {}) as JsonObject,
+      observed: (r.type === "file" ? { sha256: sha256(content), mode: "0644" } : {}) as JsonObject,
     };
   });
 }
+
+const hashes = new Map<string, string>();
+/** sha256 of a file's content: thousands of agents share a few hundred contents. */
+function sha256(content: string): string {
+  let h = hashes.get(content);
+  if (h === undefined) {
+    h = createHash("sha256").update(content).digest("hex");
+    if (hashes.size < 100_000) hashes.set(content, h);
+  }
+  return h;
+}
+
+// The agent's own codec (agent/src/link/dispatch.ts), so the generator costs what a real agent's decode and encode do.
+const codec = createMessageCodec();
 
 function connect(client: grpc.Client, key: SimKey, i: number, execMs: number, counters: StateCounters): FleetLink {
   const applied = new Set<string>();
@@ -61,14 +74,11 @@ function connect(client: grpc.Client, key: SimKey, i: number, execMs: number, co
   const link = openSimLink(client, key, i, (req) => {
     if (req.method !== "Execute") return false;
     queue = queue.then(async () => {
-      const exec = fromBinary(ExecuteRequestSchema, req.payload);
+      const exec = codec.decode(ExecuteRequestSchema, req.payload) as ExecuteRequest;
       if (execMs > 0) await new Promise((r) => setTimeout(r, execMs));
       counters.executes++;
       counters.resources += exec.resources.length;
-      const payload = toBinary(
-        ExecuteResponseSchema,
-        create(ExecuteResponseSchema, { results: simulateExecute(exec, applied) }),
-      );
+      const payload = codec.encode(ExecuteResponseSchema, { results: simulateExecute(exec, applied) });
       link.send({ case: "response", value: { id: req.id, payload } });
     });
     return true;

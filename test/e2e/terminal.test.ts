@@ -132,6 +132,33 @@ t.test("open, echo hello-$RANDOM; exit: the output arrives, the session closes, 
   t.match(played.output, hello![0], "asciinema cat prints the session's output");
 });
 
+t.test("a large output arrives complete and in order, and the transcript holds the same bytes", async (t) => {
+  const o = await open();
+  const a = await attached(o.ws_url);
+  const count = 150_000; // about 1 MB: many batched messages on every hop
+  a.send(`stty -echo; echo BEG''IN; seq 1 ${count}; echo EN''D; exit\r`);
+  t.equal((await a.closed).reason, "exit:0");
+  const out = a.text();
+  const start = out.indexOf("BEGIN\r\n");
+  const end = out.indexOf("END\r\n");
+  t.ok(start >= 0 && end > start, "both markers arrived");
+  const want = Array.from({ length: count }, (_, i) => `${i + 1}\r\n`).join("");
+  const got = out.slice(start + "BEGIN\r\n".length, end);
+  t.equal(got.length, want.length, "every byte arrived");
+  t.ok(got === want, "in order, none duplicated or reordered");
+
+  const s = await settled(o.session_id);
+  const recorded = readFileSync(s.transcript_path, "utf8")
+    .split("\n")
+    .slice(1)
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as [number, string, string])
+    .filter(([, kind]) => kind === "o")
+    .map(([, , text]) => text)
+    .join("");
+  t.ok(recorded === out, `the transcript holds exactly what the client received (${recorded.length} bytes)`);
+});
+
 t.test("a resize makes stty size report the new size", async (t) => {
   const o = await open("web-1");
   const a = await attached(o.ws_url);

@@ -54,6 +54,9 @@ export const DEFAULT_TUNING: SessionTuning = {
 const INTERACTIVE_BYTES = 1024;
 const INTERACTIVE_GAP_MS = 0.5;
 
+/** Messages of flushBytes an output arena holds before it is replaced. */
+const ARENA_FLUSHES = 4;
+
 /**
  * Keeps our own handle on the PTY's slave side. Without it, when the shell exits the master reads
  * EIO as soon as the last slave handle closes and output still in the kernel's buffers (the tail of
@@ -101,8 +104,12 @@ export function startSession(
   });
   const slave = holdSlave(term);
 
-  let pending: Buffer[] = [];
-  let pendingBytes = 0;
+  // Output waiting to be published: arena[start, end). Published messages are views of the arena
+  // (the link serializes them later), so it is only appended to; a full arena is replaced and what
+  // is pending moves over. One allocation per ARENA_FLUSHES messages instead of a concat per message.
+  let arena = Buffer.allocUnsafe(0);
+  let start = 0;
+  let end = 0;
   let flushTimer: NodeJS.Timeout | undefined;
   let lastFlushAt = 0;
   let lastFlushBytes = 0;
@@ -121,17 +128,30 @@ export function startSession(
   const flush = (whole = false) => {
     if (flushTimer) clearTimeout(flushTimer);
     flushTimer = undefined;
+    const pendingBytes = end - start;
     if (held || pendingBytes === 0) return;
-    const data = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes);
-    const end = whole ? data.length - (data.length % tuning.flushBytes) : data.length;
-    const rest = data.subarray(end);
-    pending = rest.length ? [rest] : [];
-    pendingBytes = rest.length;
+    const until = whole ? end - (pendingBytes % tuning.flushBytes) : end;
     lastFlushAt = performance.now();
-    lastFlushBytes = end;
+    lastFlushBytes = until - start;
     // Bounded messages: NATS (1 MiB by default) and the link (16 MiB) allow more than this.
-    for (let i = 0; i < end; i += tuning.flushBytes)
-      bus.publish(out, data.subarray(i, Math.min(end, i + tuning.flushBytes)));
+    for (let i = start; i < until; i += tuning.flushBytes)
+      bus.publish(out, arena.subarray(i, Math.min(until, i + tuning.flushBytes)));
+    start = until;
+  };
+
+  /** Appends output to the arena. */
+  const take = (buf: Uint8Array, n: number) => {
+    if (end + n > arena.length) {
+      const pendingBytes = end - start;
+      const next = Buffer.allocUnsafe(Math.max(ARENA_FLUSHES * tuning.flushBytes, 2 * (pendingBytes + n)));
+      arena.copy(next, 0, start, end);
+      arena = next;
+      start = 0;
+      end = pendingBytes;
+    }
+    arena.set(n === buf.length ? buf : buf.subarray(0, n), end);
+    end += n;
+    return end - start;
   };
 
   const release = () => {
@@ -144,10 +164,9 @@ export function startSession(
     flush();
   };
 
-  term.onData((chunk) => {
-    const b = typeof chunk === "string" ? Buffer.from(chunk) : (chunk as unknown as Buffer);
-    pending.push(b);
-    pendingBytes += b.length;
+  const onOutput = (buf: Uint8Array, n: number) => {
+    const wasEmpty = end === start;
+    const pendingBytes = take(buf, n);
     if (held) {
       if (pendingBytes > tuning.holdLimitBytes && !paused) {
         paused = true;
@@ -156,12 +175,16 @@ export function startSession(
       return;
     }
     if (pendingBytes >= tuning.flushBytes) flush(true);
-    if (pendingBytes === 0 || flushTimer) return;
+    if (end === start || flushTimer) return;
     const since = performance.now() - lastFlushAt;
     const interactive =
       since >= tuning.flushDelayMs || (lastFlushBytes < INTERACTIVE_BYTES && since >= INTERACTIVE_GAP_MS);
-    if (pending.length === 1 && interactive) flush();
+    if (wasEmpty && interactive) flush();
     else flushTimer = setTimeout(flush, tuning.flushDelayMs);
+  };
+  term.onData((chunk) => {
+    const b = typeof chunk === "string" ? Buffer.from(chunk) : (chunk as unknown as Buffer);
+    onOutput(b, b.length);
   });
 
   const close = (reason: string) => {

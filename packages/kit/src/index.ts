@@ -48,6 +48,7 @@ export { createIdempotencyStore, type IdempotencyStore } from "./idempotency.js"
 
 // Background work: periodic jobs, retries with backoff, durable JetStream consumers.
 export { schedulePeriodic, type Periodic } from "./periodic.js";
+export { groupCommit, type GroupCommitOptions } from "./group-commit.js";
 export {
   abortableSleep,
   backoff,

@@ -1,4 +1,4 @@
-import { create, toBinary, type JsonObject } from "@bufbuild/protobuf";
+import { create, type JsonObject } from "@bufbuild/protobuf";
 import {
   jetstream,
   jetstreamManager,
@@ -10,6 +10,7 @@ import {
 import { headers as natsHeaders, type NatsConnection } from "@nats-io/transport-node";
 import { AuditEventSchema, EVENT_TYPES, type AuditEvent, type EventType, type Severity } from "@orch/contracts";
 import { abortableSleep, backoff } from "./backoff.js";
+import { createMessageCodec } from "./codec/index.js";
 import { withTx, type Pool, type PoolClient, type Queryable } from "./db.js";
 import type { Clock, IdGenerator } from "./ids.js";
 import type { Logger } from "./logger.js";
@@ -40,6 +41,8 @@ export type Emit = (ev: EventInput) => Promise<AuditEvent>;
 export interface Events {
   /** Writes an event into the outbox table using the caller's transaction. */
   emit(db: Queryable, ev: EventInput): Promise<AuditEvent>;
+  /** Writes several events with one statement (a batch of operation ends), in order. */
+  emitMany(db: Queryable, evs: readonly EventInput[]): Promise<AuditEvent[]>;
   /** Runs `fn` in a transaction with an `emit` bound to it, then wakes the relay. */
   tx<T>(fn: (db: PoolClient, emit: Emit) => Promise<T>): Promise<T>;
   /** Wakes the relay after a commit made outside `tx`. */
@@ -52,6 +55,14 @@ export interface Relay {
   kick(): void;
   /** Publishes whatever is pending now; resolves with the number published. For tests and shutdown. */
   flush(): Promise<number>;
+}
+
+// The services' codec: an event's metadata Struct costs a fraction of protobuf-es' reflective encoder.
+const codec = createMessageCodec();
+/** The event's bytes as a Buffer (pg sends a Buffer as bytea), without copying them. */
+function encodeEvent(ev: AuditEvent): Buffer {
+  const b = codec.encode(AuditEventSchema, ev);
+  return Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 }
 
 function toRef(a: Actor | Ref): Ref {
@@ -77,23 +88,41 @@ export function createEvents(deps: {
   clock: Clock;
   relay?: Pick<Relay, "kick">;
 }): Events {
+  const traceparent = () => {
+    let tp: string | null = null;
+    injectTrace((k, v) => {
+      if (k === "traceparent") tp = v;
+    });
+    return tp;
+  };
   const emit = async (db: Queryable, input: EventInput) => {
     const ev = buildEvent(deps.ids, deps.clock, input);
-    let traceparent: string | null = null;
-    injectTrace((k, v) => {
-      if (k === "traceparent") traceparent = v;
-    });
     await db.query("INSERT INTO outbox (id, subject, payload, traceparent) VALUES ($1, $2, $3, $4)", [
       ev.id,
       auditSubject(ev.eventType),
-      Buffer.from(toBinary(AuditEventSchema, ev)),
-      traceparent,
+      encodeEvent(ev),
+      traceparent(),
     ]);
     return ev;
+  };
+  const emitMany = async (db: Queryable, inputs: readonly EventInput[]) => {
+    const evs = inputs.map((input) => buildEvent(deps.ids, deps.clock, input));
+    if (evs.length === 0) return evs;
+    await db.query(
+      "INSERT INTO outbox (id, subject, payload, traceparent) SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[])",
+      [
+        evs.map((ev) => ev.id),
+        evs.map((ev) => auditSubject(ev.eventType)),
+        evs.map((ev) => encodeEvent(ev)),
+        evs.map(() => traceparent()),
+      ],
+    );
+    return evs;
   };
   const kick = () => deps.relay?.kick();
   return {
     emit,
+    emitMany,
     kick,
     async tx(fn) {
       const out = await withTx(deps.pool, (c) => fn(c, (ev) => emit(c, ev)));

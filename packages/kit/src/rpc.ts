@@ -12,6 +12,7 @@ import { OrchError, errorFromBinary, errorToBinary, isCode } from "./errors.js";
 import { IDEMPOTENCY_HDR, readIdempotency, withIdempotency, type IdempotencyStore } from "./idempotency.js";
 import { rejectInvalidStrings } from "./input.js";
 import { busError, sendSoon } from "./nats.js";
+import { request } from "./request-inbox.js";
 import type { Logger } from "./logger.js";
 import { observeClient, observeServer, type RpcCallInfo } from "./rpc-observers.js";
 
@@ -131,6 +132,13 @@ export interface RpcServer {
   stop(): Promise<void>;
 }
 
+/**
+ * One codec for every server and client of the process: its plans and generated functions are
+ * built once per message type, not once per client (a fan-out makes a client per agent), and
+ * sharing its scratch buffer is safe because encode and decode run synchronously.
+ */
+const codec = createMessageCodec();
+
 /** Serves every method of a proto service over NATS request/reply. */
 export function serveRpc<S extends GenService<GenServiceMethods>>(opts: RpcServerOptions<S>): RpcServer {
   const { nc, log } = opts;
@@ -138,7 +146,6 @@ export function serveRpc<S extends GenService<GenServiceMethods>>(opts: RpcServe
   const queue = opts.queue === undefined ? opts.name : opts.queue;
   const subs: Subscription[] = [];
   let inflight = 0;
-  const codec = createMessageCodec();
   const methods = (opts.service as unknown as { methods: DescMethod[] }).methods;
   for (const method of methods) {
     const handler = (opts.handlers as Record<string, (req: unknown, ctx: CallContext) => Promise<unknown>>)[
@@ -252,27 +259,27 @@ export function rpcClient<S extends GenService<GenServiceMethods>>(
 ): Client<S> {
   const base = opts.subjectBase ?? `orch.${name}`;
   const client: Record<string, unknown> = {};
-  const codec = createMessageCodec();
   const methods = (service as unknown as { methods: DescMethod[] }).methods;
   for (const method of methods) {
     const subject = `${base}.${method.name}`;
     const info: RpcCallInfo = { service: opts.subjectBase ? "agent" : name, method: method.name };
     client[method.localName] = async (req: unknown, call: CallOptions = {}) => {
       const timeout = call.timeoutMs ?? opts.timeoutMs;
+      // append, not set: each key is new, and set first searches for (and deletes) the key.
       const hdrs = natsHeaders();
-      if (call.requestId) hdrs.set(H.requestId, call.requestId);
+      if (call.requestId) hdrs.append(H.requestId, call.requestId);
       if (call.actor) {
-        hdrs.set(H.actorId, call.actor.id);
-        hdrs.set(H.actorName, call.actor.name);
-        hdrs.set(H.actorType, call.actor.type);
-        if (call.actor.role) hdrs.set(H.actorRole, call.actor.role);
+        hdrs.append(H.actorId, call.actor.id);
+        hdrs.append(H.actorName, call.actor.name);
+        hdrs.append(H.actorType, call.actor.type);
+        if (call.actor.role) hdrs.append(H.actorRole, call.actor.role);
         // Whitespace only separates selector terms, so folding it keeps the meaning and the header valid.
-        if (call.actor.scope) hdrs.set(H.actorScope, call.actor.scope.replace(/\s+/g, " "));
+        if (call.actor.scope) hdrs.append(H.actorScope, call.actor.scope.replace(/\s+/g, " "));
       }
-      hdrs.set(H.deadline, String(Date.now() + timeout));
+      hdrs.append(H.deadline, String(Date.now() + timeout));
       if (call.idempotency) {
-        hdrs.set(IDEMPOTENCY_HDR.key, call.idempotency.key);
-        hdrs.set(IDEMPOTENCY_HDR.hash, call.idempotency.hash);
+        hdrs.append(IDEMPOTENCY_HDR.key, call.idempotency.key);
+        hdrs.append(IDEMPOTENCY_HDR.hash, call.idempotency.hash);
       }
       let reply: Msg;
       try {
@@ -284,7 +291,7 @@ export function rpcClient<S extends GenService<GenServiceMethods>>(
             new Promise<Msg>((resolve, reject) =>
               sendSoon(nc, () => {
                 try {
-                  nc.request(subject, data, { timeout, headers: hdrs }).then(resolve, reject);
+                  request(nc, subject, data, timeout, hdrs).then(resolve, reject);
                 } catch (err) {
                   reject(err);
                 }

@@ -1,6 +1,7 @@
 import { create, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { AuditEventSchema, type AuditEvent, type StoredEvent, StoredEventSchema } from "@orch/contracts";
 import type { EventRow } from "./db/events.js";
+import type { DecodedEvent } from "./decode.js";
 import { ID_TIME_SKEW_MS, ulidTime } from "./ulid-time.js";
 
 // Postgres text and jsonb cannot hold NUL; an event carrying one must still be stored.
@@ -15,7 +16,7 @@ function cleanJson(v: JsonValue): JsonValue {
 }
 
 /** Maps a bus event to its row; `skewed` flags an id time far from the timestamp. */
-export function toRow(ev: AuditEvent): { row: EventRow; skewed: boolean } {
+export function toRow(ev: DecodedEvent): { row: EventRow; skewed: boolean } {
   const parsed = Date.parse(ev.timestamp);
   const idTime = ulidTime(ev.id);
   const ts = Number.isFinite(parsed) ? parsed : idTime;

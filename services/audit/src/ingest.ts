@@ -1,6 +1,4 @@
-import { fromBinary } from "@bufbuild/protobuf";
 import { DeliverPolicy, type JsMsg } from "@nats-io/jetstream";
-import { AuditEventSchema, type AuditEvent } from "@orch/contracts";
 import {
   activeLink,
   AUDIT_STREAM,
@@ -9,7 +7,6 @@ import {
   ensureAuditStream,
   registerConsumerMetrics,
   retry,
-  withTx,
   type Logger,
   type NatsConnection,
   type Pool,
@@ -18,7 +15,8 @@ import {
 } from "@orch/kit";
 import { Counter, type Registry } from "prom-client";
 import { toRow } from "./convert.js";
-import { eventsDb, type EventRow } from "./db/events.js";
+import { type DecodedEvent, decodeAuditEvent } from "./decode.js";
+import { eventsDb, type EventRow, isKnownId } from "./db/events.js";
 import type { Stored } from "./feed.js";
 import { parseUlid } from "./ulid-time.js";
 
@@ -113,9 +111,9 @@ export function createIngest(deps: IngestDeps): Ingest {
   }
 
   function receive(m: JsMsg): void {
-    let ev: AuditEvent | undefined;
+    let ev: DecodedEvent | undefined;
     try {
-      ev = fromBinary(AuditEventSchema, m.data);
+      ev = decodeAuditEvent(m.data);
     } catch {
       ev = undefined;
     }
@@ -134,8 +132,19 @@ export function createIngest(deps: IngestDeps): Ingest {
     wake?.();
   }
 
+  // One statement, its own transaction: committed (and the ingest lock released) when it returns.
   async function insert(rows: EventRow[]): Promise<Array<{ id: string; seq: number }>> {
-    return withTx(pool, (c) => eventsDb.insert(c, rows));
+    return eventsDb.insert(pool, rows);
+  }
+
+  /** The plain insert first; a batch holding a stored id (a redelivery) again with ON CONFLICT. */
+  async function insertBatch(rows: EventRow[]): Promise<Array<{ id: string; seq: number }>> {
+    try {
+      return await eventsDb.insertNew(pool, rows);
+    } catch (err) {
+      if (!isKnownId(err)) throw err;
+      return insert(rows);
+    }
   }
 
   /** Inserts rows one by one after a batch was refused, so one bad event cannot block the rest. */
@@ -159,6 +168,24 @@ export function createIngest(deps: IngestDeps): Ingest {
     return { inserted, refused };
   }
 
+  /** Settlements of committed batches not yet run; run() waits for them before it returns. */
+  let settling: Promise<void> = Promise.resolve();
+
+  function afterCommit(settle: () => void): void {
+    const previous = settling;
+    settling = new Promise<void>((resolve) =>
+      setImmediate(() => {
+        try {
+          settle();
+        } catch (err) {
+          // An ack that cannot be sent (connection closing) only means a harmless redelivery.
+          log.warn({ err: (err as Error).message }, "cannot acknowledge stored audit events; they will be redelivered");
+        }
+        resolve();
+      }),
+    ).then(() => previous);
+  }
+
   async function storeBatch(held: Received[]): Promise<void> {
     const byId = new Map(held.map((r) => [r.id, r]));
     const rows = [...byId.values()].map((r) => r.row);
@@ -168,20 +195,24 @@ export function createIngest(deps: IngestDeps): Ingest {
         let inserted: Array<{ id: string; seq: number }>;
         let refused = new Set<string>();
         try {
-          inserted = await insert(rows);
+          inserted = await insertBatch(rows);
         } catch (err) {
           if (transient(err)) throw err;
           ({ inserted, refused } = await insertEach(rows));
         }
-        // Acknowledge only now that the rows are committed.
-        for (const { m, id } of held) {
-          if (refused.has(id)) m.term("refused by Postgres");
-          else m.ack();
-        }
-        rejected.inc(refused.size);
-        stored.inc(inserted.length);
-        duplicates.inc(held.length - inserted.length - refused.size);
-        if (inserted.length) deps.onStored(inserted.map((r) => ({ bytes: byId.get(r.id)!.m.data, seq: r.seq })));
+        // Committed: acknowledge, count and announce the batch, after the next batch has been sent
+        // to Postgres (run() takes it within this turn of the event loop), so this work overlaps
+        // the next insert instead of leaving Postgres idle while it runs.
+        afterCommit(() => {
+          for (const { m, id } of held) {
+            if (refused.has(id)) m.term("refused by Postgres");
+            else m.ack();
+          }
+          rejected.inc(refused.size);
+          stored.inc(inserted.length);
+          duplicates.inc(held.length - inserted.length - refused.size);
+          if (inserted.length) deps.onStored(inserted.map((r) => ({ bytes: byId.get(r.id)!.m.data, seq: r.seq })));
+        });
       },
       {
         policy: STORE_RETRY,
@@ -227,6 +258,7 @@ export function createIngest(deps: IngestDeps): Ingest {
         () => storeBatch(batch),
       );
     }
+    await settling;
   }
 
   return {

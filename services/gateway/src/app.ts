@@ -37,6 +37,7 @@ import { requireCsrf } from "./console/csrf.js";
 import { requestToken } from "./console/session.js";
 import { registerConsole } from "./console/static.js";
 import { registerTracing } from "./otel.js";
+import { requestLogger } from "./request-logger.js";
 
 /** Sign-in routes share one per-address rate limit (gateway.auth_rate_limit_per_minute). */
 const LOGIN_ROUTES = new Set([
@@ -92,13 +93,19 @@ export async function buildGateway(
     trustProxy: config.http.trust_proxy,
     requestIdHeader: "x-request-id",
     genReqId: () => `${(reqPrefix ??= deps.ids.next())}-${(++reqSeq).toString(36)}`,
+    // req.log keeps its reqId binding but is only built when a request writes a line.
+    childLoggerFactory: requestLogger,
     return503OnClosing: true,
     // Errors raised before routing or by the HTTP parser answer problem+json like every other.
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
   });
   await registerTracing(app); // before any route and hook, so that they run inside the request span
-  app.addHook("onRequest", async (_req, reply) => applySecurityHeaders(reply.raw));
+  // Hooks on every request take fastify's callback form: an async one costs a promise and a microtask turn.
+  app.addHook("onRequest", (_req, reply, done) => {
+    applySecurityHeaders(reply.raw);
+    done();
+  });
   if (deps.metrics) registerHttpMetrics(app, deps.metrics);
 
   // Empty bodies are allowed (POST /terminal has none); invalid or too deeply nested JSON is a clean 400.
@@ -194,7 +201,10 @@ export async function buildGateway(
       url: fastifyPath(spec.path),
       ...(spec.rawBody ? { bodyLimit: spec.rawBody.maxBytes } : {}),
       // Authentication and authorization run before the body is parsed or anything is looked up.
-      onRequest: async (req: FastifyRequest, reply: FastifyReply) => {
+      // Callback form: a cached token (nearly every request) is checked without a promise. What
+      // throws before done() is fastify's to catch (as a rejection would be); done() runs outside
+      // any try, so an error further down the chain is never reported twice.
+      onRequest: (req: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void) => {
         if (throttle) {
           const wait = throttle.limiter.take(throttle.key(req));
           if (wait > 0) {
@@ -202,13 +212,32 @@ export async function buildGateway(
             throw new OrchError("RESOURCE_EXHAUSTED", "rate_limited", `too many ${throttle.what}; retry later`);
           }
         }
-        if (spec.auth === "public") return;
+        if (spec.auth === "public") return done();
         const cred = requestToken(req, config.http);
         if (!cred) throw unauthenticated("unauthenticated", "send Authorization: Bearer <token> (orchctl login)");
-        req.principal = await tokens.resolve(cred.token);
-        // After the token check: a stale console tab gets 401 (sign in again), not a CSRF error.
-        if (cred.via === "cookie") requireCsrf(req, cred.token);
-        if (spec.auth === "admin" && req.principal.role !== "admin") throw forbidden();
+        const admit = (principal: Principal) => {
+          req.principal = principal;
+          // After the token check: a stale console tab gets 401 (sign in again), not a CSRF error.
+          if (cred.via === "cookie") requireCsrf(req, cred.token);
+          if (spec.auth === "admin" && principal.role !== "admin") throw forbidden();
+        };
+        const hit = tokens.cached(cred.token);
+        if (hit) {
+          admit(hit);
+          return done();
+        }
+        tokens.resolve(cred.token).then(
+          (principal) => {
+            let refused: Error | undefined;
+            try {
+              admit(principal);
+            } catch (err) {
+              refused = err as Error;
+            }
+            done(refused);
+          },
+          (err: Error) => done(err),
+        );
       },
       handler: async (req, reply) => {
         const parse = <T>(schema: z.ZodType<T> | undefined, value: unknown, location: string): T => {

@@ -82,14 +82,22 @@ export function createTokenCache(deps: {
     }
   }
 
+  /** The cached principal while the token is unexpired and the entry fresh; drops a stale entry. */
+  function cached(token: string): Principal | undefined {
+    const hit = entries.get(token);
+    if (!hit) return undefined;
+    const now = deps.clock.now();
+    if (hit.principal.expiresAt > now && now - hit.cachedAt < deps.ttlMs) return hit.principal;
+    entries.delete(token);
+    return undefined;
+  }
+
   return {
+    /** Synchronous: what resolve answers without a bus round trip, or undefined (then call resolve). */
+    cached,
     async resolve(token: string): Promise<Principal> {
-      const now = deps.clock.now();
-      const hit = entries.get(token);
-      if (hit) {
-        if (hit.principal.expiresAt > now && now - hit.cachedAt < deps.ttlMs) return hit.principal;
-        entries.delete(token);
-      }
+      const hit = cached(token);
+      if (hit) return hit;
       let p = inflight.get(token);
       if (!p) {
         p = lookup(token);

@@ -28,26 +28,58 @@ const CLIENT_ERRORS: Record<string, Problem> = {
   HPE_HEADER_OVERFLOW: problem("headers_too_large", "the request line or headers are too large"),
 };
 
+/** How long a refused connection keeps reading what the client still sends, and how much of it. */
+export const LINGER_MS = 5_000;
+export const LINGER_BYTES = 8 * 1024 * 1024;
+
+const lingering = new WeakSet<Socket>();
+
 /**
  * Requests the HTTP parser refuses never reach fastify; Node (and fastify's default) would answer
- * with bare text or JSON. Same shape as every other error instead, then the socket is dropped
- * (the parser's state is unknown).
+ * with bare text or JSON. Same shape as every other error instead, then the connection closes (the
+ * parser's state is unknown). Closing at once would reset it while the client is still sending
+ * (a long URL, then its body): the kernel answers unread data with a RST, and the client sees
+ * ECONNRESET instead of the answer. So, like nginx's lingering close, the answer goes out with a
+ * FIN and what still arrives is read and dropped, for a bounded time and size.
  */
 export function clientErrorHandler(err: Error & { code?: string }, socket: Socket): void {
-  if (err.code === "ECONNRESET" || socket.destroyed) return;
-  if (socket.writable) {
-    const p = CLIENT_ERRORS[err.code ?? ""] ?? problem("malformed_request", "the request is not valid HTTP");
-    const body = JSON.stringify(p);
-    const head = [
-      `HTTP/1.1 ${p.status} ${STATUS_CODES[p.status] ?? "Error"}`,
-      "content-type: application/problem+json",
-      `content-length: ${Buffer.byteLength(body)}`,
-      "connection: close",
-      ...securityHeaderLines(),
-    ].join("\r\n");
-    socket.write(`${head}\r\n\r\n${body}`);
+  if (err.code === "ECONNRESET" || socket.destroyed || lingering.has(socket)) return;
+  if (!socket.writable) {
+    socket.destroy(err);
+    return;
   }
-  socket.destroy(err);
+  const p = CLIENT_ERRORS[err.code ?? ""] ?? problem("malformed_request", "the request is not valid HTTP");
+  const body = JSON.stringify(p);
+  const head = [
+    `HTTP/1.1 ${p.status} ${STATUS_CODES[p.status] ?? "Error"}`,
+    "content-type: application/problem+json",
+    `content-length: ${Buffer.byteLength(body)}`,
+    "connection: close",
+    ...securityHeaderLines(),
+  ].join("\r\n");
+  lingering.add(socket);
+  socket.end(`${head}\r\n\r\n${body}`);
+  lingerThenClose(socket);
+}
+
+/** Drops what the client still sends until it closes its side, LINGER_MS pass or LINGER_BYTES arrive. */
+function lingerThenClose(socket: Socket): void {
+  let dropped = 0;
+  const close = () => {
+    clearTimeout(timer);
+    socket.destroy();
+  };
+  const timer = setTimeout(close, LINGER_MS);
+  timer.unref();
+  // The HTTP parser may still be attached and consuming: data it refuses comes back as clientError
+  // (ignored above); data that reaches JS is counted here.
+  socket.on("data", (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > LINGER_BYTES) close();
+  });
+  socket.once("end", close);
+  socket.once("close", () => clearTimeout(timer));
+  socket.resume();
 }
 
 /**

@@ -54,4 +54,4 @@ export const OperatorOut = z.object({
     .describe("agent selector limiting the agents the operator reaches; null = unscoped (docs/access.md)"),
 });
 
-export const iso = (ms: number) => new Date(ms).toISOString();
+export { iso } from "./iso-time.js";

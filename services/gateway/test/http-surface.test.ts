@@ -114,6 +114,9 @@ t.test("every framework-level error is problem+json with a stable code", async (
   isProblem(t, await raw(bigHeader), 431, "headers_too_large", "headers over the limit");
   const longLine = `GET /api/v1/${"a".repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`;
   isProblem(t, await raw(longLine), 431, "headers_too_large", "request line over the limit");
+  // The client is still sending when the answer goes out: it gets the answer, not a reset.
+  const longThenBody = `PUT /api/v1/${"a".repeat(300_000)} HTTP/1.1\r\nHost: x\r\nContent-Length: 3000000\r\n\r\n${"b".repeat(3_000_000)}`;
+  isProblem(t, await raw(longThenBody), 431, "headers_too_large", "long request line, then a large body");
   const garbage = await raw("NOT HTTP AT ALL\r\n\r\n");
   isProblem(t, garbage, 400, "malformed_request", "not HTTP");
   t.equal(garbage.headers?.["x-content-type-options"], "nosniff", "raw error replies carry the security headers too");

@@ -38,11 +38,16 @@ type Outcome = string;
 
 // A bus that records requests and answers none: reaching it means the gateway accepted the input.
 let busRequests = 0;
+const refuse = () => {
+  busRequests++;
+  throw new Error("no responders");
+};
 const nc = {
-  request: () => {
-    busRequests++;
-    return Promise.reject(new Error("no responders"));
-  },
+  // The kit's RPC client publishes on a reply subscription of its own (packages/kit/src/request-inbox.ts).
+  subscribe: () => ({ closed: new Promise(() => {}), isClosed: () => false, unsubscribe: () => {} }),
+  status: () => (async function* () {})(),
+  publish: refuse,
+  request: async () => refuse(),
 } as unknown as NatsConnection;
 // Only what building the routes touches: the terminal routes register their WebSocket hooks.
 const app = { addHook: () => {} };

@@ -7,8 +7,12 @@ import { baseConfigSchema, parseKeyring } from "@orch/kit";
 export const stateConfigSchema = baseConfigSchema.extend({
   state: z
     .object({
-      /** Operations of one fan-out in flight at once. */
-      fanout_concurrency: z.number().int().min(1).max(10_000).default(50),
+      /**
+       * Operations of one fan-out in flight at once. An operation mostly waits for its agent, so
+       * this bounds a fan-out's pace (200 in flight at ~40 ms each ≈ 5,000 operations/s) and the
+       * size of the group commits that end them.
+       */
+      fanout_concurrency: z.number().int().min(1).max(10_000).default(200),
       /** Every operation ends by this deadline (→ timed_out), also across restarts. */
       operation_timeout_seconds: z.number().int().min(1).max(86_400).default(600),
       /** Scheduled drift checks of every agent with a snapshot; 0 = off. */

@@ -100,6 +100,10 @@ export const believedMsg = (b: BelievedRow): MessageInitShape<typeof BelievedRes
   appliedAt: b.applied_at,
 });
 
+/** The status of a target without an operation: waiting for its batch, or never started once the run ended. */
+export const unstartedStatus = (runStatus: string): "queued" | "not_started" =>
+  runStatus === "running" ? "queued" : "not_started";
+
 /** A run with each target's operation status (`queued` while waiting for its batch, `not_started` once the run ended without it). */
 export function runMsg(
   r: RunRow,
@@ -129,7 +133,7 @@ export function runMsg(
         name: t.name,
         batch: t.batch,
         operationId: op?.id ?? "",
-        status: op?.status ?? (r.status === "running" ? "queued" : "not_started"),
+        status: op?.status ?? unstartedStatus(r.status),
       };
     }),
   };

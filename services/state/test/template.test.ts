@@ -1,5 +1,6 @@
 import t from "tap";
-import { masker, renderValue, scanTemplate, TemplateError } from "../src/module/template.js";
+import { masker, noMask, renderValue, scanTemplate, TemplateError } from "../src/module/template.js";
+import { storeResults } from "../src/engine/results.js";
 import { renderResources, secretNames, usedInputs, type ModuleSource } from "../src/engine/render.js";
 import { parseModule } from "../src/module/parse.js";
 
@@ -72,4 +73,53 @@ t.test("resources render per agent with module-qualified requires; snapshots kee
     inputs.secrets,
   );
   t.equal(drift[0]!.spec!.content, "old s3cr3t-VALUE", "recorded inputs win over the agent's current ones");
+});
+
+t.test("per-module work done once still renders each agent's own values", async (t) => {
+  const parsed = parseModule(
+    "name: m\nresources:\n  - { id: d, type: directory, path: /srv/app }\n  - { id: f, type: file, path: /srv/app/c, content: 'host={{ attributes.hostname }}' }\n  - { id: j, type: file, path: /srv/app/j, content: '{{ item.x }}' }\n",
+    "m",
+  );
+  const src: ModuleSource = { name: "m", sha256: "x", parsed };
+  const none = new Map<string, string>();
+  const a = renderResources([src], { attributes: { hostname: "a" }, tags: {} }, none);
+  const b = renderResources([src], { attributes: { hostname: "b" }, tags: {} }, none);
+  t.same(
+    [a[1]!.spec, b[1]!.spec],
+    [
+      { path: "/srv/app/c", content: "host=a" },
+      { path: "/srv/app/c", content: "host=b" },
+    ],
+  );
+  t.equal(a[0]!.spec, b[0]!.spec, "a spec without templates is shared, not copied");
+  t.same(a[0]!.spec, { path: "/srv/app" });
+  t.same(a[2]!.spec, { path: "/srv/app/j", content: "{{ item.x }}" }, "other {{ }} text is left alone");
+  t.same(usedInputs(src, { hostname: "a", os: "x" }, {}), { attributes: { hostname: "a" }, tags: {} });
+  t.same(usedInputs(src, { hostname: "b" }, { env: "e" }), { attributes: { hostname: "b" }, tags: {} });
+  t.same(usedInputs(src, {}, {}), { attributes: {}, tags: {} }, "a missing input is not recorded");
+});
+
+t.test("without secrets nothing is masked; with them observed values are masked", async (t) => {
+  t.equal(masker([]), noMask);
+  const result = {
+    $typeName: "orch.v1.ResourceResult" as const,
+    id: "f",
+    module: "m",
+    type: "file",
+    status: "ok",
+    changed: false,
+    diff: "",
+    message: "pw s3cr3t",
+    durationMs: 1,
+    stdout: "",
+    stderr: "",
+    observed: { content: "pw s3cr3t", nested: { v: ["s3cr3t"] } },
+  };
+  const plain = storeResults([result], masker([]));
+  t.same(plain.observed.get("m/f"), result.observed);
+  t.equal(plain.results[0]!.message, "pw s3cr3t");
+  const masked = storeResults([result], masker(["s3cr3t"]));
+  t.same(masked.observed.get("m/f"), { content: "pw ***", nested: { v: ["***"] } });
+  t.equal(masked.results[0]!.message, "pw ***");
+  t.same(result.observed, { content: "pw s3cr3t", nested: { v: ["s3cr3t"] } }, "the answer itself is not modified");
 });

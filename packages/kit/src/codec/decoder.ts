@@ -1,6 +1,7 @@
 import { getTextEncoding } from "@bufbuild/protobuf/wire";
 import type { FieldPlan, Kind, MsgPlan } from "./plan.js";
-import { BAIL } from "./encoder.js";
+import { BAIL } from "./bail.js";
+import { createStructReader, type ReadStruct } from "./struct.js";
 
 /** What generated decoders call: the input and one reader per scalar kind. */
 export interface Reader {
@@ -79,7 +80,17 @@ function createReader() {
       const from = len < 0x80 ? start + 1 : pos;
       pos = end;
       // ASCII (ids, names, keys) decodes the same under any UTF-8 decoder; the rest goes through
-      // protobuf-es' own decoder so that invalid sequences come out identically.
+      // protobuf-es' own decoder so that invalid sequences come out identically. Short ASCII
+      // (Struct keys above all) is built in JS: a native slice per string costs more.
+      if (end - from <= 16) {
+        let out = "";
+        for (let i = from; i < end; i++) {
+          const c = b[i]!;
+          if (c >= 0x80) return utf8.decodeUtf8(b.subarray(from, end));
+          out += String.fromCharCode(c);
+        }
+        return out;
+      }
       for (let i = from; i < end; i++) if (b[i]! >= 0x80) return utf8.decodeUtf8(b.subarray(from, end));
       return (b as unknown as { latin1Slice(s: number, e: number): string }).latin1Slice(from, end);
     },
@@ -172,6 +183,10 @@ function generate(plan: MsgPlan, subs: MsgPlan[]): { zero: string; decode: strin
         cases.push(`case ${f.tagValue}: if (${present}) throw BAIL; ${set(`dec[${sub(f.sub!)}](r.len())`)} break;`);
         break;
       }
+      case "struct":
+        // A second occurrence is merged by protobuf-es.
+        cases.push(`case ${f.tagValue}: if (${key} !== undefined) throw BAIL; ${key} = struct(r.len()); break;`);
+        break;
       case "list":
         if (f.sub) cases.push(`case ${f.tagValue}: ${key}.push(dec[${sub(f.sub)}](r.len())); break;`);
         else if (f.packed) {
@@ -214,6 +229,7 @@ type Decode = (end: number) => Record<string, unknown>;
 /** Reads messages with functions generated per message type; throws BAIL on anything unusual. */
 export function createDecoder() {
   const { r, start, done } = createReader();
+  const struct: ReadStruct = createStructReader(r);
   const compiled = new Map<MsgPlan, { decode: Decode; zero: () => Record<string, unknown> }>();
   const fns = (plan: MsgPlan) => {
     const have = compiled.get(plan);
@@ -226,11 +242,12 @@ export function createDecoder() {
     try {
       entry = {
         zero: new Function(src.zero) as () => Record<string, unknown>,
-        decode: new Function("BAIL", "r", "dec", "zero", `return function decode(end) {\n${src.decode}\n};`)(
+        decode: new Function("BAIL", "r", "dec", "zero", "struct", `return function decode(end) {\n${src.decode}\n};`)(
           BAIL,
           r,
           dec,
           zero,
+          struct,
         ) as Decode,
       };
     } catch {

@@ -1,7 +1,8 @@
+import { BAIL } from "./bail.js";
 import type { FieldPlan, Kind, MsgPlan } from "./plan.js";
+import { createStructWriter, type WriteStruct } from "./struct.js";
 
-/** Thrown inside the fast path to hand the value back to protobuf-es. */
-export const BAIL: unique symbol = Symbol("bail");
+export { BAIL };
 
 const FLOAT32_MAX = 3.4028234663852886e38;
 const isInt32 = (v: unknown): v is number =>
@@ -239,6 +240,10 @@ function generate(plan: MsgPlan, subs: MsgPlan[], tags: number[][]): string {
       case "message":
         body = `${tag(f)} s = w.open(); ${sub(f.sub!)}(v); w.close(s);`;
         break;
+      case "struct":
+        // protobuf-es takes any non-array object here; anything else it would mangle or reject.
+        body = `if (typeof v !== "object" || Array.isArray(v)) throw BAIL; ${tag(f)} s = w.open(); struct(v); w.close(s);`;
+        break;
       case "list":
         if (f.sub)
           body = `if (!Array.isArray(v)) throw BAIL; for (let i = 0; i < v.length; i++) { ${tag(f)} s = w.open(); ${sub(f.sub)}(v[i]); w.close(s); }`;
@@ -276,6 +281,7 @@ type Encode = (o: unknown) => void;
  */
 export function createEncoder() {
   const { w, reset, take } = createWriter();
+  const struct: WriteStruct = createStructWriter(w);
   const compiled = new Map<MsgPlan, Encode>();
   const fn = (plan: MsgPlan): Encode => {
     const have = compiled.get(plan);
@@ -286,11 +292,12 @@ export function createEncoder() {
     const subFns: Encode[] = [];
     let encode: Encode;
     try {
-      encode = new Function("BAIL", "w", "subs", "tags", `return function encode(o) {\n${source}\n};`)(
+      encode = new Function("BAIL", "w", "subs", "tags", "struct", `return function encode(o) {\n${source}\n};`)(
         BAIL,
         w,
         subFns,
         tags,
+        struct,
       ) as Encode;
     } catch {
       // Code generation disallowed (--disallow-code-generation-from-strings): protobuf-es it is.

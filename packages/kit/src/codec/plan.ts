@@ -23,8 +23,9 @@ export interface FieldPlan {
   local: string;
   /** The oneof's local name when the field is a oneof member. */
   oneof: string | undefined;
-  shape: "scalar" | "message" | "list" | "map";
-  /** Scalar kind of the value (list item, map value); undefined for messages. */
+  /** "struct": a google.protobuf.Struct field, which protobuf-es holds as a plain JSON object. */
+  shape: "scalar" | "message" | "list" | "map" | "struct";
+  /** Scalar kind of the value (list item, map value); undefined for messages and structs. */
   kind: Kind | undefined;
   /** Wire type of one occurrence on the wire (2 for packed lists, messages, maps). */
   wire: number;
@@ -118,12 +119,25 @@ const fieldMessage = (f: DescField): DescMessage | undefined =>
     ? f.message
     : undefined;
 
+/**
+ * A singular google.protobuf.Struct field: protobuf-es gives it as a JsonObject, which the codec
+ * writes and reads directly. Repeated, map and oneof Structs (unused so far) stay with protobuf-es,
+ * as do the other well-known types.
+ */
+const isJsonStruct = (f: DescField): boolean =>
+  f.fieldKind === "message" &&
+  !f.oneof &&
+  !f.delimitedEncoding &&
+  f.message.typeName === "google.protobuf.Struct" &&
+  f.parent.typeName !== "google.protobuf.Value";
+
 /** Whether every type reachable from `desc` has shapes the codec handles. */
 function supported(desc: DescMessage, seen: Set<DescMessage>): boolean {
   if (seen.has(desc)) return true;
   seen.add(desc);
   if (desc.file.edition !== PROTO3 || desc.typeName.startsWith("google.protobuf.")) return false;
   for (const f of desc.fields) {
+    if (isJsonStruct(f)) continue;
     if ((f.fieldKind === "message" || (f.fieldKind === "list" && f.listKind === "message")) && f.delimitedEncoding)
       return false;
     if (f.fieldKind === "map" && f.mapKey !== ScalarType.STRING) return false;
@@ -178,9 +192,10 @@ function build(desc: DescMessage, plans: Map<DescMessage, MsgPlan | null>): MsgP
       plan.zeros.push({ key: m.localName, source: zeroSource(m) });
   }
   for (const f of [...desc.fields].sort((a, b) => a.number - b.number)) {
+    const struct = isJsonStruct(f);
     const kind = valueKind(f);
-    const sub = fieldMessage(f);
-    const shape = f.fieldKind === "enum" ? "scalar" : f.fieldKind;
+    const sub = struct ? undefined : fieldMessage(f);
+    const shape = struct ? "struct" : f.fieldKind === "enum" ? "scalar" : f.fieldKind;
     const packed = f.fieldKind === "list" && f.packed && kind !== undefined && kind !== "string" && kind !== "bytes";
     const wire = shape === "scalar" || (shape === "list" && !packed) ? wireType(kind) : 2;
     const fp: FieldPlan = {

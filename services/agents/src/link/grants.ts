@@ -1,15 +1,15 @@
 import { fromBinary } from "@bufbuild/protobuf";
+import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import {
   AGENT_PUBLISH_ALLOWED,
   AGENT_SUBSCRIBE_ALLOWED,
   AgentCommandService,
   AgentStateService,
   AgentTerminalService,
-  ExecuteRequestSchema,
   OpenTerminalRequestSchema,
   RunCommandRequestSchema,
 } from "@orch/contracts";
-import type { Clock, Logger, Queryable } from "@orch/kit";
+import { groupCommit, type Clock, type Logger, type Queryable } from "@orch/kit";
 import type { RelayObserver } from "./relay.js";
 
 export type GrantKind = "terminal" | "progress";
@@ -40,6 +40,22 @@ const EXECUTE = AgentStateService.method.execute.name;
 const RUN_COMMAND = AgentCommandService.method.runCommand.name;
 
 const keyOf = (g: Grant) => `${g.kind}:${g.ref}`;
+
+/**
+ * ExecuteRequest.operation_id (field 1) read off the wire: decoding the whole request (every
+ * resource's spec) for it cost more than the rest of the relay. The last occurrence wins, as in a
+ * full decode; a malformed payload throws as fromBinary would.
+ */
+export function executeOperationId(payload: Uint8Array): string {
+  const r = new BinaryReader(payload);
+  let id = "";
+  while (r.pos < r.len) {
+    const [field, wire] = r.tag();
+    if (field === 1 && wire === WireType.LengthDelimited) id = r.string();
+    else r.skip(wire, field);
+  }
+  return id;
+}
 
 /**
  * The grant a subject needs in one direction; undefined when no grant could allow it. The contracts'
@@ -79,6 +95,15 @@ export const grantsDb = {
       [nodeId, g.kind, g.ref, expiresAt],
     );
   },
+  /** put of several grants in one statement; each (node_id, kind, ref) at most once. */
+  async putMany(db: Queryable, rows: ReadonlyArray<{ nodeId: string; g: Grant; expiresAt: number }>): Promise<void> {
+    await db.query(
+      `INSERT INTO link_grants (node_id, kind, ref, expires_at)
+       SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
+       ON CONFLICT (node_id, kind, ref) DO UPDATE SET expires_at = GREATEST(link_grants.expires_at, EXCLUDED.expires_at)`,
+      [rows.map((r) => r.nodeId), rows.map((r) => r.g.kind), rows.map((r) => r.g.ref), rows.map((r) => r.expiresAt)],
+    );
+  },
   /** Deletes expired grants in batches; idempotent. */
   async prune(db: Queryable, now: number, batch = 10_000): Promise<number> {
     let total = 0;
@@ -94,6 +119,35 @@ export const grantsDb = {
     return total;
   },
 };
+
+type PutRequest = { nodeId: string; g: Grant; expiresAt: number };
+const writers = new WeakMap<Queryable, (r: PutRequest) => Promise<void>>();
+
+/**
+ * Every link of a replica gets a progress grant per Execute: the grants stored while a write is
+ * under way go together in the next one (group commit), so a fan-out to thousands of agents costs
+ * a few statements rather than one commit per operation. A failed batch is written again one grant
+ * at a time, so one bad row fails alone.
+ */
+function grantWriter(pool: Queryable, log: Logger): (r: PutRequest) => Promise<void> {
+  let writer = writers.get(pool);
+  if (!writer) {
+    writer = groupCommit<PutRequest, void>({
+      max: 1000,
+      // One statement cannot upsert the same row twice.
+      key: (r) => `${r.nodeId}:${keyOf(r.g)}`,
+      batch: async (rows) => {
+        await grantsDb.putMany(pool, rows);
+        return rows.map(() => undefined);
+      },
+      one: (r) => grantsDb.put(pool, r.nodeId, r.g, r.expiresAt),
+      log,
+      what: "link grants",
+    });
+    writers.set(pool, writer);
+  }
+  return writer;
+}
 
 /** The grants of one link's agent: an in-memory copy of its rows, backed by the database. */
 export interface LinkGrants {
@@ -185,7 +239,7 @@ export function createLinkGrants(opts: { pool: Queryable; nodeId: string; clock:
     async grant(g, ttlMs) {
       const expiresAt = opts.clock.now() + ttlMs;
       remember(g, expiresAt);
-      await grantsDb.put(opts.pool, opts.nodeId, g, expiresAt);
+      await grantWriter(opts.pool, opts.log)({ nodeId: opts.nodeId, g, expiresAt });
     },
     has,
   };
@@ -230,7 +284,7 @@ export function grantOnRelay(
     }
     const ref =
       method === EXECUTE
-        ? decodeRef(() => fromBinary(ExecuteRequestSchema, payload).operationId)
+        ? decodeRef(() => executeOperationId(payload))
         : method === RUN_COMMAND
           ? decodeRef(() => fromBinary(RunCommandRequestSchema, payload).jobId)
           : undefined;

@@ -1,6 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Queryable } from "@orch/kit";
 import { ID_TIME_SKEW_MS, ulidFloor } from "../ulid-time.js";
+import { integerArray, textArray } from "./array-literal.js";
 import type { Filter } from "../validate.js";
 import { EVENT_COLUMNS, listQuery, tailQuery } from "./query.js";
 
@@ -22,10 +23,46 @@ export interface EventRow {
 /** Every insert takes this lock until commit, so `seq` order is commit order. */
 const INGEST_LOCK = "orch.audit.ingest";
 
-const INSERT_SQL = `INSERT INTO events (${EVENT_COLUMNS})
+/**
+ * The ingest lock is taken in the statement itself: an uncorrelated sub-select in WHERE runs once
+ * (a one-time filter) before any row is read, so before any seq is drawn. Outside a transaction the
+ * statement is its own transaction and the lock is held until it commits: a batch is one round
+ * trip instead of four (BEGIN, lock, insert, COMMIT).
+ */
+const INSERT_SQL = (idempotent: boolean) => `INSERT INTO events (${EVENT_COLUMNS})
   SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::jsonb[])
-  ON CONFLICT (id) DO NOTHING
+  WHERE (SELECT true FROM pg_advisory_xact_lock(hashtext($13)))${idempotent ? "\n  ON CONFLICT (id) DO NOTHING" : ""}
   RETURNING id, seq`;
+const INSERT_IDEMPOTENT = INSERT_SQL(true);
+const INSERT_NEW = INSERT_SQL(false);
+
+/** The error of an insert that met an id already stored (or twice in its batch). */
+export function isKnownId(err: unknown): boolean {
+  const e = err as { code?: unknown; constraint?: unknown };
+  return e.code === "23505" && e.constraint === "events_pkey";
+}
+
+function insertParams(rows: EventRow[]): unknown[] {
+  const text = (k: Exclude<keyof EventRow, "ts" | "metadata">) => textArray(rows.map((r) => r[k]));
+  return [
+    text("id"),
+    integerArray(rows.map((r) => r.ts)),
+    text("event_type"),
+    text("severity"),
+    text("summary"),
+    text("actor_id"),
+    text("actor_name"),
+    text("actor_type"),
+    text("target_id"),
+    text("target_name"),
+    text("target_type"),
+    textArray(rows.map((r) => JSON.stringify(r.metadata))),
+    INGEST_LOCK,
+  ];
+}
+
+const stored = (res: { rows: Array<{ id: string; seq: number }> }) =>
+  res.rows.map((r) => ({ id: r.id, seq: Number(r.seq) }));
 
 export const eventsDb = {
   /** Serialises writers until the transaction ends (re-entrant within it). */
@@ -41,27 +78,24 @@ export const eventsDb = {
 
   /**
    * Inserts rows idempotently (a known id is skipped) and returns the newly stored ones with their
-   * seq. Must run inside a transaction: the ingest lock is held until it commits.
+   * seq. Atomic on its own (one statement, which holds the ingest lock until it commits); inside a
+   * transaction the lock is held until that commits.
    */
-  async insert(tx: Queryable, rows: EventRow[]): Promise<Array<{ id: string; seq: number }>> {
+  async insert(db: Queryable, rows: EventRow[]): Promise<Array<{ id: string; seq: number }>> {
     if (rows.length === 0) return [];
-    await eventsDb.lockIngest(tx);
-    const col = <K extends keyof EventRow>(k: K) => rows.map((r) => r[k]);
-    const res = await tx.query<{ id: string; seq: number }>(INSERT_SQL, [
-      col("id"),
-      col("ts"),
-      col("event_type"),
-      col("severity"),
-      col("summary"),
-      col("actor_id"),
-      col("actor_name"),
-      col("actor_type"),
-      col("target_id"),
-      col("target_name"),
-      col("target_type"),
-      rows.map((r) => JSON.stringify(r.metadata)),
-    ]);
-    return res.rows.map((r) => ({ id: r.id, seq: Number(r.seq) }));
+    return stored(await db.query<{ id: string; seq: number }>(INSERT_IDEMPOTENT, insertParams(rows)));
+  },
+
+  /**
+   * Inserts rows none of which is stored yet (ids unique within the batch too), as one statement
+   * outside any transaction; throws an error isKnownId recognises, having stored nothing, when one
+   * is. The ingest's usual case: redeliveries are rare, and skipping ON CONFLICT's speculative
+   * insertion (a unique-index probe and a confirmation per row) cuts the per-row cost of the one
+   * backend that holds the ingest lock by about a seventh.
+   */
+  async insertNew(db: Queryable, rows: EventRow[]): Promise<Array<{ id: string; seq: number }>> {
+    if (rows.length === 0) return [];
+    return stored(await db.query<{ id: string; seq: number }>(INSERT_NEW, insertParams(rows)));
   },
 
   /** One page newest first; fetches limit + 1 rows so the caller knows whether more exist. */

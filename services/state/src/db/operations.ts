@@ -93,6 +93,13 @@ const LIST_COLS =
 const LIST_COLS_RESULTS =
   "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, results, '[]'::jsonb AS output, error_code, error, run_id, assignment, remediates";
 
+/** finishMany's answer: every column, results and output only when nothing was written to them. */
+const RETURN_LEAN = COLS.split(", ")
+  .map((c) =>
+    c === "results" || c === "output" ? `CASE WHEN x.${c} IS NULL THEN o.${c} ELSE '[]'::jsonb END AS ${c}` : `o.${c}`,
+  )
+  .join(", ");
+
 export interface OperationFilter {
   node_id?: string;
   /** Only these nodes (a scoped operator's reachable agents). */
@@ -154,6 +161,51 @@ export const operationsDb = {
       [id, now, deadline],
     );
     return r.rowCount === 1;
+  },
+  /** markRunning of several operations in one statement; returns the ids that went pending → running. */
+  async markRunningMany(
+    db: Queryable,
+    items: ReadonlyArray<{ id: string; now: number; deadline: number }>,
+  ): Promise<Set<string>> {
+    const r = await db.query<{ id: string }>(
+      `UPDATE operations o SET status = 'running', started_at = x.now, deadline = x.deadline
+         FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS x(id, now, deadline)
+        WHERE o.id = x.id AND o.status = 'pending' RETURNING o.id`,
+      [items.map((i) => i.id), items.map((i) => i.now), items.map((i) => i.deadline)],
+    );
+    return new Set(r.rows.map((row) => row.id));
+  },
+  /**
+   * finish of several operations in one statement (each id at most once); returns the rows that
+   * ended now: an operation that had already ended is left alone and missing (first writer wins).
+   */
+  async finishMany(db: Queryable, items: ReadonlyArray<{ id: string; f: Finish }>): Promise<OperationRow[]> {
+    const rows = items.map(({ id, f }) => ({
+      id,
+      status: f.status,
+      finished_at: f.finished_at,
+      // Absent keys are NULL: COALESCE keeps what the row holds.
+      summary: f.summary,
+      results: f.results,
+      output: f.output,
+      error_code: f.error_code ?? "",
+      error: f.error ?? "",
+    }));
+    const r = await db.query<OperationRow>(
+      `UPDATE operations o SET status = x.status, finished_at = x.finished_at, summary = COALESCE(x.summary, o.summary),
+              results = COALESCE(x.results, o.results), output = COALESCE(x.output, o.output), error_code = x.error_code, error = x.error
+         FROM jsonb_to_recordset($1::jsonb) AS x(id text, status text, finished_at bigint, summary jsonb, results jsonb, output jsonb,
+                                                error_code text, error text)
+        WHERE o.id = x.id AND o.status IN ('pending', 'running') RETURNING ${RETURN_LEAN}`,
+      [JSON.stringify(rows)],
+    );
+    // The heavy columns are what was just written (or the defaults of an operation that never ran):
+    // not read back, parsing them again would cost more than writing them.
+    const byId = new Map(items.map((i) => [i.id, i.f]));
+    return r.rows.map((row) => {
+      const f = byId.get(row.id)!;
+      return { ...row, results: f.results ?? row.results, output: f.output ?? row.output };
+    });
   },
   /** Ends an open operation; undefined when it had already ended (first writer wins). */
   async finish(db: Queryable, id: string, f: Finish): Promise<OperationRow | undefined> {

@@ -69,6 +69,18 @@ export const snapshotsDb = {
       ],
     );
   },
+  /** upsert of several snapshots in one statement; each (node_id, module) at most once. */
+  async upsertMany(db: Queryable, rows: readonly SnapshotRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    await db.query(
+      `INSERT INTO snapshots (${SNAP_COLS})
+       SELECT ${SNAP_COLS} FROM jsonb_to_recordset($1::jsonb) AS x(node_id text, module text, module_sha256 text, position int,
+                                                                  attributes jsonb, tags jsonb, operation_id text, applied_at bigint)
+       ON CONFLICT (node_id, module) DO UPDATE SET module_sha256 = EXCLUDED.module_sha256, position = EXCLUDED.position, attributes = EXCLUDED.attributes,
+         tags = EXCLUDED.tags, operation_id = EXCLUDED.operation_id, applied_at = EXCLUDED.applied_at`,
+      [JSON.stringify(rows)],
+    );
+  },
   async nodes(db: Queryable): Promise<string[]> {
     return (await db.query<{ node_id: string }>("SELECT DISTINCT node_id FROM snapshots ORDER BY node_id")).rows.map(
       (r) => r.node_id,
@@ -76,17 +88,29 @@ export const snapshotsDb = {
   },
 };
 
+/** Believed rows in, as one JSON array: one statement whatever their number. */
+const INSERT_BELIEVED = `INSERT INTO believed (node_id, module, resource_id, type, status, observed, operation_id, applied_at)
+  SELECT node_id, module, resource_id, type, status, observed, operation_id, applied_at
+    FROM jsonb_to_recordset($1::jsonb) AS x(node_id text, module text, resource_id text, type text, status text, observed jsonb, operation_id text, applied_at bigint)`;
+
 export const believedDb = {
   /** Replaces what is believed about one module on one agent. */
   async replaceModule(db: Queryable, nodeId: string, module: string, rows: BelievedRow[]): Promise<void> {
-    await db.query("DELETE FROM believed WHERE node_id = $1 AND module = $2", [nodeId, module]);
-    if (rows.length === 0) return;
+    await believedDb.replaceModules(db, [{ node_id: nodeId, module }], rows);
+  },
+  /** replaceModule of several (node, module) pairs: two statements for all of them. */
+  async replaceModules(
+    db: Queryable,
+    modules: ReadonlyArray<{ node_id: string; module: string }>,
+    rows: readonly BelievedRow[],
+  ): Promise<void> {
+    if (modules.length === 0) return;
     await db.query(
-      `INSERT INTO believed (node_id, module, resource_id, type, status, observed, operation_id, applied_at)
-       SELECT node_id, module, resource_id, type, status, observed, operation_id, applied_at
-         FROM jsonb_to_recordset($1::jsonb) AS x(node_id text, module text, resource_id text, type text, status text, observed jsonb, operation_id text, applied_at bigint)`,
-      [JSON.stringify(rows)],
+      "DELETE FROM believed b USING unnest($1::text[], $2::text[]) AS x(node_id, module) WHERE b.node_id = x.node_id AND b.module = x.module",
+      [modules.map((m) => m.node_id), modules.map((m) => m.module)],
     );
+    if (rows.length === 0) return;
+    await db.query(INSERT_BELIEVED, [JSON.stringify(rows)]);
   },
   /** Replaces what is believed about these resources only (a subset apply: the rest of the module is unchanged). */
   async replaceResources(db: Queryable, nodeId: string, rows: BelievedRow[]): Promise<void> {
@@ -96,12 +120,7 @@ export const believedDb = {
         WHERE b.node_id = $1 AND b.module = x.module AND b.resource_id = x.resource_id`,
       [nodeId, JSON.stringify(rows.map((r) => ({ module: r.module, resource_id: r.resource_id })))],
     );
-    await db.query(
-      `INSERT INTO believed (node_id, module, resource_id, type, status, observed, operation_id, applied_at)
-       SELECT node_id, module, resource_id, type, status, observed, operation_id, applied_at
-         FROM jsonb_to_recordset($1::jsonb) AS x(node_id text, module text, resource_id text, type text, status text, observed jsonb, operation_id text, applied_at bigint)`,
-      [JSON.stringify(rows)],
-    );
+    await db.query(INSERT_BELIEVED, [JSON.stringify(rows)]);
   },
   async ofNode(db: Queryable, nodeId: string): Promise<BelievedRow[]> {
     return (
@@ -123,6 +142,24 @@ export const driftDb = {
       d.drifted,
       JSON.stringify(d.resources),
     ]);
+  },
+  async insertMany(db: Queryable, rows: readonly DriftRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    await db.query(
+      `INSERT INTO drift (${DRIFT_COLS})
+       SELECT ${DRIFT_COLS} FROM jsonb_to_recordset($1::jsonb) AS x(id text, node_id text, operation_id text, checked_at bigint, drifted boolean, resources jsonb)`,
+      [JSON.stringify(rows)],
+    );
+  },
+  /** latest of several nodes in one query, by node id; nodes without a record are missing. */
+  async latestOf(db: Queryable, nodeIds: readonly string[]): Promise<Map<string, DriftRow>> {
+    if (nodeIds.length === 0) return new Map();
+    const r = await db.query<DriftRow>(
+      `SELECT l.* FROM unnest($1::text[]) AS n(node)
+         CROSS JOIN LATERAL (SELECT ${DRIFT_COLS} FROM drift d WHERE d.node_id = n.node ORDER BY d.id DESC LIMIT 1) AS l`,
+      [nodeIds],
+    );
+    return new Map(r.rows.map((d) => [d.node_id, d]));
   },
   async latest(db: Queryable, nodeId: string): Promise<DriftRow | undefined> {
     return (

@@ -1,6 +1,13 @@
-import type { Emit, PoolClient } from "@orch/kit";
+import type { Emit, EventInput, PoolClient } from "@orch/kit";
 import { operationsDb, type Finish, type OperationRow } from "../db/operations.js";
-import { believedDb, driftDb, snapshotsDb, type DriftRow } from "../db/snapshots.js";
+import {
+  believedDb,
+  driftDb,
+  snapshotsDb,
+  type BelievedRow,
+  type DriftRow,
+  type SnapshotRow,
+} from "../db/snapshots.js";
 import type { AgentInfo, StateDeps } from "../deps.js";
 import { statelessResources, usedInputs, type ModuleSource } from "./render.js";
 import { recordOperationEnd } from "./metrics.js";
@@ -43,6 +50,84 @@ function describe(row: OperationRow): string {
   return `${row.kind} of ${row.modules.join(", ")} on ${row.node_name || row.node_id} ${row.status.replace("_", " ")}${why}${counts ? `: ${counts}` : ""}`;
 }
 
+/** The state.* event of an ended apply or plan (a drift check's events depend on what it found). */
+export function endEvent(row: OperationRow): EventInput {
+  const metadata = {
+    operation_id: row.id,
+    kind: row.kind,
+    modules: row.modules,
+    status: row.status,
+    summary: { ...row.summary },
+    ...(row.error_code ? { error_code: row.error_code } : {}),
+    ...(row.assignment ? { assignment: row.assignment, run_id: row.run_id } : {}),
+    ...(row.remediates ? { remediates: row.remediates } : {}),
+  };
+  const type =
+    row.kind === "apply"
+      ? row.status === "succeeded"
+        ? "state.apply.succeeded"
+        : "state.apply.failed"
+      : row.kind === "plan"
+        ? "state.plan.completed"
+        : undefined;
+  if (!type) throw new Error(`no end event for a ${row.kind} operation`);
+  return { type, summary: describe(row), actor: actorOf(row), target: targetOf(row), metadata };
+}
+
+/** What a successful full apply leaves behind: a snapshot and the believed state of each module. */
+export function appliedState(row: OperationRow, c: Required<Pick<FinishContext, "agent" | "sources" | "exec">>) {
+  const at = row.finished_at!;
+  const snapshots: SnapshotRow[] = [];
+  const modules: Array<{ node_id: string; module: string }> = [];
+  const believed: BelievedRow[] = [];
+  for (const [position, s] of c.sources.entries()) {
+    const inputs = usedInputs(s, c.agent.attributes, c.agent.tags);
+    snapshots.push({
+      node_id: row.node_id,
+      module: s.name,
+      module_sha256: s.sha256,
+      position,
+      attributes: inputs.attributes,
+      tags: inputs.tags,
+      operation_id: row.id,
+      applied_at: at,
+    });
+    modules.push({ node_id: row.node_id, module: s.name });
+    believed.push(...believedRows(row.node_id, row.id, at, s.name, c.exec));
+  }
+  return { snapshots, modules, believed };
+}
+
+/**
+ * A full apply re-enforced its modules: recorded drift confined to them is now gone. The record
+ * saying so and its drift.cleared event, or undefined when `prev` (the node's latest) stays.
+ */
+export function driftClearedByApply(
+  row: OperationRow,
+  prev: DriftRow | undefined,
+  nextId: () => string,
+): { rec: DriftRow; event: EventInput } | undefined {
+  if (!prev?.drifted || !prev.resources.every((r) => row.modules.includes(r.module))) return undefined;
+  const rec: DriftRow = {
+    id: nextId(),
+    node_id: row.node_id,
+    operation_id: row.id,
+    checked_at: row.finished_at!,
+    drifted: false,
+    resources: [],
+  };
+  return {
+    rec,
+    event: {
+      type: "drift.cleared",
+      summary: `drift on ${row.node_name || row.node_id} cleared by apply ${row.id}`,
+      actor: actorOf(row),
+      target: targetOf(row),
+      metadata: { drift_id: rec.id, operation_id: row.id, previous_drift_id: prev.id },
+    },
+  };
+}
+
 const sameSet = (a: string[], b: string[]) => a.length === b.length && a.every((x) => b.includes(x));
 const keys = (d: Pick<DriftRow, "resources">) => d.resources.map((r) => `${r.module}/${r.id}`).sort();
 
@@ -63,24 +148,13 @@ export async function finishOperation(
   const ended = await events.tx(async (db, emit) => {
     const row = await operationsDb.finish(db, op.id, f);
     if (!row) return undefined;
-    const metadata = {
-      operation_id: row.id,
-      kind: row.kind,
-      modules: row.modules,
-      status: row.status,
-      summary: { ...row.summary },
-      ...(row.error_code ? { error_code: row.error_code } : {}),
-      ...(row.assignment ? { assignment: row.assignment, run_id: row.run_id } : {}),
-      ...(row.remediates ? { remediates: row.remediates } : {}),
-    };
-    const base = { summary: describe(row), actor: actorOf(row), target: targetOf(row), metadata };
     if (row.kind === "apply") {
-      await emit({ ...base, type: row.status === "succeeded" ? "state.apply.succeeded" : "state.apply.failed" });
+      await emit(endEvent(row));
       if (row.remediates) await recordRemediation(db, emit, row, ctx);
       else if (row.status === "succeeded" && ctx.exec && ctx.sources && ctx.agent)
         await recordApply(db, emit, row, ctx as Required<FinishContext>);
     } else if (row.kind === "plan") {
-      await emit({ ...base, type: "state.plan.completed" });
+      await emit(endEvent(row));
     } else if (ctx.exec) {
       drifted = await recordDrift(db, emit, row, ctx.exec, statelessResources(ctx.sources ?? []));
     }
@@ -91,40 +165,13 @@ export async function finishOperation(
   return ended;
 
   async function recordApply(db: PoolClient, emit: Emit, row: OperationRow, c: Required<FinishContext>) {
-    const at = row.finished_at!;
-    for (const [position, s] of c.sources.entries()) {
-      const inputs = usedInputs(s, c.agent.attributes, c.agent.tags);
-      await snapshotsDb.upsert(db, {
-        node_id: row.node_id,
-        module: s.name,
-        module_sha256: s.sha256,
-        position,
-        attributes: inputs.attributes,
-        tags: inputs.tags,
-        operation_id: row.id,
-        applied_at: at,
-      });
-      await believedDb.replaceModule(db, row.node_id, s.name, believedRows(row.node_id, row.id, at, s.name, c.exec));
-    }
-    // The apply re-enforced these modules: recorded drift confined to them is now gone.
-    const prev = await driftDb.latest(db, row.node_id);
-    if (prev?.drifted && prev.resources.every((r) => row.modules.includes(r.module))) {
-      const rec: DriftRow = {
-        id: ids.next(),
-        node_id: row.node_id,
-        operation_id: row.id,
-        checked_at: at,
-        drifted: false,
-        resources: [],
-      };
-      await driftDb.insert(db, rec);
-      await emit({
-        type: "drift.cleared",
-        summary: `drift on ${row.node_name || row.node_id} cleared by apply ${row.id}`,
-        actor: actorOf(row),
-        target: targetOf(row),
-        metadata: { drift_id: rec.id, operation_id: row.id, previous_drift_id: prev.id },
-      });
+    const applied = appliedState(row, c);
+    await snapshotsDb.upsertMany(db, applied.snapshots);
+    await believedDb.replaceModules(db, applied.modules, applied.believed);
+    const cleared = driftClearedByApply(row, await driftDb.latest(db, row.node_id), () => ids.next());
+    if (cleared) {
+      await driftDb.insert(db, cleared.rec);
+      await emit(cleared.event);
     }
   }
 

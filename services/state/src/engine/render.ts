@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { StateResource } from "@orch/contracts";
-import { refsIn, renderValue, type RenderInputs } from "../module/template.js";
+import { refsIn, renderValue, TEMPLATE_MARK, type RenderInputs, type TemplateRef } from "../module/template.js";
 import type { ParsedModule } from "../module/types.js";
 
 /** A module as an operation uses it: the exact version, and for drift the inputs it was applied with. */
@@ -33,17 +33,46 @@ export function secretBearing(sources: readonly ModuleSource[]): Set<string> {
   return out;
 }
 
+/**
+ * Every template reference of a module's resources, scanned once per parsed module: each apply of
+ * a fan-out records its snapshot inputs from the same module, and scanning every string of every
+ * resource per operation cost more than the rest of its snapshot.
+ */
+const moduleRefs = new WeakMap<ParsedModule, TemplateRef[]>();
+function refsOfModule(parsed: ParsedModule): TemplateRef[] {
+  let refs = moduleRefs.get(parsed);
+  if (!refs) {
+    refs = parsed.resources.flatMap((r) => refsIn(r.spec));
+    moduleRefs.set(parsed, refs);
+  }
+  return refs;
+}
+
 /** The attributes and tags a module actually reads: what a snapshot must keep to re-render it. */
 export function usedInputs(source: ModuleSource, attributes: Record<string, string>, tags: Record<string, string>) {
   const a: Record<string, string> = {};
   const t: Record<string, string> = {};
-  for (const r of source.parsed.resources) {
-    for (const ref of refsIn(r.spec)) {
-      if (ref.ns === "attributes" && Object.hasOwn(attributes, ref.key)) a[ref.key] = attributes[ref.key]!;
-      if (ref.ns === "tags" && Object.hasOwn(tags, ref.key)) t[ref.key] = tags[ref.key]!;
-    }
+  for (const ref of refsOfModule(source.parsed)) {
+    if (ref.ns === "attributes" && Object.hasOwn(attributes, ref.key)) a[ref.key] = attributes[ref.key]!;
+    if (ref.ns === "tags" && Object.hasOwn(tags, ref.key)) t[ref.key] = tags[ref.key]!;
   }
   return { attributes: a, tags: t };
+}
+
+/**
+ * Whether a resource's spec holds any template, worked out once per parsed spec: one without is
+ * the same for every agent, so it is passed on as it is instead of being copied per operation
+ * (nothing downstream modifies a rendered spec).
+ */
+const hasTemplate = new WeakMap<object, boolean>();
+function templated(spec: object): boolean {
+  let t = hasTemplate.get(spec);
+  if (t === undefined) {
+    // Any "{{" at all counts: renderValue leaves a string without one as it is.
+    t = JSON.stringify(spec).includes(TEMPLATE_MARK);
+    hasTemplate.set(spec, t);
+  }
+  return t;
 }
 
 /**
@@ -67,7 +96,7 @@ export function renderResources(
         id: r.id,
         module: s.name,
         type: r.type,
-        spec: renderValue(r.spec, inputs, `${s.name}/${r.id}`) as JsonObject,
+        spec: (templated(r.spec) ? renderValue(r.spec, inputs, `${s.name}/${r.id}`) : r.spec) as JsonObject,
         requires: r.requires.map((dep) => `${s.name}/${dep}`),
       });
     }

@@ -1,5 +1,5 @@
 import type { ResourceResult } from "@orch/contracts";
-import { mapStrings } from "../module/template.js";
+import { mapStrings, noMask } from "../module/template.js";
 import { emptySummary, type StoredOutput, type StoredResult, type Summary } from "../db/operations.js";
 import type { BelievedRow, DriftResource } from "../db/snapshots.js";
 
@@ -68,7 +68,8 @@ export function storeResults(
     });
     if (hasOutput)
       output.push({ id: r.id, module: r.module, stdout: cap(mask(r.stdout)), stderr: cap(mask(r.stderr)) });
-    const seen = mapStrings(r.observed ?? {}, mask) ?? {};
+    // Without secrets masking changes nothing: the decoded object is stored as it is, not copied.
+    const seen = mask === noMask ? (r.observed ?? {}) : (mapStrings(r.observed ?? {}, mask) ?? {});
     observed.set(`${r.module}/${r.id}`, (hidden ? withoutHashes(seen) : seen) as Record<string, unknown>);
   }
   return { summary, results: stored, output, observed };

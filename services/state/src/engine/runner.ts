@@ -1,5 +1,5 @@
 import type { ExecuteResponse } from "@orch/contracts";
-import { OrchError, type Actor } from "@orch/kit";
+import { groupCommit, OrchError, type Actor } from "@orch/kit";
 import {
   operationsDb,
   type Finish,
@@ -11,6 +11,7 @@ import { masker, TemplateError } from "../module/template.js";
 import type { AgentInfo, Clients, StateDeps } from "../deps.js";
 import { untilStored } from "./db-retry.js";
 import { finishOperation, type FinishContext } from "./finish.js";
+import { createEndWriter } from "./finish-batch.js";
 import { renderResources, secretBearing, secretNames, type ModuleSource, type RenderedResource } from "./render.js";
 import { storeResults } from "./results.js";
 
@@ -70,12 +71,38 @@ function narrow(sources: ModuleSource[], only?: ReadonlySet<string>): ModuleSour
   }));
 }
 
+/**
+ * What the modules of a fan-out say about secrets, worked out once per sources list (every
+ * operation of a fan-out shares it) rather than by walking every resource's spec per operation.
+ */
+const secretInfo = new WeakMap<readonly ModuleSource[], { names: string[]; bearing: Set<string> }>();
+function secretsOf(sources: readonly ModuleSource[]) {
+  let info = secretInfo.get(sources);
+  if (!info) {
+    info = { names: secretNames(sources), bearing: secretBearing(sources) };
+    secretInfo.set(sources, info);
+  }
+  return info;
+}
+
 export function createRunner(deps: StateDeps, clients: Clients): Runner {
   const { pool, clock, ids, log, config } = deps;
   const timeoutMs = config.state.operation_timeout_seconds * 1000;
   const inflight = new Map<string, Promise<OperationRow | undefined>>();
 
   const current = (id: string) => operationsDb.get(pool, id);
+  const ends = createEndWriter(deps);
+  // A fan-out starts many operations at once: their pending → running goes in few statements.
+  const markRunning = groupCommit<{ id: string; now: number; deadline: number }, boolean>({
+    max: 1000,
+    batch: async (items) => {
+      const started = await operationsDb.markRunningMany(pool, items);
+      return items.map((i) => started.has(i.id));
+    },
+    one: (i) => operationsDb.markRunning(pool, i.id, i.now, i.deadline),
+    log,
+    what: "operation starts",
+  });
 
   async function run(op: NewOperation, input: OperationInput): Promise<OperationRow | undefined> {
     const { agent, sources, kind } = input;
@@ -84,14 +111,14 @@ export function createRunner(deps: StateDeps, clients: Clients): Runner {
     const used = narrow(sources, only);
     // The operation's end is work already done (the agent may have answered): it waits out a
     // database that is away instead of leaving the operation running until its deadline.
-    const finish = (f: Finish, ctx: FinishContext) =>
-      untilStored(log, "operation end", () => finishOperation(deps, op, f, ctx));
+    const finish = (f: Finish, ctx: FinishContext) => untilStored(log, "operation end", () => ends.end({ op, f, ctx }));
     const end = (status: OperationRow["status"], error_code: string, error: string) =>
       finish({ status, finished_at: clock.now(), error_code, error }, { agent, sources, only });
 
     // Secrets first: a refused secret fails the operation before anything reaches the agent.
     const secrets = new Map<string, string>();
-    for (const name of secretNames(used)) {
+    const { names, bearing } = secretsOf(used);
+    for (const name of names) {
       try {
         const r = await clients.secrets.resolve(
           { name, nodeId: agent.nodeId, operationId: op.id },
@@ -114,7 +141,7 @@ export function createRunner(deps: StateDeps, clients: Clients): Runner {
 
     const startedAt = clock.now();
     const deadline = startedAt + timeoutMs;
-    if (!(await operationsDb.markRunning(pool, op.id, startedAt, deadline))) return current(op.id);
+    if (!(await markRunning({ id: op.id, now: startedAt, deadline }))) return current(op.id);
     input.onChange?.();
     let response: ExecuteResponse;
     try {
@@ -142,7 +169,7 @@ export function createRunner(deps: StateDeps, clients: Clients): Runner {
         );
       return end("failed", e.reason, mask(e.message));
     }
-    const exec = storeResults(response.results, mask, secretBearing(used));
+    const exec = storeResults(response.results, mask, bearing);
     const failed = exec.summary.failed > 0 || exec.summary.skipped > 0;
     return finish(
       {

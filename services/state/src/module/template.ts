@@ -109,5 +109,9 @@ export const MASK = SECRET_MASK;
  * @orch/contracts: the agent masks with the same one before answering).
  */
 export function masker(values: Iterable<string>): (s: string) => string {
-  return secretMasker(values);
+  const all = [...values];
+  return all.length ? secretMasker(all) : noMask;
 }
+
+/** The masker of an operation without secrets: callers may skip copying what it would leave unchanged. */
+export const noMask = (s: string): string => s;
