@@ -192,6 +192,8 @@ interface Row {
   kind: string;
   seconds: number;
   serverSeconds: number;
+  /** From the run's record to its first operation start: what reading the fleet and recording the run cost. */
+  firstStartSeconds: number;
   opsPerSecond: number;
   succeeded: number;
   other: string;
@@ -220,7 +222,7 @@ async function measure(stack: Stack, kind: "apply" | "plan", label: string): Pro
   await c.connect();
   const span = (
     await c.query(
-      "SELECT max(finished_at) - $2::bigint AS ms, sum((summary->>'changed')::int) AS changed FROM state.operations WHERE run_id = $1",
+      "SELECT max(finished_at) - $2::bigint AS ms, min(started_at) - $2::bigint AS first_ms, sum((summary->>'changed')::int) AS changed FROM state.operations WHERE run_id = $1",
       [run.id, run.createdAt],
     )
   ).rows[0];
@@ -231,6 +233,7 @@ async function measure(stack: Stack, kind: "apply" | "plan", label: string): Pro
     kind: label,
     seconds,
     serverSeconds: Number(span.ms) / 1000,
+    firstStartSeconds: Number(span.first_ms) / 1000,
     opsPerSecond: run.targets.length / seconds,
     succeeded,
     other: [...byStatus].map(([s, n]) => `${n} ${s}`).join(", ") || "-",
@@ -355,6 +358,7 @@ async function main() {
         "run".padEnd(24),
         "all finished (s)".padStart(17),
         "server span (s)".padStart(16),
+        "first start (s)".padStart(16),
         "ops/s".padStart(8),
         "succeeded".padStart(10),
         "resources changed".padStart(18),
@@ -367,6 +371,7 @@ async function main() {
           r.kind.padEnd(24),
           r.seconds.toFixed(2).padStart(17),
           r.serverSeconds.toFixed(2).padStart(16),
+          r.firstStartSeconds.toFixed(2).padStart(16),
           r.opsPerSecond.toFixed(0).padStart(8),
           String(r.succeeded).padStart(10),
           String(r.changed).padStart(18),

@@ -106,6 +106,10 @@ interface Throughput {
   cpu: CpuUse;
   /** Of `cpu`, what each process's V8 helper threads (mostly the garbage collector's) used. */
   v8Workers: CpuUse;
+  /** Of `cpu`, what each process spent in the kernel. */
+  sys: CpuUse;
+  /** Minor page faults of each process. */
+  faults: CpuUse;
 }
 
 /**
@@ -137,9 +141,9 @@ async function throughput(ep: Endpoint, file: string, procs: Record<string, numb
   ep.write(`cat ${file}; echo CAT-DO''NE\r`);
   await done;
   const seconds = (performance.now() - t0) / 1000;
-  const { total: cpu, v8Workers } = meter.since();
+  const { total: cpu, v8Workers, sys, faults } = meter.since();
   off();
-  return { mibps: bytes / MiB / seconds, bytes, messages, seconds, cpu, v8Workers };
+  return { mibps: bytes / MiB / seconds, bytes, messages, seconds, cpu, v8Workers, sys, faults };
 }
 
 function localPty(): Endpoint {
@@ -300,15 +304,22 @@ async function main() {
       const sum = (c: CpuUse) => Object.values(c).reduce((a, b) => a + b, 0);
       const total = sum(t.cpu);
       console.log(
-        `CPU during the ${label} cat (${t.seconds.toFixed(2)} s wall, ${(total / t.seconds).toFixed(2)} cores busy): ms of CPU per MiB, of which V8 helper threads (GC)`,
+        `CPU during the ${label} cat (${t.seconds.toFixed(2)} s wall, ${(total / t.seconds).toFixed(2)} cores busy): ms of CPU per MiB, of which V8 helper threads (GC) and kernel; page faults per MiB`,
       );
-      const rows: Array<[string, number, number]> = [
-        ...Object.entries(t.cpu).map(([n, s]): [string, number, number] => [n, s, t.v8Workers[n] ?? 0]),
-        ["total", total, sum(t.v8Workers)],
+      const rows: Array<[string, number, number, number, number]> = [
+        ...Object.entries(t.cpu).map(([n, s]): [string, number, number, number, number] => [
+          n,
+          s,
+          t.v8Workers[n] ?? 0,
+          t.sys[n] ?? 0,
+          t.faults[n] ?? 0,
+        ]),
+        ["total", total, sum(t.v8Workers), sum(t.sys), sum(t.faults)],
       ];
-      for (const [name, s, gc] of rows)
+      const perMib = (s: number) => ((s * 1000) / mib).toFixed(1);
+      for (const [name, s, gc, sys, faults] of rows)
         console.log(
-          `  ${name.padEnd(20)} ${((s * 1000) / mib).toFixed(1).padStart(7)} ms/MiB  (${s.toFixed(2)} s; V8 helpers ${((gc * 1000) / mib).toFixed(1)} ms/MiB)`,
+          `  ${name.padEnd(20)} ${perMib(s).padStart(7)} ms/MiB  (${s.toFixed(2)} s; V8 helpers ${perMib(gc)}, kernel ${perMib(sys)} ms/MiB; ${(faults / mib).toFixed(0)} faults/MiB)`,
         );
     };
     cpuLines("orchestrated", tpRemote);

@@ -2,6 +2,7 @@ import { accessSync, constants } from "node:fs";
 import { basename } from "node:path";
 import { AgentTerminalService } from "@orch/contracts";
 import { AgentError, type AgentRuntime, type Feature } from "../runtime.js";
+import { countBuffersInHeapLimit } from "@orch/kit/bulk-gc";
 import { startSession, type PtySession, type SessionTuning } from "./session.js";
 
 const SESSION_ID_RE = /^[0-9A-Za-z]{1,64}$/;
@@ -28,6 +29,7 @@ const clampMs = (v: number, def: number, min: number) => (Number.isFinite(v) && 
  */
 export function createTerminalFeature(tuning?: SessionTuning): Feature {
   return (rt: AgentRuntime) => {
+    if (rt.options.terminalEnabled) countBuffersInHeapLimit();
     const sessions = new Map<string, PtySession>();
     rt.setAttribute("terminal_enabled", String(rt.options.terminalEnabled));
     rt.setAttribute("terminal_shells", rt.options.shells.join(","));

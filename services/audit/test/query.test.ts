@@ -88,6 +88,8 @@ const types = [
   "agent.approved",
   "agent.tags.updated",
   "agents.x",
+  // Sorts between "agent" and "agent." (the range a category page walks), yet is no agent event.
+  "agent-x.y",
   "state.apply.failed",
   "state.plan.completed",
   "state",
@@ -288,7 +290,7 @@ t.test("the SQL filters and the live-tail predicate select the same events", asy
     agent: ["r-web", "r-node1", "r-alice", "r-db", "r-x"],
     operator: ["r-alice", "r-op2", "r-web", "system"],
     event_type: types,
-    category: ["agent", "agent.tags", "state", "state.apply", "auth.login.failed", "agents"],
+    category: ["agent", "agent.tags", "state", "state.apply", "auth.login.failed", "agents", "agent-x"],
     after: [0, 100, 250].map((m) => iso(randStart + m * 60_000)),
     before: [50, 200, 400].map((m) => iso(randStart + m * 60_000)),
   };
@@ -324,6 +326,33 @@ t.test("the SQL filters and the live-tail predicate select the same events", asy
       expected,
       JSON.stringify(q),
     );
+  }
+});
+
+t.test("a category walked in small pages: every event of its types once, newest first", async (t) => {
+  for (const category of ["agent", "state", "agent-x"]) {
+    const expected = random
+      .filter((e) => matchesFilter({ category, after: randStart, before: randStart + 400 * 60_000 }, e))
+      .map((e) => e.id)
+      .reverse();
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    for (;;) {
+      const qs = new URLSearchParams({
+        category,
+        after: iso(randStart),
+        before: iso(randStart + 400 * 60_000),
+        limit: "7",
+        ...(cursor ? { cursor } : {}),
+      });
+      const r = await get(`?${qs}`);
+      t.equal(r.status, 200);
+      seen.push(...r.body.events.map((e: { id: string }) => e.id));
+      if (!r.body.has_more) break;
+      cursor = r.body.next_cursor;
+    }
+    t.ok(expected.length > 7, `${category}: more than one page`);
+    t.same(seen, expected, category);
   }
 });
 

@@ -2,7 +2,7 @@ import { StringDecoder } from "node:string_decoder";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Clock } from "@orch/kit";
 import { parseControl, termSubject } from "./control.js";
-import { outputLine, outputLineBytes, resizeLine, type TranscriptWriter } from "./transcript.js";
+import { outputLine, resizeLine, type TranscriptWriter } from "./transcript.js";
 
 export interface RecorderHooks {
   /** The agent reported the shell's end. */
@@ -50,8 +50,7 @@ export async function startRecorder(opts: {
         if (err) return;
         lastAgent = lastActivity = clock.now();
         const at = elapsed();
-        const line = decoderHolds() ? undefined : outputLineBytes(at, msg.data);
-        if (line) return writer.append(line);
+        if (!decoderHolds() && writer.output(at, msg.data)) return;
         const text = decoder.write(Buffer.from(msg.data.buffer, msg.data.byteOffset, msg.data.byteLength));
         if (text) writer.append(outputLine(at, text));
       },

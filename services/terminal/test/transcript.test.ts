@@ -61,12 +61,48 @@ t.test("the writer keeps text and byte lines in order", async (t) => {
   t.equal(readFileSync(path, "utf8"), `[0.001,"r","80x24"]\n[0.002,"o","ab\\r\\n"]\n[0.003,"o","ünï"]\n`);
 });
 
+t.test("output escaped into the writer's reused buffers is the string path's lines, in order", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "orch-transcript-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, "x.cast");
+  const w = await openTranscript(path, 10_000);
+  const expected: string[] = [];
+  const base64 = (lines: number) =>
+    Buffer.from(Array.from({ length: lines }, () => randomBytes(57).toString("base64")).join("\r\n"));
+  // Small lines, lines filling the buffers many times over (each refilled while earlier ones are
+  // still being written) and one larger than a buffer; the file must hold every line intact.
+  const sizes = [1, 10, 200, 3000, 5000, 3400, 3400, 3400, 3400, 3400, 3400, 12000, 3400, 3400, 20, 3400, 3400];
+  for (const [i, lines] of sizes.entries()) {
+    const data = base64(lines);
+    t.ok(w.output(i, data), `line ${i} took the byte path`);
+    expected.push(outputLine(i, data.toString("latin1")));
+    if (i % 5 === 0) {
+      w.append(resizeLine(i, 80 + i, 24));
+      expected.push(resizeLine(i, 80 + i, 24));
+    }
+    if (i % 4 === 1) await w.flush();
+  }
+  t.notOk(w.output(99, Buffer.from("naïve")), "non-ASCII is declined");
+  t.notOk(w.output(99, Buffer.alloc(0)), "empty is declined");
+  await w.close();
+  t.equal(readFileSync(path, "latin1"), expected.join(""));
+});
+
 t.test("a UTF-8 character split across messages is decoded whole, then ASCII goes on as bytes", async (t) => {
   const nats = await startNats();
   t.teardown(() => nats.stop());
   const nc = await nats.connect("agent");
   const lines: Array<string | Uint8Array> = [];
-  const writer: TranscriptWriter = { append: (l) => void lines.push(l), flush: async () => {}, close: async () => {} };
+  const writer: TranscriptWriter = {
+    append: (l) => void lines.push(l),
+    output(ms, data) {
+      const line = outputLineBytes(ms, data);
+      if (line) lines.push(line);
+      return line !== undefined;
+    },
+    flush: async () => {},
+    close: async () => {},
+  };
   const id = "SPLIT1";
   const rec = await startRecorder({
     nc,

@@ -3,7 +3,7 @@ import type { Queryable } from "@orch/kit";
 import { ID_TIME_SKEW_MS, ulidFloor } from "../ulid-time.js";
 import { integerArray, textArray } from "./array-literal.js";
 import type { Filter } from "../validate.js";
-import { EVENT_COLUMNS, listQuery, tailQuery } from "./query.js";
+import { byCategoryTypes, categoryTypesQuery, EVENT_COLUMNS, listQuery, tailQuery } from "./query.js";
 
 export interface EventRow {
   id: string;
@@ -100,7 +100,13 @@ export const eventsDb = {
 
   /** One page newest first; fetches limit + 1 rows so the caller knows whether more exist. */
   async page(db: Queryable, f: Filter, cursor: string | undefined, limit: number): Promise<EventRow[]> {
-    const q = listQuery(f, cursor, limit + 1);
+    let types: string[] | undefined;
+    if (byCategoryTypes(f)) {
+      const t = categoryTypesQuery(f.category);
+      types = (await db.query<{ event_type: string }>(t.text, t.values)).rows.map((r) => r.event_type);
+      if (types.length === 0) return [];
+    }
+    const q = listQuery(f, cursor, limit + 1, types);
     return (await db.query<EventRow>(q.text, q.values)).rows;
   },
 

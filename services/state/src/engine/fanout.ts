@@ -6,6 +6,7 @@ import { runsDb, type RunRow, type RunStatus, type RunTargetRow } from "../db/ru
 import { agentInfo } from "../convert.js";
 import type { AgentInfo, Clients, StateDeps } from "../deps.js";
 import { untilStored } from "./db-retry.js";
+import { readAllByNodeId } from "./key-ranges.js";
 import type { Limiter } from "./limit.js";
 import type { ProgressPublisher } from "./progress.js";
 import type { ModuleSource } from "./render.js";
@@ -28,17 +29,16 @@ export function batchSize(spec: string, total: number): number {
   });
 }
 
-/** Every approved agent, following the registry's pages. */
+/** Every approved agent, in node id order (large registries are read in key ranges at once: key-ranges.ts). */
 export async function approvedAgents(clients: Clients, actor: Actor): Promise<AgentInfo[]> {
-  const out: AgentInfo[] = [];
-  let cursor = "";
-  for (let page = 0; page < 10_000; page++) {
-    const r = await clients.agents.listAgents({ limit: 500, cursor, status: "approved" }, { actor });
-    out.push(...r.agents.filter((a) => a.status === "approved").map(agentInfo));
-    if (!r.nextCursor || r.nextCursor === cursor) break;
-    cursor = r.nextCursor;
-  }
-  return out;
+  const agents = await readAllByNodeId(
+    async (cursor) => {
+      const r = await clients.agents.listAgents({ limit: 500, cursor, status: "approved" }, { actor });
+      return { items: r.agents, nextCursor: r.nextCursor };
+    },
+    (a) => a.nodeId,
+  );
+  return agents.filter((a) => a.status === "approved").map(agentInfo);
 }
 
 export function matchAgents(selector: string, agents: readonly AgentInfo[]): AgentInfo[] {
