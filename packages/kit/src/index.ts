@@ -42,7 +42,7 @@ export {
 } from "./outbox.js";
 
 // Handler input: pagination, string checks, idempotent writes.
-export { keysetPage, pageCursor, pageLimit } from "./pagination.js";
+export { keysetPage, MAX_PAGE_LIMIT, pageCursor, pageLimit } from "./pagination.js";
 export { rejectInvalidStrings } from "./input.js";
 export { createIdempotencyStore, type IdempotencyStore } from "./idempotency.js";
 

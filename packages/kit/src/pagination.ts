@@ -1,8 +1,11 @@
 import { NODE_ID_RE, ULID_RE } from "@orch/contracts";
 import { invalid } from "./errors.js";
 
+/** The largest page any list returns. */
+export const MAX_PAGE_LIMIT = 500;
+
 /** Clamps a requested page size: 0/absent → default; outside 1..max → INVALID_ARGUMENT naming `limit`. */
-export function pageLimit(limit: number | undefined, def = 50, max = 500): number {
+export function pageLimit(limit: number | undefined, def = 50, max = MAX_PAGE_LIMIT): number {
   if (!limit) return def;
   if (!Number.isInteger(limit) || limit < 1 || limit > max)
     throw invalid("invalid_limit", `limit must be an integer between 1 and ${max}`, { parameter: "limit" });

@@ -1,8 +1,12 @@
 #!/usr/bin/env node
 import { fileURLToPath } from "node:url";
 import { runMain } from "@orch/kit";
+import { countBuffersInHeapLimit } from "@orch/kit/bulk-gc";
 import { agentsConfigSchema } from "./config.js";
 import { createAgentsService } from "./service.js";
+
+// Process-wide, so set here: every session's output crosses this process (link → NATS).
+countBuffersInHeapLimit();
 
 await runMain({
   name: "agents",

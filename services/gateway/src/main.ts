@@ -1,7 +1,11 @@
 #!/usr/bin/env node
 import { runMain } from "@orch/kit";
+import { countBuffersInHeapLimit } from "@orch/kit/bulk-gc";
 import { buildGateway } from "./app.js";
 import { gatewayConfigSchema } from "./config.js";
+
+// Process-wide, so set here: every session's output crosses this process (NATS → WebSocket).
+countBuffersInHeapLimit();
 
 await runMain({
   name: "gateway",

@@ -4,15 +4,12 @@ import { accessHandlers } from "./handlers/access.js";
 import { openHandlers } from "./handlers/open.js";
 import { sessionHandlers } from "./handlers/sessions.js";
 import { transcriptHandlers } from "./handlers/transcript.js";
-import { countBuffersInHeapLimit } from "@orch/kit/bulk-gc";
 import type { TerminalDeps } from "./deps.js";
 import { createRecordings, type Recordings } from "./recordings.js";
 
 export type TerminalServiceHandle = Service & { recordings: Recordings };
 
 export async function createTerminalService(deps: TerminalDeps): Promise<TerminalServiceHandle> {
-  // Every byte of every session's output passes through the recorder.
-  countBuffersInHeapLimit();
   // A fresh identity per process: a restarted replica must not mistake its predecessor's leases for its own.
   const recordings = createRecordings(deps, `${deps.ids.next()}`);
   // Sessions abandoned by a previous run are settled (or resumed) before new work arrives.

@@ -2,7 +2,6 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { BusMessage, ServerFrameSchema } from "@orch/contracts";
 import type { Logger } from "@orch/kit";
-import { countBuffersInHeapLimit } from "@orch/kit/bulk-gc";
 import { grantFor, type Grant, type LinkGrants } from "./grants.js";
 
 export interface BusBridge {
@@ -46,8 +45,6 @@ export function createBusBridge(opts: {
   maxQueued?: number;
 }): BusBridge {
   const { log } = opts;
-  // Terminal output passes through here.
-  countBuffersInHeapLimit();
   const subs = new Map<string, Subscription>();
   const max = opts.maxSubscriptions ?? 256;
   const maxQueued = opts.maxQueued ?? 4096;

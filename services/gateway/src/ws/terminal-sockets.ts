@@ -7,7 +7,6 @@ import type { GatewayContext } from "../app.js";
 import { problem, problemFromError } from "../problem.js";
 import { bearerToken } from "../auth-cache.js";
 import type { Credential, EndReason } from "../live-sessions.js";
-import { countBuffersInHeapLimit } from "@orch/kit/bulk-gc";
 import { bridgeSocket, type Bridge } from "./bridge.js";
 import { originAllowed } from "./origin.js";
 import { rejectUpgrade } from "./reject.js";
@@ -33,7 +32,6 @@ export const ATTACH_PATH = new RegExp(`^/api/v1/terminal/session/([${ULID_CHARS}
  * attach then lives as long as the token: the bearer's, or else the one the ticket was obtained with.
  */
 export function installTerminalSockets(ctx: GatewayContext, terminal: Client<typeof TerminalService>): void {
-  countBuffersInHeapLimit();
   const wss = new WebSocketServer({ noServer: true, maxPayload: 512 * 1024, perMessageDeflate: false });
   const bridges = new Set<Bridge>();
   const log = ctx.log;

@@ -1,5 +1,5 @@
 import { matchSelector, parseSelector } from "@orch/contracts";
-import { invalid, type Actor } from "@orch/kit";
+import { invalid, MAX_PAGE_LIMIT, type Actor } from "@orch/kit";
 import type { AssignmentRow } from "../db/catalog.js";
 import { FAILED_STATUSES, operationsDb, type NewOperation, type OperationRow } from "../db/operations.js";
 import { runsDb, type RunRow, type RunStatus, type RunTargetRow } from "../db/runs.js";
@@ -33,7 +33,7 @@ export function batchSize(spec: string, total: number): number {
 export async function approvedAgents(clients: Clients, actor: Actor): Promise<AgentInfo[]> {
   const agents = await readAllByNodeId(
     async (cursor) => {
-      const r = await clients.agents.listAgents({ limit: 500, cursor, status: "approved" }, { actor });
+      const r = await clients.agents.listAgents({ limit: MAX_PAGE_LIMIT, cursor, status: "approved" }, { actor });
       return { items: r.agents, nextCursor: r.nextCursor };
     },
     (a) => a.nodeId,

@@ -1,10 +1,11 @@
 import { NODE_ID_RE } from "@orch/contracts";
+import { MAX_PAGE_LIMIT } from "@orch/kit";
 
 /** A list keyed by node id, read one page at a time after a cursor (keyset order). */
 export type PageAfter<T> = (cursor: string) => Promise<{ items: T[]; nextCursor: string }>;
 
-/** The registry's largest page, and the most pages read at once when the rest is split. */
-const PAGE = 500;
+/** The registry's largest page (what callers ask for), and the most pages read at once when the rest is split. */
+const PAGE = MAX_PAGE_LIMIT;
 const MAX_PARALLEL = 32;
 const SPACE = 2 ** 32;
 
