@@ -19,7 +19,9 @@ const trust = !chosen && !asksHelp && existsSync(devCa) ? ["--ca", devCa] : [];
 if (trust.length) {
   console.error(`[agent] trusting the development CA ${devCa} (--ca, --server-fingerprint or --insecure choose)`);
 }
-const child = spawn(process.execPath, [main, ...trust, ...args], { stdio: "inherit" });
+// The heap flags of a process terminal output crosses (packages/kit/src/bulk-gc.ts says why).
+const { nodeFlagsFor } = await import(new URL("../packages/kit/dist/bulk-gc.js", import.meta.url).href);
+const child = spawn(process.execPath, [...nodeFlagsFor("agent"), main, ...trust, ...args], { stdio: "inherit" });
 // Forward stop signals so the agent shuts down cleanly (it records a clean disconnect).
 for (const sig of ["SIGINT", "SIGTERM"]) process.on(sig, () => child.kill(sig));
 child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

@@ -307,8 +307,10 @@ const env = {
   ORCH_RELEASES_SIGNING_KEY_FILE: releaseKey,
   ...linkEnv,
 };
+// The heap flags of the processes terminal output crosses, from the built kit (built above).
+const { nodeFlagsFor } = await import(new URL("../packages/kit/dist/bulk-gc.js", import.meta.url).href);
 for (const [i, s] of services.entries())
-  supervise(s, process.execPath, [join(ROOT, "services", s, "dist/main.js")], env, i + 2);
+  supervise(s, process.execPath, [...nodeFlagsFor(s), join(ROOT, "services", s, "dist/main.js")], env, i + 2);
 
 const base = `http://127.0.0.1:${httpPort}`;
 const until = Date.now() + 60_000;
@@ -403,7 +405,15 @@ if (agentCount > 0) {
   const link = process.env.ORCH_AGENTS_LINK_PORT ?? "7443";
   for (let i = 1; i <= agentCount; i++) {
     const dataDir = join(STATE, "agents", `agent-${i}`);
-    const argv = [agentMain, "--server", `127.0.0.1:${link}`, "--data-dir", dataDir, ...agentTrust];
+    const argv = [
+      ...nodeFlagsFor("agent"),
+      agentMain,
+      "--server",
+      `127.0.0.1:${link}`,
+      "--data-dir",
+      dataDir,
+      ...agentTrust,
+    ];
     localAgents.push({ name: `agent-${i}`, nodeId: await agentNodeId(dataDir) });
     supervise(`agent-${i}`, process.execPath, argv, {}, i + services.length + 2);
   }

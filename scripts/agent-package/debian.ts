@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { AGENT_CONFIG_DIR, AGENT_DATA_DIR, AGENT_ENV_FILE, AGENT_INSTALL_ROOT } from "@orch/contracts";
+import { nodeFlagsFor } from "@orch/kit/bulk-gc";
 
 /**
  * releases/<v>/bin/orch-agent. Resolves its own symlinks (/usr/bin/orch-agent → current → releases/<v>)
@@ -17,7 +18,7 @@ here=$(dirname "$(readlink -f "$0")")/..
 here=$(cd "$here" && pwd -P)
 ORCH_AGENT_RELEASE_DIR=$here
 export ORCH_AGENT_RELEASE_DIR
-exec "$here/node/bin/node" "$here/lib/orch-agent.mjs" "$@"
+exec "$here/node/bin/node" ${nodeFlagsFor("agent").join(" ")} "$here/lib/orch-agent.mjs" "$@"
 `;
 
 export const UNIT_NAME = "orch-agent.service";

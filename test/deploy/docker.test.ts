@@ -20,6 +20,7 @@ import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import t from "tap";
 import { validate as dockerfileSyntax } from "dockerfile-utils";
+import { nodeFlagsFor } from "@orch/kit/bulk-gc";
 import { lintDockerfile, parseDockerfile, stages } from "./lib/dockerfile.js";
 import { repoPath } from "./lib/kustomize.js";
 
@@ -146,10 +147,10 @@ t.test("orch entrypoint dispatches to services, the agent and the CLI", async (t
     mkdirSync(join(app, dirname(path)), { recursive: true });
     writeFileSync(
       join(app, path),
-      `console.log(JSON.stringify({ main: ${JSON.stringify(path)}, argv: process.argv.slice(2) }));\n`,
+      `console.log(JSON.stringify({ main: ${JSON.stringify(path)}, argv: process.argv.slice(2), flags: process.execArgv }));\n`,
     );
   };
-  for (const s of ["gateway", "auth", "agents"]) main(`services/${s}/dist/main.js`);
+  for (const s of ["gateway", "auth", "agents", "terminal"]) main(`services/${s}/dist/main.js`);
   main("agent/dist/main.js");
   main("cli/dist/main.js");
   const orch = (...args: string[]) =>
@@ -162,15 +163,36 @@ t.test("orch entrypoint dispatches to services, the agent and the CLI", async (t
   let r = await orch("gateway", "--flag", "x y");
   t.same(
     JSON.parse(r.stdout),
-    { main: "services/gateway/dist/main.js", argv: ["--flag", "x y"] },
+    {
+      main: "services/gateway/dist/main.js",
+      argv: ["--flag", "x y"],
+      flags: ["--enable-source-maps", ...nodeFlagsFor("gateway")],
+    },
     "orch gateway → services/gateway/dist/main.js with its arguments",
   );
+  // The node flags of each command are the kit's (nodeFlagsFor), streaming processes and others.
+  for (const [cmd, proc] of [
+    ["gateway", "gateway"],
+    ["agents", "agents"],
+    ["terminal", "terminal"],
+    ["auth", "auth"],
+    ["agent", "agent"],
+    ["orch-agent", "agent"],
+    ["orchctl", "orchctl"],
+  ] as const) {
+    const flags = (JSON.parse((await orch(cmd)).stdout) as { flags: string[] }).flags;
+    t.same(flags, ["--enable-source-maps", ...nodeFlagsFor(proc)], `orch ${cmd}: node ${flags.join(" ")}`);
+  }
   r = await orch("agents");
   t.same(JSON.parse(r.stdout).main, "services/agents/dist/main.js");
   r = await orch("agent", "--data-dir", "/var/lib/orch-agent");
   t.same(
     JSON.parse(r.stdout),
-    { main: "agent/dist/main.js", argv: ["--data-dir", "/var/lib/orch-agent"] },
+    {
+      main: "agent/dist/main.js",
+      argv: ["--data-dir", "/var/lib/orch-agent"],
+      flags: ["--enable-source-maps", ...nodeFlagsFor("agent")],
+    },
     "orch agent → the agent daemon",
   );
   r = await orch("orchctl", "status");

@@ -15,3 +15,28 @@ export function countBuffersInHeapLimit(): void {
   applied = true;
   setFlagsFromString("--external-memory-accounted-in-global-limit");
 }
+
+/**
+ * The processes terminal output crosses: the agent (`agent`) and the agents, gateway and terminal
+ * services. They stream bursts (a `cat`, a build log) after long quiet spells.
+ */
+export const STREAMING_PROCESSES: readonly string[] = ["agent", "agents", "gateway", "terminal"];
+
+/**
+ * A floor under the old generation's limit. Once a process has sat idle, V8's memory reducer
+ * shrinks its heap and recomputes the limit from what is live (~25 MB here), and the buffers now
+ * counted against it (countBuffersInHeapLimit) trip full collections again: the first burst after
+ * an idle spell cost the agents service 8–10 CPU-ms per MiB in the collector instead of ~1, and
+ * the terminal bench fell to 0.43 of a local PTY. V8 skips full collections below an
+ * embedder-set initial size, so 64 MiB holds the limit where a warm process has it; peak memory
+ * during a 50 MiB `cat` stayed ~240 MB either way (`npm run bench -- terminal`, docs/performance.md).
+ * V8 sizes its heap before any JavaScript runs, and NODE_OPTIONS refuses this flag, so it goes on
+ * node's command line: every launcher (the image's entrypoint, `npm run up`, `npm run agent`, the
+ * agent package's launcher, the test harness) puts nodeFlagsFor(process) before the entry file.
+ */
+export const STREAMING_NODE_FLAGS: readonly string[] = ["--initial-old-space-size=64"];
+
+/** Node command-line flags for `name` (an entry in STREAMING_PROCESSES or any other process). */
+export function nodeFlagsFor(name: string): readonly string[] {
+  return STREAMING_PROCESSES.includes(name) ? STREAMING_NODE_FLAGS : [];
+}

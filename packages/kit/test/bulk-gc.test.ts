@@ -1,6 +1,7 @@
 import t from "tap";
 import { PerformanceObserver, constants, type PerformanceEntry } from "node:perf_hooks";
-import { countBuffersInHeapLimit } from "../src/bulk-gc.js";
+import { execFileSync } from "node:child_process";
+import { countBuffersInHeapLimit, nodeFlagsFor, STREAMING_NODE_FLAGS, STREAMING_PROCESSES } from "../src/bulk-gc.js";
 
 /** Full (mark-compact) collections while `MiB` of short-lived 256 KiB buffers are allocated and dropped. */
 async function majorGcsWhileStreaming(MiB: number): Promise<{ majors: number; sink: number }> {
@@ -31,4 +32,17 @@ t.test("streamed buffers die in scavenges instead of forcing full collections", 
   countBuffersInHeapLimit(); // again: nothing more
   const { majors: after } = await majorGcsWhileStreaming(512);
   t.ok(after <= 2 && after < before, `counted in the heap limit: ${after} full collections`);
+});
+
+t.test("the processes terminal output crosses get the heap floor on node's command line; others none", async (t) => {
+  for (const name of ["agent", "agents", "gateway", "terminal"]) t.same(nodeFlagsFor(name), STREAMING_NODE_FLAGS, name);
+  for (const name of ["auth", "state", "audit", "orchctl", ""]) t.same(nodeFlagsFor(name), [], name);
+  t.same([...STREAMING_PROCESSES].sort(), ["agent", "agents", "gateway", "terminal"]);
+  // This node takes them: it refuses a V8 flag it does not know ("bad option") and exits.
+  const out = execFileSync(
+    process.execPath,
+    [...STREAMING_NODE_FLAGS, "-e", "console.log(JSON.stringify(process.execArgv))"],
+    { encoding: "utf8" },
+  );
+  t.same((JSON.parse(out) as string[]).slice(0, STREAMING_NODE_FLAGS.length), STREAMING_NODE_FLAGS);
 });

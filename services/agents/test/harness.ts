@@ -17,6 +17,7 @@ import {
 } from "@orch/contracts";
 import { rpcClient, type Actor, type Logger, type NatsConnection } from "@orch/kit";
 import { serviceDeps, eventually, testLinkTls, type DbHandle, type NatsHandle } from "@orch/kit/testing";
+import { nodeFlagsFor } from "@orch/kit/bulk-gc";
 import { agentsConfigSchema } from "../src/config.js";
 import { createAgentsService } from "../src/service.js";
 import type { Identity } from "../../../agent/src/identity.js";
@@ -117,7 +118,7 @@ export function spawnAgent(args: string[], opts: SpawnAgentOptions = {}): AgentP
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "orch-agent-t-"));
   const env: Record<string, string | undefined> = { ...process.env, ...(opts.env ?? {}) };
   const trust = choosesTrust(args, env) ? [] : ["--ca", testLinkTls().caCert];
-  const argv = [AGENT_MAIN, "--data-dir", dataDir, "--log-level", "debug", ...trust, ...args];
+  const argv = [...nodeFlagsFor("agent"), AGENT_MAIN, "--data-dir", dataDir, "--log-level", "debug", ...trust, ...args];
   const [cmd, cmdArgs] = opts.netns
     ? ["ip", ["netns", "exec", opts.netns, process.execPath, ...argv]]
     : [process.execPath, argv];

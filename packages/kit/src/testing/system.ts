@@ -3,6 +3,7 @@ import { generateKeyPairSync, sign, type KeyObject } from "node:crypto";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { freePort, waitForPort, type DbHandle, type NatsHandle } from "./index.js";
+import { nodeFlagsFor } from "../bulk-gc.js";
 import { testLinkTls } from "./dev-ca.js";
 
 const ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
@@ -98,7 +99,7 @@ export async function startSystem(opts: {
   const start = async (name: string, extraEnv: Record<string, string> = {}, as = name): Promise<ServiceProcess> => {
     const main = `${ROOT}services/${name}/dist/main.js`;
     if (!existsSync(main)) throw new Error(`${main} is missing: run npm run build`);
-    const child = spawn(process.execPath, [main], {
+    const child = spawn(process.execPath, [...nodeFlagsFor(name), main], {
       env: { ...process.env, ...env, ...(opts.serviceEnv?.(name) ?? {}), ...extraEnv },
       stdio: ["ignore", "pipe", "pipe"],
     });
