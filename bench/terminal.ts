@@ -15,7 +15,7 @@
  *   terminal usually does: V8 shrinks an idle process's heap, and output after it costs more.
  *   0 measures output right after output.
  * --profile DIR: every service and the agent write a V8 CPU profile (--cpu-prof) into DIR.
- * Tiny run (CI): --samples 50 --mib 2.
+ * Tiny run (CI): --samples 50 --mib 2 --rounds 1 --idle 1.
  */
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";

@@ -35,9 +35,8 @@ t.test("streamed buffers die in scavenges instead of forcing full collections", 
 });
 
 t.test("the processes terminal output crosses get the heap floor on node's command line; others none", async (t) => {
-  for (const name of ["agent", "agents", "gateway", "terminal"]) t.same(nodeFlagsFor(name), STREAMING_NODE_FLAGS, name);
+  for (const name of STREAMING_PROCESSES) t.same(nodeFlagsFor(name), STREAMING_NODE_FLAGS, name);
   for (const name of ["auth", "state", "audit", "orchctl", ""]) t.same(nodeFlagsFor(name), [], name);
-  t.same([...STREAMING_PROCESSES].sort(), ["agent", "agents", "gateway", "terminal"]);
   // This node takes them: it refuses a V8 flag it does not know ("bad option") and exits.
   const out = execFileSync(
     process.execPath,
