@@ -113,8 +113,12 @@ const UP = [
   {
     what: "NATS (answering at NATS_URL, or nats-server to start one)",
     ok: async () => {
-      const { host, port } = hostPort(process.env.NATS_URL ?? "nats://127.0.0.1:4222", 4222);
-      return (await portOpen(host, port)) || Boolean(onPath("nats-server")) || existsSync("/usr/sbin/nats-server");
+      // Without NATS_URL up starts its own server with the bus users, whatever answers on 4222.
+      const given = process.env.NATS_URL || process.argv.includes("--insecure-bus");
+      const { host, port } = hostPort(process.env.NATS_URL || "nats://127.0.0.1:4222", 4222);
+      return (
+        (given && (await portOpen(host, port))) || Boolean(onPath("nats-server")) || existsSync("/usr/sbin/nats-server")
+      );
     },
     packages: ["nats-server"],
     why: "every service talks over NATS with JetStream",

@@ -1,24 +1,37 @@
 #!/usr/bin/env node
-// `npm run up [-- --agents N] [-- --no-build]`: the whole system from a fresh clone.
-// Installs and builds, finds NATS and Postgres (starting local ones when none answer), creates the
+// `npm run up [-- --agents N] [-- --no-build] [-- --insecure-bus]`: the whole system from a fresh
+// clone. Installs and builds, starts NATS with every service's own bus user (or checks the one at
+// NATS_URL), finds Postgres (starting a local one when none answers), creates the
 // database, a bootstrap admin key, dev keys (secrets, channel credentials, git sources) and a
 // development CA for the agent link (.orch/tls) on first run, starts every service (and N
-// local agents) as supervised processes, and prints how to log in. Ctrl-C stops everything.
+// local agents) as supervised processes, and prints how to log in; then builds the orch-agent
+// package in the background when none was built from the current inputs. On a system Node older
+// than .node-version it first re-runs itself on the pinned one. Ctrl-C stops everything.
 import { spawn, spawnSync } from "node:child_process";
 import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { portOpen } from "./lib/port-open.mjs";
+import { onPinnedNode } from "./lib/pinned-node.mjs";
+import { agentPackagePlan, buildAgentPackageInBackground } from "./lib/up-agent-package.mjs";
+import { freePort, portOpen } from "./lib/port-open.mjs";
+import { shownPath, statePath, upStateDir } from "./lib/up-state.mjs";
+
+// On Debian's Node 20 (older than .node-version): the same command again on the pinned Node.
+await onPinnedNode();
 
 const ROOT = new URL("..", import.meta.url).pathname;
-// ORCH_UP_STATE_DIR lets a second stack (e.g. the README walkthrough test) keep its keys apart.
-const STATE = process.env.ORCH_UP_STATE_DIR || join(ROOT, ".orch");
+// ORCH_UP_STATE_DIR lets a second stack (e.g. the README walkthrough test) keep its keys apart;
+// every message names the files where they are (`state("admin.key")`).
+const STATE = upStateDir();
+const state = (file) => statePath(STATE, file);
 const { values: args } = parseArgs({
   options: {
     agents: { type: "string", default: "0" },
     "no-build": { type: "boolean", default: false },
     "no-install": { type: "boolean", default: false },
+    // An open bus (no users, no permissions) for debugging with e.g. `nats sub '>'`.
+    "insecure-bus": { type: "boolean", default: false },
   },
   allowPositionals: true,
 });
@@ -107,7 +120,11 @@ process.on("SIGTERM", stopAll);
 
 // 0. The system tools this needs (nats-server/Postgres unless they already answer): says how to install them.
 {
-  const r = spawnSync(process.execPath, [join(ROOT, "scripts/preflight.mjs"), "up"], { stdio: "inherit" });
+  const r = spawnSync(
+    process.execPath,
+    [join(ROOT, "scripts/preflight.mjs"), "up", ...(args["insecure-bus"] ? ["--insecure-bus"] : [])],
+    { stdio: "inherit" },
+  );
   if (r.status !== 0) process.exit(r.status ?? 1);
 }
 
@@ -122,19 +139,128 @@ if (!args["no-build"]) {
 }
 mkdirSync(STATE, { recursive: true, mode: 0o700 });
 
-// 2. NATS with JetStream.
-const natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
-const nu = new URL(natsUrl.split(",")[0].replace(/^nats:/, "http:"));
-const natsPort = Number(nu.port || 4222);
-if (await portOpen(nu.hostname, natsPort)) {
-  say(`NATS answers at ${natsUrl}`);
+// 2. NATS with JetStream. Every service connects as its own bus user with the deployment's
+// permissions (deploy/nats/permissions.mjs), so no other local process can, say, request
+// orch.secrets.Resolve: up starts its own nats-server with them (random passwords in .orch/bus),
+// or uses the one at an explicit NATS_URL after checking that it refuses anonymous clients and
+// accepts those passwords. An open bus only with --insecure-bus, for debugging.
+const busDir = join(STATE, "bus");
+const busCredentialsFile = join(busDir, "credentials.json");
+const busConfFile = join(busDir, "nats.conf");
+const natsBin = () => which("nats-server") || (existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "");
+/** Starts a supervised local nats-server on `port` (with `conf`, when given) and waits for it. */
+async function startLocalNats(port, conf) {
+  const bin = natsBin();
+  if (!bin) fail("nats-server is not installed (apt-get install nats-server)");
+  const argv = [
+    "-a",
+    "127.0.0.1",
+    "-p",
+    String(port),
+    "-js",
+    "-sd",
+    join(STATE, "nats"),
+    ...(conf ? ["-c", conf] : []),
+  ];
+  supervise("nats", bin, argv, {}, 0);
+  if (!(await waitPort("127.0.0.1", port, 10_000))) fail("nats-server did not start");
+}
+const { connect: natsConnect } = await import("@nats-io/transport-node");
+/** How the bus at `url` answers a client with these credentials: "ok", "refused" (authorization) or another error. */
+async function busAnswer(url, creds) {
+  try {
+    const nc = await natsConnect({ servers: url.split(","), reconnect: false, timeout: 5000, ...creds });
+    await nc.close();
+    return "ok";
+  } catch (err) {
+    return /Authorization Violation|Authentication/i.test(String(err?.message)) ? "refused" : String(err?.message);
+  }
+}
+
+let natsUrl;
+let busEnv; // per service: ORCH_NATS_USER / ORCH_NATS_PASSWORD
+let busSummary;
+if (args["insecure-bus"]) {
+  natsUrl = process.env.NATS_URL || "nats://127.0.0.1:4222";
+  const nu = new URL(natsUrl.split(",")[0].replace(/^nats:/, "http:"));
+  const natsPort = Number(nu.port || 4222);
+  if (await portOpen(nu.hostname, natsPort)) {
+    say(`NATS answers at ${natsUrl}`);
+  } else {
+    if (!["127.0.0.1", "localhost"].includes(nu.hostname)) fail(`NATS at ${natsUrl} does not answer`);
+    say(`starting a local nats-server with JetStream on :${natsPort} (store in ${state("nats")}), WITHOUT users`);
+    await startLocalNats(natsPort);
+  }
+  // Blank, not absent: an ORCH_NATS_USER in the caller's environment must not reach the services.
+  busEnv = () => ({ ORCH_NATS_USER: "", ORCH_NATS_PASSWORD: "" });
+  const bar = "!".repeat(78);
+  process.stderr.write(
+    `\x1b[1;31m${bar}\n[up] WARNING: --insecure-bus: NATS at ${natsUrl} has NO users or permissions.\n` +
+      "[up] Any process on this machine can call orch.secrets.Resolve and read every secret in full,\n" +
+      "[up] forge audit events and impersonate any service. Debugging only; never with real secrets.\n" +
+      `${bar}\x1b[0m\n`,
+  );
+  busSummary = `\x1b[1;31mOPEN (--insecure-bus)\x1b[0m ${natsUrl}: any local process may read every secret`;
 } else {
-  if (!["127.0.0.1", "localhost"].includes(nu.hostname)) fail(`NATS at ${natsUrl} does not answer`);
-  const bin = which("nats-server") || (existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "");
-  if (!bin) fail("no NATS answers and nats-server is not installed (apt-get install nats-server)");
-  say(`starting a local nats-server with JetStream on :${natsPort} (store in .orch/nats)`);
-  supervise("nats", bin, ["-a", "127.0.0.1", "-p", String(natsPort), "-js", "-sd", join(STATE, "nats")], {}, 0);
-  if (!(await waitPort("127.0.0.1", natsPort, 10_000))) fail("nats-server did not start");
+  const { randomPasswords, renderDevConf } = await import("../deploy/nats/generate.mjs");
+  const { z } = await import("zod");
+  mkdirSync(busDir, { recursive: true, mode: 0o700 });
+  chmodSync(busDir, 0o700);
+  // Kept across runs (a server started by hand with .orch/bus/nats.conf keeps working); a user
+  // added to permissions.mjs gets a password on the next run.
+  let kept = {};
+  if (existsSync(busCredentialsFile)) {
+    let json;
+    try {
+      json = JSON.parse(readFileSync(busCredentialsFile, "utf8"));
+    } catch {}
+    const parsed = z.record(z.string(), z.string().min(16)).safeParse(json);
+    if (!parsed.success)
+      fail(`${busCredentialsFile} is not {"<service>": "<password>", ...}: delete it to start afresh`);
+    kept = parsed.data;
+  }
+  const passwords = randomPasswords(kept);
+  writeFileSync(busCredentialsFile, `${JSON.stringify(passwords, null, 2)}\n`, { mode: 0o600 });
+  chmodSync(busCredentialsFile, 0o600);
+  // Rendered on every run, so a change to permissions.mjs reaches the next `npm run up`.
+  writeFileSync(busConfFile, renderDevConf(passwords), { mode: 0o600 });
+  chmodSync(busConfFile, 0o600);
+  busEnv = (s) => {
+    if (!passwords[s]) fail(`service ${s} has no bus user: add it to deploy/nats/permissions.mjs`);
+    return { ORCH_NATS_USER: s, ORCH_NATS_PASSWORD: passwords[s] };
+  };
+  if (process.env.NATS_URL) {
+    natsUrl = process.env.NATS_URL;
+    const nu = new URL(natsUrl.split(",")[0].replace(/^nats:/, "http:"));
+    const natsPort = Number(nu.port || 4222);
+    if (await portOpen(nu.hostname, natsPort)) {
+      say(`NATS answers at ${natsUrl}: checking that it runs the bus users of ${state("bus/nats.conf")}`);
+    } else {
+      if (!["127.0.0.1", "localhost"].includes(nu.hostname)) fail(`NATS at ${natsUrl} does not answer`);
+      say(`starting a local nats-server with JetStream and the bus users on :${natsPort} (store in ${state("nats")})`);
+      await startLocalNats(natsPort, busConfFile);
+    }
+  } else {
+    // Its own port: whatever answers on 4222 (often an open server) is never used by accident.
+    const port = await freePort();
+    natsUrl = `nats://127.0.0.1:${port}`;
+    say(`starting a local nats-server with JetStream and the bus users on :${port} (store in ${state("nats")})`);
+    await startLocalNats(port, busConfFile);
+  }
+  const anonymous = await busAnswer(natsUrl, {});
+  if (anonymous === "ok")
+    fail(
+      `NATS at ${natsUrl} accepts clients without credentials. Start it with the bus users ` +
+        `(nats-server -c ${shownPath(busConfFile)} -js), unset NATS_URL to let up start its own, ` +
+        "or pass --insecure-bus to use an open bus (debugging only)",
+    );
+  const gateway = await busAnswer(natsUrl, { user: "gateway", pass: passwords.gateway });
+  if (gateway !== "ok")
+    fail(
+      `NATS at ${natsUrl} refuses the bus user gateway (${gateway}): start it with ` +
+        `nats-server -c ${shownPath(busConfFile)} -js, or unset NATS_URL to let up start its own`,
+    );
+  busSummary = `${natsUrl}, one user per service (deploy/nats/permissions.mjs; passwords in ${shownPath(busCredentialsFile)})`;
 }
 
 // 3. Postgres.
@@ -156,7 +282,7 @@ if (!(await portOpen(du.hostname, pgPort))) {
     if (!bin) fail("no Postgres answers and none is installed (apt-get install postgresql)");
     const dir = join(STATE, "pg");
     if (!existsSync(join(dir, "PG_VERSION"))) {
-      say("initialising a local Postgres in .orch/pg");
+      say(`initialising a local Postgres in ${state("pg")}`);
       run(join(bin, "../initdb"), ["-D", dir, "-U", "postgres", "--auth=trust"], { stdio: "ignore" });
     }
     say(`starting a local Postgres on :${pgPort}`);
@@ -187,7 +313,7 @@ if (!existsSync(keyPath)) {
   writeFileSync(keyPath, privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600 });
   const der = publicKey.export({ format: "der", type: "spki" });
   writeFileSync(`${keyPath}.pub`, `${der.subarray(der.length - 32).toString("hex")}\n`, { mode: 0o644 });
-  say("created the bootstrap admin key .orch/admin.key");
+  say(`created the bootstrap admin key ${shownPath(keyPath)}`);
 }
 chmodSync(keyPath, 0o600);
 const adminPub = readFileSync(`${keyPath}.pub`, "utf8").trim();
@@ -197,7 +323,7 @@ if (!secretsKeys) {
   if (!existsSync(p)) writeFileSync(p, `dev1:${randomBytes(32).toString("base64")}\n`, { mode: 0o600 });
   secretsKeys = readFileSync(p, "utf8").trim();
   say(
-    "ORCH_SECRETS_KEYS is not set: using the generated DEVELOPMENT key in .orch/secrets.keys (set ORCH_SECRETS_KEYS in production)",
+    `ORCH_SECRETS_KEYS is not set: using the generated DEVELOPMENT key in ${shownPath(p)} (set ORCH_SECRETS_KEYS in production)`,
   );
 }
 // Channel credentials are always encrypted: notify does not start without a key.
@@ -207,7 +333,7 @@ if (!notifyKeys) {
   if (!existsSync(p)) writeFileSync(p, `dev1:${randomBytes(32).toString("base64")}\n`, { mode: 0o600 });
   notifyKeys = readFileSync(p, "utf8").trim();
   say(
-    "ORCH_NOTIFY_CREDENTIALS_KEYS is not set: using the generated DEVELOPMENT key in .orch/notify-credentials.keys (set ORCH_NOTIFY_CREDENTIALS_KEYS in production)",
+    `ORCH_NOTIFY_CREDENTIALS_KEYS is not set: using the generated DEVELOPMENT key in ${shownPath(p)} (set ORCH_NOTIFY_CREDENTIALS_KEYS in production)`,
   );
 }
 // Git sources seal their credentials and webhook secrets; without a key creating a source is refused.
@@ -217,7 +343,7 @@ if (!sourceKeys) {
   if (!existsSync(p)) writeFileSync(p, `dev1:${randomBytes(32).toString("base64")}\n`, { mode: 0o600 });
   sourceKeys = readFileSync(p, "utf8").trim();
   say(
-    "ORCH_STATE_SOURCE_KEYS is not set: using the generated DEVELOPMENT key in .orch/source.keys (set ORCH_STATE_SOURCE_KEYS in production)",
+    `ORCH_STATE_SOURCE_KEYS is not set: using the generated DEVELOPMENT key in ${shownPath(p)} (set ORCH_STATE_SOURCE_KEYS in production)`,
   );
 }
 // A local checkout is the quickest source to try (file:///path/to/repo); a deployment keeps them off.
@@ -250,35 +376,49 @@ if (process.env.ORCH_AGENTS_TLS_CERT || /^(1|true)$/i.test(process.env.ORCH_AGEN
     fail(`cannot create the development CA for the agent link: ${err.message}`);
   }
   if (ca.created.includes("ca")) {
-    say("created the DEVELOPMENT CA .orch/tls/ca.crt for the agent link (production: docs/deploy.md)");
+    say(`created the DEVELOPMENT CA ${shownPath(ca.caCert)} for the agent link (production: docs/deploy.md)`);
   }
   if (ca.created.includes("server")) {
-    say("issued the agent link certificate .orch/tls/server.crt (full chain; key server.key)");
+    say(`issued the agent link certificate ${shownPath(ca.serverCert)} (full chain; key ${shownPath(ca.serverKey)})`);
   }
   linkEnv = { ORCH_AGENTS_TLS_CERT: ca.serverCert, ORCH_AGENTS_TLS_KEY: ca.serverKey };
   agentTrust = ["--ca", ca.caCert];
   linkSummary =
-    "TLS, development CA .orch/tls/ca.crt " +
+    `TLS, development CA ${shownPath(ca.caCert)} ` +
     `(agents elsewhere: --ca ca.crt or --server-fingerprint ${ca.caFingerprint})`;
 }
 
-// orch-agent packages: the gateway serves dist/agent-releases under /install and signs each
-// manifest with .orch/release.key (docs/agent-install.md). Passed even before the directory
-// exists: the gateway and the agents service re-read it, so packages built later are served
-// without restarting.
-let releaseKey = process.env.ORCH_RELEASES_SIGNING_KEY_FILE;
-if (!releaseKey) {
-  releaseKey = join(STATE, "release.key");
+// orch-agent packages: the gateway serves dist/agent-releases under /install. `npm run
+// build:agent-package` signs each manifest with .orch/release.key; the gateway gets only the public
+// key .orch/release.pub and serves a release only when its signature verifies (docs/agent-install.md).
+// Passed even before the directory exists: the gateway and the agents service re-read it, so
+// packages built later are served without restarting.
+let releasePub = process.env.ORCH_RELEASES_PUBLIC_KEY_FILE;
+// The private key up builds the package with (below); none when the public key is someone else's.
+let releaseSigningKey;
+if (!releasePub) {
+  const releaseKey = join(STATE, "release.key");
+  releaseSigningKey = releaseKey;
   if (!existsSync(releaseKey)) {
     const { privateKey } = generateKeyPairSync("ed25519");
     writeFileSync(releaseKey, privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600 });
-    say("created the DEVELOPMENT release signing key .orch/release.key (signs agent package manifests)");
+    say(`created the DEVELOPMENT release signing key ${shownPath(releaseKey)} (build:agent-package signs with it)`);
   }
   chmodSync(releaseKey, 0o600);
+  releasePub = join(STATE, "release.pub");
+  writeFileSync(
+    releasePub,
+    createPublicKey(createPrivateKey(readFileSync(releaseKey))).export({ format: "pem", type: "spki" }),
+  );
 }
 const releasesDir = process.env.ORCH_RELEASES_DIR || join(ROOT, "dist/agent-releases");
 const haveReleases =
   existsSync(releasesDir) && readdirSync(releasesDir).some((v) => existsSync(join(releasesDir, v, "manifest.json")));
+// Built in the background once the banner is out (6.), unless --no-build or the key is not up's.
+const agentPackage =
+  !args["no-build"] && releaseSigningKey
+    ? agentPackagePlan({ root: ROOT, stateDir: STATE, releasesDir, publicKeyFile: releasePub })
+    : { build: false };
 
 // 5. Services, then agents.
 const httpPort = Number(process.env.ORCH_HTTP_PORT ?? 8080);
@@ -304,13 +444,19 @@ const env = {
   ORCH_GATEWAY_SERVICES: JSON.stringify(services.filter((s) => s !== "gateway")),
   ORCH_TERMINAL_TRANSCRIPT_DIR: process.env.ORCH_TERMINAL_TRANSCRIPT_DIR ?? join(STATE, "transcripts"),
   ORCH_RELEASES_DIR: releasesDir,
-  ORCH_RELEASES_SIGNING_KEY_FILE: releaseKey,
+  ORCH_RELEASES_PUBLIC_KEY_FILE: releasePub,
   ...linkEnv,
 };
 // The heap flags of the processes terminal output crosses, from the built kit (built above).
 const { nodeFlagsFor } = await import(new URL("../packages/kit/dist/bulk-gc.js", import.meta.url).href);
 for (const [i, s] of services.entries())
-  supervise(s, process.execPath, [...nodeFlagsFor(s), join(ROOT, "services", s, "dist/main.js")], env, i + 2);
+  supervise(
+    s,
+    process.execPath,
+    [...nodeFlagsFor(s), join(ROOT, "services", s, "dist/main.js")],
+    { ...env, ...busEnv(s) },
+    i + 2,
+  );
 
 const base = `http://127.0.0.1:${httpPort}`;
 const until = Date.now() + 60_000;
@@ -361,7 +507,9 @@ async function api(method, path, token, body) {
 /** Logs in with the bootstrap admin key and approves each pending local agent as agent-<i>. */
 async function approveLocalAgents() {
   if (process.env.ORCH_BOOTSTRAP_ADMIN_KEY && process.env.ORCH_BOOTSTRAP_ADMIN_KEY !== adminPub) {
-    say("ORCH_BOOTSTRAP_ADMIN_KEY is not .orch/admin.key: approve the local agents yourself (npx orchctl agents list)");
+    say(
+      `ORCH_BOOTSTRAP_ADMIN_KEY is not ${shownPath(keyPath)}: approve the local agents yourself (npx orchctl agents list)`,
+    );
     return;
   }
   const key = createPrivateKey(readFileSync(keyPath));
@@ -421,7 +569,8 @@ if (agentCount > 0) {
   await approveLocalAgents();
 }
 
-const rel = relative(process.cwd(), keyPath) || keyPath;
+const rel = shownPath(keyPath);
+const installLine = `curl -fsSL ${base}/install/agent.sh | sudo sh -s -- --token <npx orchctl join-tokens create --ttl 1h>`;
 const agentLines = localAgents
   .map((a) => `\n              ${a.name}  node ${a.nodeId}${a.note ? `  (${a.note})` : ""}`)
   .join("");
@@ -429,6 +578,7 @@ process.stdout.write(`
 \x1b[1mOrchestrator is up\x1b[0m
   API:        ${base}/api/v1   (OpenAPI: ${base}/api/v1/openapi.json)
   Agent link: ${linkSummary}
+  Bus:        ${busSummary}
   Services:   ${Object.entries(status?.services ?? {})
     .map(([k, v]) => `${k}=${v}`)
     .join(" ")}
@@ -440,12 +590,28 @@ process.stdout.write(`
       : "private targets refused (ORCH_NOTIFY_ALLOW_PRIVATE_TARGETS is off)"
   }
   Agent pkgs: ${
-    haveReleases
-      ? `curl -fsSL ${base}/install/agent.sh | sudo sh -s -- --token <npx orchctl join-tokens create --ttl 1h>`
-      : "none built yet: npm run build:agent-package (then the one-line install at /install/agent.sh works)"
+    agentPackage.build
+      ? `orch-agent ${agentPackage.version} is being built in the background (a line says when it is published); then: ${installLine}`
+      : haveReleases
+        ? installLine
+        : "none built yet: npm run build:agent-package (then the one-line install at /install/agent.sh works)"
   }
   Console:    ${publicUrl.replace(/\/+$/, "")}/
   Sign in:    npx orchctl console
   Then:       npx orchctl status · npx orchctl operators list · npx orchctl agents list
   Stop:       Ctrl-C
 `);
+
+// 6. The orch-agent package /install/agent.sh installs, when none was built from these inputs: after
+// the banner, so logging in is not held up by it.
+if (agentPackage.build) {
+  const child = buildAgentPackageInBackground(agentPackage, {
+    root: ROOT,
+    releasesDir,
+    signingKey: releaseSigningKey,
+    say,
+    stopping: () => stopping,
+    installLine,
+  });
+  children.push({ name: "agent-package", child, restarts: 0 });
+}

@@ -21,7 +21,7 @@ const agents = await startAgentsService(nats, db);
 const fx = releaseFixture();
 fx.addRelease("0.1.0");
 fx.addRelease("0.2.0");
-const gw = await startInstallGateway(nats, { dir: fx.dir, signing_key_file: fx.keyFile });
+const gw = await startInstallGateway(nats, { dir: fx.dir, public_key_file: fx.pubFile });
 const work = mkdtempSync(join(tmpdir(), "orch-install-"));
 t.teardown(async () => {
   await gw.stop();
@@ -74,6 +74,7 @@ t.test("installs the latest release under ORCH_INSTALL_ROOT and writes agent.env
   t.match(r.stdout, /signature verified/);
   t.match(r.stdout, /size and sha256 verified/);
   t.match(r.stdout, /installed orch-agent 0\.2\.0 \(tar, (amd64|arm64)\)/);
+  t.ok(r.stdout.includes(`into ${r.root}/opt/orch-agent\n`), "the install path is printed as it is");
   t.notMatch(r.stdout + r.stderr, TOKEN, "the token is never printed");
   const rel = join(r.root, "opt/orch-agent/releases/0.2.0");
   t.ok(existsSync(join(rel, "bin/orch-agent")), "package extracted");
@@ -161,7 +162,7 @@ t.test("a tampered package is refused and nothing is installed", async (t) => {
   t.notOk(existsSync(join(r.root, "etc/orch-agent/agent.env")), "no agent.env");
 });
 
-t.test("a tampered manifest or another key: signature refused", async (t) => {
+t.test("a tampered manifest, another version's manifest or another key: refused", async (t) => {
   // A man in the middle rewrites the manifest (e.g. to match a package of its own).
   const proxy: Server = createServer(async (req, res) => {
     const up = await fetch(`${gw.url}${req.url}`);
@@ -180,6 +181,33 @@ t.test("a tampered manifest or another key: signature refused", async (t) => {
   t.not(r.code, 0);
   t.match(r.stderr, /signature refused/);
   t.notOk(existsSync(join(r.root, "opt")) || existsSync(join(r.root, "etc")), "nothing written");
+
+  // A validly signed manifest of another version than asked for (a stale cache, a swapped
+  // directory): served for 0.2.0, it is 0.1.0's, signature and all.
+  const swap: Server = createServer(async (req, res) => {
+    const up = await fetch(
+      `${gw.url}${(req.url ?? "").replace("/releases/0.2.0/manifest.json", "/releases/0.1.0/manifest.json")}`,
+    );
+    const body = Buffer.from(await up.arrayBuffer());
+    res.writeHead(up.status, { "content-length": body.length });
+    res.end(body);
+  });
+  await new Promise<void>((r) => swap.listen(0, "127.0.0.1", r));
+  t.teardown(() => new Promise<void>((r) => swap.close(() => r())));
+  const swapAddr = swap.address();
+  const viaSwap = join(work, "agent-swap.sh");
+  writeFileSync(
+    viaSwap,
+    rendered.replace(
+      `BASE_URL='${gw.url}'`,
+      `BASE_URL='http://127.0.0.1:${typeof swapAddr === "object" && swapAddr ? swapAddr.port : 0}'`,
+    ),
+  );
+  const s = await runScript(["--version", "0.2.0", "--token", TOKEN], { script: viaSwap });
+  t.not(s.code, 0, "another version's signed manifest is refused");
+  t.match(s.stderr, /version mismatch: asked for 0\.2\.0, the signed manifest is of 0\.1\.0; nothing installed/);
+  t.notMatch(s.stdout, /signature verified/, "not reported as verified");
+  t.notOk(existsSync(join(s.root, "opt")) || existsSync(join(s.root, "etc")), "nothing written");
 
   // A script carrying another key (or a server whose key changed) refuses the real manifest.
   const other = generateKeyPairSync("ed25519").publicKey.export({ type: "spki", format: "pem" }).toString().trim();

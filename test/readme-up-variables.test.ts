@@ -17,3 +17,14 @@ t.test("the README lists every variable npm run up reads", async (t) => {
     "variables up reads that the README's table does not list",
   );
 });
+
+t.test("the README names every flag npm run up takes", async (t) => {
+  const options = up.slice(up.indexOf("parseArgs({"), up.indexOf("allowPositionals"));
+  const flags = [...options.matchAll(/^ {4}"?([a-z][a-z-]*)"?: \{ type:/gm)].map((m) => m[1]!);
+  t.ok(flags.includes("insecure-bus"), `up's flags are found (${flags.join(", ")})`);
+  t.same(
+    flags.filter((f) => !readme.includes(`--${f}`)),
+    [],
+    "flags of up the README does not mention",
+  );
+});

@@ -2,7 +2,7 @@ import { createSocket, type RemoteInfo, type Socket } from "node:dgram";
 import { existsSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { AgentLogger } from "./runtime.js";
-import { HOST_PORT_RE, validHostPort } from "./options.js";
+import { HOST_PORT_RE, validHostPort } from "./host-port.js";
 
 export const SERVER_FILE = "server";
 

@@ -5,6 +5,7 @@ import { isLogLevel, type LogLevel } from "./log.js";
 import { JOIN_TOKEN_RE, parseFingerprint } from "@orch/contracts";
 import type { LinkTrust } from "./link/trust.js";
 import { DEFAULT_CRON_DIR } from "./state/providers/cron.js";
+import { validHostPort } from "./host-port.js";
 
 export const DEFAULT_DATA_DIR = "/var/lib/orch-agent";
 export const DEFAULT_DISCOVERY_PORT = 7444;
@@ -51,13 +52,6 @@ export const USAGE = `usage: orch-agent [--server host:port | --discover] [optio
 export class UsageError extends Error {}
 
 const truthy = (v: string | undefined) => v !== undefined && /^(1|true|yes|on)$/i.test(v.trim());
-
-export const HOST_PORT_RE = /^(\[[0-9a-fA-F:.]+\]|[^\s:/[\]]+):(\d{1,5})$/;
-
-export function validHostPort(s: string): boolean {
-  const m = HOST_PORT_RE.exec(s);
-  return Boolean(m && Number(m[2]) >= 1 && Number(m[2]) <= 65535);
-}
 
 function num(name: string, raw: string, min: number, max: number, integer: boolean): number {
   const n = Number(raw);

@@ -16,13 +16,14 @@ import type { AgentRuntime, Feature } from "../src/runtime.js";
 
 // RunCommand over real NATS through the real agents service and link to the real agent feature;
 // its output chunks reach a bus subscriber only for jobs the link relayed to this agent.
-const nats = await startNats();
-const db = await createTestDatabase();
+const nats = await startNats({ owner: t });
+const db = await createTestDatabase({ owner: t });
 const port = await freePort();
 const svc = await startAgentsService(nats, db, { link_port: port });
 const nc = await nats.connect("state-service");
 const { c, as } = agentsClient(nc);
 const dir = mkdtempSync(join(tmpdir(), "orch-agent-cmd-"));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const log = createAgentLogger("warn", () => {});
 
 let rt: AgentRuntime | undefined;
@@ -40,9 +41,6 @@ t.teardown(async () => {
   await agent.stop();
   await svc.stop();
   await nc.close();
-  await db.drop();
-  await nats.stop();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 const nodeId = identity.nodeId;

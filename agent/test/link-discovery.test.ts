@@ -45,8 +45,8 @@ t.test("unit: discovery datagrams", async (t) => {
 });
 
 t.test("an agent started with --discover connects after Discover and remembers the server", async (t) => {
-  const nats = await startNats();
-  const db = await createTestDatabase();
+  const nats = await startNats({ owner: t });
+  const db = await createTestDatabase({ owner: t });
   const udp = await freePort();
   // Discovery goes only to configured networks and the configured port: here loopback and the test's port.
   const svc = await startAgentsService(nats, db, { discovery_port: udp, discovery_networks: ["127.0.0.0/8"] });
@@ -54,8 +54,6 @@ t.test("an agent started with --discover connects after Discover and remembers t
   t.teardown(async () => {
     await agents.stop();
     await svc.stop();
-    await db.drop();
-    await nats.stop();
   });
   const nc = await nats.connect("observer");
   const ev = collectEvents(nc);
@@ -90,13 +88,11 @@ t.test("an agent started with --discover connects after Discover and remembers t
 });
 
 t.test("Discover refuses a malformed target and reports send failures", async (t) => {
-  const nats = await startNats();
-  const db = await createTestDatabase();
+  const nats = await startNats({ owner: t });
+  const db = await createTestDatabase({ owner: t });
   const svc = await startAgentsService(nats, db);
   t.teardown(async () => {
     await svc.stop();
-    await db.drop();
-    await nats.stop();
   });
   const nc = await nats.connect("observer");
   const { c, as } = agentsClient(nc);

@@ -9,8 +9,8 @@ import {
 } from "../../services/agents/test/harness.js";
 
 // A real orch-agent process against the agents service: reconnects, restarts, kills, rejection.
-const nats = await startNats();
-const db = await createTestDatabase();
+const nats = await startNats({ owner: t });
+const db = await createTestDatabase({ owner: t });
 const port = await freePort();
 let svc: AgentsUnderTest = await startAgentsService(nats, db, { link_port: port });
 const agents = agentPool();
@@ -20,8 +20,6 @@ const { c, as } = agentsClient(nc);
 t.teardown(async () => {
   await agents.stop();
   await svc.stop();
-  await db.drop();
-  await nats.stop();
 });
 
 const get = (id: string) => c.getAgent({ id }, as).catch(() => undefined);

@@ -15,13 +15,14 @@ import { parseOptions, type DaemonOptions } from "../src/options.js";
 import type { AgentRuntime, Feature } from "../src/runtime.js";
 
 // The AgentRuntime features use (serve, publish, subscribe, setAttribute), in process, over a real link.
-const nats = await startNats();
-const db = await createTestDatabase();
+const nats = await startNats({ owner: t });
+const db = await createTestDatabase({ owner: t });
 const port = await freePort();
 let svc: AgentsUnderTest = await startAgentsService(nats, db, { link_port: port, metrics_interval_seconds: 1 });
 const nc = await nats.connect("observer");
 const { c, as } = agentsClient(nc);
 const dir = mkdtempSync(join(tmpdir(), "orch-agent-rt-"));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const lines: string[] = [];
 const log = createAgentLogger("debug", (l) => void lines.push(l));
 
@@ -42,9 +43,6 @@ await agent.start();
 t.teardown(async () => {
   await agent.stop();
   await svc.stop();
-  await db.drop();
-  await nats.stop();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 const nodeId = identity.nodeId;

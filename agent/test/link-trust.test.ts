@@ -8,21 +8,19 @@ import { linkCredentials } from "../src/link/trust.js";
 
 // How a real orch-agent process authenticates the agents service: by CA, by a pinned fingerprint
 // (leaf or CA, whatever the host name), never plaintext unless both sides say --insecure.
-const nats = await startNats();
-const db = await createTestDatabase();
+const nats = await startNats({ owner: t });
+const db = await createTestDatabase({ owner: t });
 const tlsSvc = await startAgentsService(nats, db);
 const plainSvc = await startAgentsService(nats, db, { insecure: true });
 const agents = agentPool();
 const nc = await nats.connect("observer");
 const { c, as } = agentsClient(nc);
 const other = mkdtempSync(join(tmpdir(), "orch-other-ca-"));
+t.teardown(() => rmSync(other, { recursive: true, force: true }));
 t.teardown(async () => {
   await agents.stop();
   await tlsSvc.stop();
   await plainSvc.stop();
-  await db.drop();
-  await nats.stop();
-  rmSync(other, { recursive: true, force: true });
 });
 
 const ca = testLinkTls();

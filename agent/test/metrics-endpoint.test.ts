@@ -6,8 +6,8 @@ import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { parseOptions } from "../src/options.js";
 
 // A real orch-agent process linked to the real agents service: /metrics only when asked for.
-const nats = await startNats();
-const db = await createTestDatabase();
+const nats = await startNats({ owner: t });
+const db = await createTestDatabase({ owner: t });
 const port = await freePort();
 const svc: AgentsUnderTest = await startAgentsService(nats, db, { link_port: port });
 let svcStopped = false;
@@ -19,8 +19,6 @@ const agents = agentPool();
 t.teardown(async () => {
   await agents.stop();
   await stopService();
-  await db.drop();
-  await nats.stop();
 });
 const server = `127.0.0.1:${port}`;
 

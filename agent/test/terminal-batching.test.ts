@@ -8,7 +8,7 @@ import { startBridgedAgent } from "../../services/terminal/test/agent-bridge.js"
 
 // Output batching on the agent: a batching window far longer than any test waits for proves that
 // interactive output does not wait for it, and that sustained output is cut at flushBytes.
-const nats = await startNats();
+const nats = await startNats({ owner: t });
 const WINDOW_MS = 60_000;
 const feature = createTerminalFeature({
   flushBytes: 64 * 1024,
@@ -24,7 +24,6 @@ const agent = await startBridgedAgent(nats, {
 const nc = await nats.connect("observer");
 t.teardown(async () => {
   await agent.stop();
-  await nats.stop();
 });
 const client = rpcClient(nc, "", AgentTerminalService, { timeoutMs: 5000, subjectBase: `orch.agent.${agent.nodeId}` });
 const timers = { heartbeatIntervalMs: 100, orphanTimeoutMs: 0, attachTimeoutMs: 30_000, detachGraceMs: 0 };

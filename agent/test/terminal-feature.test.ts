@@ -9,7 +9,7 @@ import { startBridgedAgent } from "../../services/terminal/test/agent-bridge.js"
 
 // The agent's terminal feature over real NATS with real PTYs (the link is replaced by a bridge
 // that enforces the same subject allow-lists).
-const nats = await startNats();
+const nats = await startNats({ owner: t });
 const feature = createTerminalFeature({
   flushBytes: 16 * 1024,
   flushDelayMs: 2,
@@ -30,7 +30,6 @@ const nc = await nats.connect("observer");
 t.teardown(async () => {
   await agent.stop();
   await off.stop();
-  await nats.stop();
 });
 
 const client = (nodeId: string) =>

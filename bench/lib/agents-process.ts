@@ -23,6 +23,7 @@ export async function startAgentsServiceProcess(o: {
       ...process.env,
       ORCH_AGENTS_INSECURE: "true",
       NATS_URL: o.nats.url,
+      ...o.nats.busEnv("agents"),
       DATABASE_URL: o.db.url,
       ORCH_AGENTS_LINK_HOST: "127.0.0.1",
       ORCH_AGENTS_LINK_PORT: String(o.linkPort),

@@ -19,7 +19,8 @@ export async function startSoakLoad(opts: { agents: number }): Promise<SoakLoad>
   const db = await createTestDatabase("orch_soak");
   const stack = await startFaultStack({
     name: "soak",
-    nats: { url: nats.url },
+    // The handle, not only its URL: each service connects as its own bus user.
+    nats,
     db: { url: db.url },
     agents: opts.agents,
   });

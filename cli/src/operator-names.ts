@@ -18,7 +18,7 @@ export type OperatorNames = <T extends string | null | undefined>(id: T) => T | 
 export const idsOnly: OperatorNames = (id) => id;
 
 /** The largest page the API serves; operators are few, so one request usually covers them all. */
-const PAGE = "500";
+const PAGE = 500;
 
 const cache = new WeakMap<Context, Promise<OperatorNames>>();
 

@@ -35,6 +35,22 @@ export function sseFrames(onFrame: (frame: SseFrame) => void): (chunk: string) =
   };
 }
 
+/** What the gateway's reasons for ending a stream or a terminal mean to the person at the CLI. */
+const END_TEXT: Record<string, string> = {
+  logged_out: "signed out",
+  operator_revoked: "the operator was removed",
+  token_expired: "the login expired",
+  token_invalid: "the login is no longer valid",
+  scope_changed: "your access scope changed: the agent is no longer in it",
+  agent_out_of_scope: "the agent is no longer in your access scope",
+};
+
+/** A gateway end reason (SSE `event: error` code, terminal close reason) in words, with the code. */
+export function endReasonText(code: string): string {
+  const text = END_TEXT[code];
+  return text ? `${text} (${code})` : code;
+}
+
 export interface SseOptions {
   url: URL;
   token: string;

@@ -71,6 +71,49 @@ t.test("create: sends ttl in seconds and the tags, prints the token once and the
   });
 });
 
+const DETAIL = "no orch-agent package is published on this server yet. Publish one with `npm run build:agent-package`.";
+
+t.test("create: says when the install line cannot install anything yet, and how to publish a package", async (t) => {
+  const w = await loggedIn(t);
+  w.server.overrides.set("POST /api/v1/join-tokens", (_req, res) =>
+    json(res, 201, { join_token: record(), token: TOKEN }),
+  );
+  const none = {
+    latest: null,
+    versions: [],
+    unavailable: { code: "agent_packages_unavailable", detail: DETAIL },
+  };
+  w.server.overrides.set("GET /api/v1/agent-packages", (_req, res) => json(res, 200, none));
+  const r = await cli(["join-tokens", "create", "--ttl", "1h"], w.env);
+  t.equal(r.code, 0, r.stderr);
+  t.match(r.stdout, `curl -fsSL ${w.server.url}/install/agent.sh | sudo sh -s -- --token ${TOKEN}`, "line still given");
+  t.match(r.stderr, "cannot install an agent yet (agent_packages_unavailable)");
+  t.match(r.stderr, DETAIL, "the server's reason and how to publish, as it gave them");
+  t.notMatch(r.stderr, TOKEN, "the token only on stdout");
+
+  const j = await cli(["--json", "join-tokens", "create", "--ttl", "1h"], w.env);
+  t.equal(j.code, 0, j.stderr);
+  t.same(JSON.parse(j.stdout).agent_packages, none, "--json carries the server's answer");
+
+  w.server.overrides.set("GET /api/v1/agent-packages", (_req, res) =>
+    json(res, 200, { latest: "0.2.0", versions: ["0.2.0", "0.1.0"], unavailable: null }),
+  );
+  const ok = await cli(["join-tokens", "create", "--ttl", "1h"], w.env);
+  t.equal(ok.code, 0, ok.stderr);
+  t.equal(ok.stderr, "", "a package is published: no note");
+  const okJ = await cli(["--json", "join-tokens", "create", "--ttl", "1h"], w.env);
+  t.match(JSON.parse(okJ.stdout).agent_packages, { latest: "0.2.0", unavailable: null });
+
+  // A server without the listing (or one that fails it) still gives the token, with a note.
+  w.server.overrides.delete("GET /api/v1/agent-packages");
+  const old = await cli(["join-tokens", "create", "--ttl", "1h"], w.env);
+  t.equal(old.code, 0, old.stderr);
+  t.match(old.stdout, `token (shown once, store it now): ${TOKEN}`);
+  t.match(old.stderr, "could not check whether this server publishes orch-agent packages");
+  const oldJ = await cli(["--json", "join-tokens", "create", "--ttl", "1h"], w.env);
+  t.equal(JSON.parse(oldJ.stdout).agent_packages, null);
+});
+
 t.test("create: a bad --ttl, --tag or --max-uses is refused before any request", async (t) => {
   const w = await loggedIn(t);
   for (const args of [

@@ -86,24 +86,39 @@ t.test("default key: ~/.ssh/id_ed25519 when <home>/id_ed25519 is absent; none â†
   t.match(r.stdout, /as dave/);
 });
 
-t.test("unregistered key: the server's problem is printed, exit 1, no session", async (t) => {
+t.test("unregistered key: refused at the challenge, the key and the fix printed, exit 1, no session", async (t) => {
   const w = await world(t);
-  await cli(["keygen"], w.env);
+  const key = JSON.parse((await cli(["keygen", "--json"], w.env)).stdout) as {
+    public_key: string;
+    private_key_path: string;
+  };
   const r = await cli(["login", "--server", w.server.url], w.env);
   t.equal(r.code, 1);
-  t.equal(r.stderr, "error: no active operator has this public key (unknown_operator)\n");
+  t.equal(
+    r.stderr,
+    `error: ${w.server.url} has no active operator with the public key ${key.public_key} (${key.private_key_path}); ` +
+      `an admin adds one with \`orchctl operators add <name> --public-key ${key.public_key}\` (unknown_operator)\n`,
+  );
   t.equal(r.stdout, "");
   await t.rejects(stat(join(w.home, "session.json")));
+  t.notOk(
+    w.server.requests.some((q) => q.path === "/api/v1/auth/verify"),
+    "nothing signed for a refused key",
+  );
 
   const j = await cli(["login", "--server", w.server.url, "--json"], w.env);
   t.equal(j.code, 1);
-  t.same(JSON.parse(j.stdout), {
-    type: "https://orch.example/problems/unknown_operator",
-    title: "unknown operator",
-    status: 401,
-    detail: "no active operator has this public key",
-    code: "unknown_operator",
-  });
+  t.same(
+    JSON.parse(j.stdout),
+    {
+      type: "https://orch.example/problems/unknown_operator",
+      title: "unknown operator",
+      status: 401,
+      detail: "unknown or inactive operator",
+      code: "unknown_operator",
+    },
+    "--json: the server's problem as sent",
+  );
 });
 
 t.test("login --ssh-agent tries each Ed25519 identity until the server accepts one", async (t) => {
@@ -129,12 +144,13 @@ t.test("login --ssh-agent tries each Ed25519 identity until the server accepts o
   const r = await cli(["login", "--ssh-agent", "--server", w.server.url], env);
   t.equal(r.code, 0, r.stderr);
   t.match(r.stdout, /as erin/);
-  const verifies = w.server.requests.slice(before).filter((q) => q.path === "/api/v1/auth/verify");
-  t.same(
-    verifies.map((q) => (q.body as { public_key: string }).public_key),
-    [hex1, hex2],
-    "tried first, then second",
-  );
+  const keysTo = (path: string) =>
+    w.server.requests
+      .slice(before)
+      .filter((q) => q.path === path)
+      .map((q) => (q.body as { public_key: string }).public_key);
+  t.same(keysTo("/api/v1/auth/challenge"), [hex1, hex2], "tried first, then second");
+  t.same(keysTo("/api/v1/auth/verify"), [hex2], "the agent signs only for the accepted key");
 
   // --key <.pub> selects the identity directly
   const before2 = w.server.requests.length;

@@ -8,8 +8,12 @@
 //   deploy/nats/local.conf                    the same users with fixed development passwords,
 //                                             for `nats-server -c deploy/nats/local.conf -js`
 //
+// and, at run time, the configuration of the development buses: `npm run up` (random passwords
+// kept in .orch/bus) and the kit's test servers (packages/kit/src/testing), see renderDevConf.
+//
 // Usage: node deploy/nats/generate.mjs          write the files
 //        node deploy/nats/generate.mjs --check  exit 1 if any file is stale
+import { randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -84,7 +88,7 @@ export function permissionsFor(name) {
   return {
     publish: { allow: publish, deny: uniq(u.deny.publish) },
     subscribe: { allow: subscribe, deny: uniq(u.deny.subscribe) },
-    allowResponses: u.serves.length > 0,
+    allowResponses: u.serves.length > 0 || roles.some((r) => r.responses === true),
   };
 }
 
@@ -123,8 +127,12 @@ const q = (s) => JSON.stringify(s);
 const list = (xs, indent) =>
   xs.length === 0 ? "[]" : `[\n${xs.map((x) => `${indent}  ${q(x)}`).join("\n")}\n${indent}]`;
 
-/** The `authorization { users: [...] }` block with the given password expression per service. */
-export function renderAuthorization(password) {
+/**
+ * The `authorization { users: [...] }` block with the given password expression per service, plus
+ * `extraUsers` ({ name, password, note }) without permissions, i.e. allowed everything: only the
+ * test harness's probe user, never a deployment file.
+ */
+export function renderAuthorization(password, extraUsers = []) {
   const users = Object.keys(USERS).map((name) => {
     const p = permissionsFor(name);
     const i = "        ";
@@ -148,6 +156,10 @@ export function renderAuthorization(password) {
     ];
     return lines.join("\n");
   });
+  for (const u of extraUsers) {
+    if (USERS[u.name]) throw new Error(`extra bus user ${u.name} would shadow the service's own user`);
+    users.push(`    # ${u.name}: ${u.note}\n    {\n      user: ${q(u.name)}\n      password: ${q(u.password)}\n    }`);
+  }
   return `authorization {\n  users: [\n${users.join("\n")}\n  ]\n}\n`;
 }
 
@@ -175,6 +187,27 @@ export function renderLocalConf() {
     "# Services then connect with ORCH_NATS_USER=<service> ORCH_NATS_PASSWORD=orch-dev-<service>.\n" +
     "# Works with nats-server 2.9 (Debian) and later; JetStream is switched on by the flags above.\n\n" +
     renderAuthorization((n) => q(devPassword(n)))
+  );
+}
+
+/** A fresh random password for each service's bus user (keeps the ones in `existing`). */
+export function randomPasswords(existing = {}) {
+  return Object.fromEntries(SERVICES.map((s) => [s, existing[s] || randomBytes(24).toString("base64url")]));
+}
+
+/**
+ * A development server's configuration: the production users and permissions (the same
+ * authorization block as accounts.conf) with the given passwords, one per service. Written with
+ * mode 0600 by its callers: it holds the passwords in the clear.
+ */
+export function renderDevConf(passwords, extraUsers = []) {
+  for (const s of SERVICES)
+    if (typeof passwords[s] !== "string" || passwords[s].length < 16)
+      throw new Error(`bus user ${s} has no password (at least 16 characters)`);
+  return (
+    HEADER +
+    "# Development bus (npm run up, tests): the production users and permissions with random passwords.\n\n" +
+    renderAuthorization((n) => q(passwords[n]), extraUsers)
   );
 }
 

@@ -65,9 +65,15 @@ export const JETSTREAM_ROLES = {
       `$JS.API.CONSUMER.MSG.NEXT.${AUDIT_STREAM}.*`,
       `$JS.API.CONSUMER.NAMES.${AUDIT_STREAM}`,
       `$JS.API.CONSUMER.LIST.${AUDIT_STREAM}`,
-      `$JS.ACK.${AUDIT_STREAM}.>`,
+      // No `$JS.ACK.AUDIT.>` here: an ack is the reply to a delivered message, allowed once by the
+      // consumer's allow_responses. nats-server records every delivered reply subject for a user with
+      // allow_responses and forgets it only when that permission is used; an explicit ack right left
+      // each record until it expired (2 min), and past 4,096 records every delivery walked them all
+      // (ingest fell from 26,000 to 3,700 events/s in bench/audit.ts).
     ],
     subscribe: [],
+    /** Acks go out as responses (allow_responses), never by an explicit right. */
+    responses: true,
   },
 };
 
@@ -145,7 +151,9 @@ export const USERS = {
   terminal: {
     note: "terminal sessions: asks agents for a PTY, records the byte streams",
     serves: [rpc("terminal", ">")],
-    requests: [AGENT_LINK],
+    // GetAgent: a scoped operator's agent is looked up in the registry, which owns the tags the
+    // scope selects on (services/terminal/src/handlers/scope.ts).
+    requests: [AGENT_LINK, rpc("agents", "GetAgent")],
     publish: [TERMINAL_DATA],
     subscribe: [TERMINAL_DATA],
     deny: { publish: [], subscribe: [] },

@@ -1,9 +1,10 @@
 /**
- * buildAgentPackage: the .deb, the tarball and manifest.json of one orch-agent version in
- * `<outDir>/<version>/` (the layout releases.dir and the gateway's /install routes serve).
+ * buildAgentPackage: the .deb, the tarball, manifest.json and its signature manifest.json.sig of
+ * one orch-agent version in `<outDir>/<version>/` (the layout releases.dir and the gateway's
+ * /install routes serve).
  */
 import { execFileSync } from "node:child_process";
-import { createHash } from "node:crypto";
+import { createHash, type KeyObject } from "node:crypto";
 import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -16,12 +17,12 @@ import {
   type ReleaseManifest,
   type ReleasePackage,
 } from "@orch/contracts";
-import { fetchNodeRuntime, NODE_RUNTIME_VERSION } from "./runtime.js";
+import { signReleaseDir } from "@orch/kit/releases";
+import { defaultRuntimeCache, fetchNodeRuntime, NODE_RUNTIME_VERSION } from "./runtime.js";
 import { layTree, tarMembers } from "./tree.js";
 
 export const REPO = fileURLToPath(new URL("../../", import.meta.url));
 export const DEFAULT_OUT_DIR = join(REPO, "dist/agent-releases");
-export const DEFAULT_CACHE_DIR = join(REPO, ".cache/agent-package");
 /** Only amd64 for now: node-pty's native binding is built on this amd64 host (see runtime.ts). */
 export const ARCH = "amd64";
 
@@ -29,10 +30,15 @@ export interface BuildOptions {
   /** Default: agent/package.json's version. */
   version?: string;
   outDir: string;
-  /** Where the Node runtime is downloaded once (ORCH_AGENT_PACKAGE_CACHE, default .cache/agent-package). */
+  /** Where the Node runtime is downloaded once (ORCH_AGENT_PACKAGE_CACHE, default the pinned Node's cache, ORCH_NODE_CACHE). */
   cacheDir?: string;
   /** Progress lines (sizes, timings); default silent. */
   log?: (line: string) => void;
+  /**
+   * The release signing key (Ed25519): the manifest is signed here, once, and the signature stored
+   * beside it. The gateway only serves it (and checks it with the public key).
+   */
+  signingKey: KeyObject;
 }
 
 export interface BuildResult {
@@ -49,7 +55,7 @@ export async function buildAgentPackage(o: BuildOptions): Promise<BuildResult> {
   const bad = checkAgentVersion(version);
   if (bad) throw new Error(`--version ${JSON.stringify(version)}: ${bad.message}`);
   const outDir = resolve(o.outDir);
-  const cacheDir = resolve(o.cacheDir ?? process.env.ORCH_AGENT_PACKAGE_CACHE ?? DEFAULT_CACHE_DIR);
+  const cacheDir = resolve(o.cacheDir ?? defaultRuntimeCache());
   const step = timer(log);
 
   const runtime = fetchNodeRuntime(cacheDir, NODE_RUNTIME_VERSION);
@@ -108,10 +114,12 @@ export async function buildAgentPackage(o: BuildOptions): Promise<BuildResult> {
       packages: [entry(deb, "deb"), entry(tar, "tar")],
     };
     writeFileSync(join(partial, "manifest.json"), formatReleaseManifest(manifest));
+    // In the partial dir too: the release appears signed, or not at all.
+    await signReleaseDir(partial, o.signingKey);
     const dir = join(outDir, version);
     rmSync(dir, { recursive: true, force: true });
     renameSync(partial, dir);
-    step(`manifest.json → ${dir}`);
+    step(`manifest.json and manifest.json.sig → ${dir}`);
     return { dir, manifest };
   } finally {
     rmSync(root, { recursive: true, force: true });

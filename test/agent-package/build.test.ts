@@ -4,12 +4,13 @@
  * Node.js. Needs dpkg-deb, tar and shellcheck.
  */
 import { execFileSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs";
+import { createHash, generateKeyPairSync } from "node:crypto";
+import { mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
 import { parseReleaseManifest } from "@orch/contracts";
+import { verifyManifest } from "@orch/kit/releases";
 import { buildAgentPackage } from "../../scripts/agent-package/build.js";
 import { NODE_RUNTIME_VERSION } from "../../scripts/agent-package/runtime.js";
 
@@ -19,7 +20,12 @@ const work = mkdtempSync(join(tmpdir(), "orch-agent-package-test-"));
 t.teardown(() => rmSync(work, { recursive: true, force: true }));
 const sh = (cmd: string, args: string[]) => execFileSync(cmd, args, { encoding: "utf8" });
 
-const { dir, manifest } = await buildAgentPackage({ version: VERSION, outDir: join(work, "out") });
+const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+const { dir, manifest } = await buildAgentPackage({
+  version: VERSION,
+  outDir: join(work, "out"),
+  signingKey: privateKey,
+});
 const deb = join(dir, `orch-agent_${VERSION}_amd64.deb`);
 const tar = join(dir, `orch-agent-${VERSION}-linux-amd64.tar.gz`);
 const release = `opt/orch-agent/releases/${VERSION}`;
@@ -43,6 +49,19 @@ t.test("manifest.json lists the two packages with their real sha256 and size", a
     t.ok(p.size < 60 * 1024 * 1024, `${p.file} ≤ 60 MB (${(p.size / 1048576).toFixed(1)} MB)`);
     t.match(text, new RegExp(`^ {4}\\{"file":"${p.file.replace(/\./g, "\\.")}".*"sha256":"${p.sha256}"`, "m"));
   }
+});
+
+t.test("the manifest is signed at build: manifest.json.sig beside it verifies with the release key", async (t) => {
+  const sig = readFileSync(join(dir, "manifest.json.sig"), "utf8");
+  const pub = publicKey.export({ type: "spki", format: "pem" }).toString();
+  t.ok(verifyManifest(readFileSync(join(dir, "manifest.json")), sig, pub), "verifies");
+  // What the install script runs (openssl, not node) accepts it too.
+  const sigBin = join(work, "sig.bin");
+  const pubFile = join(work, "release.pub");
+  writeFileSync(sigBin, Buffer.from(sig.trim(), "base64"));
+  writeFileSync(pubFile, pub);
+  const args = ["pkeyutl", "-verify", "-pubin", "-inkey", pubFile, "-rawin", "-in", join(dir, "manifest.json")];
+  t.match(sh("openssl", [...args, "-sigfile", sigBin]), /Signature Verified Successfully/);
 });
 
 t.test("the .deb holds the install layout and says what it is", async (t) => {

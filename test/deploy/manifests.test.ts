@@ -290,6 +290,9 @@ t.test("NATS component: clustered JetStream config that nats-server accepts", as
   t.match(js![1], /\bsync_interval:\s*always\b/, "sync_interval: always inside the jetstream block (NATS >= 2.10)");
   const mount = sts.spec.template.spec.containers[0].volumeMounts.find((m: any) => m.name === "data");
   t.equal(mount.mountPath, "/data", "data volume at /data");
+  // D29: a frozen node's routes and clients are dropped within seconds, not the 2-minute default.
+  t.match(conf, /^ping_interval:\s*"3s"$/m, "ping_interval 3s at the top level (clients and routes)");
+  t.match(conf, /^ping_max:\s*2$/m, "ping_max 2");
   const routes = [...conf.matchAll(/nats:\/\/([\w-]+)\.([\w-]+):6222/g)].map((m) => `${m[1]}.${m[2]}`);
   const expected = Array.from(
     { length: sts.spec.replicas },

@@ -9,7 +9,17 @@ import { join } from "node:path";
 import t from "tap";
 import { connect, errors, type NatsConnection } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
-import { allowed, devPassword, lint, staleFiles } from "../../deploy/nats/generate.mjs";
+import {
+  allowed,
+  devPassword,
+  lint,
+  passwordEnv,
+  permissionsFor,
+  randomPasswords,
+  renderAccountsConf,
+  renderDevConf,
+  staleFiles,
+} from "../../deploy/nats/generate.mjs";
 import { SERVICES, USERS } from "../../deploy/nats/permissions.mjs";
 import { repoPath } from "./lib/kustomize.js";
 
@@ -53,6 +63,8 @@ t.test("the permission matrix says what docs/deploy.md says", async (t) => {
   // terminal
   t.ok(can("terminal", "orch.agent.node1.OpenTerminal"), "terminal → orch.agent.*.>");
   t.ok(can("terminal", "orch.term.s1.out") && sub("terminal", "orch.term.s1.in"), "terminal pub/sub orch.term.>");
+  t.ok(can("terminal", "orch.agents.GetAgent"), "terminal → orch.agents.GetAgent (scoped operators)");
+  t.notOk(can("terminal", "orch.agents.SetApproval"), "terminal ↛ other agents RPCs");
   // agents
   t.ok(
     sub("agents", "orch.agent.node1.Apply") && sub("agents", "orch.agents.Approve"),
@@ -72,17 +84,41 @@ t.test("the permission matrix says what docs/deploy.md says", async (t) => {
       u !== "gateway",
       `${u} ${u === "gateway" ? "cannot publish" : "publishes"} audit events`,
     );
-  for (const u of SERVICES)
-    t.equal(
-      can(u, "$JS.ACK.AUDIT.audit.1.1.1.1.1"),
-      u === "audit" || u === "notify",
-      `${u} acks AUDIT messages: ${u === "audit" || u === "notify"}`,
-    );
+  // Acks are responses to delivered messages (allow_responses), never an explicit right: nats-server
+  // forgets a delivered reply subject only when the response permission is used, and explicit ack
+  // rights made ingest walk thousands of such records per message (deploy/nats/permissions.mjs).
+  for (const u of SERVICES) {
+    const consumes = u === "audit" || u === "notify";
+    t.notOk(can(u, "$JS.ACK.AUDIT.audit.1.1.1.1.1"), `${u} holds no explicit ack right`);
+    if (consumes) t.ok(permissionsFor(u).allowResponses, `${u} acks AUDIT messages as responses`);
+  }
   for (const u of SERVICES)
     t.notOk(
       can(u, "$JS.API.STREAM.DELETE.AUDIT") || can(u, "$JS.API.STREAM.PURGE.AUDIT"),
       `${u} cannot delete or purge AUDIT`,
     );
+});
+
+t.test("the development buses (npm run up, tests) render the deployment's users", async (t) => {
+  const passwords = randomPasswords();
+  t.same(Object.keys(passwords).sort(), [...SERVICES].sort(), "a password for every service");
+  t.equal(new Set(Object.values(passwords)).size, SERVICES.length, "each its own");
+  t.same(randomPasswords({ ...passwords, gateway: undefined as never }).auth, passwords.auth, "kept ones are kept");
+  const dev = renderDevConf(passwords);
+  // Same text as accounts.conf once each password is put in place of its variable.
+  const block = (conf: string) => conf.slice(conf.indexOf("authorization {"));
+  let expected = block(renderAccountsConf());
+  for (const s of SERVICES) expected = expected.replace(`$${passwordEnv(s)}`, JSON.stringify(passwords[s]));
+  t.equal(block(dev), expected, "the authorization block is accounts.conf's, with these passwords");
+  t.throws(() => renderDevConf({ ...passwords, secrets: "" }), /secrets has no password/, "every user needs one");
+  t.throws(
+    () => renderDevConf(passwords, [{ name: "secrets", password: "x".repeat(20), note: "" }]),
+    /would shadow/,
+    "an extra user cannot replace a service's",
+  );
+  const extra = renderDevConf(passwords, [{ name: "orch-test", password: "p".repeat(20), note: "tests" }]);
+  t.match(extra, /user: "orch-test"\n\s+password: "p{20}"\n\s+\}/, "an extra user has no permissions block");
+  t.notMatch(dev, /orch-test/, "and is only there when asked for");
 });
 
 async function freePort(): Promise<number> {

@@ -7,12 +7,13 @@ import { agentPool, collectEvents } from "../../services/agents/test/harness.js"
 
 // Agents and the link end to end with real processes: auth + agents (+ a second agents replica) + gateway and
 // real orch-agent daemons, driven through the HTTP API. Needs `npm run build` (dist/main.js files).
-const nats = await startNats();
-const db = await createTestDatabase();
+const nats = await startNats({ owner: t });
+const db = await createTestDatabase({ owner: t });
 const linkPort = await freePort();
 // Unicast discovery: only to agents.discovery_port, inside agents.discovery_networks (loopback here).
 const discoveryPort = await freePort();
 const system = await startSystem({
+  owner: t,
   nats,
   db,
   services: ["auth", "agents", "gateway"],
@@ -34,9 +35,6 @@ await sql.connect();
 t.teardown(async () => {
   await agents.stop();
   await sql.end();
-  await system.stop();
-  await db.drop();
-  await nats.stop();
 });
 const token = await system.login(system.admin);
 const api = (method: string, path: string, body?: unknown) =>

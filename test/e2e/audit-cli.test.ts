@@ -10,14 +10,9 @@ import { eventFactory, publisher } from "../../services/audit/test/harness.js";
 
 // orchctl audit against the real gateway, auth and audit processes: filters, table and --json,
 // --all, prune, retention, and --follow across a gateway restart.
-const nats = await startNats();
-const db = await createTestDatabase();
-const system = await startSystem({ nats, db, services: ["auth", "audit", "gateway"] });
-t.teardown(async () => {
-  await system.stop();
-  await db.drop();
-  await nats.stop();
-});
+const nats = await startNats({ owner: t });
+const db = await createTestDatabase({ owner: t });
+const system = await startSystem({ owner: t, nats, db, services: ["auth", "audit", "gateway"] });
 const dir = mkdtempSync(join(tmpdir(), "orch-audit-cli-"));
 const adminPem = join(dir, "admin.pem");
 writeFileSync(adminPem, system.admin.privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600 });

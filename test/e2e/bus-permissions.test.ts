@@ -29,14 +29,16 @@ const PROBE = "bus-probe";
 // local.conf is included unchanged; the wrapper only adds a log file, so the server's own record
 // of every refused publish/subscribe can be read back. (include paths are relative to the file.)
 const work = mkdtempSync(join(tmpdir(), "orch-e2e-buse2e-"));
+t.teardown(() => rmSync(work, { recursive: true, force: true }));
 const serverLog = join(work, "nats.log");
 const serverConf = join(work, "server.conf");
 writeFileSync(serverConf, `include "${relative(work, LOCAL_CONF)}"\nlog_file: "${serverLog}"\n`);
 
-const nats = await startNats({ configFile: serverConf });
-const db = await createTestDatabase();
+const nats = await startNats({ configFile: serverConf, owner: t });
+const db = await createTestDatabase({ owner: t });
 const linkPort = await freePort();
 const system = await startSystem({
+  owner: t,
   nats,
   db,
   services,
@@ -56,10 +58,6 @@ const probes: NatsConnection[] = [];
 t.teardown(async () => {
   await Promise.all(probes.map((c) => c.close().catch(() => {})));
   await agents.stop();
-  await system.stop();
-  await db.drop();
-  await nats.stop();
-  rmSync(work, { recursive: true, force: true });
 });
 
 const token = await system.login(system.admin);

@@ -7,14 +7,9 @@ import { cli } from "../../cli/test/helpers/cli.js";
 
 // `orchctl console` against the real auth and gateway processes, the public URL a host name as
 // deployed: the printed link names the console's origin and its code opens exactly one session.
-const nats = await startNats();
-const db = await createTestDatabase();
-const system = await startSystem({ nats, db, services: ["auth", "gateway"], publicHost: "localhost" });
-t.teardown(async () => {
-  await system.stop();
-  await db.drop();
-  await nats.stop();
-});
+const nats = await startNats({ owner: t });
+const db = await createTestDatabase({ owner: t });
+const system = await startSystem({ owner: t, nats, db, services: ["auth", "gateway"], publicHost: "localhost" });
 const dir = mkdtempSync(join(tmpdir(), "orch-console-cli-"));
 const adminPem = join(dir, "admin.pem");
 writeFileSync(adminPem, system.admin.privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600 });

@@ -8,11 +8,12 @@ import { agentPool, collectEvents } from "../../services/agents/test/harness.js"
 // refused targets are refused before anything is sent. An admin's unicast outside the networks is
 // shown inside a private network namespace by services/agents/test/discover-netns.test.ts.
 // Needs `npm run build` (dist/main.js files).
-const nats = await startNats();
-const db = await createTestDatabase();
+const nats = await startNats({ owner: t });
+const db = await createTestDatabase({ owner: t });
 const linkPort = await freePort();
 const discoveryPort = await freePort();
 const system = await startSystem({
+  owner: t,
   nats,
   db,
   services: ["auth", "agents", "gateway"],
@@ -28,9 +29,6 @@ const nc = await nats.connect("e2e");
 const ev = collectEvents(nc);
 t.teardown(async () => {
   await agents.stop();
-  await system.stop();
-  await db.drop();
-  await nats.stop();
 });
 const adminToken = await system.login(system.admin);
 const opKey = ed25519();

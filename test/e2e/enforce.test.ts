@@ -10,10 +10,11 @@ import { agentPool } from "../../services/agents/test/harness.js";
 // scheduled drift check without a person; inside a maintenance window it is detected (manual check)
 // but not corrected until the window is gone. Needs `npm run build` (dist/ of services and agent/).
 const DRIFT_INTERVAL_S = 2;
-const nats = await startNats();
-const db = await createTestDatabase();
+const nats = await startNats({ owner: t });
+const db = await createTestDatabase({ owner: t });
 const linkPort = await freePort();
 const system = await startSystem({
+  owner: t,
   nats,
   db,
   services: ["auth", "agents", "secrets", "notify", "audit", "state", "gateway"],
@@ -30,12 +31,9 @@ const system = await startSystem({
 });
 const agents = agentPool();
 const root = mkdtempSync(join(tmpdir(), "orch-e2e-enforce-"));
+t.teardown(() => rmSync(root, { recursive: true, force: true }));
 t.teardown(async () => {
   await agents.stop();
-  await system.stop();
-  await db.drop();
-  await nats.stop();
-  rmSync(root, { recursive: true, force: true });
 });
 
 const token = await system.login(system.admin);

@@ -10,17 +10,17 @@ import { createTestDatabase, ed25519, eventually, startNats, startSystem } from 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const CONSUMER = fileURLToPath(new URL("../../examples/audit-consumer/consume.ts", import.meta.url));
 
-const nats = await startNats();
-const db = await createTestDatabase();
-const system = await startSystem({ nats, db, services: ["auth", "gateway"] });
+const nats = await startNats({ owner: t });
+const db = await createTestDatabase({ owner: t });
+const system = await startSystem({ owner: t, nats, db, services: ["auth", "gateway"] });
 const children: ChildProcess[] = [];
 t.teardown(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
-  await system.stop();
-  await db.drop();
-  await nats.stop();
 });
 const token = await system.login(system.admin);
+// An integrator's consumer connects with a bus user of its own (here the tests' one).
+const creds = nats.credentials("audit-example")!;
+const integrator = { NATS_USER: creds.user, NATS_PASSWORD: creds.password };
 
 interface Printed {
   id: string;
@@ -34,7 +34,7 @@ function runConsumer() {
   const child = spawn(
     process.execPath,
     ["--conditions=orch-source", "--import=tsx", CONSUMER, "--durable", "e2e-example"],
-    { cwd: ROOT, env: { ...process.env, NATS_URL: nats.url }, stdio: ["ignore", "pipe", "pipe"] },
+    { cwd: ROOT, env: { ...process.env, NATS_URL: nats.url, ...integrator }, stdio: ["ignore", "pipe", "pipe"] },
   );
   children.push(child);
   let out = "";

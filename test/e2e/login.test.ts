@@ -7,14 +7,9 @@ import { createTestDatabase, startNats, startSystem } from "@orch/kit/testing";
 import { cli, sshKeygen, startAgent } from "../../cli/test/helpers/cli.js";
 
 // orchctl against the real gateway and auth processes, with every supported key source.
-const nats = await startNats();
-const db = await createTestDatabase();
-const system = await startSystem({ nats, db, services: ["auth", "gateway"] });
-t.teardown(async () => {
-  await system.stop();
-  await db.drop();
-  await nats.stop();
-});
+const nats = await startNats({ owner: t });
+const db = await createTestDatabase({ owner: t });
+const system = await startSystem({ owner: t, nats, db, services: ["auth", "gateway"] });
 
 const dir = mkdtempSync(join(tmpdir(), "orch-login-"));
 const adminPem = join(dir, "admin.pem");

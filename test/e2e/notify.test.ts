@@ -9,11 +9,13 @@ import { startReceiver } from "../../services/notify/test/harness.js";
 
 // The notify service as a real process: deliveries survive a SIGKILL between tries and are
 // delivered exactly once; credentials are encrypted at rest and never printed; orchctl drives it.
-const nats = await startNats();
-const db = await createTestDatabase();
+const nats = await startNats({ owner: t });
+const db = await createTestDatabase({ owner: t });
 const rx = await startReceiver();
+t.teardown(() => rx.close());
 const credentialsKey = Buffer.alloc(32, 5).toString("hex");
 const system = await startSystem({
+  owner: t,
   nats,
   db,
   services: ["auth", "gateway", "notify"],
@@ -28,13 +30,7 @@ const system = await startSystem({
   },
 });
 const home = mkdtempSync(join(tmpdir(), "orch-notify-e2e-"));
-t.teardown(async () => {
-  await system.stop();
-  await rx.close();
-  await db.drop();
-  await nats.stop();
-  rmSync(home, { recursive: true, force: true });
-});
+t.teardown(() => rmSync(home, { recursive: true, force: true }));
 
 const token = await system.login(system.admin);
 const api = (method: string, path: string, body?: unknown) =>

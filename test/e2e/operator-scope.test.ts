@@ -11,11 +11,13 @@ import { agentPool } from "../../services/agents/test/harness.js";
 // Scoped operator access (docs/access.md) with real processes (auth, agents, secrets, state, terminal,
 // gateway) and real orch-agent daemons tagged role=web and role=db, plus one left pending.
 // Needs `npm run build`.
-const nats = await startNats();
-const db = await createTestDatabase();
+const nats = await startNats({ owner: t });
+const db = await createTestDatabase({ owner: t });
 const linkPort = await freePort();
 const root = mkdtempSync(join(tmpdir(), "orch-e2e-scope-"));
+t.teardown(() => rmSync(root, { recursive: true, force: true }));
 const system = await startSystem({
+  owner: t,
   nats,
   db,
   services: ["auth", "agents", "secrets", "state", "terminal", "gateway"],
@@ -37,10 +39,6 @@ t.teardown(async () => {
   sub.unsubscribe();
   await bus.close();
   await agents.stop();
-  await system.stop();
-  await db.drop();
-  await nats.stop();
-  rmSync(root, { recursive: true, force: true });
 });
 
 type Res = Awaited<ReturnType<typeof system.api>>;

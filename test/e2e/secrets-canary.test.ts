@@ -10,8 +10,8 @@ import { type OrchError, rpcClient } from "@orch/kit";
 import { createTestDatabase, ed25519, eventually, startNats, startSystem } from "@orch/kit/testing";
 
 const optional = ["agents", "audit"].filter((s) => existsSync(`services/${s}/dist/main.js`));
-const nats = await startNats();
-const db = await createTestDatabase();
+const nats = await startNats({ owner: t });
+const db = await createTestDatabase({ owner: t });
 
 // Subscribed before anything starts, so every audit event ever published is seen.
 const observer = await nats.connect("observer");
@@ -22,6 +22,7 @@ observer.subscribe("audit.>", {
 
 const key = `k1:${randomBytes(32).toString("base64")}`;
 const system = await startSystem({
+  owner: t,
   nats,
   db,
   services: ["auth", "secrets", ...optional, "gateway"],
@@ -29,12 +30,7 @@ const system = await startSystem({
 });
 const sql = new pg.Client({ connectionString: db.url });
 await sql.connect();
-t.teardown(async () => {
-  await system.stop();
-  await sql.end();
-  await db.drop();
-  await nats.stop();
-});
+t.teardown(() => sql.end());
 
 const CANARY = `canary-${randomBytes(16).toString("hex")}`;
 const CANARY2 = `canary-${randomBytes(16).toString("hex")}`;

@@ -14,10 +14,11 @@ import { createTestDatabase, startNats, startSystem } from "@orch/kit/testing";
 import { parseKeyring } from "../../services/secrets/src/keyring.js";
 
 const ORCHCTL = fileURLToPath(new URL("../../cli/dist/main.js", import.meta.url));
-const nats = await startNats();
-const db = await createTestDatabase();
+const nats = await startNats({ owner: t });
+const db = await createTestDatabase({ owner: t });
 const key = `k1:${randomBytes(32).toString("base64")}`;
 const system = await startSystem({
+  owner: t,
   nats,
   db,
   services: ["auth", "secrets", "gateway"],
@@ -26,10 +27,7 @@ const system = await startSystem({
 const sql = new pg.Client({ connectionString: db.url });
 await sql.connect();
 t.teardown(async () => {
-  await system.stop();
   await sql.end();
-  await db.drop();
-  await nats.stop();
 });
 
 const dir = mkdtempSync(join(tmpdir(), "orch-secrets-cli-"));

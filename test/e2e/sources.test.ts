@@ -11,16 +11,13 @@ import { startStateStack } from "./lib/state-stack.js";
 // repository served over git's smart HTTP protocol on loopback, push notifications in the three
 // forges' real shapes signed with the source's webhook secret and posted to the gateway's public
 // route, and orchctl for the plan of a branch. Needs `npm run build`.
-const stack = await startStateStack({ name: "sources", keyByte: 21, extraServices: ["audit"] });
+const stack = await startStateStack(t, { name: "sources", keyByte: 21, extraServices: ["audit"] });
 const { system, agents, dir, linkPort } = stack;
 const gitRoot = join(dir, "git");
 mkdirSync(gitRoot);
 const repo = await createTestRepo(join(gitRoot, "fleet"));
 const gitServer = await startGitHttpServer(gitRoot);
-t.teardown(async () => {
-  await gitServer.close();
-  await stack.stop();
-});
+t.teardown(() => gitServer.close());
 
 const token = await system.login(system.admin);
 const api = (method: string, path: string, body?: unknown) =>
@@ -130,11 +127,12 @@ t.test(
 );
 
 let c1 = "";
-t.test("commit a module and an apply_on_sync assignment → webhook → synced within 5 s and applied", async (t) => {
+t.test("commit a module and an apply_on_sync assignment → webhook → synced and applied", async (t) => {
   await repo.write("modules/motd.yaml", motd("v1"));
   await repo.write("assignments/web.yaml", webAssignment);
   c1 = await repo.commit("motd for the web fleet");
 
+  // The source's schedule is an hour (interval_s 3600): the push notice is what syncs it.
   const started = Date.now();
   const hook = await pushNotice("github", c1);
   t.equal(hook.status, 202, hook.text);
@@ -145,7 +143,7 @@ t.test("commit a module and an apply_on_sync assignment → webhook → synced w
     const r = await api("GET", "/modules/motd");
     return r.status === 200 && r.body.commit === c1 ? r.body : undefined;
   }, 5_000);
-  t.ok(Date.now() - started <= 5_000, `synced ${Date.now() - started} ms after the push`);
+  t.comment(`synced ${Date.now() - started} ms after the push`);
   t.equal(m.source, "fleet");
   t.equal(m.removed_from_source, false);
   const a = await must(api("GET", "/assignments/web"), 200);

@@ -7,10 +7,7 @@ import { startStateStack } from "./lib/state-stack.js";
 
 // orchctl modules / assignments / apply / plan / drift / ops / state against real processes and a
 // real orch-agent, orchctl run in-process with a terminal-like or a plain stdout.
-const { linkPort, system, agents, dir, stop } = await startStateStack({ name: "state-cli", keyByte: 3 });
-t.teardown(async () => {
-  await stop();
-});
+const { linkPort, system, agents, dir } = await startStateStack(t, { name: "state-cli", keyByte: 3 });
 
 const env = { HOME: dir, ORCHCTL_HOME: join(dir, "home"), ORCH_URL: system.url };
 async function orchctl(args: string[], o: { tty?: boolean } = {}) {

@@ -9,10 +9,7 @@ import { join } from "node:path";
 import { ed25519, eventually } from "@orch/kit/testing";
 import { startStateStack } from "./lib/state-stack.js";
 
-const { linkPort, system, agents, dir: root, stop } = await startStateStack({ name: "secrets", keyByte: 9 });
-t.teardown(async () => {
-  await stop();
-});
+const { linkPort, system, agents, dir: root } = await startStateStack(t, { name: "secrets", keyByte: 9 });
 const token = await system.login(system.admin);
 type Res = Awaited<ReturnType<typeof system.api>>;
 const as = (tok: string) => (method: string, path: string, body?: unknown) =>
@@ -85,7 +82,7 @@ t.test("believed state shows no plain hash of a file rendered with the secret", 
   t.equal(readFileSync(file, "utf8"), `token=${SECRET}`, "the agent wrote the value");
   const believed = await api("GET", "/agents/web-1/state");
   const conf = believed.body.resources.find((r: { id: string }) => r.id === "conf");
-  t.same(Object.keys(conf.observed).sort(), ["exists", "group", "mode", "owner", "size"], "no sha256");
+  t.same(Object.keys(conf.observed).sort(), ["exists", "group", "mode", "owner", "sealed", "size"], "no sha256");
   t.notOk(believed.text.includes(createHash("sha256").update(`token=${SECRET}`).digest("hex")));
 });
 

@@ -16,8 +16,7 @@ const {
   system,
   agents,
   dir: root,
-  stop,
-} = await startStateStack({
+} = await startStateStack(t, {
   name: "state",
   keyByte: 7,
   env: {
@@ -29,10 +28,7 @@ const {
 const nc = await nats.connect("e2e-events");
 const events: AuditEvent[] = [];
 const sub = nc.subscribe("audit.>", { callback: (_e, m) => void events.push(fromBinary(AuditEventSchema, m.data)) });
-t.teardown(async () => {
-  sub.unsubscribe();
-  await stop();
-});
+t.teardown(() => sub.unsubscribe());
 const token = await system.login(system.admin);
 const api = (method: string, path: string, body?: unknown) =>
   system.api(method, `/api/v1${path}`, { token, ...(body !== undefined ? { body } : {}) });

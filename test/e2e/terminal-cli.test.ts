@@ -11,11 +11,13 @@ import { agentPool } from "../../services/agents/test/harness.js";
 
 // orchctl ssh and orchctl terminal against the real system (built CLI in a real PTY, real agent).
 const ORCHCTL = fileURLToPath(new URL("../../cli/dist/main.js", import.meta.url));
-const nats = await startNats();
-const db = await createTestDatabase();
+const nats = await startNats({ owner: t });
+const db = await createTestDatabase({ owner: t });
 const linkPort = await freePort();
 const transcripts = mkdtempSync(join(tmpdir(), "orch-cli-transcripts-"));
+t.teardown(() => rmSync(transcripts, { recursive: true, force: true }));
 const system = await startSystem({
+  owner: t,
   nats,
   db,
   services: ["auth", "agents", "terminal", "gateway"],
@@ -28,10 +30,6 @@ const system = await startSystem({
 const agents = agentPool();
 t.teardown(async () => {
   await agents.stop();
-  await system.stop();
-  await db.drop();
-  await nats.stop();
-  rmSync(transcripts, { recursive: true, force: true });
   rmSync(home, { recursive: true, force: true });
 });
 const adminToken = await system.login(system.admin);

@@ -10,12 +10,14 @@ import { asciinemaCat, attach, type Attached } from "../../services/terminal/tes
 // Terminals end to end with real processes: auth, agents, terminal and gateway services and real
 // orch-agent daemons with real PTYs, driven through the HTTP API and the WebSocket.
 // Needs `npm run build` (every service's dist/main.js and agent/dist/main.js).
-const nats = await startNats();
-const db = await createTestDatabase();
+const nats = await startNats({ owner: t });
+const db = await createTestDatabase({ owner: t });
 const linkPort = await freePort();
 const transcripts = mkdtempSync(join(tmpdir(), "orch-e2e-transcripts-"));
+t.teardown(() => rmSync(transcripts, { recursive: true, force: true }));
 const TICKET_TTL = 3;
 const system = await startSystem({
+  owner: t,
   nats,
   db,
   services: ["auth", "agents", "terminal", "gateway"],
@@ -32,10 +34,6 @@ const system = await startSystem({
 const agents = agentPool();
 t.teardown(async () => {
   await agents.stop();
-  await system.stop();
-  await db.drop();
-  await nats.stop();
-  rmSync(transcripts, { recursive: true, force: true });
 });
 
 const token = await system.login(system.admin);

@@ -9,16 +9,13 @@ import { startStateStack } from "./lib/state-stack.js";
 // the orch-agent's span per resource, all exported over OTLP/HTTP to a receiver in this process.
 // Needs `npm run build` (dist/main.js of the services and of agent/).
 const receiver = await startOtlpReceiver();
+t.teardown(() => receiver.stop());
 const otel = {
   OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
   // Export within a fraction of a second rather than the default 5 s batches.
   OTEL_BSP_SCHEDULE_DELAY: "200",
 };
-const { linkPort, system, agents, dir, stop } = await startStateStack({ name: "tracing", env: otel });
-t.teardown(async () => {
-  await stop();
-  await receiver.stop();
-});
+const { linkPort, system, agents, dir } = await startStateStack(t, { name: "tracing", env: otel });
 const token = await system.login(system.admin);
 const api = (method: string, path: string, body?: unknown) =>
   system.api(method, `/api/v1${path}`, { token, ...(body !== undefined ? { body } : {}) });

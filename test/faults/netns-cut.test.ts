@@ -15,14 +15,11 @@ if (process.getuid?.() !== 0) {
 const KEEPALIVE_S = 10;
 const KEEPALIVE_TIMEOUT_S = 5;
 
-const nats = await startNats();
-const db = await createTestDatabase();
-t.teardown(async () => {
-  await db.drop();
-  await nats.stop();
-});
+const nats = await startNats({ owner: t });
+const db = await createTestDatabase({ owner: t });
 const linkPort = await freePort();
 const system = await startSystem({
+  owner: t,
   nats,
   db,
   services: ["auth", "agents", "gateway"],
@@ -30,7 +27,6 @@ const system = await startSystem({
   readyTimeoutMs: 60_000,
   env: { ORCH_AGENTS_LINK_HOST: "127.0.0.1", ORCH_AGENTS_LINK_PORT: String(linkPort), ORCH_LOG_LEVEL: "warn" },
 });
-t.teardown(() => system.stop());
 const token = await system.login(system.admin);
 const connected = async (nodeId: string) =>
   (await system.api("GET", `/api/v1/agents/${nodeId}`, { token })).body?.connected as boolean | undefined;
@@ -63,12 +59,11 @@ t.test("a cut is noticed by keepalive only; restore reconnects the same process"
     (KEEPALIVE_S + KEEPALIVE_TIMEOUT_S + 10) * 1000,
     200,
   );
+  // Noticed within the wait proves the keepalive: TCP itself gives up a link that drops every frame
+  // only after many minutes of retransmissions, if it has anything to send. The time is a figure.
   const detectedS = (Date.now() - t0) / 1000;
   t.comment(`server marked the cut agent disconnected after ${detectedS.toFixed(1)} s`);
-  t.ok(
-    detectedS <= KEEPALIVE_S + KEEPALIVE_TIMEOUT_S + 5,
-    `detected within keepalive + timeout (${detectedS.toFixed(1)} s)`,
-  );
+  t.equal(await connected(cut.nodeId), false, "the server dropped the silent link (keepalive)");
   t.equal(await connected(kept.nodeId), true, "the other host is untouched");
 
   const r0 = Date.now();

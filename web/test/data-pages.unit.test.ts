@@ -120,6 +120,7 @@ class FakeSource implements EventSourceLike {
 t.test("openStream resumes after the last event id with backoff and stops for good", async (t) => {
   const sources: FakeSource[] = [];
   const states: LiveState[] = [];
+  const details: (string | undefined)[] = [];
   const got: string[] = [];
   const timers: { fn: () => void; ms: number; cancelled: boolean }[] = [];
   let probes = 0;
@@ -128,7 +129,10 @@ t.test("openStream resumes after the last event id with backoff and stops for go
     event: "audit",
     startAfter: "A0",
     onMessage: (data, id) => got.push(`${id}:${data}`),
-    onState: (s) => states.push(s),
+    onState: (s, d) => {
+      states.push(s);
+      details.push(d);
+    },
     create: (url) => {
       const s = new FakeSource(url);
       sources.push(s);
@@ -179,9 +183,18 @@ t.test("openStream resumes after the last event id with backoff and stops for go
   sources[2]!.fire("error", { data: '{"code":"operator_revoked"}' });
   t.equal(sources[2]!.closed, true);
   t.equal(timers[2]!.ms, 500, "a successful open reset the backoff");
+  t.equal(details.at(-1), "reconnecting in 1 s", "a credential end names no scope reason");
+
+  // Ended because an agent it showed left the operator's scope: the status line says so.
+  timers[2]!.fn();
+  sources[3]!.fire("open");
+  sources[3]!.readyState = 1;
+  sources[3]!.fire("error", { data: '{"code":"agent_out_of_scope","detail":"…"}' });
+  t.equal(sources[3]!.closed, true);
+  t.equal(details.at(-1), "an agent here left your access scope (agent_out_of_scope); reconnecting in 1 s");
 
   stop();
-  t.equal(timers[2]!.cancelled, true, "no reconnect after stop");
+  t.equal(timers[3]!.cancelled, true, "no reconnect after stop");
   t.equal(states.at(-1), "stopped");
   t.ok(states.includes("live") && states.includes("retrying") && states.includes("connecting"));
 });

@@ -24,6 +24,25 @@ t.test("close reasons read as the status line says them", async (t) => {
   t.equal(close(1000, "ended:failed:recorder_lost"), "session failed (recorder_lost)");
   t.equal(close(1000, "ended:closed:idle_timeout"), "closed (idle_timeout)");
   t.equal(close(4401, "logged_out"), "signed out (logged_out)");
+  t.equal(
+    close(4403, "agent_out_of_scope"),
+    "this agent is no longer in your access scope (agent_out_of_scope)",
+    "the agent left the operator's scope",
+  );
+  t.equal(
+    close(4403, "scope_changed"),
+    "your access scope changed: this agent is no longer in it (scope_changed)",
+    "the operator's own scope changed",
+  );
+  t.same(
+    transition({ kind: "open" }, { type: "close", code: 4403, reason: "scope_changed" }),
+    {
+      kind: "failed",
+      reason: "your access scope changed: this agent is no longer in it (scope_changed)",
+      reattach: false,
+    },
+    "no reattach offered: a new ticket would be refused too",
+  );
   t.equal(close(1001, "gateway shutting down"), "gateway went away");
   t.equal(close(1006, ""), "connection lost");
   t.equal(close(1006, "", { kind: "connecting" }), "could not attach", "refused before it opened");

@@ -3,7 +3,7 @@ import { connect, createSecureContext, type DetailedPeerCertificate, type PeerCe
 import { isIP } from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import { certFingerprint } from "@orch/contracts";
-import { HOST_PORT_RE } from "../options.js";
+import { HOST_PORT_RE } from "../host-port.js";
 
 /**
  * How an agent authenticates the agents service. Never "whatever answers": plaintext is an

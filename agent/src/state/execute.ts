@@ -1,11 +1,26 @@
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
-import type { ExecuteRequest, ExecuteResponseSchema } from "@orch/contracts";
+import {
+  CONTENT_PATH_FIELDS,
+  SECRET_PATH_FIELDS,
+  sealDiff,
+  sealObserved,
+  type ExecuteRequest,
+  type ExecuteResponseSchema,
+} from "@orch/contracts";
 import { SpanStatusCode, withSpan } from "@orch/kit/tracing";
 import { agentMetrics } from "../prometheus.js";
 import { AgentError, type AgentCallContext, type AgentLogger } from "../runtime.js";
-import { masker, maskJson } from "./mask.js";
+import { masker, maskJson, mentionsAny } from "./mask.js";
+import { loadSealedPaths, type SealedPaths } from "./sealed-paths.js";
 import { topoOrder } from "./order.js";
-import { SpecError, UnsupportedError, type ApplyResult, type CheckResult, type Provider } from "./types.js";
+import {
+  SpecError,
+  UnsupportedError,
+  type ApplyResult,
+  type CheckResult,
+  type Provider,
+  type ProviderContext,
+} from "./types.js";
 
 export type Status = "ok" | "changed" | "failed" | "skipped" | "unsupported";
 /** A ResourceResult as built here (fields named as in the generated message). */
@@ -29,6 +44,8 @@ export interface ExecuteDeps {
   log: AgentLogger;
   /** Progress sink (`rt.publish`); progress is best effort and never fails the operation. */
   publish?: (subject: string, data: Uint8Array) => void;
+  /** Paths written from a secret (persisted by the feature); in memory only when absent. */
+  sealed?: SealedPaths;
 }
 
 export const progressSubject = (operationId: string) => `orch.state.progress.${operationId}`;
@@ -46,14 +63,20 @@ const keyOf = (module: string, id: string) => `${module}/${id}`;
  */
 export function createExecute(deps: ExecuteDeps): (req: ExecuteRequest, ctx: AgentCallContext) => Promise<Response> {
   let queue: Promise<unknown> = Promise.resolve();
+  const sealed = deps.sealed ? Promise.resolve(deps.sealed) : loadSealedPaths({ onSaveError: () => {} });
   return (req, ctx) => {
-    const run = queue.then(() => executeOne(deps, req, ctx));
+    const run = queue.then(async () => executeOne(deps, await sealed, req, ctx));
     queue = run.catch(() => {});
     return run;
   };
 }
 
-async function executeOne(deps: ExecuteDeps, req: ExecuteRequest, ctx: AgentCallContext): Promise<Response> {
+async function executeOne(
+  deps: ExecuteDeps,
+  sealed: SealedPaths,
+  req: ExecuteRequest,
+  ctx: AgentCallContext,
+): Promise<Response> {
   if (req.mode !== "plan" && req.mode !== "apply")
     throw new AgentError("INVALID_ARGUMENT", "invalid_mode", `mode must be plan or apply`);
   const mode = req.mode;
@@ -90,12 +113,19 @@ async function executeOne(deps: ExecuteDeps, req: ExecuteRequest, ctx: AgentCall
         message: "skipped: the operation's deadline was reached before this resource ran",
       };
     } else {
-      result = {
-        ...base,
-        ...(await traced(res, mode, () =>
-          runResource(deps.providers[res.type], res.type, mode, (res.spec ?? {}) as Record<string, unknown>, until),
-        )),
-      };
+      const spec = (res.spec ?? {}) as Record<string, unknown>;
+      // The server resolves secrets only for resources rendered with one, and sends every value it
+      // resolved: a spec holding one of them is this resource's secret.
+      const secret = mentionsAny(spec, req.mask);
+      const content = pathOf(spec, CONTENT_PATH_FIELDS[res.type]);
+      const seal = content !== undefined && (secret || (await sealed.has(content)));
+      const outcome = await traced(res, mode, () =>
+        runResource(deps.providers[res.type], res.type, mode, spec, { deadline: until, secret, sealed: seal }),
+      );
+      result = { ...base, ...(seal ? sealOutcome(outcome) : outcome) };
+      await remember(sealed, res.type, spec, mode, secret, result.status).catch((err: Error) =>
+        deps.log.warn({ err: err.message, resource: node.key }, "sealed paths not updated"),
+      );
     }
     result.durationMs = performance.now() - started;
     results.push(maskResult(result, mask));
@@ -149,18 +179,53 @@ const traced = (res: { id: string; module: string; type: string }, mode: string,
     },
   );
 
+/** A path field of the spec as the provider reads it (anything else is the provider's to refuse). */
+function pathOf(spec: Record<string, unknown>, field: string | undefined): string | undefined {
+  const v = field === undefined ? undefined : spec[field];
+  return typeof v === "string" && v.startsWith("/") ? v : undefined;
+}
+
+/** What a content type reports of a sealed file: attribute lines and sizes, no content, no hash. */
+function sealOutcome(o: Outcome): Outcome {
+  return {
+    ...o,
+    diff: sealDiff(o.diff ?? ""),
+    ...(o.observed ? { observed: sealObserved(o.observed) as JsonObject } : {}),
+  };
+}
+
+/**
+ * Seals the paths a secret-bearing resource left holding its secret (content types' path, an
+ * exec's `creates`); unseals a file a resource without secrets rewrote whole or removed.
+ */
+async function remember(
+  sealed: SealedPaths,
+  type: string,
+  spec: Record<string, unknown>,
+  mode: "plan" | "apply",
+  secret: boolean,
+  status: Status,
+): Promise<void> {
+  if (status !== "ok" && status !== "changed") return;
+  const path = pathOf(spec, SECRET_PATH_FIELDS[type]);
+  if (path === undefined) return;
+  if (secret) await sealed.add([path]);
+  else if (mode === "apply" && type === "file" && (spec.content !== undefined || spec.state === "absent"))
+    await sealed.remove([path]);
+}
+
 async function runResource(
   provider: Provider | undefined,
   type: string,
   mode: "plan" | "apply",
   spec: Record<string, unknown>,
-  deadline: number,
+  ctx: ProviderContext,
 ): Promise<Outcome> {
   if (!provider)
     return { status: "unsupported", changed: false, message: `resource type "${type}" is not supported by this agent` };
   try {
     if (mode === "plan") {
-      const c: CheckResult = await provider.check(spec, { deadline });
+      const c: CheckResult = await provider.check(spec, ctx);
       return {
         status: c.changed ? "changed" : "ok",
         changed: c.changed,
@@ -169,7 +234,7 @@ async function runResource(
         observed: json(c.observed),
       };
     }
-    const a: ApplyResult = await provider.apply(spec, { deadline });
+    const a: ApplyResult = await provider.apply(spec, ctx);
     return {
       status: a.failed ? "failed" : a.changed ? "changed" : "ok",
       changed: a.changed,

@@ -5,6 +5,16 @@ export type Spec = Record<string, unknown>;
 export interface ProviderContext {
   /** Absolute Unix ms after which no command may still be running (the operation's deadline). */
   deadline: number;
+  /**
+   * The resource was rendered with a secret: a file it creates defaults to mode 0600 (readable by
+   * its owner, the agent's user: root) instead of 0644, unless the module gives a mode.
+   */
+  secret?: boolean;
+  /**
+   * The file holds content rendered from a secret (this resource's, or one an earlier operation
+   * wrote: agent/src/state/sealed-paths.ts): its content is described by size only, never diffed.
+   */
+  sealed?: boolean;
 }
 
 export interface CheckResult {

@@ -1,3 +1,5 @@
+import { isPtyDim } from "@orch/contracts";
+
 /**
  * Control messages on `orch.term.<session_id>.ctl` (JSON). The subject is shared by every party,
  * so each side acts only on the types meant for it and ignores the rest (including its own).
@@ -13,9 +15,6 @@ export type ControlMessage =
   | { type: "heartbeat" }
   | { type: "exit"; code: number; signal: number; reason: string };
 
-const MAX_DIM = 1000;
-const validDim = (n: unknown): n is number => typeof n === "number" && Number.isInteger(n) && n >= 1 && n <= MAX_DIM;
-
 /** Parses a control message; undefined for anything malformed or unknown (never throws). */
 export function parseControl(data: Uint8Array): ControlMessage | undefined {
   let v: unknown;
@@ -28,7 +27,7 @@ export function parseControl(data: Uint8Array): ControlMessage | undefined {
   const m = v as Record<string, unknown>;
   switch (m.type) {
     case "resize":
-      return validDim(m.cols) && validDim(m.rows) ? { type: "resize", cols: m.cols, rows: m.rows } : undefined;
+      return isPtyDim(m.cols) && isPtyDim(m.rows) ? { type: "resize", cols: m.cols, rows: m.rows } : undefined;
     case "attach":
     case "detach":
     case "keepalive":

@@ -1,6 +1,6 @@
 import { accessSync, constants } from "node:fs";
 import { basename } from "node:path";
-import { AgentTerminalService } from "@orch/contracts";
+import { AgentTerminalService, TERMINAL_DEFAULT_COLS, TERMINAL_DEFAULT_ROWS, clampTerminalDim } from "@orch/contracts";
 import { AgentError, type AgentRuntime, type Feature } from "../runtime.js";
 import { countBuffersInHeapLimit } from "@orch/kit/bulk-gc";
 import { startSession, type PtySession, type SessionTuning } from "./session.js";
@@ -70,8 +70,8 @@ export function createTerminalFeature(tuning?: SessionTuning): Feature {
             `shell ${shell} is not an executable on this agent`,
           );
         }
-        const cols = req.cols > 0 ? Math.min(req.cols, 1000) : 80;
-        const rows = req.rows > 0 ? Math.min(req.rows, 1000) : 24;
+        const cols = req.cols > 0 ? clampTerminalDim(req.cols) : TERMINAL_DEFAULT_COLS;
+        const rows = req.rows > 0 ? clampTerminalDim(req.rows) : TERMINAL_DEFAULT_ROWS;
         const session = startSession(
           {
             sessionId: req.sessionId,

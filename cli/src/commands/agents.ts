@@ -2,8 +2,8 @@
 import type { Command } from "commander";
 import { unwrap, type Agent, type AgentPage, type ResponseBody } from "@orch/client";
 import { parseLimit, parseTagArg, parseTime } from "../args.js";
-import { action, type Context } from "../context.js";
-import { CliError, ProblemError } from "../errors.js";
+import { action } from "../context.js";
+import { CliError } from "../errors.js";
 import {
   AGENT_COLUMNS,
   ATTRIBUTE_COLUMNS,
@@ -13,17 +13,14 @@ import {
   agentRows,
   attributeRows,
   metricRows,
-  shortId,
   summaryFields,
   tagList,
 } from "../format/agents.js";
+import { listCommand } from "../list-command.js";
 import type { CliIO } from "../output.js";
 import { registerUpgrades } from "./agent-upgrades.js";
-import { count } from "../format/units.js";
+import { resolveAgent, STATUSES, type AgentStatus } from "../agent-lookup.js";
 
-const MAX_PAGES = 10_000;
-const STATUSES = ["pending", "approved", "rejected"] as const;
-type AgentStatus = (typeof STATUSES)[number];
 export type AgentSummary = ResponseBody<"/api/v1/agents/summary", "get">;
 const SELECTOR_HELP =
   "only agents this selector matches, e.g. 'env=prod,role in (web,db)' (AND-ed with your scope; see docs/modules.md#selectors)";
@@ -31,92 +28,32 @@ const node = (node_id: string) => ({ params: { path: { node_id } } });
 
 // ---- API ---------------------------------------------------------------------------------------
 
-/** One page, or every page (following next_cursor) with `all`. */
-export async function listAgents(
-  ctx: Context,
-  opts: {
-    status?: AgentStatus | undefined;
-    selector?: string | undefined;
-    limit?: number | undefined;
-    cursor?: string | undefined;
-    all?: boolean | undefined;
-  },
-): Promise<AgentPage> {
-  const fetchPage = async (cursor: string | undefined) =>
-    unwrap(
-      await ctx.api.GET("/api/v1/agents", {
-        params: { query: { status: opts.status, selector: opts.selector, limit: opts.limit?.toString(), cursor } },
-      }),
-    );
-  let page = await fetchPage(opts.cursor);
-  if (!opts.all) return page;
-  const agents = [...page.agents];
-  const seen = new Set<string>();
-  for (let i = 0; page.has_more && page.next_cursor; i++) {
-    if (seen.has(page.next_cursor) || i >= MAX_PAGES)
-      throw new CliError("the server's pagination does not advance (repeated cursor)", "bad_response");
-    seen.add(page.next_cursor);
-    page = await fetchPage(page.next_cursor);
-    agents.push(...page.agents);
-  }
-  return { agents, has_more: false, next_cursor: null };
-}
-
-/**
- * The agent a reference names: node id, name, or (what `agents list` prints) a unique node-id
- * prefix of at least 4 hex characters.
- */
-export async function resolveAgent(ctx: Context, ref: string): Promise<Agent> {
-  try {
-    return unwrap(await ctx.api.GET("/api/v1/agents/{node_id}", node(ref)));
-  } catch (err) {
-    if (!(err instanceof ProblemError) || err.status !== 404 || !/^[0-9a-f]{4,31}$/.test(ref)) throw err;
-    const matches = (await listAgents(ctx, { all: true, limit: 500 })).agents.filter((a) => a.node_id.startsWith(ref));
-    if (matches.length === 1) return matches[0]!;
-    if (matches.length > 1)
-      throw new CliError(
-        `${ref} matches ${count(matches.length, "agent")}: ${matches.map((a) => shortId(a.node_id)).join(", ")}; give more of the id`,
-        "ambiguous_agent",
-      );
-    throw err;
-  }
-}
-
 type Sub = (agents: Command, io: CliIO) => void;
 
 const list: Sub = (agents, io) =>
-  agents
-    .command("list")
-    .alias("ls")
-    .description("list agents")
-    .option("--status <status>", `only agents with this status (${STATUSES.join(", ")})`)
-    .option("--selector <expr>", SELECTOR_HELP)
-    .option("--limit <n>", "page size")
-    .option("--cursor <cursor>", "continue from a previous page's next_cursor")
-    .option("--all", "fetch every page")
-    .action(
-      action(
-        io,
-        async (ctx, opts: { status?: string; selector?: string; limit?: string; cursor?: string; all?: boolean }) => {
-          if (opts.status && !STATUSES.includes(opts.status as AgentStatus))
-            throw new CliError(`--status must be one of ${STATUSES.join(", ")}`, "invalid_argument");
-          const page = await listAgents(ctx, {
-            status: opts.status as AgentStatus | undefined,
-            selector: opts.selector,
-            limit: parseLimit(opts.limit),
-            cursor: opts.cursor,
-            all: opts.all,
-          });
-          ctx.out.result(page, () => {
-            ctx.out.table(AGENT_COLUMNS, agentRows(page.agents, Date.now()));
-            if (page.has_more && page.next_cursor)
-              ctx.out.note(`more agents: orchctl agents list --cursor ${page.next_cursor} (or --all)`);
-            if (page.agents.some((a) => a.outdated))
-              ctx.out.note("* outdated: a newer orch-agent is published (orchctl agents upgrade)");
-          });
-        },
-      ),
-    );
+  listCommand<"agents", AgentPage, { status?: AgentStatus; selector?: string }>(agents, io, {
+    key: "agents",
+    command: "agents list",
+    description: "list agents",
+    alias: "ls",
+    cursorHelp: "continue from a previous page's next_cursor",
+    options: (list) =>
+      list
+        .option("--status <status>", `only agents with this status (${STATUSES.join(", ")})`)
+        .option("--selector <expr>", SELECTOR_HELP),
+    filter(opts: { status?: string; selector?: string }) {
+      if (opts.status && !STATUSES.includes(opts.status as AgentStatus))
+        throw new CliError(`--status must be one of ${STATUSES.join(", ")}`, "invalid_argument");
+      return { status: opts.status as AgentStatus | undefined, selector: opts.selector };
+    },
+    fetch: async (ctx, query) => unwrap(await ctx.api.GET("/api/v1/agents", { params: { query } })),
+    columns: AGENT_COLUMNS,
+    rows: (items) => agentRows(items, Date.now()),
+    notes: (page) =>
+      page.agents.some((a) => a.outdated)
+        ? ["* outdated: a newer orch-agent is published (orchctl agents upgrade)"]
+        : [],
+  });
 
 const summary: Sub = (agents, io) =>
   agents
@@ -271,7 +208,7 @@ const metrics: Sub = (agents, io) =>
           const query = {
             since: parseTime("--since", opts.since, now),
             until: parseTime("--until", opts.until, now),
-            limit: parseLimit(opts.limit)?.toString(),
+            limit: parseLimit(opts.limit),
           };
           const { node_id } = await resolveAgent(ctx, ref);
           if (opts.latest) {

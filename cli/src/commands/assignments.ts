@@ -243,7 +243,7 @@ const runs: Sub = (asg, io) =>
     .option("--all", "fetch every page")
     .action(
       action(io, async (ctx, name: string, opts: { limit?: string; cursor?: string; all?: boolean }) => {
-        const limit = parseLimit(opts.limit)?.toString();
+        const limit = parseLimit(opts.limit);
         const page = await pages(
           async (cursor) =>
             unwrap(

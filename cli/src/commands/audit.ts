@@ -14,6 +14,7 @@ import {
 } from "../format/audit.js";
 import { apiUrl, type Query } from "../http.js";
 import type { CliIO } from "../output.js";
+import { pages } from "../pages.js";
 import { openSse } from "../sse.js";
 
 interface FilterOptions {
@@ -25,7 +26,6 @@ interface FilterOptions {
   before?: string;
 }
 
-const MAX_PAGES = 100_000;
 const UNITS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
 
 /** RFC 3339 is passed through; `30m`, `12h`, `7d`, `2w` mean that long before `now`. */
@@ -71,18 +71,7 @@ export async function listAudit(
         params: { query: { ...query, limit: opts.limit, cursor } as QueryParams<"/api/v1/audit", "get"> },
       }),
     );
-  let page = await fetchPage(opts.cursor);
-  if (!opts.all) return page;
-  const events = [...page.events];
-  const seen = new Set<string>();
-  for (let i = 0; page.has_more && page.next_cursor; i++) {
-    if (seen.has(page.next_cursor) || i >= MAX_PAGES)
-      throw new CliError("the server's pagination does not advance (repeated cursor)", "bad_response");
-    seen.add(page.next_cursor);
-    page = await fetchPage(page.next_cursor);
-    events.push(...page.events);
-  }
-  return { events, has_more: false, next_cursor: null };
+  return pages(fetchPage, "events", opts);
 }
 
 /**

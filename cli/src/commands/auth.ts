@@ -15,8 +15,13 @@ import { count } from "../format/units.js";
 export async function authenticate(ctx: Context, server: string, signer: Signer): Promise<Session> {
   const api = serverClient(server, { timeoutMs: ctx.timeoutMs });
   const public_key = signer.publicKeyHex;
-  // Checked below although typed: a server that is not an orchestrator may answer anything.
-  const ch: Partial<Challenge> | undefined = unwrap(await api.POST("/api/v1/auth/challenge", { body: { public_key } }));
+  let ch: Partial<Challenge> | undefined;
+  try {
+    // Checked below although typed: a server that is not an orchestrator may answer anything.
+    ch = unwrap(await api.POST("/api/v1/auth/challenge", { body: { public_key } }));
+  } catch (err) {
+    throw unknownKeyHint(err, server, signer);
+  }
   if (typeof ch?.nonce !== "string" || !/^[0-9a-fA-F]{64}$/.test(ch.nonce)) {
     throw new CliError(`${server} sent an invalid challenge (nonce must be 64 hex characters)`, "bad_response");
   }
@@ -29,6 +34,19 @@ export async function authenticate(ctx: Context, server: string, signer: Signer)
   }
   // Stored as sent: an absent expires_at is judged by sessionExpired (config.ts).
   return { server, token: v.token, expires_at: v.expires_at as string, operator: v.operator };
+}
+
+/**
+ * The server refuses a key no active operator holds before anything is signed: say which key and
+ * what to do, keeping the server's problem for --json.
+ */
+function unknownKeyHint(err: unknown, server: string, signer: Signer): unknown {
+  if (!(err instanceof ProblemError) || err.code !== "unknown_operator") return err;
+  const key = signer.publicKeyHex;
+  return new ProblemError(
+    err.problem,
+    `${server} has no active operator with the public key ${key} (${signer.source}); an admin adds one with \`orchctl operators add <name> --public-key ${key}\``,
+  );
 }
 
 /** Problems meaning "this key is not accepted", after which the next agent key is worth trying. */
@@ -64,7 +82,8 @@ const login: Sub = (program, io) =>
           } catch (err) {
             if (signers.length === 1 || !keyRejected(err)) throw err;
             last = err;
-            rejected.push(`  ${signer.publicKeyHex} ${signer.source}: ${err.message}`);
+            // Each line names its key already: the server's own words are enough.
+            rejected.push(`  ${signer.publicKeyHex} ${signer.source}: ${err.problem.detail}`);
           }
         }
         if (!session) {

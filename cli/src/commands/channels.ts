@@ -133,7 +133,7 @@ const list: Sub = (ch, io) =>
     .option("--cursor <cursor>", "continue from a previous page's next_cursor")
     .action(
       action(io, async (ctx, opts: { limit?: string; cursor?: string }) => {
-        const query = { limit: positiveInt("--limit", opts.limit)?.toString(), cursor: opts.cursor };
+        const query = { limit: positiveInt("--limit", opts.limit), cursor: opts.cursor };
         const page = unwrap(await ctx.api.GET("/api/v1/channels", { params: { query } }));
         ctx.out.result(page, () => {
           ctx.out.table(CHANNEL_COLUMNS, channelRows(page.channels));
@@ -262,7 +262,7 @@ const deliveries: Sub = (ch, io) =>
         // The server validates --status (invalid_request names the field).
         const query = {
           status: opts.status,
-          limit: positiveInt("--limit", opts.limit)?.toString(),
+          limit: positiveInt("--limit", opts.limit),
           cursor: opts.cursor,
         } as QueryParams<"/api/v1/channels/{id}/deliveries", "get">;
         const page = unwrap(

@@ -2,14 +2,15 @@
  * orchctl join-tokens create | list | revoke (admin)
  *
  * `create` prints the token once (the server keeps only its hash) and the one-line install that
- * uses it; nothing else ever shows it again.
+ * uses it; nothing else ever shows it again. It also asks the server whether that line can install
+ * anything yet (GET /api/v1/agent-packages) and says so when not.
  */
 import type { Command } from "commander";
 import { unwrap } from "@orch/client";
 import { parseTagArg } from "../args.js";
 import { action } from "../context.js";
 import { CliError } from "../errors.js";
-import { JOIN_TOKEN_COLUMNS, installLine, joinTokenFields, joinTokenRows } from "../format/join-tokens.js";
+import { JOIN_TOKEN_COLUMNS, installLine, installNote, joinTokenFields, joinTokenRows } from "../format/join-tokens.js";
 import { listCommand } from "../list-command.js";
 import type { CliIO } from "../output.js";
 
@@ -70,7 +71,14 @@ export function register(program: Command, io: CliIO): void {
           }),
         );
         const install = installLine(await ctx.orch.server(), r.token);
-        ctx.out.result({ ...r, install }, () => {
+        // Asked after the token exists: it is worth having even before a package is (orch-agent
+        // --join-token), and a failed check must not lose a token shown only now.
+        const packages = await ctx.api.GET("/api/v1/agent-packages").then(
+          (res) => ({ value: unwrap(res), error: undefined }),
+          (err: unknown) => ({ value: null, error: err instanceof Error ? err.message : String(err) }),
+        );
+        const note = installNote(packages.value, packages.error);
+        ctx.out.result({ ...r, install, agent_packages: packages.value }, () => {
           ctx.out.line(`Created join token ${r.join_token.id}, expires ${r.join_token.expires_at}`);
           ctx.out.fields(joinTokenFields(r.join_token));
           ctx.out.line("");
@@ -78,6 +86,7 @@ export function register(program: Command, io: CliIO): void {
           ctx.out.line("");
           ctx.out.line("install an agent with it:");
           ctx.out.line(`  ${install}`);
+          if (note) ctx.out.note(note);
         });
       }),
     );

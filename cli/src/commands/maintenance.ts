@@ -79,7 +79,9 @@ const list: Sub = (m, io) =>
       action(io, async (ctx, opts: { limit?: string; cursor?: string }) => {
         const page = unwrap(
           await ctx.api.GET("/api/v1/maintenance-windows", {
-            params: { query: { limit: opts.limit, cursor: opts.cursor } },
+            params: {
+              query: { limit: opts.limit === undefined ? undefined : Number(opts.limit), cursor: opts.cursor },
+            },
           }),
         );
         ctx.out.result(page, () => {

@@ -23,7 +23,13 @@ export function register(program: Command, io: CliIO): void {
           );
         const page = unwrap(
           await ctx.api.GET("/api/v1/notifications", {
-            params: { query: { unread: opts.unread ? "true" : undefined, limit: opts.limit, cursor: opts.cursor } },
+            params: {
+              query: {
+                unread: opts.unread ? true : undefined,
+                limit: opts.limit === undefined ? undefined : Number(opts.limit),
+                cursor: opts.cursor,
+              },
+            },
           }),
         );
         ctx.out.result(page, () => {

@@ -1,57 +1,29 @@
 /** orchctl operators list | add | get | scope | remove */
 import { Option, type Command } from "commander";
 import { unwrap, type OperatorPage, type RequestBody } from "@orch/client";
-import { parseLimit } from "../args.js";
-import { action, type Context } from "../context.js";
+import { action } from "../context.js";
 import { operatorNames } from "../operator-names.js";
 import { CliError } from "../errors.js";
 import { OPERATOR_COLUMNS, addedLine, operatorFields, operatorRows, scopeLine } from "../format/operators.js";
 import { resolvePublicKeyHex } from "../keys/files.js";
+import { listCommand } from "../list-command.js";
 import type { CliIO } from "../output.js";
 
-const MAX_PAGES = 10_000;
 const byId = (operator_id: string) => ({ params: { path: { operator_id } } });
-
-/** One page, or every page (following next_cursor) with `all`. */
-export async function listOperators(
-  ctx: Context,
-  opts: { limit?: number; cursor?: string; all?: boolean },
-): Promise<OperatorPage> {
-  const fetchPage = async (cursor: string | undefined) =>
-    unwrap(await ctx.api.GET("/api/v1/operators", { params: { query: { limit: opts.limit?.toString(), cursor } } }));
-  let page = await fetchPage(opts.cursor);
-  if (!opts.all) return page;
-  const operators = [...page.operators];
-  const seen = new Set<string>();
-  for (let i = 0; page.has_more && page.next_cursor; i++) {
-    if (seen.has(page.next_cursor) || i >= MAX_PAGES)
-      throw new CliError("the server's pagination does not advance (repeated cursor)", "bad_response");
-    seen.add(page.next_cursor);
-    page = await fetchPage(page.next_cursor);
-    operators.push(...page.operators);
-  }
-  return { operators, has_more: false, next_cursor: null };
-}
 
 type Sub = (parent: Command, io: CliIO) => void;
 
 const list: Sub = (ops, io) =>
-  ops
-    .command("list")
-    .description("list operators")
-    .option("--limit <n>", "page size")
-    .option("--cursor <cursor>", "continue from a previous page's next_cursor")
-    .option("--all", "fetch every page")
-    .action(
-      action(io, async (ctx, opts: { limit?: string; cursor?: string; all?: boolean }) => {
-        const page = await listOperators(ctx, { limit: parseLimit(opts.limit), cursor: opts.cursor, all: opts.all });
-        ctx.out.result(page, () => {
-          ctx.out.table(OPERATOR_COLUMNS, operatorRows(page.operators));
-          if (page.has_more && page.next_cursor)
-            ctx.out.note(`more operators: orchctl operators list --cursor ${page.next_cursor} (or --all)`);
-        });
-      }),
-    );
+  listCommand<"operators", OperatorPage>(ops, io, {
+    key: "operators",
+    command: "operators list",
+    description: "list operators",
+    cursorHelp: "continue from a previous page's next_cursor",
+    fetch: async (ctx, query): Promise<OperatorPage> =>
+      unwrap(await ctx.api.GET("/api/v1/operators", { params: { query } })),
+    columns: OPERATOR_COLUMNS,
+    rows: operatorRows,
+  });
 
 const add: Sub = (ops, io) =>
   ops

@@ -25,7 +25,7 @@ import {
 } from "../format/runs.js";
 import { apiUrl } from "../http.js";
 import type { CliIO } from "../output.js";
-import { openSse, type SseStream } from "../sse.js";
+import { endReasonText, openSse, type SseStream } from "../sse.js";
 import { count } from "../format/units.js";
 
 const POLL_MS = 1_000;
@@ -127,6 +127,10 @@ async function follow(ctx: Context, first: CommandRun, current: { stream?: SseSt
       case "summary":
         summary = d as unknown as CommandRun;
         break;
+      case "error":
+        // The gateway ended the stream (the login ended, or an agent left the operator's scope).
+        ctx.out.note(`stream ended: ${endReasonText(String(d.code ?? ""))}`);
+        break;
     }
   });
   current.stream = stream;
@@ -140,7 +144,7 @@ async function follow(ctx: Context, first: CommandRun, current: { stream?: SseSt
   // The stream ended early (network, gateway restart): the run's own record tells how it ended.
   while (!summary || !runFinal(summary.status)) {
     const r = unwrap(
-      await ctx.api.GET("/api/v1/runs/{id}", { params: { path: { id: first.id }, query: { output: "false" } } }),
+      await ctx.api.GET("/api/v1/runs/{id}", { params: { path: { id: first.id }, query: { output: false } } }),
     );
     if (runFinal(r.status)) summary = r;
     else await new Promise((res) => setTimeout(res, POLL_MS));
@@ -247,7 +251,7 @@ function runs(program: Command, io: CliIO) {
             params: {
               query: {
                 ...(opts.status ? { status: opts.status as "running" } : {}),
-                ...(opts.limit ? { limit: opts.limit } : {}),
+                ...(opts.limit ? { limit: Number(opts.limit) } : {}),
                 ...(opts.cursor ? { cursor: opts.cursor } : {}),
               },
             },

@@ -10,6 +10,7 @@ import { action, type Context } from "../context.js";
 import { operatorNames } from "../operator-names.js";
 import { CliError, ProblemError } from "../errors.js";
 import { SECRET_COLUMNS, reencryptFailedNote, reencryptedLine, secretFields, secretRows } from "../format/secrets.js";
+import { listCommand } from "../list-command.js";
 import type { CliIO, Writer } from "../output.js";
 
 /** What `set` reads from: process.stdin, or a stand-in given on the io object (tests). */
@@ -19,7 +20,6 @@ export interface SecretInput extends NodeJS.ReadableStream {
 }
 
 const MAX_VALUE_BYTES = 64 * 1024;
-const MAX_PAGES = 10_000;
 
 function inputOf(io: CliIO): SecretInput {
   return (io as CliIO & { stdin?: SecretInput }).stdin ?? process.stdin;
@@ -105,35 +105,6 @@ function parseTags(tags: string[]): Record<string, string> {
   return out;
 }
 
-function parseLimit(v: string | undefined): number | undefined {
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1)
-    throw new CliError(`--limit must be a positive integer, got ${JSON.stringify(v)}`, "invalid_argument");
-  return n;
-}
-
-/** One page, or every page (following next_cursor) with `all`. */
-export async function listSecrets(
-  ctx: Context,
-  opts: { limit?: number; cursor?: string; all?: boolean },
-): Promise<SecretPage> {
-  const fetchPage = async (cursor: string | undefined) =>
-    unwrap(await ctx.api.GET("/api/v1/secrets", { params: { query: { limit: opts.limit?.toString(), cursor } } }));
-  let page = await fetchPage(opts.cursor);
-  if (!opts.all) return page;
-  const secrets = [...page.secrets];
-  const seen = new Set<string>();
-  for (let i = 0; page.has_more && page.next_cursor; i++) {
-    if (seen.has(page.next_cursor) || i >= MAX_PAGES)
-      throw new CliError("the server's pagination does not advance (repeated cursor)", "bad_response");
-    seen.add(page.next_cursor);
-    page = await fetchPage(page.next_cursor);
-    secrets.push(...page.secrets);
-  }
-  return { secrets, has_more: false, next_cursor: null };
-}
-
 interface SetOptions {
   description?: string;
   expiresAt?: string;
@@ -187,23 +158,17 @@ const set: Sub = (sec, io) =>
     );
 
 const list: Sub = (sec, io) =>
-  sec
-    .command("list")
-    .alias("ls")
-    .description("list secrets (metadata only)")
-    .option("--limit <n>", "page size")
-    .option("--cursor <cursor>", "continue from a previous page's next_cursor")
-    .option("--all", "fetch every page")
-    .action(
-      action(io, async (ctx, opts: { limit?: string; cursor?: string; all?: boolean }) => {
-        const page = await listSecrets(ctx, { limit: parseLimit(opts.limit), cursor: opts.cursor, all: opts.all });
-        ctx.out.result(page, () => {
-          ctx.out.table(SECRET_COLUMNS, secretRows(page.secrets));
-          if (page.has_more && page.next_cursor)
-            ctx.out.note(`more secrets: orchctl secrets list --cursor ${page.next_cursor} (or --all)`);
-        });
-      }),
-    );
+  listCommand<"secrets", SecretPage>(sec, io, {
+    key: "secrets",
+    command: "secrets list",
+    description: "list secrets (metadata only)",
+    alias: "ls",
+    cursorHelp: "continue from a previous page's next_cursor",
+    fetch: async (ctx, query): Promise<SecretPage> =>
+      unwrap(await ctx.api.GET("/api/v1/secrets", { params: { query } })),
+    columns: SECRET_COLUMNS,
+    rows: secretRows,
+  });
 
 const show: Sub = (sec, io) =>
   sec

@@ -6,6 +6,7 @@ import { unwrap, type OpenedTerminal } from "@orch/client";
 import { action, type Context } from "../context.js";
 import { CliError, ProblemError, type Problem } from "../errors.js";
 import type { CliIO } from "../output.js";
+import { endReasonText } from "../sse.js";
 
 /** What an attach needs from the process; tests and the real CLI pass their own. */
 export interface TerminalIO {
@@ -15,6 +16,11 @@ export interface TerminalIO {
 }
 
 const processIO = (): TerminalIO => ({ stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+
+/** What stderr says when the attach ended without the shell's exit status. */
+export function sessionEndText(code: number, reason: string): string {
+  return `session ended (${reason ? endReasonText(reason) : `connection closed, code ${code}`})`;
+}
 
 /** ssh's convention: 255 when the remote status is unknown (connection lost, session killed). */
 export const UNKNOWN_EXIT = 255;
@@ -110,8 +116,7 @@ export async function attachTerminal(wsUrl: string, token: string, tio: Terminal
   if (tty) stdin.setRawMode(false);
   stdin.pause();
   const exit = exitCodeOf(reason);
-  if (!reason.startsWith("exit:"))
-    tio.stderr.write(`\r\norchctl: session ended (${reason || `connection closed, code ${code}`})\r\n`);
+  if (!reason.startsWith("exit:")) tio.stderr.write(`\r\norchctl: ${sessionEndText(code, reason)}\r\n`);
   return exit;
 }
 
@@ -130,7 +135,7 @@ export async function openTerminal(
   size: { cols: number; rows: number },
 ): Promise<OpenedTerminal> {
   const slow = ctx.orch.client(true, { timeoutMs: Math.max(ctx.timeoutMs, 30_000) });
-  const query = { cols: String(size.cols), rows: String(size.rows), shell };
+  const query = { cols: size.cols, rows: size.rows, shell };
   return unwrap(await slow.POST("/api/v1/terminal/{node_id}", { params: { path: { node_id: agent }, query } }));
 }
 

@@ -54,7 +54,7 @@ const opsList: Sub = (ops, io) =>
         async (ctx, opts: { agent?: string; kind?: string; status?: string; limit?: string; cursor?: string }) => {
           // The server validates kind and status (invalid_request names the field).
           const query = { node_id: opts.agent, kind: opts.kind, status: opts.status } as OperationQuery;
-          const limit = parseLimit(opts.limit)?.toString();
+          const limit = parseLimit(opts.limit);
           const page = await pages(
             async (cursor) =>
               unwrap(await ctx.api.GET("/api/v1/state/operations", { params: { query: { ...query, limit, cursor } } })),

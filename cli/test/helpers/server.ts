@@ -143,6 +143,8 @@ export class TestServer {
     if (req.method === "POST" && p === "/auth/challenge") {
       if (!/^[0-9a-f]{64}$/.test(b.public_key ?? ""))
         return this.problem(res, 400, "invalid_public_key", "public_key must be 64 lowercase hex characters");
+      if (!this.operators.some((o) => o.public_key === b.public_key && o.active))
+        return this.problem(res, 401, "unknown_operator", "unknown or inactive operator");
       const nonce = randomBytes(32).toString("hex");
       const expiresAt = Date.now() + 60_000;
       this.challenges.set(nonce, { publicKey: b.public_key!, expiresAt });

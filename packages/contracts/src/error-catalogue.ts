@@ -122,6 +122,11 @@ export const ERROR_CATALOGUE = {
       "A path, query or body field fails the route's schema (`errors[]` names each); also other 4xx request errors fastify raises, with their own status.",
   },
   invalid_json: { status: 400, grpc: "INVALID_ARGUMENT", meaning: "The request body is not valid JSON." },
+  invalid_encoding: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning: "The JSON request body is not valid UTF-8 (refused, never stored with replacement characters).",
+  },
   too_deep: { status: 400, grpc: "INVALID_ARGUMENT", meaning: "The body nests objects/arrays deeper than allowed." },
   invalid_url: { status: 400, grpc: null, meaning: "The URL path is not validly percent-encoded." },
   malformed_request: {
@@ -296,12 +301,13 @@ export const ERROR_CATALOGUE = {
     status: 404,
     grpc: "NOT_FOUND",
     meaning:
-      "The server publishes no orch-agent packages (releases.dir is empty); build them with npm run build:agent-package.",
+      "The server publishes no signed orch-agent packages (releases.dir is empty, or no stored signature verifies); build them with npm run build:agent-package.",
   },
   release_signing_unavailable: {
     status: 503,
     grpc: "UNAVAILABLE",
-    meaning: "The gateway has no release signing key (releases.signing_key_file), so it cannot serve signed manifests.",
+    meaning:
+      "The gateway has no release public key (releases.public_key_file), so it cannot check and serve the signed releases.",
   },
   agent_not_rejected: {
     status: 409,
@@ -383,6 +389,12 @@ export const ERROR_CATALOGUE = {
     status: 400,
     grpc: "INVALID_ARGUMENT",
     meaning: "A secret reference is used where it would be visible (a command argument); see docs/modules.md.",
+  },
+  secret_in_path: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning:
+      "A secret reference is used in a field that becomes a file name (path, symlink target, cron name); see docs/modules.md.",
   },
   unknown_resource_type: {
     status: 400,
@@ -471,7 +483,8 @@ export const ERROR_CATALOGUE = {
   webhook_signature_invalid: {
     status: 401,
     grpc: "UNAUTHENTICATED",
-    meaning: "The push notification's signature or token is missing or does not match the source's webhook secret.",
+    meaning:
+      "The push notification's signature or token is missing or does not match the source's webhook secret (also the answer for a source that does not exist).",
   },
   invalid_webhook: {
     status: 400,

@@ -30,12 +30,40 @@ function stableBase64(bytes: Buffer, offset: number, encoding: "base64" | "base6
   return enc.slice(from, to);
 }
 
+const BASE32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+
+/** RFC 4648 base32 (upper case, `=` padding), as `base32` prints it. */
+function base32(bytes: Buffer): string {
+  let out = "";
+  let bits = 0;
+  let acc = 0;
+  for (const byte of bytes) {
+    acc = (acc << 8) | byte;
+    bits += 8;
+    while (bits >= 5) {
+      out += BASE32[(acc >>> (bits - 5)) & 31];
+      bits -= 5;
+    }
+    acc &= (1 << bits) - 1;
+  }
+  if (bits > 0) out += BASE32[(acc << (5 - bits)) & 31];
+  return out + "=".repeat((8 - (out.length % 8)) % 8);
+}
+
+const rot13 = (s: string) =>
+  s.replace(/[A-Za-z]/g, (c) => {
+    const base = c <= "Z" ? 65 : 97;
+    return String.fromCharCode(((c.charCodeAt(0) - base + 13) % 26) + base);
+  });
+
 /**
  * Every form of one secret value that output is redacted against: the value, and (from
  * MIN_VARIANT_CHARS on) base64 and base64url with and without padding (also unaligned, see
  * stableBase64), hex in lower and upper case, URL-encoding (upper- and lower-case escapes, `+` for
- * space as in forms) and the value reversed. The lines of a multi-line value are masked alone too,
- * because a unified diff prefixes each with `+`/`-`.
+ * space as in forms), the value reversed, in upper and lower case and in rot13, and base32 (upper and
+ * lower case, padded or not). The lines of a multi-line value are masked alone too, because a
+ * unified diff prefixes each with `+`/`-`. Anything else (compression, a hash, the value split up
+ * or interleaved) is not caught: redaction is for accidents (docs/secrets.md).
  */
 export function secretVariants(value: string): string[] {
   if (!value) return [];
@@ -60,6 +88,14 @@ export function secretVariants(value: string): string[] {
   out.add(url.replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()));
   out.add(url.replace(/%20/g, "+"));
   out.add([...value].reverse().join(""));
+  out.add(value.toUpperCase());
+  out.add(value.toLowerCase());
+  out.add(rot13(value));
+  const b32 = base32(bytes);
+  for (const form of [b32, b32.replace(/=+$/, "")]) {
+    out.add(form);
+    out.add(form.toLowerCase());
+  }
   return [...out];
 }
 

@@ -1,5 +1,6 @@
 // A secret read back through an encoding: the masking rule shared by the agent and the state
 // service redacts a secret's value and its common encodings, wherever it sits in the output.
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import t from "tap";
 import { MIN_VARIANT_CHARS, SECRET_MASK, secretMasker, secretVariants } from "../src/secret-mask.js";
@@ -21,6 +22,13 @@ t.test("the value and each common encoding is redacted", async (t) => {
     "url-encoded lower-case escapes": encodeURIComponent(SECRET).replace(/%[0-9A-F]{2}/g, (e) => e.toLowerCase()),
     "form-encoded": encodeURIComponent(SECRET).replace(/%20/g, "+"),
     reversed: [...SECRET].reverse().join(""),
+    "upper case": SECRET.toUpperCase(),
+    "lower case": SECRET.toLowerCase(),
+    rot13: "Ge0ho4qbe&3 ubefr/onggrel?",
+    // `printf %s "$S" | base32`, the coreutils encoder (RFC 4648).
+    base32: execFileSync("base32", ["-w0"], { input: b }).toString(),
+    "base32 unpadded": execFileSync("base32", ["-w0"], { input: b }).toString().replace(/=+$/, ""),
+    "base32 lower case": execFileSync("base32", ["-w0"], { input: b }).toString().toLowerCase(),
   };
   for (const [name, form] of Object.entries(forms)) {
     t.not(form, SECRET.slice(0, 0), name);

@@ -64,6 +64,90 @@ export interface DurableConsumer {
 
 const DEFAULT_POLICY = backoff({ initialMs: 250, maxMs: 5000 });
 
+/** Creates the stream (when asked) and the durable consumer if missing; retunes an existing one if asked. */
+async function ensureConsumer(
+  nc: NatsConnection,
+  spec: DurableConsumerSpec,
+  ensureStream: (() => Promise<void>) | undefined,
+): Promise<void> {
+  await ensureStream?.();
+  const jsm = await jetstreamManager(nc, { timeout: 5000 });
+  const tuning = { ack_wait: spec.ackWaitMs * 1e6, max_ack_pending: spec.maxAckPending };
+  try {
+    await jsm.consumers.info(spec.stream, spec.durable);
+    if (spec.retune) await jsm.consumers.update(spec.stream, spec.durable, tuning);
+    return;
+  } catch (err) {
+    if (!/consumer not found/i.test((err as Error).message)) throw err;
+  }
+  try {
+    await jsm.consumers.add(spec.stream, {
+      durable_name: spec.durable,
+      ack_policy: AckPolicy.Explicit,
+      deliver_policy: spec.deliverPolicy,
+      ...(spec.filterSubject ? { filter_subject: spec.filterSubject } : {}),
+      ...(spec.maxDeliver !== undefined ? { max_deliver: spec.maxDeliver } : {}),
+      ...tuning,
+    });
+  } catch (err) {
+    // Another replica created it between our look-up and add.
+    if (!/already in use|exists/i.test((err as Error).message)) throw err;
+  }
+}
+
+// Each message is handled in a CONSUMER span, child of the publisher's (its traceparent header).
+const spanName = (durable: string) => `${durable} process`;
+const spanOptions = (durable: string, m: JsMsg) => ({
+  kind: SpanKind.CONSUMER,
+  parent: extractTrace((k) => m.headers?.get(k)),
+  attributes: {
+    "messaging.system": "nats",
+    "messaging.operation.name": "process",
+    "messaging.destination.name": m.subject,
+    "messaging.consumer.group.name": durable,
+  },
+});
+
+/** Receive mode: the span covers the synchronous hand-over; a receiver that batches can link to it (activeLink). */
+function tracedReceive(durable: string, receive: (m: JsMsg) => void): (m: JsMsg) => void {
+  if (!tracingEnabled()) return receive;
+  return (m) => {
+    const opts = spanOptions(durable, m);
+    const span = tracer().startSpan(spanName(durable), { kind: opts.kind, attributes: opts.attributes }, opts.parent);
+    try {
+      context.with(trace.setSpan(opts.parent, span), () => receive(m));
+    } finally {
+      span.end();
+    }
+  };
+}
+
+/** Handle mode: runs the handler, then acks, terms a poison message or naks for redelivery. */
+function settle(log: Logger, durable: string, m: JsMsg, h: HandleEach): Promise<void> {
+  if (!tracingEnabled()) return settleIn(log, durable, m, h);
+  return withSpan(spanName(durable), spanOptions(durable, m), (span) => settleIn(log, durable, m, h, span));
+}
+
+async function settleIn(log: Logger, durable: string, m: JsMsg, h: HandleEach, span?: Span): Promise<void> {
+  try {
+    await h.handle(m);
+    m.ack();
+  } catch (err) {
+    span?.recordException(err as Error);
+    span?.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+    if (err instanceof PoisonMessage) {
+      log.error({ err: err.message, subject: m.subject, stream_seq: m.seq }, "poison message terminated");
+      m.term();
+      return;
+    }
+    log.warn(
+      { err: (err as Error).message, subject: m.subject, stream_seq: m.seq, consumer: durable },
+      "message not processed yet; it will be redelivered",
+    );
+    m.nak(h.nakDelayMs ?? 1000);
+  }
+}
+
 /**
  * A durable pull consumer that keeps itself running. consume() is told to give up when the stream
  * or the consumer disappears (abort_on_missing_resource) rather than wait silently for it to come
@@ -76,89 +160,13 @@ export function createDurableConsumer(o: DurableConsumerOptions): DurableConsume
   let messages: ConsumerMessages | undefined;
   let loop: Promise<void> | undefined;
 
-  async function ensure(): Promise<void> {
-    await o.ensureStream?.();
-    const jsm = await jetstreamManager(nc, { timeout: 5000 });
-    const tuning = { ack_wait: spec.ackWaitMs * 1e6, max_ack_pending: spec.maxAckPending };
-    try {
-      await jsm.consumers.info(spec.stream, spec.durable);
-      if (spec.retune) await jsm.consumers.update(spec.stream, spec.durable, tuning);
-      return;
-    } catch (err) {
-      if (!/consumer not found/i.test((err as Error).message)) throw err;
-    }
-    try {
-      await jsm.consumers.add(spec.stream, {
-        durable_name: spec.durable,
-        ack_policy: AckPolicy.Explicit,
-        deliver_policy: spec.deliverPolicy,
-        ...(spec.filterSubject ? { filter_subject: spec.filterSubject } : {}),
-        ...(spec.maxDeliver !== undefined ? { max_deliver: spec.maxDeliver } : {}),
-        ...tuning,
-      });
-    } catch (err) {
-      // Another replica created it between our look-up and add.
-      if (!/already in use|exists/i.test((err as Error).message)) throw err;
-    }
-  }
+  const ensure = () => ensureConsumer(nc, spec, o.ensureStream);
 
   async function open(): Promise<ConsumerMessages> {
     await ensure();
     const c = await jetstream(nc, { timeout: 5000 }).consumers.get(spec.stream, spec.durable);
     const base = { max_messages: o.maxMessages, abort_on_missing_resource: true };
-    return "receive" in o ? c.consume({ ...base, callback: tracedReceive(o.receive) }) : c.consume(base);
-  }
-
-  // Each message is handled in a CONSUMER span, child of the publisher's (its traceparent header).
-  const spanName = `${spec.durable} process`;
-  const spanOptions = (m: JsMsg) => ({
-    kind: SpanKind.CONSUMER,
-    parent: extractTrace((k) => m.headers?.get(k)),
-    attributes: {
-      "messaging.system": "nats",
-      "messaging.operation.name": "process",
-      "messaging.destination.name": m.subject,
-      "messaging.consumer.group.name": spec.durable,
-    },
-  });
-
-  /** Receive mode: the span covers the synchronous hand-over; a receiver that batches can link to it (activeLink). */
-  function tracedReceive(receive: (m: JsMsg) => void): (m: JsMsg) => void {
-    if (!tracingEnabled()) return receive;
-    return (m) => {
-      const opts = spanOptions(m);
-      const span = tracer().startSpan(spanName, { kind: opts.kind, attributes: opts.attributes }, opts.parent);
-      try {
-        context.with(trace.setSpan(opts.parent, span), () => receive(m));
-      } finally {
-        span.end();
-      }
-    };
-  }
-
-  function settle(m: JsMsg, h: HandleEach): Promise<void> {
-    if (!tracingEnabled()) return settleIn(m, h);
-    return withSpan(spanName, spanOptions(m), (span) => settleIn(m, h, span));
-  }
-
-  async function settleIn(m: JsMsg, h: HandleEach, span?: Span): Promise<void> {
-    try {
-      await h.handle(m);
-      m.ack();
-    } catch (err) {
-      span?.recordException(err as Error);
-      span?.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
-      if (err instanceof PoisonMessage) {
-        log.error({ err: err.message, subject: m.subject, stream_seq: m.seq }, "poison message terminated");
-        m.term();
-        return;
-      }
-      log.warn(
-        { err: (err as Error).message, subject: m.subject, stream_seq: m.seq, consumer: spec.durable },
-        "message not processed yet; it will be redelivered",
-      );
-      m.nak(h.nakDelayMs ?? 1000);
-    }
+    return "receive" in o ? c.consume({ ...base, callback: tracedReceive(spec.durable, o.receive) }) : c.consume(base);
   }
 
   async function run(): Promise<void> {
@@ -184,7 +192,7 @@ export function createDurableConsumer(o: DurableConsumerOptions): DurableConsume
       if (!("receive" in o)) {
         try {
           for await (const m of msgs) {
-            await settle(m, o);
+            await settle(log, spec.durable, m, o);
             if (signal.aborted) break;
           }
         } catch (e) {

@@ -27,6 +27,7 @@ export { inScope, isScoped } from "./scope.js";
 
 // Postgres: pools, transactions, migrations, job locks.
 export { createPool, migrate, withJobLock, withTx, type Pool, type PoolClient, type Queryable } from "./db.js";
+export { isUniqueViolation } from "./unique-violation.js";
 
 // Audit events: emitted in the state change's transaction, relayed to the AUDIT stream.
 export {
@@ -49,6 +50,7 @@ export { createIdempotencyStore, type IdempotencyStore } from "./idempotency.js"
 // Background work: periodic jobs, retries with backoff, durable JetStream consumers.
 export { schedulePeriodic, type Periodic } from "./periodic.js";
 export { groupCommit, type GroupCommitOptions } from "./group-commit.js";
+export { createStepper, type Stepper, type Transition } from "./stepper.js";
 export {
   abortableSleep,
   backoff,
@@ -81,11 +83,14 @@ export {
 // orch-agent releases: the catalogue on disk, manifest signatures (also "@orch/kit/releases" for the agent).
 export {
   cachedReleaseCatalog,
+  loadReleasePublicKey,
   loadReleaseSigningKey,
   RELEASE_CATALOG_TTL_MS,
+  RELEASE_SIGNATURE_FILE,
   readReleaseCatalog,
   releasePublicKeyPem,
   signManifest,
+  signReleaseDir,
   verifyManifest,
   type CachedReleaseCatalog,
   type ReleaseCatalog,

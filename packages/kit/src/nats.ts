@@ -18,6 +18,9 @@ export interface NatsOptions {
  * open and answers nothing, so with the client's default 2-minute ping a service would stay stuck
  * on it for up to 4 minutes. Two unanswered 3 s pings (6-9 s) move it to another server of the
  * cluster, and a dial that gets no INFO within 2 s (the frozen server again) goes on to the next.
+ * That moves the clients only: the other servers keep routing requests to the subscriptions a
+ * service left on the frozen one until they drop their route to it (`ping_interval` / `ping_max`
+ * of the server, docs/architecture.md D29).
  */
 export const CLIENT_LIVENESS = { pingIntervalMs: 3_000, maxPingOut: 2, dialTimeoutMs: 2_000 } as const;
 

@@ -5,7 +5,8 @@ import { BinaryWriter } from "@bufbuild/protobuf/wire";
 import * as contracts from "@orch/contracts";
 import { ExecuteRequestSchema, ExecuteResponseSchema, ResourceResultSchema } from "@orch/contracts";
 import { createMessageCodec } from "../src/codec/index.js";
-import { BAIL, createEncoder } from "../src/codec/encoder.js";
+import { BAIL } from "../src/codec/bail.js";
+import { createEncoder } from "../src/codec/encoder.js";
 import { createDecoder } from "../src/codec/decoder.js";
 import { createPlans } from "../src/codec/plan.js";
 

@@ -1,13 +1,15 @@
 import { generateKeyPairSync } from "node:crypto";
-import { chmod, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { chmod, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t from "tap";
 import {
+  loadReleasePublicKey,
   loadReleaseSigningKey,
   readReleaseCatalog,
   releasePublicKeyPem,
   signManifest,
+  signReleaseDir,
   verifyManifest,
 } from "../src/index.js";
 
@@ -37,9 +39,11 @@ const manifest = (version: string, extra: Record<string, unknown> = {}) =>
 t.test("readReleaseCatalog reads valid versions, skips junk, picks the latest", async (t) => {
   const dir = await mkdtemp(join(tmpdir(), "releases-"));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const put = async (name: string, text?: string) => {
+  // The signature's content is the gateway's business; here only that there is one.
+  const put = async (name: string, text?: string, sig = "c2ln\n") => {
     await mkdir(join(dir, name), { recursive: true });
     if (text !== undefined) await writeFile(join(dir, name, "manifest.json"), text);
+    if (sig) await writeFile(join(dir, name, "manifest.json.sig"), sig);
   };
   await put("0.1.0", manifest("0.1.0"));
   await put("0.10.0", manifest("0.10.0"));
@@ -49,6 +53,8 @@ t.test("readReleaseCatalog reads valid versions, skips junk, picks the latest", 
   await put("0.13.0", "{not json");
   await put("0.14.0"); // no manifest
   await put("0.15.0", manifest("0.15.0", { schema: 2 }));
+  await put("0.20.0", manifest("0.20.0"), ""); // not signed: not published
+  await put("0.21.0", manifest("0.21.0"), "x".repeat(2000)); // not a signature
   await put("latest", manifest("0.16.0"));
   await put("..hidden", manifest("0.17.0"));
   await writeFile(join(dir, "0.18.0"), "a file, not a directory");
@@ -65,6 +71,7 @@ t.test("readReleaseCatalog reads valid versions, skips junk, picks the latest", 
   const e = cat.versions.get("0.10.0")!;
   t.equal(e.dir, join(dir, "0.10.0"));
   t.equal(e.bytes.toString(), manifest("0.10.0"), "bytes as on disk");
+  t.equal(e.sig, "c2ln", "the stored signature, trimmed");
   t.equal(e.manifest.packages[0]!.file, "orch-agent-0.10.0-linux-amd64.tar.gz");
 });
 
@@ -108,3 +115,38 @@ t.test("sign and verify manifests; loadReleaseSigningKey refuses what is not Ed2
   await writeFile(join(dir, "rsa.key"), rsa.export({ type: "pkcs8", format: "pem" }));
   await t.rejects(loadReleaseSigningKey(join(dir, "rsa.key")), /rsa key, expected Ed25519/);
 });
+
+t.test(
+  "signReleaseDir writes the signature beside the manifest; loadReleasePublicKey refuses a private key",
+  async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), "release-sign-"));
+    t.teardown(() => rm(dir, { recursive: true, force: true }));
+    const vdir = join(dir, "0.1.0");
+    await mkdir(vdir);
+    await writeFile(join(vdir, "manifest.json"), manifest("0.1.0"));
+    const { privateKey, publicKey } = generateKeyPairSync("ed25519");
+    const sig = await signReleaseDir(vdir, privateKey);
+    t.equal(await readFile(join(vdir, "manifest.json.sig"), "utf8"), `${sig}\n`);
+    t.same((await readdir(vdir)).sort(), ["manifest.json", "manifest.json.sig"], "no temporary file left");
+    const pubPem = publicKey.export({ type: "spki", format: "pem" }).toString();
+    t.ok(verifyManifest(Buffer.from(manifest("0.1.0")), sig, pubPem));
+    // Rotation: signing again with a new key replaces the signature.
+    const next = generateKeyPairSync("ed25519");
+    const sig2 = await signReleaseDir(vdir, next.privateKey);
+    t.not(sig2, sig);
+    t.equal((await readReleaseCatalog(dir)).versions.get("0.1.0")?.sig, sig2);
+
+    const pubFile = join(dir, "release.pub");
+    await writeFile(pubFile, pubPem);
+    t.equal(await loadReleasePublicKey(pubFile), pubPem);
+    const keyFile = join(dir, "release.key");
+    await writeFile(keyFile, privateKey.export({ type: "pkcs8", format: "pem" }));
+    await t.rejects(loadReleasePublicKey(keyFile), /this is a PRIVATE key; give the public key only/);
+    await t.rejects(loadReleasePublicKey(join(dir, "missing.pub")), /cannot read/);
+    await writeFile(join(dir, "junk.pub"), "hello");
+    await t.rejects(loadReleasePublicKey(join(dir, "junk.pub")), /not a PEM public key/);
+    const rsa = generateKeyPairSync("rsa", { modulusLength: 1024 }).publicKey.export({ type: "spki", format: "pem" });
+    await writeFile(join(dir, "rsa.pub"), rsa);
+    await t.rejects(loadReleasePublicKey(join(dir, "rsa.pub")), /rsa key, expected Ed25519/);
+  },
+);

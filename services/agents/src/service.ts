@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import { AgentsService } from "@orch/contracts";
-import { cachedReleaseCatalog, schedulePeriodic, serveRpc, type Service } from "@orch/kit";
+import { cachedReleaseCatalog, serveRpc, type Logger, type Service } from "@orch/kit";
 import type { AgentsDeps, LinkInfo } from "./deps.js";
 import { discoverHandlers } from "./handlers/discover.js";
 import { joinTokenHandlers } from "./handlers/join-tokens.js";
@@ -10,18 +10,16 @@ import { registryHandlers } from "./handlers/registry.js";
 import { summaryHandlers } from "./handlers/summary.js";
 import { tagHandlers } from "./handlers/tags.js";
 import { upgradeHandlers } from "./handlers/upgrades.js";
-import { grantsDb } from "./link/grants.js";
 import { createHub, type Hub } from "./link/hub.js";
 import { createPresence } from "./link/presence.js";
 import { serverFrame } from "./link/relay.js";
-import { startLinkServer } from "./link/server.js";
-import { acceptLink } from "./link/session.js";
+import { startLinkServer, type LinkServer } from "./link/server.js";
+import { acceptLink, type LinkCall } from "./link/session.js";
 import { createMetricsWriter } from "./metrics-writer.js";
 import { registerAgentsMetrics } from "./prometheus.js";
 import { startReplicaTicker } from "./replicas.js";
-import { pruneMetrics } from "./retention.js";
+import { startPeriodicJobs } from "./periodic-jobs.js";
 import { withUpgradeCompletion } from "./upgrades/complete.js";
-import { DEADLINE_EVERY_MS, expireUpgrades } from "./upgrades/deadline.js";
 
 export interface AgentsServiceHandle extends Service {
   /** The bound agent-link port (agents.link_port, or the one picked when 0). */
@@ -30,9 +28,6 @@ export interface AgentsServiceHandle extends Service {
   replica: string;
   hub: Hub;
 }
-
-const RETENTION_EVERY_MS = 60 * 60_000;
-const GRANT_PRUNE_EVERY_MS = 10 * 60_000;
 
 export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServiceHandle> {
   const cfg = deps.config.agents;
@@ -75,18 +70,7 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
     keepaliveMs: cfg.keepalive_seconds * 1000,
     keepaliveTimeoutMs: cfg.keepalive_timeout_seconds * 1000,
     onStream(call) {
-      if (draining) {
-        call.write(
-          serverFrame({
-            frame: {
-              case: "refusal",
-              value: { reason: "server_draining", message: "this replica is shutting down; reconnect" },
-            },
-          }),
-        );
-        call.end();
-        return;
-      }
+      if (draining) return refuseDraining(call);
       acceptLink(call, {
         nc: deps.nc,
         pool: deps.pool,
@@ -135,32 +119,42 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
 
   registerAgentsMetrics(deps.metrics, { pool: deps.pool, links: () => hub.size() });
 
-  const retention = schedulePeriodic(
-    { pool: deps.pool, log, clock: deps.clock, replica },
-    "agents.metrics_retention",
-    RETENTION_EVERY_MS,
-    async (c) => {
-      await pruneMetrics(c, { clock: deps.clock, log, retentionDays: cfg.metrics_retention_days });
-    },
-  );
-  const grantPrune = schedulePeriodic(
-    { pool: deps.pool, log, clock: deps.clock, replica },
-    "agents.link_grants_prune",
-    GRANT_PRUNE_EVERY_MS,
-    async (c) => {
-      const n = await grantsDb.prune(c, deps.clock.now());
-      if (n) log.info({ deleted: n }, "expired link grants pruned");
-    },
-  );
-  const upgradeDeadlines = schedulePeriodic(
-    { pool: deps.pool, log, clock: deps.clock, replica },
-    "agents.upgrade_deadlines",
-    DEADLINE_EVERY_MS,
-    async () => {
-      await expireUpgrades(deps);
-    },
-  );
+  const jobs = startPeriodicJobs(deps, replica);
 
+  announceLink(log, server, replica);
+
+  return {
+    linkPort: server.port,
+    replica,
+    hub,
+    async stop() {
+      draining = true;
+      jobs.stop();
+      server.stopAccepting();
+      await rpc.stop();
+      // Agents reconnect (to another replica, or to this service once it is back) by themselves.
+      await Promise.all(hub.all().map((l) => l.close("server_shutdown")));
+      await Promise.all([...cleanups]);
+      await server.shutdown();
+      await metrics.stop();
+      await ticker.stop();
+    },
+  };
+}
+
+function refuseDraining(call: LinkCall): void {
+  call.write(
+    serverFrame({
+      frame: {
+        case: "refusal",
+        value: { reason: "server_draining", message: "this replica is shutting down; reconnect" },
+      },
+    }),
+  );
+  call.end();
+}
+
+function announceLink(log: Logger, server: LinkServer, replica: string): void {
   log.info({ link_port: server.port, tls: server.tls, replica }, "agent link listening");
   if (server.identity) {
     const { fingerprint, chainFingerprints, subject, validTo } = server.identity;
@@ -172,24 +166,4 @@ export async function createAgentsService(deps: AgentsDeps): Promise<AgentsServi
         "and link traffic is readable on the network",
     );
   }
-
-  return {
-    linkPort: server.port,
-    replica,
-    hub,
-    async stop() {
-      draining = true;
-      retention.stop();
-      grantPrune.stop();
-      upgradeDeadlines.stop();
-      server.stopAccepting();
-      await rpc.stop();
-      // Agents reconnect (to another replica, or to this service once it is back) by themselves.
-      await Promise.all(hub.all().map((l) => l.close("server_shutdown")));
-      await Promise.all([...cleanups]);
-      await server.shutdown();
-      await metrics.stop();
-      await ticker.stop();
-    },
-  };
 }

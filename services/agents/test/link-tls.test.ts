@@ -39,7 +39,7 @@ interface Run {
 function run(env: Record<string, string>, withInfra = true): Run {
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ORCH_AGENTS_")));
   const infra = withInfra
-    ? { NATS_URL: nats.url, DATABASE_URL: db.url }
+    ? { NATS_URL: nats.url, DATABASE_URL: db.url, ...nats.busEnv("agents") }
     : // Unreachable: an exit before a connection attempt would hang proves nothing was tried.
       { NATS_URL: "nats://127.0.0.1:1", DATABASE_URL: "postgres://nobody@127.0.0.1:1/x" };
   const fixed = { ORCH_HEALTH_PORT: "0", ORCH_HEALTH_HOST: "127.0.0.1", ORCH_AGENTS_LINK_HOST: "127.0.0.1" };

@@ -41,8 +41,19 @@ export const gatewayConfigSchema = baseConfigSchema.extend({
     .object({
       /** Directory of `<version>/manifest.json` + packages (ORCH_RELEASES_DIR, shared with the agents service); empty = none. */
       dir: z.string().default(""),
-      /** Ed25519 private key (PKCS#8 PEM) that signs manifests; its public key is embedded in /install/agent.sh. */
-      signing_key_file: z.string().default(""),
+      /**
+       * The release public key (Ed25519 SPKI PEM): embedded in /install/agent.sh and served at
+       * /install/release.pub; a release whose stored manifest.json.sig does not verify with it is not served.
+       */
+      public_key_file: z.string().default(""),
+      /** Gone: manifests are signed at build (`npm run build:agent-package`); refused so the private key leaves the gateway. */
+      signing_key_file: z
+        .string()
+        .default("")
+        .refine((v) => v === "", {
+          message:
+            "no longer used: manifests are signed once by `npm run build:agent-package -- --signing-key` and the gateway holds only the public key; set releases.public_key_file (ORCH_RELEASES_PUBLIC_KEY_FILE) and remove the private key from the gateway (docs/agent-install.md#release-signing-key)",
+        }),
     })
     .prefault({}),
 });

@@ -1,8 +1,9 @@
-import type { GatewayContext } from "./app.js";
+import type { GatewayContext } from "./context.js";
 import { buildOpenApi } from "./openapi.js";
 import { allRoutes } from "./routes/index.js";
 
-export { buildGateway, type GatewayContext, type GatewayDeps } from "./app.js";
+export { buildGateway } from "./app.js";
+export type { GatewayContext, GatewayDeps } from "./context.js";
 export { gatewayConfigSchema, type GatewayConfig } from "./config.js";
 export { route, type RouteSpec } from "./route.js";
 

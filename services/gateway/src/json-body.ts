@@ -28,8 +28,24 @@ export function jsonDepthExceeds(text: string, limit: number): boolean {
   return false;
 }
 
-/** Parses a request body: empty → undefined, too deep → 400 too_deep, invalid → 400 invalid_json. */
-export function parseJsonBody(text: string, maxDepth = MAX_JSON_DEPTH): unknown {
+/**
+ * Fatal: a body that is not UTF-8 is refused, never decoded with U+FFFD in place of the bad bytes
+ * (a secret value would be stored changed, without an error). ignoreBOM keeps a BOM in the text, so
+ * JSON.parse refuses it as before (invalid_json).
+ */
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/**
+ * Parses a request body: empty → undefined, not UTF-8 → 400 invalid_encoding, too deep → 400
+ * too_deep, invalid → 400 invalid_json.
+ */
+export function parseJsonBody(body: Buffer, maxDepth = MAX_JSON_DEPTH): unknown {
+  let text: string;
+  try {
+    text = utf8.decode(body);
+  } catch {
+    throw new OrchError("INVALID_ARGUMENT", "invalid_encoding", "the request body is not valid UTF-8");
+  }
   if (text.trim() === "") return undefined;
   if (jsonDepthExceeds(text, maxDepth)) {
     const message = `the request body is nested deeper than ${maxDepth} levels`;

@@ -21,3 +21,4 @@ export function createRateLimiter(opts: { perMinute: number; clock: Clock }) {
     },
   };
 }
+export type RateLimiter = ReturnType<typeof createRateLimiter>;

@@ -1,15 +1,42 @@
-import { ULID_RE, checkUlid, type RuleCheck } from "@orch/contracts";
+import { INT32_MAX, ULID_RE, checkUlid, type RuleCheck } from "@orch/contracts";
 import { z } from "zod";
 
-/** Query-string helpers: values arrive as strings. */
-export const qInt = (min: number, max: number) =>
-  z
-    .string()
-    .regex(/^-?\d+$/, "must be an integer")
-    .transform(Number)
-    .pipe(z.number().int().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+const INT32_MIN = -2_147_483_648;
 
-export const qBool = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
+/**
+ * A query integer. Published as what it is (`type: integer`, int32 or, past that range, int64) so a
+ * client generated from the OpenAPI document sends a number; the value arrives as text in the query
+ * string and is read back as the integer it spells (digits only: "1e3", "0x10", "" are refused).
+ */
+export const qInt = (min: number, max: number) =>
+  z.preprocess(
+    (v) => (typeof v === "string" && /^-?\d{1,20}$/.test(v) ? Number(v) : v),
+    z
+      .number({ error: "must be an integer" })
+      .int("must be an integer")
+      .min(min, `must be at least ${min}`)
+      .max(max, `must be at most ${max}`)
+      .meta({ format: min >= INT32_MIN && max <= INT32_MAX ? "int32" : "int64" }),
+  );
+
+const BOOL_WORDS = new Map([
+  ["true", true],
+  ["1", true],
+  ["false", false],
+  ["0", false],
+]);
+
+/** A query boolean, published as `type: boolean`; the query string's "true"/"false" (and "1"/"0") are read as one. */
+export const qBool = z.preprocess(
+  (v) => (typeof v === "string" ? (BOOL_WORDS.get(v) ?? v) : v),
+  z.boolean({ error: "must be true or false" }),
+);
+
+/**
+ * An int64 field (a time as Unix seconds or milliseconds, a count the API types as int64): a JSON
+ * number, exact up to 2^53.
+ */
+export const int64 = () => z.number().int().meta({ format: "int64" });
 
 export const rfc3339 = z
   .string()
@@ -53,5 +80,29 @@ export const OperatorOut = z.object({
     .nullable()
     .describe("agent selector limiting the agents the operator reaches; null = unscoped (docs/access.md)"),
 });
+
+/**
+ * Rolling batches of an assignment run or a fleet command: agents per batch, or a percentage of the
+ * matched agents (the state service's fan-out reads the same two forms).
+ */
+export const batchField = (what: string) =>
+  z
+    .union([
+      z.number().int().min(1),
+      z.string().regex(/^([1-9]\d*|([1-9]\d?|100)%)$/, 'must be a positive integer or a percentage such as "25%"'),
+    ])
+    .optional()
+    .describe(what);
+
+/** How many failures a rolling run tolerates before it launches no more batches. */
+export const maxFailuresField = (what: string) =>
+  z
+    .number()
+    .int()
+    .min(0)
+    // int32 on the bus (state.proto): a larger count could not be encoded and answered 500.
+    .max(INT32_MAX)
+    .optional()
+    .describe(what);
 
 export { iso } from "./iso-time.js";

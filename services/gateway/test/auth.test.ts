@@ -1,5 +1,7 @@
 import t, { type Test } from "tap";
 import { sign } from "node:crypto";
+import { fromBinary } from "@bufbuild/protobuf";
+import { AuditEventSchema, isUnnotified, type AuditEvent } from "@orch/contracts";
 import { createTestDatabase, ed25519, startNats, eventually } from "@orch/kit/testing";
 import { call, login, manualClock, startAuth, startGateway } from "./harness.js";
 
@@ -93,7 +95,15 @@ t.test("nonce rules: reuse, expiry, another key's signature → 401; malformed k
   problemJson(t, await call(gw.url, "POST", "/api/v1/auth/challenge", { raw: "{not json" }), 400, "invalid_json");
 });
 
-t.test("unknown, inactive and active operators get the same challenge; the nonce fails verify alike", async (t) => {
+t.test("unknown and inactive operators are refused at the challenge: 401, audited quietly, no nonce", async (t) => {
+  const observer = await nats.connect("observer");
+  t.teardown(() => observer.close());
+  const seen: AuditEvent[] = [];
+  observer.subscribe("audit.auth.login.failed", {
+    callback: (_e, m) => void seen.push(fromBinary(AuditEventSchema, m.data)),
+  });
+  await observer.flush();
+
   const token = await login(gw.url, admin);
   const inactive = ed25519();
   const created = await call(gw.url, "POST", "/api/v1/operators", {
@@ -101,29 +111,39 @@ t.test("unknown, inactive and active operators get the same challenge; the nonce
     body: { name: "dormant", public_key: inactive.publicKeyHex, role: "operator" },
   });
   t.equal(created.status, 201);
+  // No API deactivates an operator; the row's flag is what the challenge reads.
   await auth.deps.pool.query("UPDATE operators SET active = false WHERE name = 'dormant'");
   const stranger = ed25519();
-  const answers = [];
-  for (const key of [admin, stranger, inactive]) {
+  for (const key of [stranger, inactive]) {
     const ch = await call(gw.url, "POST", "/api/v1/auth/challenge", { body: { public_key: key.publicKeyHex } });
-    t.equal(ch.status, 200);
-    t.same(Object.keys(ch.body).sort(), ["expires_at", "nonce"]);
-    // Signed with a key that is not the one claimed: what someone probing for operators can send.
-    const v = await call(gw.url, "POST", "/api/v1/auth/verify", {
-      body: { public_key: key.publicKeyHex, nonce: ch.body.nonce, signature: signNonce(ch.body.nonce, ed25519()) },
-    });
-    problemJson(t, v, 401, "invalid_signature");
-    const { request_id: _r, ...body } = v.body;
-    answers.push(body);
+    problemJson(t, ch, 401, "unknown_operator");
+    t.notOk("nonce" in ch.body, "no nonce");
   }
-  t.same(answers[1], answers[0]);
-  t.same(answers[2], answers[0]);
-  // Even a correct signature by the unknown key's owner gets no token.
-  const ch = await call(gw.url, "POST", "/api/v1/auth/challenge", { body: { public_key: stranger.publicKeyHex } });
-  const own = await call(gw.url, "POST", "/api/v1/auth/verify", {
-    body: { public_key: stranger.publicKeyHex, nonce: ch.body.nonce, signature: signNonce(ch.body.nonce, stranger) },
+  const stored = await auth.deps.pool.query("SELECT count(*)::int AS n FROM challenges WHERE public_key = ANY($1)", [
+    [stranger.publicKeyHex, inactive.publicKeyHex],
+  ]);
+  t.equal(stored.rows[0].n, 0, "no nonce stored for a key nobody can use");
+
+  const evs = await eventually(() => {
+    const mine = seen.filter((e) =>
+      [stranger.publicKeyHex, inactive.publicKeyHex].includes(String(e.metadata?.public_key)),
+    );
+    return mine.length === 2 ? mine : undefined;
   });
-  problemJson(t, own, 401, "unknown_operator");
+  for (const e of evs) {
+    t.equal(e.severity, "info");
+    t.ok(isUnnotified(e.metadata as Record<string, unknown>), "flagged: notify sends it nowhere");
+    t.equal(e.metadata?.reason, "unknown_operator");
+    t.equal(e.metadata?.known_operator, false);
+    t.match(e.metadata?.remote_address, /\S/, "the caller's address is recorded");
+  }
+
+  // A verify for a key that never got a nonce fails on the signature or the nonce, never with a token.
+  const nonce = "ab".repeat(32);
+  const own = await call(gw.url, "POST", "/api/v1/auth/verify", {
+    body: { public_key: stranger.publicKeyHex, nonce, signature: signNonce(nonce, stranger) },
+  });
+  problemJson(t, own, 401, "invalid_nonce");
 });
 
 t.test("operators CRUD; operator refused on admin routes; last admin protected", async (t) => {
@@ -205,7 +225,7 @@ t.test("pagination walks every operator once", async (t) => {
   problemJson(t, await call(gw.url, "GET", "/api/v1/operators?limit=501", { token }), 400, "invalid_request");
 });
 
-t.test("a removed operator's token stops working on every gateway within 2 s", async (t) => {
+t.test("a removed operator's token stops working on every gateway: the revocation broadcast", async (t) => {
   const gw2 = await startGateway(nats, clock);
   t.teardown(() => gw2.stop());
   const token = await login(gw.url, admin);
@@ -220,7 +240,8 @@ t.test("a removed operator's token stops working on every gateway within 2 s", a
   t.equal((await call(gw2.url, "GET", "/api/v1/operators", { token: carolToken })).status, 200);
   t.ok(gw.tokens.size() > 0 && gw2.tokens.size() > 0);
   t.equal((await call(gw.url, "DELETE", `/api/v1/operators/${carol.body.id}`, { token })).status, 204);
-  const started = Date.now();
+  // The caches' entries go stale only as the manual clock advances, and it stands still here: a 401
+  // on both gateways can only come from the broadcast, however long it takes.
   await eventually(
     async () =>
       (await call(gw.url, "GET", "/api/v1/operators", { token: carolToken })).status === 401 &&
@@ -228,7 +249,7 @@ t.test("a removed operator's token stops working on every gateway within 2 s", a
     2000,
     20,
   );
-  t.ok(Date.now() - started < 2000);
+  t.pass("both gateways refuse the token");
 });
 
 t.test("logout revokes the token", async (t) => {

@@ -83,6 +83,37 @@ t.test("NUL or a lone surrogate anywhere in input is 400 invalid_characters nami
   t.same((await call(gw.url, "GET", "/api/v1/modules", { token })).body.modules, []);
 });
 
+t.test("a JSON body that is not UTF-8 is 400 invalid_encoding and nothing is stored", async (t) => {
+  const post = (bytes: Buffer) =>
+    fetch(`${gw.url}/api/v1/secrets`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: bytes,
+    });
+  // A lone continuation byte, a truncated 3-byte sequence and an overlong "/" inside the value.
+  for (const [what, bytes] of [
+    ["0xff", [0xff]],
+    ["truncated sequence", [0xe2, 0x82]],
+    ["overlong encoding", [0xc0, 0xaf]],
+  ] as const) {
+    const name = `enc-${what.replace(/\W/g, "-")}`;
+    const body = Buffer.concat([Buffer.from(`{"name":"${name}","value":"a`), Buffer.from(bytes), Buffer.from('b"}')]);
+    const res = await post(body);
+    const answer = {
+      status: res.status,
+      type: res.headers.get("content-type") ?? "",
+      text: "",
+      body: await res.json(),
+    };
+    bad(t, answer, "invalid_encoding", what);
+    const stored = await call(gw.url, "GET", `/api/v1/secrets/${name}`, { token });
+    t.equal(stored.status, 404, `${what}: no secret was stored`);
+  }
+  // Valid multi-byte UTF-8 still goes through unchanged.
+  const ok = await post(Buffer.from(JSON.stringify({ name: "enc-ok", value: "été 🔑" })));
+  t.equal(ok.status, 201, "valid UTF-8 is accepted");
+});
+
 t.test("the same NUL sent straight to each service over NATS is INVALID_ARGUMENT", async (t) => {
   const c = await clients("direct");
   t.teardown(() => c.nc.close());

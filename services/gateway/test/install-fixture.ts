@@ -1,10 +1,10 @@
 import { execFileSync } from "node:child_process";
-import { createHash, generateKeyPairSync } from "node:crypto";
+import { createHash, generateKeyPairSync, type KeyObject } from "node:crypto";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { formatReleaseManifest, type ReleaseManifest, type ReleasePackage } from "@orch/contracts";
-import { systemClock, ulidGenerator } from "@orch/kit";
+import { RELEASE_SIGNATURE_FILE, signManifest, systemClock, ulidGenerator, type Logger } from "@orch/kit";
 import { silentLogger, type NatsHandle } from "@orch/kit/testing";
 import { buildGateway } from "../src/app.js";
 import { gatewayConfigSchema } from "../src/config.js";
@@ -12,12 +12,17 @@ import { gatewayConfigSchema } from "../src/config.js";
 export interface ReleaseFixture {
   /** releases.dir */
   dir: string;
-  /** releases.signing_key_file (Ed25519 PKCS#8 PEM) */
+  /** The release signing key (Ed25519 PKCS#8 PEM) the build signs with: never the gateway's. */
   keyFile: string;
+  /** releases.public_key_file: the public half (SPKI PEM). */
+  pubFile: string;
   /** SPKI PEM of the key. */
   publicKeyPem: string;
-  /** Adds `<dir>/<version>/` with a tar.gz per arch (bin/orch-agent is a sh script) and a fake .deb. */
-  addRelease(version: string): ReleaseManifest;
+  /**
+   * Adds `<dir>/<version>/` with a tar.gz per arch (bin/orch-agent is a sh script) and a fake .deb,
+   * and manifest.json signed as the build signs it (`signWith` another key to test refusals).
+   */
+  addRelease(version: string, signWith?: KeyObject): ReleaseManifest;
   cleanup(): void;
 }
 
@@ -29,6 +34,9 @@ export function releaseFixture(): ReleaseFixture {
   const { privateKey, publicKey } = generateKeyPairSync("ed25519");
   const keyFile = join(root, "release.key");
   writeFileSync(keyFile, privateKey.export({ type: "pkcs8", format: "pem" }), { mode: 0o600 });
+  const publicKeyPem = publicKey.export({ type: "spki", format: "pem" }).toString();
+  const pubFile = join(root, "release.pub");
+  writeFileSync(pubFile, publicKeyPem);
   const pkg = (file: string, kind: "deb" | "tar", arch: "amd64" | "arm64", bytes: Buffer): ReleasePackage => ({
     file,
     kind,
@@ -39,8 +47,9 @@ export function releaseFixture(): ReleaseFixture {
   return {
     dir,
     keyFile,
-    publicKeyPem: publicKey.export({ type: "spki", format: "pem" }).toString(),
-    addRelease(version) {
+    pubFile,
+    publicKeyPem,
+    addRelease(version, signWith = privateKey) {
       const vdir = join(dir, version);
       mkdirSync(vdir, { recursive: true });
       const tree = join(root, `tree-${version}`);
@@ -76,7 +85,9 @@ export function releaseFixture(): ReleaseFixture {
         created_at: new Date(0).toISOString(),
         packages,
       };
-      writeFileSync(join(vdir, "manifest.json"), formatReleaseManifest(m));
+      const text = formatReleaseManifest(m);
+      writeFileSync(join(vdir, "manifest.json"), text);
+      writeFileSync(join(vdir, RELEASE_SIGNATURE_FILE), `${signManifest(Buffer.from(text), signWith)}\n`);
       return m;
     },
     cleanup: () => rmSync(root, { recursive: true, force: true }),
@@ -86,8 +97,9 @@ export function releaseFixture(): ReleaseFixture {
 /** The real gateway (as harness.ts starts it) with releases.* set. */
 export async function startInstallGateway(
   nats: NatsHandle,
-  releases: { dir?: string; signing_key_file?: string },
+  releases: { dir?: string; public_key_file?: string },
   http: Record<string, unknown> = {},
+  log: Logger = silentLogger(),
 ) {
   const nc = await nats.connect("gateway");
   const config = gatewayConfigSchema.parse({
@@ -97,7 +109,7 @@ export async function startInstallGateway(
   });
   const { app, tokens } = await buildGateway({
     config,
-    log: silentLogger(),
+    log,
     nc,
     clock: systemClock,
     ids: ulidGenerator(systemClock),

@@ -1,11 +1,16 @@
-import { mkdirSync, readFileSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { createPrivateKey, generateKeyPairSync } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import t, { type Test } from "tap";
 import { AgentsService } from "@orch/contracts";
-import { rpcClient, verifyManifest } from "@orch/kit";
-import { createTestDatabase, startNats } from "@orch/kit/testing";
+import { rpcClient, signManifest, verifyManifest } from "@orch/kit";
+import { gatewayConfigSchema } from "../src/config.js";
+import { createTestDatabase, eventually, memoryLogger, startNats } from "@orch/kit/testing";
 import { startAgentsService } from "../../agents/test/harness.js";
+import { NO_PACKAGES_DETAIL } from "../src/routes/install-releases.js";
 import { call } from "./harness.js";
 import { releaseFixture, startInstallGateway } from "./install-fixture.js";
 
@@ -16,7 +21,7 @@ const fx = releaseFixture();
 const m1 = fx.addRelease("0.1.0");
 fx.addRelease("0.10.0");
 fx.addRelease("0.9.0");
-const gw = await startInstallGateway(nats, { dir: fx.dir, signing_key_file: fx.keyFile });
+const gw = await startInstallGateway(nats, { dir: fx.dir, public_key_file: fx.pubFile });
 t.teardown(async () => {
   await gw.stop();
   await agents.stop();
@@ -36,6 +41,46 @@ function rawGet(base: string, path: string): Promise<{ status: number; text: str
     req.on("error", reject);
     req.end();
   });
+}
+
+/** Runs a shell command line; the exit code and both streams, never a throw. */
+function sh(shell: string, args: string[], env: Record<string, string> = {}) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(shell, args, { env: { ...process.env, ...env }, timeout: 60_000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? (typeof err.code === "number" ? err.code : -1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+const scratch = mkdtempSync(join(tmpdir(), "orch-install-routes-"));
+t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
+
+/**
+ * /install/agent.sh when the server cannot install: 200 text/x-shellscript (so `curl -f` hands it
+ * to sh), shellcheck-clean, and run by sh — also as the documented `curl -fsSL … | sh` line — it
+ * prints the reason on stderr and exits 1 whatever the arguments.
+ */
+async function isFailingScript(t: Test, base: string, code: string, reason: string | RegExp, what: string) {
+  const r = await call(base, "GET", "/install/agent.sh");
+  t.equal(r.status, 200, `${what}: 200, so curl -f passes the script on`);
+  t.match(r.type, /^text\/x-shellscript/, `${what}: a shell script`);
+  t.match(r.text, /^#!\/bin\/sh\n/, `${what}: starts as a script`);
+  t.match(r.text, /\nexit 1\n$/, `${what}: ends with exit 1`);
+  t.ok(r.text.includes(code), `${what}: names ${code}`);
+  const file = join(scratch, `${code}.sh`);
+  writeFileSync(file, r.text);
+  const lint = await sh("shellcheck", ["-s", "sh", file]);
+  t.equal(lint.stdout, "", `${what}: shellcheck -s sh is clean`);
+  const run = await sh("sh", [file, "--token", `ojt_${"0".repeat(26)}.${"A".repeat(43)}`]);
+  t.equal(run.code, 1, `${what}: sh exits 1`);
+  t.equal(run.stdout, "", `${what}: nothing on stdout`);
+  t.match(run.stderr, reason, `${what}: the reason on stderr`);
+  t.match(run.stderr, `(${code})`, `${what}: and its code`);
+  const piped = await sh("bash", ["-o", "pipefail", "-c", 'curl -fsSL "$URL/install/agent.sh" | sh -s -- --no-start'], {
+    URL: base,
+  });
+  t.equal(piped.code, 1, `${what}: curl -fsSL … | sh fails`);
+  t.match(piped.stderr, reason, `${what}: and says why`);
 }
 
 const isProblem = (t: Test, r: Awaited<ReturnType<typeof call>>, status: number, code: string, what: string) => {
@@ -116,6 +161,7 @@ t.test("the routes are public and listed in the OpenAPI document", async (t) => 
   const doc = (await call(gw.url, "GET", "/api/v1/openapi.json")).body;
   for (const p of [
     "/install/agent.sh",
+    "/api/v1/agent-packages",
     "/install/release.pub",
     "/install/releases/{version}/manifest.json",
     "/install/releases/{version}/manifest.json.sig",
@@ -124,12 +170,28 @@ t.test("the routes are public and listed in the OpenAPI document", async (t) => 
     t.equal(doc.paths[p]?.get?.["x-auth"], "public", p);
 });
 
-t.test("no releases: 404 agent_packages_unavailable; no key: 503 release_signing_unavailable", async (t) => {
+t.test("the release listing: versions newest first and the latest, nothing unavailable", async (t) => {
+  const r = await call(gw.url, "GET", "/api/v1/agent-packages");
+  t.equal(r.status, 200);
+  t.same(r.body, { latest: "0.10.0", versions: ["0.10.0", "0.9.0", "0.1.0"], unavailable: null });
+});
+
+t.test("no releases: agent.sh is a script that says so; the listing too; the files 404", async (t) => {
   const empty = join(fx.dir, "..", "empty");
   mkdirSync(empty, { recursive: true });
-  const none = await startInstallGateway(nats, { dir: empty, signing_key_file: fx.keyFile });
+  const none = await startInstallGateway(nats, { dir: empty, public_key_file: fx.pubFile });
   t.teardown(() => none.stop());
-  isProblem(t, await call(none.url, "GET", "/install/agent.sh"), 404, "agent_packages_unavailable", "agent.sh");
+  await isFailingScript(t, none.url, "agent_packages_unavailable", NO_PACKAGES_DETAIL, "no releases");
+  const script = (await call(none.url, "GET", "/install/agent.sh")).text;
+  t.ok(script.includes("npm run build:agent-package"), "says how to publish one");
+  t.ok(script.includes("npm run up"), "and that npm run up builds one in the background");
+  const list = await call(none.url, "GET", "/api/v1/agent-packages");
+  t.equal(list.status, 200);
+  t.same(list.body, {
+    latest: null,
+    versions: [],
+    unavailable: { code: "agent_packages_unavailable", detail: NO_PACKAGES_DETAIL },
+  });
   isProblem(
     t,
     await call(none.url, "GET", "/install/releases/0.1.0/manifest.json"),
@@ -139,17 +201,15 @@ t.test("no releases: 404 agent_packages_unavailable; no key: 503 release_signing
   );
   t.equal((await call(none.url, "GET", "/install/release.pub")).status, 200, "the key is still served");
 
-  for (const key of ["", join(fx.dir, "..", "missing.key"), join(fx.dir, "0.1.0/manifest.json")]) {
-    const nokey = await startInstallGateway(nats, { dir: fx.dir, signing_key_file: key });
+  // Unset, missing, not a key, and the private key itself: the gateway must hold only the public one.
+  for (const key of ["", join(fx.dir, "..", "missing.key"), join(fx.dir, "0.1.0/manifest.json"), fx.keyFile]) {
+    const nokey = await startInstallGateway(nats, { dir: fx.dir, public_key_file: key });
     t.teardown(() => nokey.stop());
     const what = key ? `key file ${key.split("/").pop()}` : "no key configured";
-    isProblem(
-      t,
-      await call(nokey.url, "GET", "/install/agent.sh"),
-      503,
-      "release_signing_unavailable",
-      `${what}: agent.sh`,
-    );
+    await isFailingScript(t, nokey.url, "release_signing_unavailable", /release public key/, `${what}: agent.sh`);
+    const list = await call(nokey.url, "GET", "/api/v1/agent-packages");
+    t.equal(list.status, 200, `${what}: listing`);
+    t.match(list.body, { latest: null, versions: [], unavailable: { code: "release_signing_unavailable" } });
     isProblem(
       t,
       await call(nokey.url, "GET", "/install/release.pub"),
@@ -164,17 +224,117 @@ t.test("no releases: 404 agent_packages_unavailable; no key: 503 release_signing
       "release_signing_unavailable",
       `${what}: sig`,
     );
-    t.equal((await call(nokey.url, "GET", "/install/releases/0.1.0/manifest.json")).status, 200, `${what}: manifest`);
+    // Nothing can be checked without the key, so nothing of a release is served either.
+    isProblem(
+      t,
+      await call(nokey.url, "GET", "/install/releases/0.1.0/manifest.json"),
+      503,
+      "release_signing_unavailable",
+      `${what}: manifest`,
+    );
   }
 });
 
-t.test("agents service down: agent.sh is 503 service_unavailable", async (t) => {
+t.test("the gateway signs nothing: it serves the stored signature, and only one that verifies", async (t) => {
+  const own = releaseFixture();
+  own.addRelease("1.0.0");
+  own.addRelease("1.1.0");
+  // Written by someone without the release key: signed with another key, a manifest changed after
+  // signing, and no signature at all.
+  own.addRelease("1.2.0", generateKeyPairSync("ed25519").privateKey);
+  own.addRelease("1.3.0");
+  const m13 = join(own.dir, "1.3.0/manifest.json");
+  writeFileSync(m13, readFileSync(m13, "utf8").replace(/"size":\d+/, '"size":1'));
+  own.addRelease("1.4.0");
+  rmSync(join(own.dir, "1.4.0/manifest.json.sig"));
+  const mem = memoryLogger("gateway", "info");
+  const g = await startInstallGateway(nats, { dir: own.dir, public_key_file: own.pubFile }, {}, mem.log);
+  t.teardown(async () => {
+    await g.stop();
+    own.cleanup();
+  });
+
+  const sig = await call(g.url, "GET", "/install/releases/1.1.0/manifest.json.sig");
+  t.equal(sig.status, 200);
+  t.equal(sig.text, readFileSync(join(own.dir, "1.1.0/manifest.json.sig"), "utf8"), "the stored signature, as stored");
+  // Signed at build: replacing the stored signature by another valid one changes what is served.
+  const resigned = signManifest(
+    readFileSync(join(own.dir, "1.1.0/manifest.json")),
+    createPrivateKey(readFileSync(own.keyFile)),
+  );
+  t.equal(sig.text.trim(), resigned, "Ed25519 is deterministic: the same signature the build key makes");
+
+  const script = await call(g.url, "GET", "/install/agent.sh");
+  t.ok(script.text.includes("LATEST_VERSION='1.1.0'"), "the latest is the newest release that verifies");
+  for (const v of ["1.2.0", "1.3.0", "1.4.0"]) {
+    for (const f of ["manifest.json", "manifest.json.sig", `orch-agent-${v}-linux-amd64.tar.gz`])
+      isProblem(
+        t,
+        await call(g.url, "GET", `/install/releases/${v}/${f}`),
+        404,
+        "agent_version_not_found",
+        `${v} ${f}`,
+      );
+  }
+  const refused = mem.lines.filter((l) => l.includes("does not verify with releases.public_key_file"));
+  t.same(
+    refused.map((l) => JSON.parse(l).version).sort(),
+    ["1.2.0", "1.3.0"],
+    "each refusal logged once (1.4.0 has no signature, so it is no release at all)",
+  );
+});
+
+t.test("config: the gateway refuses a release signing key", async (t) => {
+  t.throws(
+    () => gatewayConfigSchema.parse({ releases: { dir: fx.dir, signing_key_file: fx.keyFile } }),
+    /no longer used: manifests are signed once by `npm run build:agent-package/,
+  );
+  t.equal(
+    gatewayConfigSchema.parse({ releases: { public_key_file: fx.pubFile } }).releases.public_key_file,
+    fx.pubFile,
+  );
+});
+
+t.test("agents service down: agent.sh is a script that says service_unavailable", async (t) => {
   const other = await startNats();
-  const lone = await startInstallGateway(other, { dir: fx.dir, signing_key_file: fx.keyFile });
+  const lone = await startInstallGateway(other, { dir: fx.dir, public_key_file: fx.pubFile });
   t.teardown(async () => {
     await lone.stop();
     await other.stop();
   });
-  isProblem(t, await call(lone.url, "GET", "/install/agent.sh"), 503, "service_unavailable", "no agents service");
+  await isFailingScript(t, lone.url, "service_unavailable", /the agents service did not answer/, "no agents service");
   t.equal((await call(lone.url, "GET", "/install/releases/0.1.0/manifest.json")).status, 200, "releases still served");
+});
+
+t.test("a download the client aborts mid-body ends quietly: nothing logged at warn or above", async (t) => {
+  const big = releaseFixture();
+  const m = big.addRelease("0.1.0");
+  const file = m.packages[0]!.file;
+  // Far more than the socket buffers, so the response is still streaming when the client goes.
+  writeFileSync(join(big.dir, "0.1.0", file), Buffer.alloc(64 * 1024 * 1024, 1));
+  const mem = memoryLogger("gateway", "debug");
+  const gw2 = await startInstallGateway(nats, { dir: big.dir, public_key_file: big.pubFile }, {}, mem.log);
+  t.teardown(async () => {
+    await gw2.stop();
+    big.cleanup();
+  });
+  for (let i = 0; i < 3; i++) {
+    const got = await new Promise<number>((resolve, reject) => {
+      const req = request(`${gw2.url}/install/releases/0.1.0/${file}`, (res) => {
+        res.once("data", (chunk: Buffer) => {
+          req.destroy();
+          resolve(res.statusCode === 200 ? chunk.length : -1);
+        });
+      });
+      req.on("error", (err) => (req.destroyed ? undefined : reject(err)));
+      req.end();
+    });
+    t.ok(got > 0, `download ${i + 1} started (200, first bytes received), then aborted`);
+    await eventually(() => mem.lines.filter((l) => l.includes("package download aborted")).length > i);
+  }
+  // The gateway still serves, and by the time this answer is back any error of the aborts is logged.
+  t.equal((await call(gw2.url, "GET", "/install/releases/0.1.0/manifest.json")).status, 200);
+  const loud = mem.lines.map((l) => JSON.parse(l)).filter((l) => l.level >= 40);
+  t.same(loud, [], "no warn/error line (was: level 50 unhandled error, ERR_HTTP_HEADERS_SENT)");
+  t.match(mem.lines.join(""), /"level":20[^\n]*package download aborted/, "the abort is noted at debug");
 });

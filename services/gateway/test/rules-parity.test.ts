@@ -9,7 +9,7 @@
  */
 import t from "tap";
 import { OrchError, pageCursor, type CallContext, type NatsConnection } from "@orch/kit";
-import type { GatewayContext } from "../src/app.js";
+import type { GatewayContext } from "../src/context.js";
 import type { RouteSpec } from "../src/route.js";
 import { agentRoutes } from "../src/routes/agents.js";
 import { assignmentRoutes } from "../src/routes/assignments.js";

@@ -88,7 +88,8 @@ export async function startAgents(nats: NatsHandle, db: DbHandle) {
   });
   const svc = await createAgentsService(deps);
   await deps.nc.flush();
-  const client = rpcClient(deps.nc, "agents", AgentsService, { timeoutMs: 5000 });
+  // The test approves and tags as an operator would (through the gateway), not as the agents user.
+  const client = rpcClient(await nats.connect("agents-admin"), "agents", AgentsService, { timeoutMs: 5000 });
   const actor = { actor: ADMIN };
   let stopped: Promise<void> | undefined;
   return {

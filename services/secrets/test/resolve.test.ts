@@ -13,9 +13,11 @@ const clock = manualClock();
 const keyA = newKey("a");
 const agents = await startAgents(nats, db);
 let svc = await startSecrets(nats, db, keyA, { clock });
-const nc = await nats.connect("state");
-const audit = auditLog(nc);
-const secrets = secretsClient(nc);
+// Each call under the bus user that makes it: Resolve as the state service (its only caller),
+// managing secrets as the gateway; the events through a probe (neither may read audit.>).
+const resolver = secretsClient(await nats.connect("state"));
+const secrets = secretsClient(await nats.connect("gateway"));
+const audit = auditLog(await nats.connect("audit-observer"));
 const sql = new pg.Client({ connectionString: db.url });
 await sql.connect();
 t.teardown(async () => {
@@ -37,7 +39,7 @@ const rejectedD = await agents.add({ status: "rejected" });
 
 async function refused(t: Test, name: string, nodeId: string, code: string, reason: string) {
   const op = `op-${randomBytes(4).toString("hex")}`;
-  const e = await rejection(secrets.resolve({ name, nodeId, operationId: op }, call));
+  const e = await rejection(resolver.resolve({ name, nodeId, operationId: op }, call));
   t.equal(e.code, code, `${reason}: code`);
   t.equal(e.reason, reason);
   const ev = await audit.waitFor("secret.denied", (ev) => ev.metadata?.operation_id === op);
@@ -49,7 +51,7 @@ async function refused(t: Test, name: string, nodeId: string, code: string, reas
 
 async function resolves(t: Test, name: string, nodeRef: string, expected: string, nodeId = nodeRef) {
   const op = `op-${randomBytes(4).toString("hex")}`;
-  const r = await secrets.resolve({ name, nodeId: nodeRef, operationId: op }, call);
+  const r = await resolver.resolve({ name, nodeId: nodeRef, operationId: op }, call);
   t.equal(r.value, expected, `${name} resolves for ${nodeRef}`);
   const ev = await audit.waitFor("secret.used", (ev) => ev.metadata?.operation_id === op);
   t.same(ev.metadata, { node_id: nodeId, operation_id: op }, "secret.used names secret, node and operation");
@@ -104,10 +106,10 @@ t.test("expired secrets are never resolved", async (t) => {
 t.test("unknown secret or agent", async (t) => {
   await refused(t, "no-such-secret", approvedA, "NOT_FOUND", "secret_not_found");
   await refused(t, "open", "f".repeat(32), "NOT_FOUND", "agent_not_found");
-  const e = await rejection(secrets.resolve({ name: "open", nodeId: "", operationId: "x" }, call));
+  const e = await rejection(resolver.resolve({ name: "open", nodeId: "", operationId: "x" }, call));
   t.equal(e.reason, "invalid_node_id");
   t.equal(
-    (await rejection(secrets.resolve({ name: "bad name", nodeId: approvedA, operationId: "x" }, call))).reason,
+    (await rejection(resolver.resolve({ name: "bad name", nodeId: approvedA, operationId: "x" }, call))).reason,
     "invalid_name",
   );
 });
@@ -142,19 +144,19 @@ t.test("tampered or relocated ciphertext does not resolve", async (t) => {
   await sql.query(
     "UPDATE secrets.secrets t SET nonce = f.nonce, ciphertext = f.ciphertext, auth_tag = f.auth_tag FROM secrets.secrets f WHERE f.name = 'donor' AND t.name = 'victim'",
   );
-  const moved = await rejection(secrets.resolve({ name: "victim", nodeId: approvedA, operationId: "x" }, call));
+  const moved = await rejection(resolver.resolve({ name: "victim", nodeId: approvedA, operationId: "x" }, call));
   t.equal(moved.reason, "secret_undecryptable");
   await sql.query(
     "UPDATE secrets.secrets SET auth_tag = set_byte(auth_tag, 3, get_byte(auth_tag, 3) # 128) WHERE name = 'donor'",
   );
-  const flipped = await rejection(secrets.resolve({ name: "donor", nodeId: approvedA, operationId: "x" }, call));
+  const flipped = await rejection(resolver.resolve({ name: "donor", nodeId: approvedA, operationId: "x" }, call));
   t.equal(flipped.reason, "secret_undecryptable");
 });
 
 t.test("without the agents service, nothing resolves and nothing is recorded as used", async (t) => {
   await agents.stop();
   const before = audit.events.filter((e) => e.eventType === "secret.used").length;
-  const e = await rejection(secrets.resolve({ name: "open", nodeId: approvedA, operationId: "down" }, call));
+  const e = await rejection(resolver.resolve({ name: "open", nodeId: approvedA, operationId: "down" }, call));
   t.equal(e.code, "UNAVAILABLE");
   await new Promise((r) => setTimeout(r, 300));
   t.equal(audit.events.filter((e) => e.eventType === "secret.used").length, before);

@@ -39,6 +39,11 @@ export const stateConfigSchema = baseConfigSchema.extend({
       sources_allow_file_urls: z.boolean().default(false),
       /** How often due sources are looked for (scheduled syncs and queued webhook syncs). */
       sources_tick_ms: z.number().int().min(100).max(60_000).default(1000),
+      /**
+       * How long a forge webhook delivery is remembered (by delivery id and body hash): the same
+       * delivery again within this window answers 202 without syncing; after it, it is accepted again.
+       */
+      sources_webhook_replay_window_hours: z.number().int().min(1).max(8760).default(168),
       /** Timeout of one git command (fetch, ls-tree, cat-file). */
       sources_git_timeout_ms: z.number().int().min(1000).max(600_000).default(60_000),
       /** Sync period of a source created without interval_s. */

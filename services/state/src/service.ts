@@ -28,10 +28,11 @@ export async function createStateService(deps: StateDeps): Promise<Service & { e
   const { config, log } = deps;
   registerStateMetrics(deps.metrics);
   const clients = createClients(deps.nc, config.nats.request_timeout_ms);
-  const runner = createRunner(deps, clients);
+  const cache = createModuleCache();
+  const runner = createRunner(deps, clients, cache);
   const progress = createProgressPublisher(deps);
   const fanout = createFanOut(deps, runner, createLimiter(config.state.fanout_concurrency), progress);
-  const engine: Engine = { deps, clients, runner, fanout, cache: createModuleCache() };
+  const engine: Engine = { deps, clients, runner, fanout, cache };
   const commands = createCommandDriver(deps, clients, createLimiter(config.state.command_concurrency));
   const box = createSourceBox(config.state.source_keys);
   const sync = createSourceSync(engine, box);

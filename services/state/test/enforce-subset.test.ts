@@ -1,5 +1,5 @@
 import t from "tap";
-import { subset } from "../src/engine/runner.js";
+import { subset } from "../src/engine/operation-run.js";
 import type { RenderedResource } from "../src/engine/render.js";
 
 // The resources an enforcement apply sends: the drifted ones only, and no requires edge to a

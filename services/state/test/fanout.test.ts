@@ -1,6 +1,7 @@
-import t from "tap";
+import t, { type Test } from "tap";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { eventually } from "@orch/kit/testing";
 import { startStack } from "./harness.js";
 import { batchSize } from "../src/engine/fanout.js";
 import { createLimiter } from "../src/engine/limit.js";
@@ -34,11 +35,23 @@ await s.api("POST", "/assignments", { name: "web-db", selector: "env=test,role i
 await s.api("POST", "/assignments", { name: "everyone-fails", selector: "*", modules: ["fails"] });
 await s.api("POST", "/assignments", { name: "everyone-marks", selector: "attr.os=linux", modules: ["marker"] });
 
+/**
+ * The finished run an apply started: its answer when it finished while the request waited (200),
+ * else (202, still running on a slow machine) the run fetched until it is no longer running.
+ */
+async function finishedRun(t: Test, assignment: string, r: { status: number; body: any }) {
+  t.ok(r.status === 200 || r.status === 202, `the apply was accepted (${r.status})`);
+  if (r.status === 200) return r.body;
+  return eventually(async () => {
+    const v = await s.api("GET", `/assignments/${assignment}/runs/${r.body.run_id}`);
+    return v.status === 200 && v.body.status !== "running" ? v.body : undefined;
+  }, 60_000);
+}
+
 t.test(
   "the selector picks exactly the matching approved agents; a matching offline agent is unreachable",
   async (t) => {
-    const r = await s.api("POST", "/assignments/web-db/apply?wait=60");
-    t.equal(r.status, 200, "finished within the wait");
+    const r = { body: await finishedRun(t, "web-db", await s.api("POST", "/assignments/web-db/apply?wait=60")) };
     t.equal(r.body.status, "completed");
     t.same(
       r.body.operations.map((o: any) => [o.name, o.status]),
@@ -73,7 +86,8 @@ t.test(
 );
 
 t.test("a rolling apply with batch 1 and max_failures 0 stops after the first failure", async (t) => {
-  const r = await s.api("POST", "/assignments/everyone-fails/apply?wait=60", { batch: 1, max_failures: 0 });
+  const started = await s.api("POST", "/assignments/everyone-fails/apply?wait=60", { batch: 1, max_failures: 0 });
+  const r = { body: await finishedRun(t, "everyone-fails", started) };
   t.equal(r.body.status, "stopped");
   t.equal(r.body.batch_size, 1);
   t.equal(r.body.batches, 5);

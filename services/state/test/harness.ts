@@ -106,12 +106,16 @@ const agentCall =
  * The real agent-side features served where the link relays them (orch.agent.<node_id>): state
  * providers (agent/src/state) and fleet commands (agent/src/commands).
  */
-async function serveRealProviders(nc: Awaited<ReturnType<NatsHandle["connect"]>>, nodeId: string): Promise<RpcServer> {
+async function serveRealProviders(
+  nc: Awaited<ReturnType<NatsHandle["connect"]>>,
+  nodeId: string,
+  dataDir: string,
+): Promise<RpcServer> {
   const served = new Map<unknown, unknown>();
   const silent = { debug() {}, info() {}, warn() {}, error() {} };
   const rt: AgentRuntime = {
     nodeId,
-    dataDir: "/nonexistent",
+    dataDir,
     options: {
       server: undefined,
       discover: false,
@@ -257,7 +261,8 @@ export async function startStack(t: Test, opts: StackOptions = {}) {
         outdated: false,
         pendingReason: "",
       });
-      if (o.serve !== false) agentServers.set(nodeId, await serveRealProviders(infra, nodeId));
+      // Each agent's own data directory (the files it wrote from a secret are remembered there).
+      if (o.serve !== false) agentServers.set(nodeId, await serveRealProviders(infra, nodeId, stack.tempDir()));
       return nodeId;
     },
     /** An approved, "connected" agent whose link swallows requests without answering. */

@@ -172,12 +172,12 @@ t.test(
 
 t.test("a disconnected agent gets an unreachable operation at once", async (t) => {
   const offline = await s.addAgent({ name: "offline-1", tags: { env: "test" }, serve: false });
-  const started = Date.now();
+  // Finished within the request's wait (200, not 202) and as unreachable: the agents service's
+  // answer ended it, not the operation's timeout, which would say timed_out.
   const r = await run(offline, "apply", ["site"]);
-  t.equal(r.status, 200);
+  t.equal(r.status, 200, "finished while the request waited");
   t.equal(r.body.status, "unreachable");
   t.equal(r.body.error_code, "agent_unreachable");
-  t.ok(Date.now() - started < 10_000, "no hang");
   const failed = await s.events("state.apply.failed");
   t.ok(
     failed.some((e) => e.metadata?.operation_id === r.body.id && e.metadata?.status === "unreachable"),
@@ -252,7 +252,7 @@ t.test("a restricted secret renders for the allowed agent only; its value is sto
 
   const plan = await run(web1, "plan", ["creds"]);
   t.equal(plan.body.status, "succeeded");
-  t.match(plan.body.results[0].diff, /^\+password=\*\*\*$/m, "the plan's diff is masked");
+  t.match(plan.body.results[0].diff, /^content \(none\) -> \d+ bytes \(not shown: /m, "the plan's diff is sealed");
   t.notOk(existsSync(join(dir, "creds-web-1.conf")));
 
   const ok = await run(web1, "apply", ["creds"]);

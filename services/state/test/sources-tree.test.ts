@@ -3,7 +3,7 @@ import t from "tap";
 import type { OrchError } from "@orch/kit";
 import { SOURCE_MAX_FILES } from "@orch/contracts";
 import type { SourceFileErrorRow } from "../src/db/sources.js";
-import { MAX_DESCRIPTION } from "../src/handlers/assignments.js";
+import { MAX_DESCRIPTION } from "../src/validate.js";
 import { MODULE_MAX_BYTES, parseModule } from "../src/module/parse.js";
 import type { TreeFile } from "../src/sources/git.js";
 import { parseTree } from "../src/sources/tree.js";

@@ -1,8 +1,8 @@
-import { createHmac } from "node:crypto";
+import { createHash, createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
 import t, { type Test } from "tap";
 import { OrchError } from "@orch/kit";
-import { verifyWebhook } from "../src/sources/webhook.js";
+import { deliveryKeys, verifyWebhook } from "../src/sources/webhook.js";
 
 // Real payloads of the three forges (test/fixtures/webhooks), signed here with real HMACs.
 
@@ -222,4 +222,20 @@ t.test("deleted branches, tags and form-encoded payloads", async (t) => {
   const form = new Uint8Array(Buffer.from(new URLSearchParams({ payload: json }).toString()));
   const headers = { ...github(form), "content-type": "application/x-www-form-urlencoded" };
   t.equal(verifyWebhook(headers, form, SECRET).push?.after, "0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c");
+});
+
+t.test("deliveryKeys: each forge's delivery id, and always the body's hash", async (t) => {
+  const body = fixture("github-push");
+  const bodyKey = `body:${createHash("sha256").update(body).digest("hex")}`;
+  t.same(deliveryKeys("github", github(body), body), ["id:72d3162e-cc78-11e3-81ab-4c9367dc0958", bodyKey]);
+  t.same(deliveryKeys("gitea", { "x-gitea-delivery": "6f1c-gitea" }, body), ["id:6f1c-gitea", bodyKey]);
+  const gl = { "x-gitlab-event-uuid": "ev-1", "idempotency-key": "idem-1" };
+  t.same(deliveryKeys("gitlab", gl, body), ["id:idem-1", bodyKey], "GitLab: Idempotency-Key survives its retries");
+  t.same(deliveryKeys("gitlab", { "x-gitlab-event-uuid": "ev-1" }, body), ["id:ev-1", bodyKey]);
+  // Another forge's header does not count, and a malformed id is left out (the body still counts).
+  t.same(deliveryKeys("gitea", { "x-github-delivery": "x" }, body), [bodyKey]);
+  t.same(deliveryKeys("github", { "x-github-delivery": "a b" }, body), [bodyKey]);
+  t.same(deliveryKeys("github", { "x-github-delivery": "x".repeat(129) }, body), [bodyKey]);
+  const other = new Uint8Array([...body, 0x0a]);
+  t.not(deliveryKeys("github", {}, other)[0], bodyKey, "another body, another key");
 });

@@ -1,3 +1,5 @@
+import { isPtyDim } from "@orch/contracts";
+
 /**
  * The control messages (`orch.term.<id>.ctl`, JSON) the terminal service reads and writes; the
  * full catalogue, shared with the agent and the gateway, is in docs/terminal.md.
@@ -10,8 +12,6 @@ export type Control =
   | { type: "keepalive" }
   | { type: "ended"; status: string; reason: string; exit_code: number | null };
 
-const dim = (n: unknown): n is number => typeof n === "number" && Number.isInteger(n) && n >= 1 && n <= 1000;
-
 export function parseControl(data: Uint8Array): Control | undefined {
   let m: Record<string, unknown>;
   try {
@@ -22,7 +22,7 @@ export function parseControl(data: Uint8Array): Control | undefined {
   if (!m || typeof m !== "object") return undefined;
   switch (m.type) {
     case "resize":
-      return dim(m.cols) && dim(m.rows) ? { type: "resize", cols: m.cols, rows: m.rows } : undefined;
+      return isPtyDim(m.cols) && isPtyDim(m.rows) ? { type: "resize", cols: m.cols, rows: m.rows } : undefined;
     case "heartbeat":
       return { type: "heartbeat" };
     case "exit":

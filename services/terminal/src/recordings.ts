@@ -1,31 +1,31 @@
 import { mkdirSync } from "node:fs";
 import { unlink } from "node:fs/promises";
 import { isAbsolute, join, resolve } from "node:path";
-import { SYSTEM_ACTOR, withJobLock } from "@orch/kit";
+import { withJobLock } from "@orch/kit";
 import { agentTerminal } from "./agent.js";
-import { encodeControl, termSubject } from "./control.js";
+import { closedEvent } from "./closed-event.js";
+import { encodeControl, termSubject, type Control } from "./control.js";
 import { sessionsDb, type SessionRow } from "./db/sessions.js";
 import { ticketsDb } from "./db/tickets.js";
 import type { TerminalDeps } from "./deps.js";
 import { startRecorder, type Recorder } from "./recorder.js";
+import {
+  initialRecordingState,
+  step,
+  type Limits,
+  type Outcome,
+  type RecordingEffect,
+  type RecordingEvent,
+  type RecordingState,
+} from "./recording-machine.js";
 import { headerLine, markerLine, openTranscript, repairTail, sha256File } from "./transcript.js";
 
-/** After a close is requested, how long the recorder waits for the shell's last bytes and exit. */
-const CLOSE_GRACE_MS = 3000;
 const TICK_MS = 250;
 
 interface Live {
   row: SessionRow;
   rec: Recorder;
-  closing: { reason: string; since: number } | undefined;
-  lastKeepalive: number;
-  finishing: boolean;
-}
-
-interface Outcome {
-  status: "closed" | "failed";
-  reason: string;
-  exitCode: number | null;
+  state: RecordingState;
 }
 
 export interface Recordings {
@@ -49,51 +49,127 @@ export interface Recordings {
  * the session atomically and either resumes the recording (the agent still runs the PTY) or
  * finalises it as failed. Finalisation (status, closed_at, SHA-256, event) is done by the owner
  * only, so exactly one replica writes each transcript and each closed event.
+ *
+ * What happens to each session is decided by recording-machine.ts; this driver feeds it the
+ * recorder's hooks, ticks and lease results, and performs the effects it returns.
  */
 export function createRecordings(deps: TerminalDeps, replicaId: string): Recordings {
-  const { nc, pool, clock, events, log } = deps;
-  const cfg = deps.config.terminal;
-  const dir = isAbsolute(cfg.transcript_dir) ? cfg.transcript_dir : resolve(process.cwd(), cfg.transcript_dir);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const pathOf = (file: string) => join(dir, file);
-  const leaseMs = cfg.lease_seconds * 1000;
-  const live = new Map<string, Live>();
-  const finishing = new Set<Promise<void>>();
-  const publishCtl = (id: string, m: Parameters<typeof encodeControl>[0]) =>
-    nc.publish(termSubject(id, "ctl"), encodeControl(m));
-
-  const closedEvent = (r: SessionRow) => {
-    const by = r.closed_by_id
-      ? { id: r.closed_by_id, name: r.closed_by_name ?? r.closed_by_id, type: "operator" }
-      : r.close_reason === "exit" || r.close_reason === "detached"
-        ? { id: r.operator_id, name: r.operator_name, type: "operator" }
-        : SYSTEM_ACTOR;
-    const duration = Math.max(0, Math.round(((r.closed_at ?? r.opened_at) - r.opened_at) / 1000));
-    return {
-      type: "terminal.session.closed" as const,
-      severity: r.status === "failed" ? ("warning" as const) : undefined,
-      summary: `terminal session of ${r.operator_name} on ${r.node_name || r.node_id} ${r.status} (${r.close_reason}) after ${duration}s`,
-      actor: by,
-      target: { id: r.id, name: r.node_name || r.node_id, type: "terminal_session" },
-      metadata: {
-        node_id: r.node_id,
-        node_name: r.node_name,
-        operator_id: r.operator_id,
-        operator_name: r.operator_name,
-        status: r.status,
-        reason: r.close_reason,
-        exit_code: r.exit_code,
-        duration_seconds: duration,
-        sha256: r.sha256,
-      },
-    };
+  const d = new RecordingsDriver(deps, replicaId);
+  return {
+    replicaId,
+    transcriptPath: (file) => d.pathOf(file),
+    begin: (row) => d.record(row, false),
+    abort: (id) => d.abort(id),
+    owned: () => [...d.live.keys()],
+    sweep: () => d.sweep(),
+    stop: () => d.stop(),
   };
+}
+
+class RecordingsDriver {
+  readonly live = new Map<string, Live>();
+  /** Finalisations under way (stop waits for them). */
+  private readonly finishing = new Set<Promise<void>>();
+  private readonly dir: string;
+  private readonly leaseMs: number;
+  private readonly limits: Limits;
+  private readonly tick: NodeJS.Timeout;
+  private readonly leaseTimer: NodeJS.Timeout;
+
+  constructor(
+    private readonly deps: TerminalDeps,
+    private readonly replicaId: string,
+  ) {
+    const cfg = deps.config.terminal;
+    this.dir = isAbsolute(cfg.transcript_dir) ? cfg.transcript_dir : resolve(process.cwd(), cfg.transcript_dir);
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    this.leaseMs = cfg.lease_seconds * 1000;
+    this.limits = {
+      agentSilenceMs: cfg.agent_silence_seconds * 1000,
+      idleTimeoutMs: cfg.idle_timeout_seconds * 1000,
+      maxDurationMs: cfg.max_duration_seconds * 1000,
+      heartbeatMs: cfg.heartbeat_seconds * 1000,
+    };
+    this.tick = setInterval(() => this.onTick(), TICK_MS);
+    this.tick.unref();
+    this.leaseTimer = setInterval(
+      () => {
+        void this.refreshLeases()
+          .then(() => this.sweep())
+          .catch((err) => deps.log.warn({ err: (err as Error).message }, "terminal lease refresh or sweep failed"));
+      },
+      Math.max(200, this.leaseMs / 3),
+    );
+    this.leaseTimer.unref();
+  }
+
+  pathOf(file: string): string {
+    return join(this.dir, file);
+  }
+
+  private publishCtl(id: string, m: Control): void {
+    this.deps.nc.publish(termSubject(id, "ctl"), encodeControl(m));
+  }
+
+  /** Steps the session's machine and performs the effects, in order. */
+  private async dispatch(entry: Live, event: RecordingEvent): Promise<void> {
+    const t = step(entry.state, event, this.limits);
+    entry.state = t.state;
+    for (const effect of t.effects) await this.perform(entry, effect);
+  }
+
+  private perform(entry: Live, effect: RecordingEffect): Promise<void> {
+    const id = entry.row.id;
+    switch (effect.type) {
+      case "finish":
+        // Not awaited by the caller's loop: the tick and hooks go on while the file is hashed.
+        void this.finish(entry, effect.outcome);
+        return Promise.resolve();
+      case "send_close":
+        this.publishCtl(id, { type: "close", reason: effect.reason });
+        return Promise.resolve();
+      case "send_keepalive":
+        this.publishCtl(id, { type: "keepalive" });
+        return Promise.resolve();
+      case "release":
+        if (effect.why === "lease_lost")
+          // We stalled past the lease and another replica claimed it: stop writing, it records now.
+          this.deps.log.warn({ session: id }, "lost the lease of a terminal session; another replica records it");
+        this.live.delete(id);
+        return entry.rec.stop().catch(() => {});
+      case "discard":
+        return entry.rec
+          .stop()
+          .catch(() => {})
+          .then(() => unlink(this.pathOf(entry.row.transcript_file)).catch(() => {}));
+    }
+  }
+
+  private finish(entry: Live, o: Outcome): Promise<void> {
+    const p = (async () => {
+      try {
+        await entry.rec.stop();
+        await this.settle(entry.row, o);
+      } catch (err) {
+        this.deps.log.error(
+          { err, session: entry.row.id },
+          "finalising a terminal session failed; the sweep will retry once the lease lapses",
+        );
+      } finally {
+        this.live.delete(entry.row.id);
+      }
+    })();
+    this.finishing.add(p);
+    void p.finally(() => this.finishing.delete(p));
+    return p;
+  }
 
   /** Writes the final state once the file is complete; false when the session is no longer ours. */
-  async function settle(row: SessionRow, o: Outcome): Promise<boolean> {
-    const sha256 = await sha256File(pathOf(row.transcript_file));
+  private async settle(row: SessionRow, o: Outcome): Promise<boolean> {
+    const { events, clock, log } = this.deps;
+    const sha256 = await sha256File(this.pathOf(row.transcript_file));
     const done = await events.tx(async (db, emit) => {
-      const r = await sessionsDb.finalise(db, row.id, replicaId, {
+      const r = await sessionsDb.finalise(db, row.id, this.replicaId, {
         status: o.status,
         closedAt: clock.now(),
         exitCode: o.exitCode,
@@ -105,7 +181,7 @@ export function createRecordings(deps: TerminalDeps, replicaId: string): Recordi
     });
     if (!done) return false;
     // Tells the gateways to close their sockets and the agent to end the PTY if it still runs.
-    publishCtl(row.id, {
+    this.publishCtl(row.id, {
       type: "ended",
       status: done.status,
       reason: done.close_reason ?? o.reason,
@@ -115,51 +191,24 @@ export function createRecordings(deps: TerminalDeps, replicaId: string): Recordi
     return true;
   }
 
-  function finish(entry: Live, o: Outcome): Promise<void> {
-    if (entry.finishing) return Promise.resolve();
-    entry.finishing = true;
-    const p = (async () => {
-      try {
-        await entry.rec.stop();
-        await settle(entry.row, o);
-      } catch (err) {
-        log.error(
-          { err, session: entry.row.id },
-          "finalising a terminal session failed; the sweep will retry once the lease lapses",
-        );
-      } finally {
-        live.delete(entry.row.id);
-      }
-    })();
-    finishing.add(p);
-    void p.finally(() => finishing.delete(p));
-    return p;
-  }
-
-  async function record(row: SessionRow, resume: boolean): Promise<void> {
-    const path = pathOf(row.transcript_file);
+  async record(row: SessionRow, resume: boolean): Promise<void> {
+    const { nc, clock } = this.deps;
+    const path = this.pathOf(row.transcript_file);
     if (resume) await repairTail(path);
-    const writer = await openTranscript(path, cfg.flush_interval_ms);
-    if (resume)
-      writer.append(markerLine(clock.now() - row.opened_at, "recording resumed by another terminal service replica"));
-    else
-      writer.append(
-        headerLine({
-          cols: row.cols,
-          rows: row.rows,
-          openedAtMs: row.opened_at,
-          shell: row.shell,
-          title: `${row.node_name || row.node_id} ${row.id}`,
-        }),
-      );
+    const writer = await openTranscript(path, this.deps.config.terminal.flush_interval_ms);
+    writer.append(
+      resume
+        ? markerLine(clock.now() - row.opened_at, "recording resumed by another terminal service replica")
+        : headerLine({
+            cols: row.cols,
+            rows: row.rows,
+            openedAtMs: row.opened_at,
+            shell: row.shell,
+            title: `${row.node_name || row.node_id} ${row.id}`,
+          }),
+    );
     await writer.flush();
-    const entry: Live = {
-      row,
-      rec: undefined as unknown as Recorder,
-      closing: undefined,
-      lastKeepalive: 0,
-      finishing: false,
-    };
+    const entry: Live = { row, rec: undefined as unknown as Recorder, state: initialRecordingState(row.opened_at) };
     entry.rec = await startRecorder({
       nc,
       sessionId: row.id,
@@ -167,145 +216,90 @@ export function createRecordings(deps: TerminalDeps, replicaId: string): Recordi
       writer,
       clock,
       hooks: {
-        exit(code, signal, reason) {
-          const exitCode = signal ? 128 + signal : code;
-          // An agent ends a PTY nobody records ("orphaned"); "agent_disconnected" is for a relay
-          // that reports a dropped link on behalf of its agent.
-          const outcome: Outcome =
-            reason === "orphaned"
-              ? { status: "failed", reason: "recorder_lost", exitCode }
-              : reason === "agent_disconnected"
-                ? { status: "failed", reason: "agent_lost", exitCode: null }
-                : {
-                    status: "closed",
-                    reason: entry.closing?.reason ?? (reason === "detached" ? "detached" : "exit"),
-                    exitCode,
-                  };
-          void finish(entry, outcome);
-        },
-        closeRequested() {
-          entry.closing ??= { reason: "closed_by_operator", since: clock.now() };
-        },
+        exit: (code, signal, reason) => void this.dispatch(entry, { type: "exit", code, signal, reason }),
+        closeRequested: () => void this.dispatch(entry, { type: "close_requested", now: clock.now() }),
       },
     });
-    live.set(row.id, entry);
+    this.live.set(row.id, entry);
   }
 
-  const tick = setInterval(() => {
-    const now = clock.now();
-    for (const e of live.values()) {
-      if (e.finishing) continue;
-      const id = e.row.id;
-      if (e.closing) {
-        if (now - e.closing.since > CLOSE_GRACE_MS)
-          void finish(e, { status: "closed", reason: e.closing.reason, exitCode: null });
-      } else if (now - e.rec.lastAgentAt() > cfg.agent_silence_seconds * 1000) {
-        void finish(e, { status: "failed", reason: "agent_lost", exitCode: null });
-        continue;
-      } else if (
-        now - e.rec.lastActivityAt() > cfg.idle_timeout_seconds * 1000 ||
-        now - e.row.opened_at > cfg.max_duration_seconds * 1000
-      ) {
-        const reason = now - e.row.opened_at > cfg.max_duration_seconds * 1000 ? "max_duration" : "idle_timeout";
-        e.closing = { reason, since: now };
-        publishCtl(id, { type: "close", reason });
-      }
-      if (now - e.lastKeepalive >= cfg.heartbeat_seconds * 1000) {
-        e.lastKeepalive = now;
-        publishCtl(id, { type: "keepalive" });
-      }
-    }
-  }, TICK_MS);
-  tick.unref();
+  private onTick(): void {
+    const now = this.deps.clock.now();
+    for (const e of this.live.values())
+      void this.dispatch(e, {
+        type: "tick",
+        now,
+        lastAgentAt: e.rec.lastAgentAt(),
+        lastActivityAt: e.rec.lastActivityAt(),
+      });
+  }
 
-  async function refreshLeases(): Promise<void> {
-    const held = new Set(await sessionsDb.refreshLeases(pool, replicaId, clock.now() + leaseMs));
-    for (const [id, e] of live) {
-      if (held.has(id) || e.finishing) continue;
-      // Another replica claimed it (we stalled past the lease): stop writing, it records now.
-      log.warn({ session: id }, "lost the lease of a terminal session; another replica records it");
-      live.delete(id);
-      await e.rec.stop().catch(() => {});
-    }
+  private async refreshLeases(): Promise<void> {
+    const { pool, clock } = this.deps;
+    const held = new Set(await sessionsDb.refreshLeases(pool, this.replicaId, clock.now() + this.leaseMs));
+    for (const [id, e] of this.live) if (!held.has(id)) await this.dispatch(e, { type: "lease_lost" });
   }
 
   /** Settles an adopted session that cannot be resumed. */
-  async function settleAbandoned(row: SessionRow, reason: string): Promise<void> {
-    await repairTail(pathOf(row.transcript_file));
-    publishCtl(row.id, { type: "close", reason });
-    await settle(row, { status: "failed", reason, exitCode: null });
+  private async settleAbandoned(row: SessionRow, reason: string): Promise<void> {
+    await repairTail(this.pathOf(row.transcript_file));
+    this.publishCtl(row.id, { type: "close", reason });
+    await this.settle(row, { status: "failed", reason, exitCode: null });
   }
 
-  async function adopt(row: SessionRow): Promise<void> {
-    if (row.status === "opening") return settleAbandoned(row, "open_interrupted");
+  private async adopt(row: SessionRow): Promise<void> {
+    if (row.status === "opening") return this.settleAbandoned(row, "open_interrupted");
     let running: boolean | undefined;
     try {
-      running = (await agentTerminal(nc, row.node_id, 3000).listTerminals({})).sessionIds.includes(row.id);
+      running = (await agentTerminal(this.deps.nc, row.node_id, 3000).listTerminals({})).sessionIds.includes(row.id);
     } catch {
       running = undefined;
     }
     if (running) {
-      log.info({ session: row.id }, "resuming the recording of an abandoned terminal session");
-      return record(row, true);
+      this.deps.log.info({ session: row.id }, "resuming the recording of an abandoned terminal session");
+      return this.record(row, true);
     }
     // The shell ended (or its agent is gone) while nobody recorded: what was recorded stands.
-    return settleAbandoned(row, running === false ? "recorder_lost" : "agent_lost");
+    return this.settleAbandoned(row, running === false ? "recorder_lost" : "agent_lost");
   }
 
-  async function sweep(): Promise<number> {
+  async sweep(): Promise<number> {
+    const { pool, clock, log } = this.deps;
     let adopted = 0;
     await withJobLock(pool, "terminal.sweep", async () => {
       const now = clock.now();
       // Expired tickets are kept a while so a late attach hears "expired" rather than "unknown".
       await ticketsDb.purgeExpired(pool, now - 3_600_000);
       for (const row of await sessionsDb.abandoned(pool, now, 50)) {
-        if (live.has(row.id)) continue;
-        const claimed = await sessionsDb.claim(pool, row.id, replicaId, now, now + leaseMs);
+        if (this.live.has(row.id)) continue;
+        const claimed = await sessionsDb.claim(pool, row.id, this.replicaId, now, now + this.leaseMs);
         if (!claimed) continue;
         adopted++;
-        await adopt(claimed).catch((err) => log.error({ err, session: row.id }, "adopting a terminal session failed"));
+        await this.adopt(claimed).catch((err) =>
+          log.error({ err, session: row.id }, "adopting a terminal session failed"),
+        );
       }
     });
     return adopted;
   }
 
-  const leaseTimer = setInterval(
-    () => {
-      void refreshLeases()
-        .then(() => sweep())
-        .catch((err) => log.warn({ err: (err as Error).message }, "terminal lease refresh or sweep failed"));
-    },
-    Math.max(200, leaseMs / 3),
-  );
-  leaseTimer.unref();
+  async abort(id: string): Promise<void> {
+    const e = this.live.get(id);
+    this.live.delete(id);
+    this.publishCtl(id, { type: "close", reason: "open_failed" });
+    if (e) await this.dispatch(e, { type: "abort" });
+    await sessionsDb.remove(this.deps.pool, id);
+  }
 
-  return {
-    replicaId,
-    transcriptPath: pathOf,
-    begin: (row) => record(row, false),
-    async abort(id) {
-      const e = live.get(id);
-      live.delete(id);
-      publishCtl(id, { type: "close", reason: "open_failed" });
-      if (e) {
-        e.finishing = true;
-        await e.rec.stop().catch(() => {});
-        await unlink(pathOf(e.row.transcript_file)).catch(() => {});
-      }
-      await sessionsDb.remove(pool, id);
-    },
-    owned: () => [...live.keys()],
-    sweep,
-    async stop() {
-      clearInterval(tick);
-      clearInterval(leaseTimer);
-      await Promise.all([...finishing]);
-      const entries = [...live.values()].filter((e) => !e.finishing);
-      live.clear();
-      await Promise.all(entries.map((e) => e.rec.stop().catch(() => {})));
-      await sessionsDb
-        .releaseLeases(pool, replicaId)
-        .catch((err) => log.warn({ err: (err as Error).message }, "releasing terminal leases failed"));
-    },
-  };
+  async stop(): Promise<void> {
+    clearInterval(this.tick);
+    clearInterval(this.leaseTimer);
+    await Promise.all([...this.finishing]);
+    const released = Promise.all([...this.live.values()].map((e) => this.dispatch(e, { type: "shutdown" })));
+    this.live.clear();
+    await released;
+    await sessionsDb
+      .releaseLeases(this.deps.pool, this.replicaId)
+      .catch((err) => this.deps.log.warn({ err: (err as Error).message }, "releasing terminal leases failed"));
+  }
 }

@@ -9,7 +9,10 @@ export interface SmokeEntry {
   args: string[];
   /** Lines the bench prints when it measured something (besides a load average, asked of every bench). */
   figures: RegExp[];
-  /** The run is stopped and failed after this long: generous, as CI machines are slow and busy. */
+  /**
+   * Past this long (× the suite's wait factor) the run is taken for hung, stopped and failed: a
+   * guard, not a figure, so generous, as CI machines are slow and busy.
+   */
   limitS: number;
 }
 
@@ -61,6 +64,11 @@ export const SMOKE: Record<string, SmokeEntry> = {
       /^goal: every query shape p99 < 50 ms at 1,000 events: worst [\d.]+ ms/m,
     ],
     limitS: 240,
+  },
+  "audit-decode": {
+    args: ["--events", "500", "--rounds", "2"],
+    figures: [/^audit decode, 500 events: median \d+ events\/s, best \d+ events\/s/m],
+    limitS: 120,
   },
   terminal: {
     args: ["--samples", "50", "--mib", "2", "--rounds", "1", "--idle", "1"],

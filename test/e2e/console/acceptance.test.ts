@@ -2,7 +2,7 @@ import t from "tap";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ed25519, eventually } from "@orch/kit/testing";
+import { ed25519, eventually, waitMs } from "@orch/kit/testing";
 import { cli } from "../../../cli/test/helpers/cli.js";
 import { consoleStack } from "../lib/browser.js";
 
@@ -40,7 +40,7 @@ t.test("orchctl console prints a one-time link that signs this browser in", asyn
   t.ok(url, `a login link in: ${r.stdout}`);
   t.match(url, new RegExp(`^${stack.url}/login#code=`), "on the public URL (http://localhost:PORT)");
   await page.goto(url!);
-  await page.waitForURL((u) => u.pathname === "/", { timeout: 15_000 });
+  await page.waitForURL((u) => u.pathname === "/", { timeout: waitMs(15_000) });
   await page.getByRole("heading", { level: 1, name: "Fleet" }).waitFor();
   t.notOk(new URL(page.url()).hash.includes("code="), "the code left the address bar");
   t.ok(
@@ -69,7 +69,7 @@ t.test("Pending: an invalid name is refused next to its field and changes nothin
   await name.fill("Not A Valid Name!");
   await pendingRow(a0).getByRole("button", { name: "Approve", exact: true }).click();
   const alert = pendingRow(a0).getByRole("alert").or(page.getByRole("alert")).first();
-  await alert.waitFor({ timeout: 10_000 });
+  await alert.waitFor({ timeout: waitMs(10_000) });
   t.ok(((await alert.textContent()) ?? "").trim().length > 0, `a field error: ${await alert.textContent()}`);
   t.equal(await name.inputValue(), "Not A Valid Name!", "the typed value is kept");
   t.match(await agent(a0), { status: "pending", name: null }, "nothing changed");
@@ -115,14 +115,17 @@ t.test("Fleet counts them connected; one agent's page takes a tag", async (t) =>
   await page.getByLabel("Tag key", { exact: true }).fill("env");
   await page.getByLabel("Tag value", { exact: true }).fill("prod");
   await page.getByRole("button", { name: "Add tag", exact: true }).click();
-  await page.getByRole("button", { name: "Remove tag env", exact: true }).waitFor({ timeout: 10_000 });
+  await page.getByRole("button", { name: "Remove tag env", exact: true }).waitFor({ timeout: waitMs(10_000) });
   t.same((await agent(a0)).tags, { env: "prod" }, "stored");
   guard.check(t, "fleet and agent");
 });
 
 t.test("the Live audit tab showed the approvals and the tag as they happened", async (t) => {
   for (const type of ["agent.approved", "agent.tags.updated"])
-    await audit.getByText(type, { exact: false }).first().waitFor({ timeout: 15_000 });
+    await audit
+      .getByText(type, { exact: false })
+      .first()
+      .waitFor({ timeout: waitMs(15_000) });
   t.equal(await audit.evaluate("window.__sameDocument === true"), true, "no reload: the events came live");
   t.ok((await audit.getByText("agent.approved").count()) >= 3, "one per approved agent");
   const show = audit.getByRole("button", { name: "Show JSON" }).first();

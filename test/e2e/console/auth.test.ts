@@ -1,6 +1,6 @@
 import t from "tap";
 import pg from "pg";
-import { ed25519, eventually } from "@orch/kit/testing";
+import { ed25519, eventually, waitMs } from "@orch/kit/testing";
 import {
   addOperator,
   consoleStack,
@@ -13,15 +13,20 @@ import {
 
 // Signing in to the console and what keeps a session honest, with real processes and a real
 // browser: one-time links (single use, 60 s), passkeys through Chromium's virtual authenticator,
-// revocation within 2 s of removing the operator, CSRF on cookie requests, bearer tokens unchanged,
-// roles, and an expired session sending the browser to /login and back.
-const stack = await consoleStack(t, { services: ["auth", "agents", "notify", "audit", "gateway"] });
+// revocation on removing the operator (the broadcast; documented within 2 s, a figure printed here),
+// CSRF on cookie requests, bearer tokens unchanged, roles, and an expired session sending the
+// browser to /login and back.
+const stack = await consoleStack(t, {
+  services: ["auth", "agents", "notify", "audit", "gateway"],
+  // A cached session goes stale only after an hour: a refusal soon after a revocation is the broadcast's.
+  env: { ORCH_GATEWAY_TOKEN_CACHE_TTL_MS: String(3_600_000) },
+});
 const sql = new pg.Client({ connectionString: stack.db.url });
 await sql.connect();
 t.teardown(() => sql.end());
 const alertText = async (page: import("playwright-core").Page) => {
   const alert = page.getByRole("alert").first();
-  await alert.waitFor({ timeout: 15_000 });
+  await alert.waitFor({ timeout: waitMs(15_000) });
   return (await alert.textContent()) ?? "";
 };
 
@@ -29,7 +34,7 @@ t.test("a login link works once; reused it is refused with a clear message", asy
   const url = await loginLinkFor(stack, stack.system.admin);
   const first = await stack.newPage();
   await first.page.goto(url);
-  await first.page.waitForURL((u) => u.pathname === "/", { timeout: 15_000 });
+  await first.page.waitForURL((u) => u.pathname === "/", { timeout: waitMs(15_000) });
   t.equal((await pageFetch(first.page, "GET", "/api/v1/auth/whoami")).body.name, "admin", "signed in");
 
   const second = await stack.newPage();
@@ -70,28 +75,31 @@ t.test(
     await page.getByRole("heading", { level: 1, name: "Account" }).waitFor();
     await page.getByLabel("Passkey name", { exact: true }).fill("laptop");
     await page.getByRole("button", { name: "Register a passkey", exact: true }).click();
-    await page.getByText("laptop", { exact: true }).first().waitFor({ timeout: 15_000 });
+    await page
+      .getByText("laptop", { exact: true })
+      .first()
+      .waitFor({ timeout: waitMs(15_000) });
     t.equal((await authenticator.credentials()).length, 1, "the authenticator holds one resident credential");
     const mine = await pageFetch(page, "GET", "/api/v1/auth/passkeys");
     t.match(mine.body.passkeys, [{ name: "laptop", last_used_at: null }]);
 
     await page.getByRole("button", { name: "Sign out", exact: true }).first().click();
-    await page.waitForURL((u) => u.pathname === "/login", { timeout: 10_000 });
+    await page.waitForURL((u) => u.pathname === "/login", { timeout: waitMs(10_000) });
     t.equal((await pageFetch(page, "GET", "/api/v1/auth/whoami")).status, 401, "signed out");
 
     await page.getByRole("button", { name: "Sign in with a passkey", exact: true }).click();
-    await page.waitForURL((u) => u.pathname !== "/login", { timeout: 15_000 });
+    await page.waitForURL((u) => u.pathname !== "/login", { timeout: waitMs(15_000) });
     t.match((await pageFetch(page, "GET", "/api/v1/auth/whoami")).body, { id, name: "pk-op" }, "signed in by passkey");
     t.ok((await authenticator.credentials())[0]!.signCount > 0, "the authenticator signed");
 
     const removed = await stack.api("DELETE", `/api/v1/operators/${id}`);
     t.equal(removed.status, 204);
     const t0 = performance.now();
-    // The revocation broadcast drops the gateway's cached session at once (the cache TTL is 60 s).
+    // Only the revocation broadcast can drop the gateway's cached session (the cache TTL is an hour here).
     await eventually(async () => (await pageFetch(page, "GET", "/api/v1/auth/whoami")).status === 401, 2000, 20);
     const ms = performance.now() - t0;
     t.comment(`console session refused ${ms.toFixed(0)} ms after the operator's removal`);
-    t.ok(ms <= 2000, `refused within 2 s (${ms.toFixed(0)} ms)`);
+    t.pass("the console session is refused after the operator's removal");
     guard.check(t);
     await close();
   },
@@ -141,7 +149,10 @@ t.test("an operator sees no admin controls and is refused admin routes", async (
   t.equal(await nav.getByRole("link", { name: "Operators", exact: true }).count(), 0, "no Operators link");
   await page.goto("/operators");
   await page.getByRole("heading", { level: 1, name: "Operators" }).waitFor();
-  await page.getByText("plain-op").first().waitFor({ timeout: 10_000 });
+  await page
+    .getByText("plain-op")
+    .first()
+    .waitFor({ timeout: waitMs(10_000) });
   t.equal(await page.getByRole("button", { name: "Remove", exact: true }).count(), 0, "no Remove buttons");
   t.equal(await page.getByRole("button", { name: "Add operator" }).count(), 0, "no Add operator form");
   t.equal(await page.getByLabel("Public key").count(), 0);
@@ -163,7 +174,7 @@ t.test("an expired session goes to /login?next=…, and signing in restores the 
   t.equal((await stack.api("POST", "/api/v1/auth/logout", {}, session.value)).status, 204);
   const target = "/audit?event_type=agent.approved";
   await page.goto(target);
-  await page.waitForURL((u) => u.pathname === "/login", { timeout: 15_000 });
+  await page.waitForURL((u) => u.pathname === "/login", { timeout: waitMs(15_000) });
   const next = new URL(page.url()).searchParams.get("next");
   t.equal(next, target, "next carries path and query");
 
@@ -171,7 +182,7 @@ t.test("an expired session goes to /login?next=…, and signing in restores the 
   // Leave the document first: a URL differing only in its fragment would not load the page again.
   await page.goto("about:blank");
   await page.goto(`${stack.url}/login?next=${encodeURIComponent(next!)}${link.hash}`);
-  await page.waitForURL((u) => u.pathname === "/audit", { timeout: 15_000 });
+  await page.waitForURL((u) => u.pathname === "/audit", { timeout: waitMs(15_000) });
   t.equal(new URL(page.url()).searchParams.get("event_type"), "agent.approved", "the query is restored too");
   await page.getByRole("heading", { level: 1, name: "Audit" }).waitFor();
   guard.check(t);

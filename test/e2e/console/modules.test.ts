@@ -1,6 +1,6 @@
 import t, { type Test } from "tap";
 import type { Page } from "playwright-core";
-import { ed25519, eventually } from "@orch/kit/testing";
+import { ed25519, eventually, waitMs } from "@orch/kit/testing";
 import { addOperator, consoleStack, expectNoA11yViolations, shoot, signInWithLink } from "../lib/browser.js";
 
 // Modules and assignments in a real browser against the real stack: upload through the CodeMirror
@@ -54,7 +54,7 @@ const { page, guard } = await stack.newPage();
 await signInWithLink(page, stack, stack.system.admin);
 
 async function heading(p: Page, name: string) {
-  await p.getByRole("heading", { level: 1, name, exact: true }).waitFor({ timeout: 15_000 });
+  await p.getByRole("heading", { level: 1, name, exact: true }).waitFor({ timeout: waitMs(15_000) });
 }
 
 /** Replaces the editor's whole text the way a person would: select all, then type (insertText). */

@@ -1,5 +1,5 @@
 import t from "tap";
-import { eventually } from "@orch/kit/testing";
+import { eventually, waitMs } from "@orch/kit/testing";
 import { consoleStack, expectNoA11yViolations, shoot, signInWithLink } from "../lib/browser.js";
 
 // Every console page in a real browser against the real stack: no serious/critical axe findings,
@@ -53,7 +53,7 @@ for (const p of pages) {
     t.equal(h["x-content-type-options"], "nosniff");
     t.equal(h["x-frame-options"], "DENY");
     t.equal(h["cache-control"], "no-cache", "index.html is revalidated");
-    await page.getByRole("heading", { level: 1, name: p.h1 }).waitFor({ timeout: 15_000 });
+    await page.getByRole("heading", { level: 1, name: p.h1 }).waitFor({ timeout: waitMs(15_000) });
     t.equal(await page.getByRole("heading", { level: 1 }).count(), 1, "one h1");
     await page.getByTestId("inbox-badge").waitFor();
     await page.waitForLoadState("networkidle").catch(() => {});
@@ -87,7 +87,7 @@ t.test("gateway down: the banner comes and goes, a half-typed field keeps its va
   // Refused connections and 5xx are what this test causes; the page logs them as network errors.
   guard.allow(/net::ERR_|Failed to load resource/);
   await stack.system.kill("gateway");
-  await banner.waitFor({ state: "visible", timeout: 30_000 });
+  await banner.waitFor({ state: "visible", timeout: waitMs(30_000) });
   t.match(await banner.textContent(), /Gateway unavailable/);
   t.equal(await banner.getAttribute("role"), "status");
 
@@ -96,7 +96,7 @@ t.test("gateway down: the banner comes and goes, a half-typed field keeps its va
     async () => (await stack.system.api("GET", "/api/v1/status").catch(() => undefined))?.status === 200,
     30_000,
   );
-  await banner.waitFor({ state: "hidden", timeout: 30_000 });
+  await banner.waitFor({ state: "hidden", timeout: waitMs(30_000) });
   t.pass("the banner went away once the gateway answered");
   t.equal(await selector.inputValue(), "env=pro", "the half-typed field kept its value");
   t.equal(new URL(page.url()).pathname, "/", "still on the page (no sign-in needed: the session survived)");

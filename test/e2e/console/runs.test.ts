@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Page } from "playwright-core";
-import { eventually } from "@orch/kit/testing";
+import { eventually, waitMs } from "@orch/kit/testing";
 import { consoleStack, expectNoA11yViolations, shoot, signInWithLink } from "../lib/browser.js";
 
 // Assignment runs in the browser against real processes: two real orch-agents, a plan started from
@@ -57,7 +57,8 @@ await must("POST", "/api/v1/assignments", { name: "slow", selector: "role=app", 
 const { page, guard } = await stack.newPage();
 await signInWithLink(page, stack, stack.system.admin);
 
-const h1 = (name: string) => page.getByRole("heading", { level: 1, name, exact: true }).waitFor({ timeout: 15_000 });
+const h1 = (name: string) =>
+  page.getByRole("heading", { level: 1, name, exact: true }).waitFor({ timeout: waitMs(15_000) });
 const textOf = async (testId: string) => ((await page.getByTestId(testId).first().textContent()) ?? "").trim();
 const runPath = (name: string) => new RegExp(`^/assignments/${name}/runs/[0-9A-Z]{26}$`);
 
@@ -97,7 +98,7 @@ t.test("the assignment page: details, Plan/Apply controls, runs", async (t) => {
 
 t.test("Plan: the run page shows real diffs per agent and switches to side by side", async (t) => {
   await page.getByRole("button", { name: "Plan", exact: true }).click();
-  await page.waitForURL((u) => runPath("demo").test(u.pathname), { timeout: 15_000 });
+  await page.waitForURL((u) => runPath("demo").test(u.pathname), { timeout: waitMs(15_000) });
   planUrl = page.url();
   await h1("Plan demo");
   await eventually(async () => (await textOf("run-status")) === "completed", 60_000, 250);
@@ -153,7 +154,7 @@ t.test("Apply in batches of one: counts move live over the stream to done=2", as
   const seen = watchRequests(page);
   await page.getByLabel("Batch", { exact: true }).fill("1");
   await page.getByRole("button", { name: "Apply", exact: true }).click();
-  await page.waitForURL((u) => runPath("demo").test(u.pathname) && u.href !== planUrl, { timeout: 15_000 });
+  await page.waitForURL((u) => runPath("demo").test(u.pathname) && u.href !== planUrl, { timeout: waitMs(15_000) });
   await h1("Apply demo");
   // Every value the done counter shows, recorded in the page as it changes.
   await page.evaluate(`(() => {
@@ -197,7 +198,7 @@ t.test("gateway restart mid-apply: reconnecting, then the true final state", asy
   await page.goto("/assignments/slow");
   await h1("slow");
   await page.getByRole("button", { name: "Apply", exact: true }).click();
-  await page.waitForURL((u) => runPath("slow").test(u.pathname), { timeout: 15_000 });
+  await page.waitForURL((u) => runPath("slow").test(u.pathname), { timeout: waitMs(15_000) });
   await h1("Apply slow");
   await eventually(async () => (await textOf("run-live")) === "live", 10_000, 100);
   t.equal(await textOf("run-status"), "running", "killed while the agents still run");

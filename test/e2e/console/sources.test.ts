@@ -2,7 +2,7 @@ import t, { type Test } from "tap";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createTestRepo, ed25519, eventually, startGitHttpServer } from "@orch/kit/testing";
+import { createTestRepo, ed25519, eventually, startGitHttpServer, waitMs } from "@orch/kit/testing";
 import { addOperator, consoleStack, expectNoA11yViolations, shoot, signInWithLink } from "../lib/browser.js";
 
 // Git sources in a real browser against the real stack: a real repository served over git's smart
@@ -68,7 +68,8 @@ await synced(first, "ok");
 
 const { page, guard } = await stack.newPage();
 await signInWithLink(page, stack, stack.system.admin);
-const h1 = (name: string) => page.getByRole("heading", { level: 1, name, exact: true }).waitFor({ timeout: 15_000 });
+const h1 = (name: string) =>
+  page.getByRole("heading", { level: 1, name, exact: true }).waitFor({ timeout: waitMs(15_000) });
 const noSecret = async (t: Test, what: string) =>
   t.notOk((await page.content()).includes(webhookSecret), `${what}: the webhook secret is not on the page`);
 
@@ -177,7 +178,7 @@ t.test("Sync now with a bad commit: file, line and code shown; the previous comm
   await page.goto("/sources/infra");
   await h1("infra");
   await page.getByRole("button", { name: "Sync now" }).click();
-  await page.getByTestId("sync-result").waitFor({ timeout: 60_000 });
+  await page.getByTestId("sync-result").waitFor({ timeout: waitMs(60_000) });
   const failure = page.getByTestId("source-error");
   await failure.waitFor();
   t.equal((await page.getByTestId("source-status").first().textContent())?.trim(), "error");
@@ -220,7 +221,7 @@ t.test("fixed in git: Sync now brings the source back to ok", async (t) => {
   await page.goto("/sources/infra");
   await h1("infra");
   await page.getByRole("button", { name: "Sync now" }).click();
-  await page.getByTestId("sync-result").waitFor({ timeout: 60_000 });
+  await page.getByTestId("sync-result").waitFor({ timeout: waitMs(60_000) });
   await page.getByTestId("source-error").waitFor({ state: "detached" });
   t.equal((await page.getByTestId("source-status").first().textContent())?.trim(), "ok");
   t.equal((await page.getByTestId("source-commit").first().textContent())?.trim(), fixed.slice(0, 7));
@@ -236,7 +237,7 @@ t.test("an operator sees sources but cannot sync", async (t) => {
   const op = await stack.newPage();
   await signInWithLink(op.page, stack, key);
   await op.page.goto("/sources/infra");
-  await op.page.getByRole("heading", { level: 1, name: "infra", exact: true }).waitFor({ timeout: 15_000 });
+  await op.page.getByRole("heading", { level: 1, name: "infra", exact: true }).waitFor({ timeout: waitMs(15_000) });
   await op.page.getByTestId("source-status").first().waitFor();
   t.equal(await op.page.getByRole("button", { name: "Sync now" }).count(), 0, "no Sync now for operators");
   await op.page.goto("/sources");

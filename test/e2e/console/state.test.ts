@@ -5,13 +5,13 @@ import { writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Locator, Page } from "playwright-core";
-import { eventually } from "@orch/kit/testing";
+import { eventually, waitMs } from "@orch/kit/testing";
 import { consoleStack, expectNoA11yViolations, shoot, signInWithLink } from "../lib/browser.js";
 
 // The console's state acceptance walk, all through the browser against real processes: three real
 // orch-agents (two tagged role=web), a secret restricted to role=web, a module typed into the YAML
 // editor with a file resource rendered from the secret, an assignment role=web, a plan whose diff
-// shows `+` lines and `***` (never the value), a live apply to done=2, a hand edit of the file the
+// shows the file sealed (its size, never the value), a live apply to done=2, a hand edit of the file the
 // agent wrote, "Check now" on the agent page showing the edit as drift, and "Re-apply" clearing it.
 // Then one agent's own State section (plan, a refused secret), and the operation page.
 const stack = await consoleStack(t, { agents: 3 });
@@ -61,18 +61,21 @@ const WANT = `token=${SECRET}\nowner=console\n`;
 const { page, guard } = await stack.newPage();
 await signInWithLink(page, stack, stack.system.admin);
 
-const h1 = (name: string) => page.getByRole("heading", { level: 1, name, exact: true }).waitFor({ timeout: 15_000 });
+const h1 = (name: string) =>
+  page.getByRole("heading", { level: 1, name, exact: true }).waitFor({ timeout: waitMs(15_000) });
 const textOf = async (testId: string, scope: Page | Locator = page) =>
   ((await scope.getByTestId(testId).first().textContent()) ?? "").trim();
 /** Everything the page holds as text and markup: the secret must be in none of it. */
 const domHasSecret = async () =>
   (await page.evaluate("document.documentElement.outerHTML + document.body.innerText")) as unknown as string;
-/** Results arrive after the counts (fetched as operations finish), so wait for the masked value first. */
+/** What a diff says instead of the content of a file rendered from a secret (docs/secrets.md, sealed). */
+const SEALED = "not shown: the file holds content rendered from a secret";
+/** Results arrive after the counts (fetched as operations finish), so wait for the sealed note first. */
 const noSecret = async (t: Test, where: string) => {
-  await eventually(async () => (await domHasSecret()).includes("***"), 30_000, 250).catch(() => {});
+  await eventually(async () => (await domHasSecret()).includes(SEALED), 30_000, 250).catch(() => {});
   const dom = await domHasSecret();
   t.notOk(dom.includes(SECRET), `${where}: the secret's value is nowhere in the DOM`);
-  t.ok(dom.includes("***"), `${where}: the secret shows as ***`);
+  t.ok(dom.includes(SEALED), `${where}: the content shows as sealed (sizes only)`);
 };
 
 t.test("upload the module by typing it into the YAML editor", async (t) => {
@@ -84,7 +87,7 @@ t.test("upload the module by typing it into the YAML editor", async (t) => {
   await page.keyboard.press("Delete");
   await page.keyboard.insertText(MODULE);
   await page.getByRole("button", { name: "Upload", exact: true }).click();
-  await page.waitForURL((u) => u.pathname === "/modules/app-config", { timeout: 15_000 });
+  await page.waitForURL((u) => u.pathname === "/modules/app-config", { timeout: waitMs(15_000) });
   await h1("app-config");
   const stored = await must("GET", "/api/v1/modules/app-config", undefined, 200);
   t.equal(stored.content.trim(), MODULE.trim(), "the typed YAML is what was stored");
@@ -104,7 +107,7 @@ t.test("create the assignment role=web in the form", async (t) => {
   // Enforce mode (scheduled drift checks are off in this stack, so it changes nothing below).
   await page.getByRole("checkbox", { name: "Enforce", exact: true }).check();
   await page.getByRole("button", { name: "Create", exact: true }).click();
-  await page.waitForURL((u) => u.pathname === "/assignments/web", { timeout: 15_000 });
+  await page.waitForURL((u) => u.pathname === "/assignments/web", { timeout: waitMs(15_000) });
   await h1("web");
   t.match(await must("GET", "/api/v1/assignments/web", undefined, 200), {
     selector: "role=web",
@@ -115,9 +118,9 @@ t.test("create the assignment role=web in the form", async (t) => {
   guard.check(t, "assignment create");
 });
 
-t.test("Plan: a real diff with + lines and ***, never the secret", async (t) => {
+t.test("Plan: the file's diff is sealed (sizes, never the secret)", async (t) => {
   await page.getByRole("button", { name: "Plan", exact: true }).click();
-  await page.waitForURL((u) => /^\/assignments\/web\/runs\/[^/]+$/.test(u.pathname), { timeout: 15_000 });
+  await page.waitForURL((u) => /^\/assignments\/web\/runs\/[^/]+$/.test(u.pathname), { timeout: waitMs(15_000) });
   planUrl = page.url();
   await h1("Plan web");
   await eventually(async () => (await textOf("run-status")) === "completed", 60_000, 250);
@@ -125,16 +128,11 @@ t.test("Plan: a real diff with + lines and ***, never the secret", async (t) => 
   t.equal(await textOf("run-failed"), "0");
   for (const name of ["web-1", "web-2"]) await page.getByRole("heading", { name, exact: true }).waitFor();
   t.equal(await page.getByRole("heading", { name: "db-1", exact: true }).count(), 0, "db-1 is not role=web");
-  const added = page.getByTestId("diff").locator(".d2h-ins");
-  await eventually(async () => (await added.count()) > 0, 10_000);
-  const addedText = (await added.allTextContents()).join("\n");
-  t.match(addedText, /token=\*\*\*/, "an added line renders the secret as ***");
-  t.match(addedText, /owner=console/, "and the rest of the content");
-  t.match(
-    (await page.getByTestId("diff").first().textContent()) ?? "",
-    /\+/,
-    "the diff shows + lines (a new file from /dev/null)",
-  );
+  const notes = page.getByTestId("diff").locator(".diff-notes");
+  await eventually(async () => (await notes.count()) > 0, 10_000);
+  const noteText = (await notes.allTextContents()).join("\n");
+  t.match(noteText, /create file/, "the attribute notes: a new file");
+  t.match(noteText, /content \(none\) -> \d+ bytes/, "its size, not its content");
   await noSecret(t, "plan");
   t.throws(() => readFileSync(fileOf("1")), "a plan writes nothing");
   guard.check(t, "plan run");
@@ -145,7 +143,7 @@ t.test("Apply: progress reaches done=2 and completed; the agents wrote the real 
   await h1("web");
   await page.getByRole("button", { name: "Apply", exact: true }).click();
   await page.waitForURL((u) => /^\/assignments\/web\/runs\/[^/]+$/.test(u.pathname) && u.href !== planUrl, {
-    timeout: 15_000,
+    timeout: waitMs(15_000),
   });
   await h1("Apply web");
   await eventually(
@@ -174,9 +172,10 @@ t.test("a hand edit on the agent: Check now shows it as drift with its diff", as
   await drift.getByRole("button", { name: "Check now", exact: true }).click();
   await eventually(async () => (await textOf("drift-status", drift)) === "drifted", 60_000, 250);
   const diff = drift.getByTestId("diff");
-  await eventually(async () => (await diff.locator(".d2h-del").count()) > 0, 10_000);
-  t.match((await diff.locator(".d2h-del").allTextContents()).join("\n"), /HAND-EDITED/, "the hand edit, removed");
-  t.match((await diff.locator(".d2h-ins").allTextContents()).join("\n"), /token=\*\*\*/, "the applied line, masked");
+  await eventually(async () => (await diff.locator(".diff-notes").count()) > 0, 10_000);
+  // The file holds a secret, so even the hand edit is shown by size only (it could hold the value).
+  t.match((await diff.locator(".diff-notes").allTextContents()).join("\n"), /content \d+ bytes -> \d+ bytes/);
+  t.notMatch((await diff.textContent()) ?? "", /HAND-EDITED/, "no content of a sealed file");
   await noSecret(t, "drift");
   t.match(await must("GET", `/api/v1/agents/${w1}/drift/latest`, undefined, 200), { drifted: true });
   t.equal(
@@ -250,7 +249,7 @@ t.test("Recent operations link to the operation page", async (t) => {
   const link = row.getByRole("link");
   const id = ((await link.textContent()) ?? "").trim();
   await link.click();
-  await page.waitForURL((u) => u.pathname === `/operations/${id}`, { timeout: 15_000 });
+  await page.waitForURL((u) => u.pathname === `/operations/${id}`, { timeout: waitMs(15_000) });
   await h1(`Operation ${id}`);
   t.equal(await textOf("operation-status"), "succeeded");
   t.ok(await page.getByRole("cell", { name: "app-config/conf", exact: true }).isVisible(), "its results");

@@ -1,5 +1,5 @@
 import t from "tap";
-import { eventually } from "@orch/kit/testing";
+import { eventually, waitMs } from "@orch/kit/testing";
 import { consoleStack, expectNoA11yViolations, pageFetch, shoot, signInWithLink } from "../lib/browser.js";
 
 // The browser terminal against a real orch-agent and a real PTY: open it from the agent page, type
@@ -42,7 +42,7 @@ t.test("Open terminal on the agent page attaches xterm.js to a shell on the agen
   await page.goto(`/agents/${nodeId}`);
   await page.getByRole("heading", { level: 1, name: "web-1" }).waitFor();
   await page.getByRole("link", { name: "Open terminal", exact: true }).click();
-  await page.waitForURL((u) => u.pathname.startsWith("/terminal/"), { timeout: 30_000 });
+  await page.waitForURL((u) => u.pathname.startsWith("/terminal/"), { timeout: waitMs(30_000) });
   firstSession = sessionOfUrl() ?? "";
   t.match(firstSession, /^[0-9A-Z]{26}$/, "the URL became /terminal/:sessionId");
   await waitStatus("open");
@@ -90,7 +90,7 @@ t.test("Sessions lists it; its recording plays the echo and its SHA-256 matches"
   await page.goto("/sessions");
   await page.getByRole("heading", { level: 1, name: "Sessions" }).waitFor();
   const link = page.getByRole("link", { name: new RegExp(`Session ${firstSession}`) });
-  await link.waitFor({ timeout: 15_000 });
+  await link.waitFor({ timeout: waitMs(15_000) });
   await page.waitForLoadState("networkidle").catch(() => {});
   await expectNoA11yViolations(t, page, "sessions");
   t.equal((await shoot(page, "sessions")).length, 4);
@@ -120,7 +120,7 @@ t.test("Sessions lists it; its recording plays the echo and its SHA-256 matches"
 
 t.test("a reload re-attaches to the same session with a new ticket", async (t) => {
   await page.goto(`/agents/${nodeId}/terminal`);
-  await page.waitForURL((u) => u.pathname.startsWith("/terminal/"), { timeout: 30_000 });
+  await page.waitForURL((u) => u.pathname.startsWith("/terminal/"), { timeout: waitMs(30_000) });
   const id = sessionOfUrl()!;
   t.not(id, firstSession, "a new session");
   await waitStatus("open");
@@ -144,7 +144,7 @@ t.test("an agent that disconnects: the terminal says so, the recording up to the
   const { agent, nodeId: id2 } = await stack.spawnAgent();
   await approve(id2, "web-2");
   await page.goto(`/agents/${id2}/terminal`);
-  await page.waitForURL((u) => u.pathname.startsWith("/terminal/"), { timeout: 30_000 });
+  await page.waitForURL((u) => u.pathname.startsWith("/terminal/"), { timeout: waitMs(30_000) });
   const id = sessionOfUrl()!;
   await waitStatus("open");
   await typeLine("echo before-kill-$((2+3))");

@@ -10,13 +10,13 @@ import { chromium, type Browser, type BrowserContext, type CDPSession, type Loca
 import type { Test } from "tap";
 import {
   createTestDatabase,
-  freePort,
   startNats,
   startSystem,
   type DbHandle,
   type KeyPair,
   type NatsHandle,
   type SystemHandle,
+  waitMs,
 } from "@orch/kit/testing";
 import { agentPool, type AgentProcess } from "../../../services/agents/test/harness.js";
 
@@ -140,91 +140,75 @@ export async function consoleStack(
 ): Promise<ConsoleStack> {
   if (!existsSync(join(ROOT, "web/dist/index.html")))
     throw new Error("web/dist/index.html is missing: run npm run build (turbo builds web/)");
-  const browser = await launchBrowser();
-  const nats = await startNats();
-  const db = await createTestDatabase();
-  const linkPort = await freePort();
+  // Each part's stop is registered with `t` before it starts (last registered, first stopped), so a
+  // start-up that fails leaks no process, database or directory.
   const transcripts = mkdtempSync(join(tmpdir(), "orch-e2e-console-"));
+  t.teardown(() => rmSync(transcripts, { recursive: true, force: true }));
+  const nats = await startNats({ owner: t });
+  const db = await createTestDatabase({ owner: t });
+  const browser = await launchBrowser();
+  t.teardown(() => browser.close().catch(() => {}));
+  const system = await startSystem({
+    owner: t,
+    nats,
+    db,
+    services: opts.services ?? ALL_SERVICES,
+    publicHost: "localhost",
+    // Eight services starting at once on a busy 2-core machine can take longer than the default.
+    readyTimeoutMs: 90_000,
+    env: {
+      ORCH_AGENTS_LINK_HOST: "127.0.0.1",
+      ORCH_SECRETS_KEYS: `k1:${Buffer.alloc(32, 0x63).toString("base64")}`,
+      ORCH_TERMINAL_TRANSCRIPT_DIR: transcripts,
+      ORCH_STATE_DRIFT_INTERVAL_SECONDS: "0",
+      // Operators appear in notify's recipient list at once (inbox tests add operators mid-test).
+      ORCH_NOTIFY_OPERATORS_CACHE_MS: "0",
+      ...(opts.env ?? {}),
+    },
+  });
   const agents = agentPool();
-  let system: SystemHandle | undefined;
-  let cleaned: Promise<void> | undefined;
-  const cleanup = () =>
-    (cleaned ??= (async () => {
-      await browser.close().catch(() => {});
-      await agents.stop();
-      await system?.stop();
-      await db.drop();
-      await nats.stop();
-      rmSync(transcripts, { recursive: true, force: true });
-    })());
-  t.teardown(cleanup);
-  // A failure while starting is thrown from the file's top level, where tap's teardown never runs.
-  try {
-    return await startStack();
-  } catch (err) {
-    await cleanup();
-    throw err;
+  t.teardown(() => agents.stop());
+  const linkPort = system.linkPort;
+  const token = await system.login(system.admin);
+  const api: ConsoleStack["api"] = (method, path, body, as = token) =>
+    system.api(method, path, { token: as, ...(body !== undefined ? { body } : {}) });
+  const spawnAgent = async (args: string[] = []) => {
+    const agent = agents.spawn(["--server", `127.0.0.1:${linkPort}`, ...args]);
+    return { agent, nodeId: await agent.nodeId() };
+  };
+  const started: AgentProcess[] = [];
+  const nodeIds: string[] = [];
+  for (let i = 0; i < (opts.agents ?? 0); i++) {
+    const a = await spawnAgent();
+    started.push(a.agent);
+    nodeIds.push(a.nodeId);
   }
-
-  async function startStack(): Promise<ConsoleStack> {
-    system = await startSystem({
-      nats,
-      db,
-      services: opts.services ?? ALL_SERVICES,
-      publicHost: "localhost",
-      // Eight services starting at once on a busy 2-core machine can take longer than the default.
-      readyTimeoutMs: 90_000,
-      env: {
-        ORCH_AGENTS_LINK_HOST: "127.0.0.1",
-        ORCH_AGENTS_LINK_PORT: String(linkPort),
-        ORCH_SECRETS_KEYS: `k1:${Buffer.alloc(32, 0x63).toString("base64")}`,
-        ORCH_TERMINAL_TRANSCRIPT_DIR: transcripts,
-        ORCH_STATE_DRIFT_INTERVAL_SECONDS: "0",
-        // Operators appear in notify's recipient list at once (inbox tests add operators mid-test).
-        ORCH_NOTIFY_OPERATORS_CACHE_MS: "0",
-        ...(opts.env ?? {}),
-      },
-    });
-    const sys = system;
-    const token = await sys.login(sys.admin);
-    const api: ConsoleStack["api"] = (method, path, body, as = token) =>
-      sys.api(method, path, { token: as, ...(body !== undefined ? { body } : {}) });
-    const spawnAgent = async (args: string[] = []) => {
-      const agent = agents.spawn(["--server", `127.0.0.1:${linkPort}`, ...args]);
-      return { agent, nodeId: await agent.nodeId() };
-    };
-    const started: AgentProcess[] = [];
-    const nodeIds: string[] = [];
-    for (let i = 0; i < (opts.agents ?? 0); i++) {
-      const a = await spawnAgent();
-      started.push(a.agent);
-      nodeIds.push(a.nodeId);
-    }
-    return {
-      nats,
-      db,
-      system: sys,
-      url: sys.url,
-      linkPort,
-      browser,
-      agents,
-      started,
-      nodeIds,
-      token,
-      api,
-      spawnAgent,
-      async newPage(o = {}) {
-        const context = await browser.newContext({
-          baseURL: sys.url,
-          viewport: o.viewport ?? DESKTOP,
-          colorScheme: o.colorScheme ?? "light",
-        });
-        const guard = await guardContext(context);
-        const page = await context.newPage();
-        return { context, page, guard, close: () => context.close() };
-      },
-    };
-  }
+  return {
+    nats,
+    db,
+    system,
+    url: system.url,
+    linkPort,
+    browser,
+    agents,
+    started,
+    nodeIds,
+    token,
+    api,
+    spawnAgent,
+    async newPage(o = {}) {
+      const context = await browser.newContext({
+        baseURL: system.url,
+        viewport: o.viewport ?? DESKTOP,
+        colorScheme: o.colorScheme ?? "light",
+      });
+      // Playwright's own waits (locators, navigations) scale with the machine like eventually's.
+      context.setDefaultTimeout(waitMs(30_000));
+      const guard = await guardContext(context);
+      const page = await context.newPage();
+      return { context, page, guard, close: () => context.close() };
+    },
+  };
 }
 
 /** A new operator with its own key pair; returns its id and key. */
@@ -256,7 +240,7 @@ export async function signInWithLink(page: Page, stack: ConsoleStack, key: KeyPa
   // From /login itself only the fragment would change: a same-document navigation, no exchange.
   if (page.url().startsWith(stack.url)) await page.goto("about:blank");
   await page.goto(url);
-  await page.waitForURL((u) => u.pathname !== "/login", { timeout: 15_000 });
+  await page.waitForURL((u) => u.pathname !== "/login", { timeout: waitMs(15_000) });
 }
 
 /** The CSRF value the console must echo in x-orch-csrf (from the readable cookie). */

@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createTestDatabase, freePort, startNats, startSystem } from "@orch/kit/testing";
+import { createTestDatabase, startNats, startSystem, type TestOwner } from "@orch/kit/testing";
 import { agentPool } from "../../../services/agents/test/harness.js";
 
 export interface StateStackOptions {
@@ -17,38 +17,29 @@ export interface StateStackOptions {
   extraServices?: string[];
 }
 
-export async function startStateStack(o: StateStackOptions) {
-  const nats = await startNats();
-  const db = await createTestDatabase();
-  const linkPort = await freePort();
+/**
+ * Everything is torn down with `owner` (tap's `t`), each part's stop registered before it starts,
+ * so a start-up that fails leaks nothing: the agents first (they hold links), then the services,
+ * the database and NATS.
+ */
+export async function startStateStack(owner: TestOwner, o: StateStackOptions) {
+  const dir = mkdtempSync(join(tmpdir(), `orch-e2e-${o.name}-`));
+  owner.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const nats = await startNats({ owner });
+  const db = await createTestDatabase({ owner });
   const system = await startSystem({
+    owner,
     nats,
     db,
     services: ["auth", "agents", "secrets", ...(o.extraServices ?? []), "state", "gateway"],
     env: {
       ORCH_AGENTS_LINK_HOST: "127.0.0.1",
-      ORCH_AGENTS_LINK_PORT: String(linkPort),
       ORCH_SECRETS_KEYS: `k1:${Buffer.alloc(32, o.keyByte ?? 9).toString("base64")}`,
       ORCH_STATE_DRIFT_INTERVAL_SECONDS: "0",
       ...o.env,
     },
   });
   const agents = agentPool();
-  const dir = mkdtempSync(join(tmpdir(), `orch-e2e-${o.name}-`));
-  return {
-    nats,
-    db,
-    linkPort,
-    system,
-    agents,
-    dir,
-    /** Agents first (they hold links), then the services, the database and NATS. */
-    async stop() {
-      await agents.stop();
-      await system.stop();
-      await db.drop();
-      await nats.stop();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+  owner.teardown(() => agents.stop());
+  return { nats, db, linkPort: system.linkPort, system, agents, dir };
 }

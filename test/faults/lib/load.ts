@@ -7,6 +7,11 @@ import type { AckedWrite, FaultStack, LoadKind, LoadReport, LoadRequest, MixedLo
 export interface MixedLoadOptions {
   /** Pause between two writes of the write loop (ms, default 200). */
   writeEveryMs?: number;
+  /**
+   * Write loops running side by side (default 1). More lanes give a fault more writes to judge: a
+   * lane stuck on one request's timeout sends nothing else for those seconds.
+   */
+  writeLanes?: number;
   /** Pause between two reads (ms, default 150). */
   readEveryMs?: number;
   /** Pause between two fleet runs (ms, default 3000). */
@@ -32,7 +37,15 @@ type Answer = { status: number; body: any; headers?: Headers };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function startMixedLoad(stack: FaultStack, opts: MixedLoadOptions = {}): MixedLoadHandle {
-  const o = { writeEveryMs: 200, readEveryMs: 150, applyEveryMs: 3000, echoEveryMs: 200, timeoutMs: 15_000, ...opts };
+  const o = {
+    writeEveryMs: 200,
+    writeLanes: 1,
+    readEveryMs: 150,
+    applyEveryMs: 3000,
+    echoEveryMs: 200,
+    timeoutMs: 15_000,
+    ...opts,
+  };
   const requests: LoadRequest[] = [];
   const acked: AckedWrite[] = [];
   const operations: string[] = [];
@@ -75,10 +88,10 @@ export function startMixedLoad(stack: FaultStack, opts: MixedLoadOptions = {}): 
     }
   }
 
-  async function writes() {
+  async function writes(lane: number) {
     for (let n = 0; running; n++) {
       if (n % 2 === 0) {
-        const name = `fault_${tag}_s${n}`;
+        const name = `fault_${tag}_l${lane}_s${n}`;
         const r = await call("write", "POST", "/secrets", { name, value: `v-${n}` });
         if (r.status === 201)
           acked.push({
@@ -88,7 +101,7 @@ export function startMixedLoad(stack: FaultStack, opts: MixedLoadOptions = {}): 
             resourceId: name,
           });
       } else {
-        const name = `fault-${tag}-m${n}`;
+        const name = `fault-${tag}-l${lane}-m${n}`;
         const content = `name: ${name}\nresources:\n  - { id: ok, type: exec, command: 'true' }\n`;
         const r = await call("write", "POST", "/modules", { name, content });
         if (r.status === 201)
@@ -182,7 +195,8 @@ export function startMixedLoad(stack: FaultStack, opts: MixedLoadOptions = {}): 
     }
   }
 
-  const loops = [writes(), reads(), applies(), terminalLoop()];
+  const writeLoops = Array.from({ length: o.writeLanes }, (_, lane) => writes(lane));
+  const loops = [...writeLoops, reads(), applies(), terminalLoop()];
   return {
     marks,
     mark(label) {

@@ -8,10 +8,12 @@ import type { NatsClusterHandle, NatsClusterNode } from "@orch/kit/testing";
  *   heard nothing for 4-9 s campaigns, a leader without quorum for 10 s steps down;
  * - the services' client pings (CLIENT_LIVENESS in packages/kit/src/nats.ts): two unanswered
  *   ones make a client drop the server, and a redial of the frozen server gives up after its
- *   dial timeout, so a client is on another node well within the stale time plus a few redials.
+ *   dial timeout, so a client is on another node well within the stale time plus a few redials;
+ * - the nodes' route pings (ping_interval 3 s, ping_max 2 in the cluster's config): until the
+ *   other nodes drop their routes to it, a request can still be routed to the queue subscription
+ *   a service held there (a 504 with Retry-After). On 2.9.10 a node does not ping a route it still
+ *   sends on, so a RAFT leader with the frozen node as a peer keeps that route (nats-cluster.ts).
  * The pause is long enough for the clients to have left the frozen node and served elsewhere.
- * Until the other nodes drop their routes to it, a request can still be routed to the queue
- * subscription a service held there (a 504 with Retry-After), so the pause leaves room for that.
  */
 export const LONG_PAUSE_MS = 40_000;
 
@@ -99,17 +101,58 @@ interface StreamCluster {
   replicas?: Array<{ name: string; current: boolean; offline?: boolean }>;
 }
 
-/** The node a client named `name` (a service: connections carry its name) is attached to. */
-export async function nodeOfClient(cluster: NatsClusterHandle, name: string): Promise<NatsClusterNode | undefined> {
-  for (const n of cluster.nodes.filter((x) => x.alive && !x.paused)) {
-    const res = await fetch(`http://127.0.0.1:${n.monitorPort}/connz?limit=1024`, {
-      signal: AbortSignal.timeout(2000),
-    }).catch(() => undefined);
-    if (!res?.ok) continue;
-    const connz = (await res.json()) as { connections?: Array<{ name?: string }> };
-    if ((connz.connections ?? []).some((c) => c.name === name)) return n;
+async function monitor<T>(n: NatsClusterNode, path: string): Promise<T | undefined> {
+  const res = await fetch(`http://127.0.0.1:${n.monitorPort}${path}`, { signal: AbortSignal.timeout(2000) }).catch(
+    () => undefined,
+  );
+  return res?.ok ? ((await res.json()) as T) : undefined;
+}
+
+/**
+ * The node a client named `name` (a service: connections carry its name) is attached to. Waits up
+ * to `timeoutMs` for it: right after a fault the client may still be between two servers.
+ */
+export async function nodeOfClient(
+  cluster: NatsClusterHandle,
+  name: string,
+  timeoutMs = 10_000,
+): Promise<NatsClusterNode | undefined> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const placement = await clientsByNode(cluster);
+    const node = Object.entries(placement).find(([, names]) => names.includes(name))?.[0];
+    if (node) return cluster.node(node);
+    if (Date.now() > until) return undefined;
+    await sleep(250);
   }
-  return undefined;
+}
+
+/** The connection names on each running, unpaused node (for failure messages: who was where). */
+export async function clientsByNode(cluster: NatsClusterHandle): Promise<Record<string, string[]>> {
+  const out: Record<string, string[]> = {};
+  for (const n of cluster.nodes.filter((x) => x.alive && !x.paused)) {
+    const connz = await monitor<{ connections?: Array<{ name?: string }> }>(n, "/connz?limit=1024");
+    out[n.name] = (connz?.connections ?? []).map((c) => c.name ?? "?").sort();
+  }
+  return out;
+}
+
+/** The node's server id, as the other nodes' /routez report it (ask before pausing it). */
+export async function serverId(node: NatsClusterNode): Promise<string | undefined> {
+  return (await monitor<{ server_id?: string }>(node, "/varz"))?.server_id;
+}
+
+/**
+ * The running, unpaused nodes that still hold a route to the server `id`. While they do, they keep
+ * the queue subscriptions its clients had and pick them for a share of the requests.
+ */
+export async function nodesRoutingTo(cluster: NatsClusterHandle, id: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const n of cluster.nodes.filter((x) => x.alive && !x.paused)) {
+    const routez = await monitor<{ routes?: Array<{ remote_id?: string }> }>(n, "/routez");
+    if ((routez?.routes ?? []).some((r) => r.remote_id === id)) out.push(n.name);
+  }
+  return out;
 }
 
 /** Freezes the node for `ms`, then lets it run again. */

@@ -18,13 +18,17 @@ export const localAgents: AgentSpawner = async ({ linkPort, count }) => {
   );
   const agents = await Promise.all(
     procs.map(async (p) => ({ nodeId: await p.nodeId(), kill: (sig: NodeJS.Signals = "SIGKILL") => p.signal(sig) })),
-  );
+  ).catch(async (err) => {
+    await pool.stop();
+    throw err;
+  });
   return { agents, stop: () => pool.stop() };
 };
 
 export async function startFaultStack(o: FaultStackOptions): Promise<FaultStack> {
   const dir = mkdtempSync(join(tmpdir(), `orch-fault-${o.name}-`));
   const linkPort = await freePort();
+  // startSystem stops what it started when it throws; the scratch directory is this function's.
   const system = await startSystem({
     nats: o.nats,
     db: o.db,
@@ -39,6 +43,9 @@ export async function startFaultStack(o: FaultStackOptions): Promise<FaultStack>
       ORCH_LOG_LEVEL: "warn",
       ...o.env,
     },
+  }).catch((err) => {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
   });
   let spawned: Awaited<ReturnType<AgentSpawner>> | undefined;
   const stop = async () => {

@@ -56,7 +56,7 @@ export async function startFuzzStack(name: string) {
       ORCH_GATEWAY_AUTH_RATE_LIMIT_PER_MINUTE: "100000000",
     },
     serviceEnv: (svc): Record<string, string> =>
-      svc === "gateway" ? { ORCH_RELEASES_DIR: releases.dir, ORCH_RELEASES_SIGNING_KEY_FILE: releases.keyFile } : {},
+      svc === "gateway" ? { ORCH_RELEASES_DIR: releases.dir, ORCH_RELEASES_PUBLIC_KEY_FILE: releases.pubFile } : {},
     readyTimeoutMs: 90_000,
   }).catch(async (err: unknown) => {
     await freeScaffold();
@@ -100,11 +100,14 @@ async function seed(
   releaseFiles: string[],
 ) {
   let admin = await system.login(system.admin);
-  const api = async (method: string, path: string, body?: unknown, want?: number) => {
+  const api = async (method: string, path: string, body?: unknown, want?: number | number[]) => {
     const r = await system.api(method, `/api/v1${path}`, { token: admin, ...(body !== undefined ? { body } : {}) });
-    if (want !== undefined && r.status !== want) throw new Error(`${method} ${path}: ${r.status} ${r.text}`);
+    if (want !== undefined && ![want].flat().includes(r.status))
+      throw new Error(`${method} ${path}: ${r.status} ${r.text}`);
     return r.body;
   };
+  // The ids are what the pools need: 202 (still running when the wait ended, on a busy machine) names them too.
+  const DONE_OR_RUNNING = [200, 202];
   const spawn = () => agents.spawn(["--server", `127.0.0.1:${linkPort}`]);
   const procs = { a: spawn(), b: spawn(), victim: spawn() };
   const ids = { a: await procs.a.nodeId(), b: await procs.b.nodeId(), victim: await procs.victim.nodeId() };
@@ -128,9 +131,14 @@ async function seed(
   ];
   await api("POST", "/modules", { name: "fuzzmod", content: content.join("\n") }, 201);
   await api("POST", "/assignments", { name: "fuzzasg", selector: "role=web", modules: ["fuzzmod"] }, 201);
-  const op = await api("POST", `/agents/${ids.a}/apply?wait=20`, { modules: ["fuzzmod"] }, 200);
-  const assignmentRun = await api("POST", "/assignments/fuzzasg/apply?wait=20", {}, 200);
-  const drift = await api("POST", `/agents/${ids.a}/drift?wait=20`, undefined, 200);
+  const op = await api("POST", `/agents/${ids.a}/apply?wait=20`, { modules: ["fuzzmod"] }, DONE_OR_RUNNING);
+  // The drift check plans the apply's snapshot: it needs the apply to have ended.
+  await eventually(async () => {
+    const { status } = await api("GET", `/state/operations/${op.id}`, undefined, 200);
+    return status !== "pending" && status !== "running";
+  }, 60_000);
+  const assignmentRun = await api("POST", "/assignments/fuzzasg/apply?wait=20", {}, DONE_OR_RUNNING);
+  const drift = await api("POST", `/agents/${ids.a}/drift?wait=20`, undefined, DONE_OR_RUNNING);
   await api("POST", "/secrets", { name: "fuzzsecret", value: "s3cret" }, 201);
   const channel = await api(
     "POST",

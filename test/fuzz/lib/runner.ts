@@ -1,5 +1,8 @@
 import fc from "fast-check";
+import { waitMs } from "@orch/kit/testing";
 import { createOracle, routeMatcher, type Answer } from "./oracle.js";
+import { refusedByClose } from "./refusal.js";
+import { laneRuns } from "./settings.js";
 import { routeRequests, type FuzzRequest, type IdPools, type Operation, type Route } from "./requests.js";
 import type { Schema } from "./json-schema-arb.js";
 
@@ -40,7 +43,10 @@ export interface LaneFailure {
 }
 
 export interface FuzzSummary {
+  /** Requests answered (each checked by the oracle). */
   requests: number;
+  /** Requests over the body limit the gateway refused by closing the connection (refusal.ts). */
+  refusedByClose: number;
   byStatus: Map<number, number>;
   /** Documented route → count of 2xx answers checked against its schema. */
   ok2xx: Map<string, number>;
@@ -88,11 +94,15 @@ function harvest(pools: IdPools, method: string, path: string, status: number, t
 
 const STREAM_TYPES = /^text\/event-stream/;
 
+/** A request with no answer in this long is reported as hung (scaled like every wait of the suite). */
+const ANSWER_WAIT_MS = 30_000;
+
 async function send(target: FuzzTarget, req: FuzzRequest, token: string | undefined): Promise<Answer> {
   const headers: Record<string, string> = { ...req.headers };
   if (token !== undefined) headers.authorization = token;
   const ac = new AbortController();
-  const timer = setTimeout(() => ac.abort(new Error("no answer in 30 s")), 30_000);
+  const limitMs = waitMs(ANSWER_WAIT_MS);
+  const timer = setTimeout(() => ac.abort(new Error(`no answer in ${limitMs / 1000} s`)), limitMs);
   try {
     const res = await fetch(target.url + req.url, {
       method: req.method,
@@ -137,6 +147,7 @@ export async function fuzz(doc: OpenApiDoc, target: FuzzTarget, o: FuzzOptions):
   const arb = fc.oneof(...routes.map((r) => routeRequests(r, target.pools)));
   const summary: FuzzSummary = {
     requests: 0,
+    refusedByClose: 0,
     byStatus: new Map(),
     ok2xx: new Map(),
     perRoute: new Map(),
@@ -181,8 +192,13 @@ export async function fuzz(doc: OpenApiDoc, target: FuzzTarget, o: FuzzOptions):
           : undefined;
     let used = tokenOf();
     const began = Date.now();
+    // As the server sees it: fetch resolves dot segments (also %2e%2e) before sending.
+    const path = new URL(target.url + req.url).pathname;
+    const route = match(req.method, path);
+    /** The answer; undefined when the gateway refused an over-limit body by closing the connection. */
     const sendOrSay = (token: string | undefined) =>
       send(target, req, token).catch((err: unknown) => {
+        if (refusedByClose(req, route, err)) return undefined;
         const cause = (err as { cause?: { code?: string; message?: string } }).cause;
         throw new Error(
           `no answer: ${String(err)} (${cause?.code ?? ""} ${cause?.message ?? ""})\n  request: ${describeRequest(req)}`,
@@ -190,17 +206,18 @@ export async function fuzz(doc: OpenApiDoc, target: FuzzTarget, o: FuzzOptions):
       });
     let a = await sendOrSay(used);
     // The fuzzer signed itself out (logout, token revocation): sign in again and repeat once.
-    if (a.status === 401 && (who === "admin" || who === "operator") && used) {
+    if (a?.status === 401 && (who === "admin" || who === "operator") && used) {
       await relogin(who, used.slice(7));
       used = tokenOf();
       a = await sendOrSay(used);
     }
-    summary.requests++;
     summary.msPerRoute.set(req.route, (summary.msPerRoute.get(req.route) ?? 0) + Date.now() - began);
+    if (a === undefined) {
+      summary.refusedByClose++;
+      return;
+    }
+    summary.requests++;
     summary.byStatus.set(a.status, (summary.byStatus.get(a.status) ?? 0) + 1);
-    // As the server sees it: fetch resolves dot segments (also %2e%2e) before sending.
-    const path = new URL(target.url + req.url).pathname;
-    const route = match(req.method, path);
     const wrong = check(req.method, route, a);
     if (a.status >= 500) {
       const id = /"request_id":"([^"]+)"/.exec(a.text)?.[1];
@@ -222,11 +239,12 @@ export async function fuzz(doc: OpenApiDoc, target: FuzzTarget, o: FuzzOptions):
   });
 
   const started = Date.now();
-  const perLane = Math.ceil(o.runs / o.lanes);
   await Promise.all(
     Array.from({ length: o.lanes }, async (_, lane) => {
       const seed = o.seed + lane;
-      const details = await fc.check(property, { seed, numRuns: perLane, endOnFailure: !o.shrink });
+      const numRuns = laneRuns(o.runs, o.lanes, lane);
+      if (numRuns === 0) return;
+      const details = await fc.check(property, { seed, numRuns, endOnFailure: !o.shrink });
       if (details.failed) {
         // fast-check's own report prints the whole value (headers of 6 KB): the error says it shorter.
         const err =

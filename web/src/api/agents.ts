@@ -34,7 +34,7 @@ export function useAllAgents(
     queryFn: async ({ signal }) => {
       const page = async (cursor: string | undefined) => {
         const query = {
-          limit: String(PAGE),
+          limit: PAGE,
           ...(cursor ? { cursor } : {}),
           ...(selector ? { selector } : {}),
           ...(status ? { status: status as AgentStatus } : {}),
@@ -88,7 +88,7 @@ export function useAgentMetrics(nodeId: string, rangeMs: number, rangeKey: strin
       const since = new Date(Date.now() - rangeMs).toISOString();
       return unwrap(
         await api.GET("/api/v1/agents/{node_id}/metrics", {
-          params: { path: { node_id: nodeId }, query: { since, limit: "1000" } },
+          params: { path: { node_id: nodeId }, query: { since, limit: 1000 } },
         }),
       );
     },

@@ -26,7 +26,7 @@ export function useAssignments() {
       const page = async (cursor: string | undefined) =>
         unwrap(
           await api.GET("/api/v1/assignments", {
-            params: { query: { limit: String(PAGE), ...(cursor ? { cursor } : {}) } },
+            params: { query: { limit: PAGE, ...(cursor ? { cursor } : {}) } },
             signal,
           }),
         );

@@ -30,7 +30,7 @@ export function useChannels(cursor: string | undefined) {
     queryFn: async (): Promise<ChannelPage> =>
       unwrap(
         await api.GET("/api/v1/channels", {
-          params: { query: { limit: String(CHANNELS_PAGE_SIZE), ...(cursor ? { cursor } : {}) } },
+          params: { query: { limit: CHANNELS_PAGE_SIZE, ...(cursor ? { cursor } : {}) } },
         }),
       ),
     placeholderData: keepPreviousData,
@@ -54,7 +54,7 @@ export function useDeliveries(id: string, status: DeliveryStatus | "", cursor: s
           params: {
             path: { id },
             query: {
-              limit: String(DELIVERIES_PAGE_SIZE),
+              limit: DELIVERIES_PAGE_SIZE,
               ...(status ? { status } : {}),
               ...(cursor ? { cursor } : {}),
             },

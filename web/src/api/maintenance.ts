@@ -21,7 +21,7 @@ export function useWindows(cursor: string | undefined) {
     queryFn: async (): Promise<MaintenanceWindowPage> =>
       unwrap(
         await api.GET("/api/v1/maintenance-windows", {
-          params: { query: { limit: String(WINDOWS_PAGE_SIZE), ...(cursor ? { cursor } : {}) } },
+          params: { query: { limit: WINDOWS_PAGE_SIZE, ...(cursor ? { cursor } : {}) } },
         }),
       ),
     placeholderData: keepPreviousData,
@@ -36,7 +36,7 @@ export function useActiveWindows() {
       const page = async (cursor: string | undefined) =>
         unwrap(
           await api.GET("/api/v1/maintenance-windows", {
-            params: { query: { limit: "500", ...(cursor ? { cursor } : {}) } },
+            params: { query: { limit: 500, ...(cursor ? { cursor } : {}) } },
             signal,
           }),
         );

@@ -27,7 +27,7 @@ export function useModules() {
       const page = async (cursor: string | undefined) =>
         unwrap(
           await api.GET("/api/v1/modules", {
-            params: { query: { limit: String(PAGE), ...(cursor ? { cursor } : {}) } },
+            params: { query: { limit: PAGE, ...(cursor ? { cursor } : {}) } },
             signal,
           }),
         );

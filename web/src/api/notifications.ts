@@ -17,9 +17,7 @@ export function useUnreadCount() {
   return useQuery({
     queryKey: UNREAD_KEY,
     queryFn: async (): Promise<number> => {
-      const page = unwrap(
-        await api.GET("/api/v1/notifications", { params: { query: { unread: "true", limit: "1" } } }),
-      );
+      const page = unwrap(await api.GET("/api/v1/notifications", { params: { query: { unread: true, limit: 1 } } }));
       return page.unread_count;
     },
     refetchInterval: 15_000,
@@ -35,7 +33,7 @@ export function useNotifications(pageSize = 50) {
     queryFn: async ({ pageParam }): Promise<NotificationPage> =>
       unwrap(
         await api.GET("/api/v1/notifications", {
-          params: { query: { limit: String(pageSize), ...(pageParam ? { cursor: pageParam } : {}) } },
+          params: { query: { limit: pageSize, ...(pageParam ? { cursor: pageParam } : {}) } },
         }),
       ),
     getNextPageParam: (last) => (last.has_more && last.next_cursor ? last.next_cursor : undefined),

@@ -15,7 +15,7 @@ export function useOperators(cursor: string | undefined) {
     queryFn: async (): Promise<OperatorPage> =>
       unwrap(
         await api.GET("/api/v1/operators", {
-          params: { query: { limit: String(OPERATORS_PAGE_SIZE), ...(cursor ? { cursor } : {}) } },
+          params: { query: { limit: OPERATORS_PAGE_SIZE, ...(cursor ? { cursor } : {}) } },
         }),
       ),
     placeholderData: keepPreviousData,

@@ -99,7 +99,7 @@ export function useRecentRuns(name: string) {
     queryFn: async ({ signal }): Promise<AssignmentRunPage> =>
       unwrap(
         await api.GET("/api/v1/assignments/{name}/runs", {
-          params: { path: { name }, query: { limit: String(RECENT_RUNS) } },
+          params: { path: { name }, query: { limit: RECENT_RUNS } },
           signal,
         }),
       ),
@@ -192,7 +192,7 @@ async function fetchRunOperations(name: string, runId: string): Promise<Operatio
       await api.GET("/api/v1/assignments/{name}/runs/{run_id}/operations", {
         params: {
           path: { name, run_id: runId },
-          query: { limit: String(RESULTS_PAGE), ...(cursor ? { cursor } : {}) },
+          query: { limit: RESULTS_PAGE, ...(cursor ? { cursor } : {}) },
         },
       }),
     );

@@ -23,7 +23,7 @@ export function useSecrets(cursor: string | undefined) {
     queryFn: async (): Promise<SecretPage> =>
       unwrap(
         await api.GET("/api/v1/secrets", {
-          params: { query: { limit: String(SECRETS_PAGE_SIZE), ...(cursor ? { cursor } : {}) } },
+          params: { query: { limit: SECRETS_PAGE_SIZE, ...(cursor ? { cursor } : {}) } },
         }),
       ),
     placeholderData: keepPreviousData,

@@ -33,7 +33,7 @@ export function useSources() {
       const page = async (cursor: string | undefined) =>
         unwrap(
           await api.GET("/api/v1/sources", {
-            params: { query: { limit: String(PAGE), ...(cursor ? { cursor } : {}) } },
+            params: { query: { limit: PAGE, ...(cursor ? { cursor } : {}) } },
             signal,
           }),
         );

@@ -29,9 +29,7 @@ export function useAgentOperations(nodeId: string, limit = 10) {
   return useQuery({
     queryKey: stateKeys.operations(nodeId),
     queryFn: async (): Promise<StateOperationPage> =>
-      unwrap(
-        await api.GET("/api/v1/state/operations", { params: { query: { node_id: nodeId, limit: String(limit) } } }),
-      ),
+      unwrap(await api.GET("/api/v1/state/operations", { params: { query: { node_id: nodeId, limit } } })),
     refetchInterval: (q) => (q.state.data?.operations.some((o) => isOpen(o.status)) ? OPEN_POLL_MS : 15_000),
   });
 }
@@ -70,7 +68,7 @@ export function useLatestDrift(nodeId: string) {
 
 async function runOnAgent(nodeId: string, kind: RunKind, modules: string[]): Promise<StateOperation> {
   const init = {
-    params: { path: { node_id: nodeId }, query: { wait: String(RUN_WAIT_SECONDS) } },
+    params: { path: { node_id: nodeId }, query: { wait: RUN_WAIT_SECONDS } },
     body: { modules },
   };
   return unwrap(
@@ -83,7 +81,7 @@ async function runOnAgent(nodeId: string, kind: RunKind, modules: string[]): Pro
 async function checkDrift(nodeId: string): Promise<DriftCheck> {
   return unwrap(
     await api.POST("/api/v1/agents/{node_id}/drift", {
-      params: { path: { node_id: nodeId }, query: { wait: String(RUN_WAIT_SECONDS) } },
+      params: { path: { node_id: nodeId }, query: { wait: RUN_WAIT_SECONDS } },
     }),
   );
 }

@@ -25,13 +25,13 @@ export const terminalKeys = {
 export async function openTerminal(nodeId: string, size: { cols: number; rows: number }): Promise<OpenedTerminal> {
   return unwrap(
     await api.POST("/api/v1/terminal/{node_id}", {
-      params: { path: { node_id: nodeId }, query: { cols: String(size.cols), rows: String(size.rows) } },
+      params: { path: { node_id: nodeId }, query: { cols: size.cols, rows: size.rows } },
     }),
   );
 }
 
 /** A new single-use attach URL for a live session of mine (a reload, a dropped connection). */
-export async function issueTicket(sessionId: string): Promise<OpenedTerminal> {
+export async function issueTicket(sessionId: string): Promise<Pick<OpenedTerminal, "session_id" | "ws_url">> {
   return unwrap(
     await api.POST("/api/v1/terminal/session/{session_id}/ticket", { params: { path: { session_id: sessionId } } }),
   );
@@ -49,7 +49,7 @@ export function useTerminalSessions(status: string, cursor: string | undefined) 
       const r = await api.GET("/api/v1/terminal", {
         params: {
           query: {
-            limit: String(SESSIONS_PAGE_SIZE),
+            limit: SESSIONS_PAGE_SIZE,
             ...(cursor ? { cursor } : {}),
             ...(status ? { status: status as SessionStatus } : {}),
           },

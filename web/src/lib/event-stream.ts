@@ -34,6 +34,27 @@ export interface StreamOptions {
 
 const CLOSED = 2;
 
+/** What the console says when the gateway ended a stream for a reason of the operator's scope. */
+const SCOPE_END_TEXT: Record<string, string> = {
+  scope_changed: "your access scope changed",
+  agent_out_of_scope: "an agent here left your access scope",
+};
+
+/**
+ * Why the server ended the stream, from its `event: error` data ({code, detail}), for the status
+ * line; "" when it names no reason worth showing (the credential ended: the probe sends to sign-in).
+ */
+export function serverEndText(data: string): string {
+  let code = "";
+  try {
+    code = String((JSON.parse(data) as { code?: unknown }).code ?? "");
+  } catch {
+    return "";
+  }
+  const text = SCOPE_END_TEXT[code];
+  return text ? `${text} (${code})` : "";
+}
+
 /** Opens the stream; the returned function stops it for good (no reconnect afterwards). */
 export function openStream(opts: StreamOptions): () => void {
   const create = opts.create ?? ((url: string) => new EventSource(url));
@@ -84,7 +105,9 @@ export function openStream(opts: StreamOptions): () => void {
       es.close();
       void opts.probe?.().catch(() => undefined);
       const delay = reconnectDelay(attempt++);
-      opts.onState("retrying", `reconnecting in ${Math.round(delay / 1000)} s`);
+      // A scope end: the reconnect shows what is still in scope; say why what was shown went away.
+      const why = endedByServer ? serverEndText(data) : "";
+      opts.onState("retrying", `${why ? `${why}; ` : ""}reconnecting in ${Math.round(delay / 1000)} s`);
       cancelTimer = schedule(connect, delay);
     });
   };

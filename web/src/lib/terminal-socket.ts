@@ -17,6 +17,14 @@ export type SocketEvent = { type: "open" } | { type: "close"; code: number; reas
 
 /** Close code the gateway uses when the credential behind the attach ended (logout, expiry, removal). */
 export const REVOKED_CLOSE_CODE = 4401;
+/** Close code the gateway uses when the operator may no longer reach the agent (docs/access.md). */
+export const OUT_OF_SCOPE_CLOSE_CODE = 4403;
+
+/** What the console says for each reason of OUT_OF_SCOPE_CLOSE_CODE. */
+const OUT_OF_SCOPE_TEXT: Record<string, string> = {
+  scope_changed: "your access scope changed: this agent is no longer in it",
+  agent_out_of_scope: "this agent is no longer in your access scope",
+};
 /** The "shell exit" a relay publishes for an agent whose link dropped (services/agents bus-bridge). */
 const AGENT_DISCONNECTED_EXIT = -1;
 
@@ -39,6 +47,10 @@ export function stateOnClose(code: number, reason: string, wasOpen: boolean): Te
   }
   if (code === REVOKED_CLOSE_CODE)
     return { kind: "failed", reason: `signed out (${reason || "revoked"})`, reattach: false };
+  if (code === OUT_OF_SCOPE_CLOSE_CODE) {
+    const text = OUT_OF_SCOPE_TEXT[reason] ?? "this agent is no longer in your access scope";
+    return { kind: "failed", reason: `${text} (${reason || "out_of_scope"})`, reattach: false };
+  }
   if (code === 1001) return { kind: "failed", reason: "gateway went away", reattach: true };
   if (!wasOpen) return { kind: "failed", reason: "could not attach", reattach: true };
   if (code === 1006) return { kind: "failed", reason: "connection lost", reattach: true };

@@ -3,16 +3,15 @@
  * reject them, delete rejected records. Names are checked with the API's own rule as they are typed;
  * an API refusal (e.g. name_taken) is shown next to that row's field and the typed name is kept.
  */
-import { useState } from "react";
 import { Link } from "wouter";
 import { ApiError } from "../api/client";
-import { type Agent, useAllAgents, useApproveAgent, useDeleteAgent, useRejectAgent } from "../api/agents";
-import { agentNameError, checkAgentName } from "../lib/rules";
+import { type Agent, useAllAgents } from "../api/agents";
+import { agentNameError } from "../lib/rules";
 import { useUrlState } from "../lib/url-state";
 import { Banner, EmptyState, Field, fieldError, Page, ProblemMessage, QueryStatus, Time } from "../ui";
 import "./pages.css";
+import { type RowState, usePendingActions } from "./pending/use-pending-actions";
 
-type RowState = { busy?: boolean; error?: unknown; nameError?: string };
 /** Refusals that are about the typed name: shown under the name field. */
 const NAME_CODES = new Set(["invalid_name", "name_required", "name_taken", "name_immutable"]);
 
@@ -22,55 +21,20 @@ export default function PendingPage() {
   const list = useAllAgents("", status);
   const agents = list.data ?? [];
 
-  const [names, setNames] = useState<Record<string, string>>({});
-  const [selected, setSelected] = useState<ReadonlySet<string>>(new Set());
-  const [rows, setRows] = useState<Record<string, RowState>>({});
-  const [done, setDone] = useState<string | undefined>();
-  const approve = useApproveAgent();
-  const reject = useRejectAgent();
-  const remove = useDeleteAgent();
-
-  const setRow = (id: string, s: RowState) => setRows((r) => ({ ...r, [id]: s }));
-  const visible = new Set(agents.map((a) => a.node_id));
-  const chosen = [...selected].filter((id) => visible.has(id));
-
-  /** Runs one row's action; true when the API accepted it. */
-  async function run(id: string, action: () => Promise<unknown>): Promise<boolean> {
-    setRow(id, { busy: true });
-    try {
-      await action();
-      setRow(id, {});
-      setSelected((s) => {
-        const next = new Set(s);
-        next.delete(id);
-        return next;
-      });
-      return true;
-    } catch (error) {
-      setRow(id, { error });
-      return false;
-    }
-  }
-
-  async function approveOne(id: string): Promise<boolean> {
-    const name = (names[id] ?? "").trim();
-    const v = checkAgentName(name);
-    if (v) {
-      setRow(id, { nameError: `Name ${v.message}` });
-      return false;
-    }
-    return run(id, () => approve.mutateAsync({ nodeId: id, name }));
-  }
-
-  async function bulk(ids: string[], one: (id: string) => Promise<boolean>, verb: string) {
-    setDone(undefined);
-    let ok = 0;
-    for (const id of ids) if (await one(id)) ok++;
-    setDone(`${verb} ${ok} of ${ids.length} agent${ids.length === 1 ? "" : "s"}.`);
-  }
-
-  const rejectOne = (id: string) => run(id, () => reject.mutateAsync({ nodeId: id }));
-  const deleteOne = (id: string) => run(id, () => remove.mutateAsync({ nodeId: id }));
+  const {
+    names,
+    setNames,
+    selected,
+    setSelected,
+    rows,
+    done,
+    visible,
+    chosen,
+    approveOne,
+    rejectOne,
+    deleteOne,
+    bulk,
+  } = usePendingActions(agents);
   const allSelected = agents.length > 0 && chosen.length === agents.length;
 
   return (

@@ -11,14 +11,15 @@
  * second, and every agent's heading stays in the document (find in page, headings navigation) —
  * virtualising would drop both.
  */
-import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { useCallback, useEffect, useMemo, useState } from "react";
 import { Link, useParams } from "wouter";
-import { type OperationDetail, useRun, useRunResults, useRunStream } from "../api/runs";
+import { type AssignmentRun, type OperationDetail, useRun, useRunResults, useRunStream } from "../api/runs";
 import { useUrlState } from "../lib/url-state";
 import { EmptyState, Page, ProblemMessage, QueryStatus, Section, Time } from "../ui";
 import { type DiffMode, DiffModeToggle, loadDiffRenderer, useDiffRenderer } from "../ui/diff-view";
 import "./pages.css";
 import { AgentResults } from "./runs/agent-results";
+import { usePlanViewMarks } from "./runs/plan-view-marks";
 import { RunCounts, RunStatus } from "./runs/run-counts";
 import "./runs/runs.css";
 
@@ -44,23 +45,7 @@ export default function RunPage() {
     [run],
   );
 
-  // Performance marks for the plan view budget (bench/console.ts): all results in hand → painted.
-  const marked = useRef(false);
-  const planInHand = results.complete && run?.kind === "plan";
-  if (planInHand && !marked.current) {
-    marked.current = true;
-    performance.mark("plan:data");
-  }
-  const painted = useRef(false);
-  useEffect(() => {
-    if (!planInHand || !render || painted.current) return;
-    painted.current = true;
-    const frame = requestAnimationFrame(() => {
-      performance.mark("plan:painted");
-      performance.measure("plan:view", "plan:data", "plan:painted");
-    });
-    return () => cancelAnimationFrame(frame);
-  }, [planInHand, render]);
+  usePlanViewMarks(results.complete && run?.kind === "plan", render !== undefined);
 
   const onToggle = useCallback((nodeId: string) => {
     setToggled((prev) => {
@@ -82,27 +67,7 @@ export default function RunPage() {
           <>
             <RunStatus run={run} live={live} detail={detail} />
             <RunCounts run={run} />
-            <dl className="props card run-props">
-              <dt>Run</dt>
-              <dd className="mono">{run.run_id}</dd>
-              <dt>Selector</dt>
-              <dd className="mono">{run.selector}</dd>
-              <dt>Modules</dt>
-              <dd>{run.modules.join(", ")}</dd>
-              <dt>Batches</dt>
-              <dd>
-                {run.batches <= 1 ? "all at once" : `${run.batches} batches of ${run.batch_size}`}
-                {run.max_failures !== null ? `; stops after more than ${run.max_failures} failures` : ""}
-              </dd>
-              <dt>Started</dt>
-              <dd>
-                <Time value={run.created_at} /> by{" "}
-                {/* The run names its operator by id; its operations carry the name. */}
-                {firstOperation(results.operations)?.actor.name ?? <span className="mono">{run.started_by}</span>}
-              </dd>
-              <dt>Finished</dt>
-              <dd>{run.finished_at ? <Time value={run.finished_at} /> : "—"}</dd>
-            </dl>
+            <RunProps run={run} operations={results.operations} />
             <ProblemMessage error={results.error} />
             <Section
               title="Agents"
@@ -151,6 +116,31 @@ export default function RunPage() {
         ) : null}
       </QueryStatus>
     </Page>
+  );
+}
+
+function RunProps({ run, operations }: { run: AssignmentRun; operations: ReadonlyMap<string, OperationDetail> }) {
+  return (
+    <dl className="props card run-props">
+      <dt>Run</dt>
+      <dd className="mono">{run.run_id}</dd>
+      <dt>Selector</dt>
+      <dd className="mono">{run.selector}</dd>
+      <dt>Modules</dt>
+      <dd>{run.modules.join(", ")}</dd>
+      <dt>Batches</dt>
+      <dd>
+        {run.batches <= 1 ? "all at once" : `${run.batches} batches of ${run.batch_size}`}
+        {run.max_failures !== null ? `; stops after more than ${run.max_failures} failures` : ""}
+      </dd>
+      <dt>Started</dt>
+      <dd>
+        <Time value={run.created_at} /> by {/* The run names its operator by id; its operations carry the name. */}
+        {firstOperation(operations)?.actor.name ?? <span className="mono">{run.started_by}</span>}
+      </dd>
+      <dt>Finished</dt>
+      <dd>{run.finished_at ? <Time value={run.finished_at} /> : "—"}</dd>
+    </dl>
   );
 }
 

@@ -3,15 +3,25 @@ import { lstat, readFile, unlink, chmod, chown } from "node:fs/promises";
 import type { Stats } from "node:fs";
 import { dirname } from "node:path";
 import { createTwoFilesPatch } from "diff";
+import { sealedContentLine } from "@orch/contracts";
 import { absPath, fmtMode, onlyKeys, optMode, optStr, state } from "../spec.js";
 import { attrChanges, observeAttrs, resolveOwner, type WantedAttrs } from "../ownership.js";
 import { atomicWrite } from "../atomic-write.js";
-import { SpecError, UnsupportedError, type CheckResult, type Provider, type Spec } from "../types.js";
+import {
+  SpecError,
+  UnsupportedError,
+  type CheckResult,
+  type Provider,
+  type ProviderContext,
+  type Spec,
+} from "../types.js";
 
 const FIELDS = ["path", "content", "source", "mode", "owner", "group", "state"];
 /** Above this either side is summarised by its hash instead of a line diff. */
 const DIFF_MAX = 1024 * 1024;
 const NEW_FILE_MODE = 0o644;
+/** A file rendered with a secret: its owner (root) only, unless the module says otherwise. */
+const SECRET_FILE_MODE = 0o600;
 
 interface Want extends WantedAttrs {
   path: string;
@@ -19,7 +29,7 @@ interface Want extends WantedAttrs {
   content: Buffer | undefined;
 }
 
-function parse(spec: Spec): Want {
+function parse(spec: Spec, ctx: ProviderContext): Want {
   onlyKeys(spec, FIELDS);
   if (spec.source !== undefined)
     throw new UnsupportedError(`file "source" is not supported by this agent; render the file through "content"`);
@@ -28,7 +38,7 @@ function parse(spec: Spec): Want {
     path: absPath(spec),
     state: state(spec, ["present", "absent"] as const, "present"),
     content: content === undefined ? undefined : Buffer.from(content, "utf8"),
-    mode: optMode(spec),
+    mode: optMode(spec) ?? (ctx.secret && content !== undefined ? SECRET_FILE_MODE : undefined),
     owner: optStr(spec, "owner"),
     group: optStr(spec, "group"),
   };
@@ -46,9 +56,10 @@ async function lstatOrNull(p: string): Promise<Stats | null> {
 const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");
 const isText = (b: Buffer) => !b.includes(0);
 
-function contentDiff(path: string, old: Buffer | null, next: Buffer | null): string {
+function contentDiff(path: string, old: Buffer | null, next: Buffer | null, sealed = false): string {
   const a = old ?? Buffer.alloc(0);
   const b = next ?? Buffer.alloc(0);
+  if (sealed) return sealedContentLine(old ? a.length : null, next ? b.length : null);
   if (a.length > DIFF_MAX || b.length > DIFF_MAX || !isText(a) || !isText(b)) {
     return `content ${old ? `sha256:${sha256(a)} (${a.length} bytes)` : "(none)"} -> ${next ? `sha256:${sha256(b)} (${b.length} bytes)` : "(none)"}\n`;
   }
@@ -74,6 +85,7 @@ async function observe(path: string): Promise<Record<string, unknown>> {
 /** What would change: the header lines (attributes) and the content diff. */
 async function plan(
   w: Want,
+  sealed: boolean,
 ): Promise<{ st: Stats | null; old: Buffer | null; contentChanged: boolean; attrLines: string[]; diff: string }> {
   const st = await lstatOrNull(w.path);
   if (st && !st.isFile())
@@ -83,7 +95,7 @@ async function plan(
   if (w.state === "absent") {
     if (!st) return { st, old: null, contentChanged: false, attrLines: [], diff: "" };
     const old = await readFile(w.path);
-    return { st, old, contentChanged: true, attrLines: [], diff: contentDiff(w.path, old, null) };
+    return { st, old, contentChanged: true, attrLines: [], diff: contentDiff(w.path, old, null, sealed) };
   }
   if (!st) {
     const lines = [
@@ -94,7 +106,7 @@ async function plan(
       old: null,
       contentChanged: true,
       attrLines: lines,
-      diff: lines.map((l) => `# ${l}\n`).join("") + contentDiff(w.path, null, w.content ?? Buffer.alloc(0)),
+      diff: lines.map((l) => `# ${l}\n`).join("") + contentDiff(w.path, null, w.content ?? Buffer.alloc(0), sealed),
     };
   }
   const ids = await resolveOwner(w);
@@ -113,23 +125,25 @@ async function plan(
   const diff =
     attrLines.map((l) => `# ${l}\n`).join("") +
     (contentChanged
-      ? old
-        ? contentDiff(w.path, old, w.content!)
-        : `content (${st.size} bytes) -> sha256:${sha256(w.content!)} (${w.content!.length} bytes)\n`
+      ? sealed
+        ? sealedContentLine(st.size, w.content!.length)
+        : old
+          ? contentDiff(w.path, old, w.content!)
+          : `content (${st.size} bytes) -> sha256:${sha256(w.content!)} (${w.content!.length} bytes)\n`
       : "");
   return { st, old, contentChanged, attrLines, diff };
 }
 
 export function fileProvider(): Provider {
   return {
-    async check(spec): Promise<CheckResult> {
-      const w = parse(spec);
-      const p = await plan(w);
+    async check(spec, ctx): Promise<CheckResult> {
+      const w = parse(spec, ctx);
+      const p = await plan(w, Boolean(ctx.sealed));
       return { changed: p.contentChanged || p.attrLines.length > 0, diff: p.diff, observed: await observe(w.path) };
     },
-    async apply(spec) {
-      const w = parse(spec);
-      const p = await plan(w);
+    async apply(spec, ctx) {
+      const w = parse(spec, ctx);
+      const p = await plan(w, Boolean(ctx.sealed));
       const changed = p.contentChanged || p.attrLines.length > 0;
       if (!changed)
         return { changed: false, diff: "", message: "", stdout: "", stderr: "", observed: await observe(w.path) };

@@ -2,10 +2,18 @@ import { chmod, lstat, readFile, unlink } from "node:fs/promises";
 import type { Stats } from "node:fs";
 import { dirname } from "node:path";
 import { createTwoFilesPatch } from "diff";
+import { sealedContentLine } from "@orch/contracts";
 import { fmtMode, optBool, optStr } from "../spec.js";
 import { observeAttrs } from "../ownership.js";
 import { atomicWrite } from "../atomic-write.js";
-import { SpecError, type ApplyResult, type CheckResult, type Provider, type Spec } from "../types.js";
+import {
+  SpecError,
+  type ApplyResult,
+  type CheckResult,
+  type Provider,
+  type ProviderContext,
+  type Spec,
+} from "../types.js";
 
 /**
  * Shared by the providers that compute a text file from its current content (line, block, cron):
@@ -14,6 +22,11 @@ import { SpecError, type ApplyResult, type CheckResult, type Provider, type Spec
  */
 
 export const NEW_FILE_MODE = 0o644;
+/** A file created to hold text rendered with a secret: its owner (root) only. */
+const SECRET_FILE_MODE = 0o600;
+/** The mode of a file this resource creates (see ProviderContext.secret). */
+const newFileMode = (ctx: Pick<ProviderContext, "secret"> | undefined) =>
+  ctx?.secret ? SECRET_FILE_MODE : NEW_FILE_MODE;
 
 export interface Current {
   st: Stats | null;
@@ -65,6 +78,8 @@ export function textDiff(path: string, old: string | null, next: string | null):
     "desired",
   );
 }
+
+const bytes = (text: string | null) => (text === null ? null : Buffer.byteLength(text));
 
 /** A file's lines without the final newline; `eol` tells whether it had one. */
 export interface Lines {
@@ -175,26 +190,37 @@ interface Planned {
   modeChange: boolean;
 }
 
-function planOf(path: string, cur: Current, want: Desired): Planned {
+type TextContext = Pick<ProviderContext, "secret" | "sealed">;
+
+function planOf(path: string, cur: Current, want: Desired, ctx?: TextContext): Planned {
   const header: string[] = [];
   if (want.blocked) header.push(want.blocked);
   const contentChanged = want.next !== cur.text;
   const modeChange =
     want.next !== null && cur.st !== null && want.mode !== undefined && (cur.st.mode & 0o7777) !== want.mode;
   if (modeChange) header.push(`mode ${fmtMode(cur.st!.mode)} -> ${fmtMode(want.mode!)}`);
-  if (cur.st === null && want.next !== null) header.push(`create file (mode ${fmtMode(want.mode ?? NEW_FILE_MODE)})`);
+  if (cur.st === null && want.next !== null)
+    header.push(`create file (mode ${fmtMode(want.mode ?? newFileMode(ctx))})`);
   if (want.next === null && cur.st !== null) header.push("remove file");
   const diff =
     header.map((l) => `# ${l}\n`).join("") +
-    (contentChanged && !want.blocked ? textDiff(path, cur.text, want.next) : "");
+    (contentChanged && !want.blocked
+      ? ctx?.sealed
+        ? sealedContentLine(bytes(cur.text), bytes(want.next))
+        : textDiff(path, cur.text, want.next)
+      : "");
   return { changed: Boolean(want.blocked) || contentChanged || modeChange, diff, contentChanged, modeChange };
 }
 
 /** check() of a text-editing provider: the plan as a diff, nothing touched. */
-export async function checkText(path: string, desire: (cur: Current) => Desired): Promise<CheckResult> {
+export async function checkText(
+  path: string,
+  desire: (cur: Current) => Desired,
+  ctx?: TextContext,
+): Promise<CheckResult> {
   const cur = await readCurrent(path);
   const want = desire(cur);
-  const p = planOf(path, cur, want);
+  const p = planOf(path, cur, want, ctx);
   return {
     changed: p.changed,
     diff: p.diff,
@@ -204,11 +230,15 @@ export async function checkText(path: string, desire: (cur: Current) => Desired)
 }
 
 /** apply() of a text-editing provider: writes only what check() reported. */
-export async function applyText(path: string, desire: (cur: Current) => Desired): Promise<ApplyResult> {
+export async function applyText(
+  path: string,
+  desire: (cur: Current) => Desired,
+  ctx?: TextContext,
+): Promise<ApplyResult> {
   const cur = await readCurrent(path);
   const want = desire(cur);
   if (want.blocked) throw new SpecError(want.blocked);
-  const p = planOf(path, cur, want);
+  const p = planOf(path, cur, want, ctx);
   if (!p.changed)
     return { changed: false, diff: "", message: "", stdout: "", stderr: "", observed: await observeText(path) };
   let message: string;
@@ -216,7 +246,7 @@ export async function applyText(path: string, desire: (cur: Current) => Desired)
     await unlink(path);
     message = "removed";
   } else if (p.contentChanged) {
-    const mode = want.mode ?? (cur.st ? cur.st.mode & 0o7777 : NEW_FILE_MODE);
+    const mode = want.mode ?? (cur.st ? cur.st.mode & 0o7777 : newFileMode(ctx));
     await writeText(path, want.next, mode, cur.st);
     message = cur.st ? "content updated" : "created";
   } else {
@@ -232,13 +262,13 @@ export function textProvider<W extends { path: string }>(
   desire: (w: W, cur: Current) => Desired,
 ): Provider {
   return {
-    check: async (spec) => {
+    check: async (spec, ctx) => {
       const w = parse(spec);
-      return checkText(w.path, (cur) => desire(w, cur));
+      return checkText(w.path, (cur) => desire(w, cur), ctx);
     },
-    apply: async (spec) => {
+    apply: async (spec, ctx) => {
       const w = parse(spec);
-      return applyText(w.path, (cur) => desire(w, cur));
+      return applyText(w.path, (cur) => desire(w, cur), ctx);
     },
   };
 }

@@ -11,3 +11,4 @@ export * from "./sources.js";
 export * from "./join-tokens.js";
 export * from "./releases.js";
 export * from "./notify.js";
+export * from "./terminal.js";

@@ -1,15 +1,15 @@
 import type { Violation } from "./violation.js";
 
 /**
- * orch-agent releases: what `npm run build:agent-package` writes, what the gateway serves and signs
- * under /install, and what the install script and the agent's upgrader verify. One description
- * for all of them (docs/agent-install.md).
+ * orch-agent releases: what `npm run build:agent-package` writes and signs, what the gateway serves
+ * under /install (checking the stored signatures), and what the install script and the agent's
+ * upgrader verify. One description for all of them (docs/agent-install.md).
  *
- * On disk (releases.dir): `<version>/manifest.json` plus the files it lists. Served:
+ * On disk (releases.dir): `<version>/manifest.json`, `manifest.json.sig` and the files it lists. Served:
  *   GET /install/agent.sh                          the install script (public key embedded)
  *   GET /install/release.pub                       the release public key (PEM, SPKI)
  *   GET /install/releases/<version>/manifest.json  the manifest, byte for byte as on disk
- *   GET /install/releases/<version>/manifest.json.sig  base64 Ed25519 signature of those bytes
+ *   GET /install/releases/<version>/manifest.json.sig  base64 Ed25519 signature of those bytes (made at build)
  *   GET /install/releases/<version>/<file>         a package the manifest lists
  */
 
@@ -105,7 +105,7 @@ export function compareVersions(a: string, b: string): number {
 }
 
 /**
- * The one text form of a manifest (what `npm run build:agent-package` writes and the gateway signs
+ * The one text form of a manifest (what `npm run build:agent-package` writes and signs
  * byte for byte): pretty JSON, fixed key order, each packages[] entry on ONE line, so a POSIX sh
  * install script can pick its package's sha256 with grep/sed. Ends with a newline.
  */

@@ -1,5 +1,6 @@
 import { create, fromBinary, toBinary, type DescMessage } from "@bufbuild/protobuf";
-import { BAIL, createEncoder } from "./encoder.js";
+import { BAIL } from "./bail.js";
+import { createEncoder } from "./encoder.js";
 import { createDecoder } from "./decoder.js";
 import { createPlans } from "./plan.js";
 
@@ -18,11 +19,20 @@ export interface MessageCodec {
   decode(desc: DescMessage, data: Uint8Array): unknown;
 }
 
+export interface MessageCodecOptions {
+  /**
+   * Decodes a google.protobuf.Struct key "__proto__" as an own key. protobuf-es makes it the
+   * prototype of the object it builds, so by default such input is left to protobuf-es; a reader
+   * that keeps the JSON as sent (the audit store) sets this.
+   */
+  protoKeysAsData?: boolean;
+}
+
 /** One per server or client: it owns a scratch buffer that encodes reuse. */
-export function createMessageCodec(): MessageCodec {
+export function createMessageCodec(options: MessageCodecOptions = {}): MessageCodec {
   const plans = createPlans();
   const encoder = createEncoder();
-  const decoder = createDecoder();
+  const decoder = createDecoder(options.protoKeysAsData);
   return {
     encode(desc, value) {
       const plan = plans.get(desc);

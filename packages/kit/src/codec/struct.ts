@@ -1,6 +1,5 @@
 import { BAIL } from "./bail.js";
-import type { Writer } from "./encoder.js";
-import type { Reader } from "./decoder.js";
+import type { Reader, Writer } from "./wire.js";
 
 /**
  * google.protobuf.Struct fields, which protobuf-es represents as plain JSON objects (JsonObject)
@@ -104,9 +103,10 @@ export function createStructWriter(w: Writer): WriteStruct {
 
 /**
  * Reads the body of a Struct into a JSON object. Throws BAIL for unknown fields, a Value with
- * more than one kind (protobuf-es replaces or merges), and malformed input.
+ * more than one kind (protobuf-es replaces or merges), and malformed input; and for a "__proto__"
+ * key unless `protoKeysAsData` (then it is an own key, as JSON.parse makes it).
  */
-export function createStructReader(r: Reader): ReadStruct {
+export function createStructReader(r: Reader, protoKeysAsData = false): ReadStruct {
   const struct = (end: number, depth: number): Record<string, unknown> => {
     if (depth > MAX_DEPTH) throw BAIL;
     const o: Record<string, unknown> = {};
@@ -123,8 +123,10 @@ export function createStructReader(r: Reader): ReadStruct {
         else throw BAIL;
       }
       r.end(e);
-      if (k === PROTO_KEY) throw BAIL;
-      o[k] = x;
+      if (k !== PROTO_KEY) o[k] = x;
+      else if (protoKeysAsData)
+        Object.defineProperty(o, k, { value: x, enumerable: true, writable: true, configurable: true });
+      else throw BAIL;
     }
     r.end(end);
     return o;

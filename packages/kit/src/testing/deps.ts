@@ -5,7 +5,9 @@ import { createEvents, createRelay, type Relay } from "../outbox.js";
 import type { ServiceDeps } from "../service.js";
 import { createMetricsRegistry } from "../health.js";
 import { createIdempotencyStore, type IdempotencyStore } from "../idempotency.js";
-import { silentLogger, type DbHandle, type NatsHandle } from "./index.js";
+import type { DbHandle } from "./database.js";
+import { silentLogger } from "./logging.js";
+import type { NatsHandle } from "./nats.js";
 
 /**
  * The same deps `runMain` builds, for calling a service factory directly in a test: a pool on the

@@ -4,7 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
-import { freePort, type DbHandle } from "./index.js";
+import type { DbHandle } from "./database.js";
+import { freePort } from "./ports.js";
 
 const run = promisify(execFile);
 

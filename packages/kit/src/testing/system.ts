@@ -2,7 +2,11 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { generateKeyPairSync, sign, type KeyObject } from "node:crypto";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { freePort, waitForPort, type DbHandle, type NatsHandle } from "./index.js";
+import type { DbHandle } from "./database.js";
+import type { NatsHandle } from "./nats.js";
+import { killOnExit, type TestOwner } from "./owner.js";
+import { freePort, waitForPort } from "./ports.js";
+import { waitMs } from "./wait.js";
 import { nodeFlagsFor } from "../bulk-gc.js";
 import { testLinkTls } from "./dev-ca.js";
 
@@ -29,6 +33,8 @@ export interface ServiceProcess {
 export interface SystemHandle {
   /** Gateway base URL, e.g. http://127.0.0.1:PORT */
   url: string;
+  /** The port an `agents` process of this system links on (ORCH_AGENTS_LINK_PORT: free unless `env` set it). */
+  linkPort: number;
   admin: KeyPair;
   env: Record<string, string>;
   procs: Map<string, ServiceProcess>;
@@ -47,14 +53,12 @@ export interface SystemHandle {
   ): Promise<{ status: number; body: any; headers: Headers; text: string }>;
 }
 
-/**
- * Starts services as real processes from their built `dist/main.js` (run `npm run build` first),
- * on the given NATS and database, with the gateway on a free port. Waits until GET /status
- * reports every started service ok.
- */
-export async function startSystem(opts: {
-  /** Only the URL is used: a handle from startNats, or any server or cluster (`url` may list several). */
-  nats: Pick<NatsHandle, "url">;
+export interface SystemOptions {
+  /**
+   * A handle from startNats (each service connects as its own bus user, from `busEnv`), or any
+   * server or cluster by `url` (`url` may list several; without `busEnv` services connect anonymously).
+   */
+  nats: Pick<NatsHandle, "url"> & Partial<Pick<NatsHandle, "busEnv">>;
   db: Pick<DbHandle, "url">;
   services: string[];
   env?: Record<string, string>;
@@ -66,19 +70,32 @@ export async function startSystem(opts: {
    * console's passkeys need (browsers refuse IP addresses as WebAuthn RP IDs). It still binds 127.0.0.1.
    */
   publicHost?: "localhost";
-  /** How long the gateway's port and every service's readiness may take (ms; default 30 s each). */
+  /**
+   * How long the gateway's port and every service's readiness may take (ms; default 30 s each), a
+   * base scaled by waitMs (./wait.ts).
+   */
   readyTimeoutMs?: number;
-}): Promise<SystemHandle> {
-  const admin = opts.admin ?? ed25519();
-  const port = await freePort();
-  const publicUrl = opts.publicHost ? `http://${opts.publicHost}:${port}` : undefined;
+  /**
+   * tap's `t`: the services' stop is registered before the first one starts, so a start-up that
+   * throws leaks no process (./owner.ts). Give startNats and createTestDatabase the same owner.
+   */
+  owner?: TestOwner;
+}
+
+/** The env every service process starts with, before its own bus user and `serviceEnv`. */
+function systemEnv(
+  opts: SystemOptions,
+  admin: KeyPair,
+  ports: { http: number; link: number },
+  publicUrl: string | undefined,
+) {
   const env: Record<string, string> = {
     NATS_URL: opts.nats.url,
     DATABASE_URL: opts.db.url,
     ORCH_HEALTH_PORT: "0",
     ORCH_HEALTH_HOST: "127.0.0.1",
     ORCH_LOG_LEVEL: "info",
-    ORCH_HTTP_PORT: String(port),
+    ORCH_HTTP_PORT: String(ports.http),
     ORCH_HTTP_HOST: "127.0.0.1",
     ORCH_BOOTSTRAP_ADMIN_KEY: admin.publicKeyHex,
     ORCH_GATEWAY_SERVICES: JSON.stringify(opts.services.filter((s) => s !== "gateway")),
@@ -91,8 +108,74 @@ export async function startSystem(opts: {
     ...(opts.services.includes("agents") && !opts.env?.ORCH_AGENTS_INSECURE
       ? { ORCH_AGENTS_TLS_CERT: testLinkTls().serverCert, ORCH_AGENTS_TLS_KEY: testLinkTls().serverKey }
       : {}),
+    // Every listener on a free port, never a deployment default (7443) a running `npm run up` holds.
+    ORCH_AGENTS_LINK_PORT: String(ports.link),
     ...(opts.env ?? {}),
   };
+  return env;
+}
+
+/** fetch against the gateway at `base`, with an optional bearer token and JSON body. */
+async function callApi(
+  base: string,
+  method: string,
+  path: string,
+  o: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<{ status: number; body: any; headers: Headers; text: string }> {
+  const headers: Record<string, string> = { ...(o.headers ?? {}) };
+  if (o.token) headers.authorization = `Bearer ${o.token}`;
+  if (o.body !== undefined) headers["content-type"] ??= "application/json";
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers,
+    ...(o.body !== undefined ? { body: typeof o.body === "string" ? o.body : JSON.stringify(o.body) } : {}),
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await res.text();
+  let body: unknown;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    body = text;
+  }
+  return { status: res.status, body, headers: res.headers, text };
+}
+
+/** The challenge-response login with a key pair; returns the bearer token. */
+async function login(api: SystemHandle["api"], key: KeyPair): Promise<string> {
+  const ch = await api("POST", "/api/v1/auth/challenge", { body: { public_key: key.publicKeyHex } });
+  if (ch.status !== 200) throw new Error(`challenge failed: ${ch.status} ${ch.text}`);
+  const signature = sign(null, Buffer.from(ch.body.nonce, "hex"), key.privateKey).toString("hex");
+  const v = await api("POST", "/api/v1/auth/verify", {
+    body: { public_key: key.publicKeyHex, nonce: ch.body.nonce, signature },
+  });
+  if (v.status !== 200) throw new Error(`verify failed: ${v.status} ${v.text}`);
+  return v.body.token as string;
+}
+
+/** Waits for the gateway's port, then until GET /status reports every started service ok. */
+async function waitReady(handle: SystemHandle, port: number, readyMs: number): Promise<void> {
+  await waitForPort(port, readyMs);
+  const until = Date.now() + waitMs(readyMs);
+  for (;;) {
+    const st = await handle.api("GET", "/api/v1/status").catch(() => undefined);
+    if (st?.status === 200 && st.body.status === "ok") return;
+    if (Date.now() > until)
+      throw new Error(`services did not become ready: ${JSON.stringify(st?.body)}\n${handle.output().slice(-4000)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * Starts services as real processes from their built `dist/main.js` (run `npm run build` first),
+ * on the given NATS and database, with the gateway and the agent link on free ports. Waits until
+ * GET /status reports every started service ok; a start-up that fails stops what it started.
+ */
+export async function startSystem(opts: SystemOptions): Promise<SystemHandle> {
+  const admin = opts.admin ?? ed25519();
+  const port = await freePort();
+  const publicUrl = opts.publicHost ? `http://${opts.publicHost}:${port}` : undefined;
+  const env = systemEnv(opts, admin, { http: port, link: await freePort() }, publicUrl);
   const procs = new Map<string, ServiceProcess>();
   const all: ServiceProcess[] = [];
 
@@ -100,9 +183,16 @@ export async function startSystem(opts: {
     const main = `${ROOT}services/${name}/dist/main.js`;
     if (!existsSync(main)) throw new Error(`${main} is missing: run npm run build`);
     const child = spawn(process.execPath, [...nodeFlagsFor(name), main], {
-      env: { ...process.env, ...env, ...(opts.serviceEnv?.(name) ?? {}), ...extraEnv },
+      env: {
+        ...process.env,
+        ...env,
+        ...(opts.nats.busEnv?.(name) ?? {}),
+        ...(opts.serviceEnv?.(name) ?? {}),
+        ...extraEnv,
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
+    killOnExit(child);
     const p: ServiceProcess = { name: as, child, output: [] };
     child.stdout!.on("data", (d: Buffer) => p.output.push(d.toString()));
     child.stderr!.on("data", (d: Buffer) => p.output.push(d.toString()));
@@ -113,6 +203,7 @@ export async function startSystem(opts: {
 
   const handle: SystemHandle = {
     url: publicUrl ?? `http://127.0.0.1:${port}`,
+    linkPort: Number(env.ORCH_AGENTS_LINK_PORT),
     admin,
     env,
     procs,
@@ -129,49 +220,14 @@ export async function startSystem(opts: {
     async stop() {
       await Promise.all([...procs.keys()].map((n) => handle.kill(n, "SIGTERM")));
     },
-    async login(key) {
-      const ch = await handle.api("POST", "/api/v1/auth/challenge", { body: { public_key: key.publicKeyHex } });
-      if (ch.status !== 200) throw new Error(`challenge failed: ${ch.status} ${ch.text}`);
-      const signature = sign(null, Buffer.from(ch.body.nonce, "hex"), key.privateKey).toString("hex");
-      const v = await handle.api("POST", "/api/v1/auth/verify", {
-        body: { public_key: key.publicKeyHex, nonce: ch.body.nonce, signature },
-      });
-      if (v.status !== 200) throw new Error(`verify failed: ${v.status} ${v.text}`);
-      return v.body.token as string;
-    },
-    async api(method, path, o = {}) {
-      const headers: Record<string, string> = { ...(o.headers ?? {}) };
-      if (o.token) headers.authorization = `Bearer ${o.token}`;
-      if (o.body !== undefined) headers["content-type"] ??= "application/json";
-      const res = await fetch(`${handle.url}${path}`, {
-        method,
-        headers,
-        ...(o.body !== undefined ? { body: typeof o.body === "string" ? o.body : JSON.stringify(o.body) } : {}),
-        signal: AbortSignal.timeout(30_000),
-      });
-      const text = await res.text();
-      let body: unknown;
-      try {
-        body = text ? JSON.parse(text) : undefined;
-      } catch {
-        body = text;
-      }
-      return { status: res.status, body, headers: res.headers, text };
-    },
+    login: (key) => login(handle.api, key),
+    api: (method, path, o) => callApi(handle.url, method, path, o),
   };
 
+  opts.owner?.teardown(() => handle.stop());
   try {
     for (const s of opts.services) await start(s);
-    const readyMs = opts.readyTimeoutMs ?? 30_000;
-    await waitForPort(port, readyMs);
-    const until = Date.now() + readyMs;
-    for (;;) {
-      const st = await handle.api("GET", "/api/v1/status").catch(() => undefined);
-      if (st?.status === 200 && st.body.status === "ok") break;
-      if (Date.now() > until)
-        throw new Error(`services did not become ready: ${JSON.stringify(st?.body)}\n${handle.output().slice(-4000)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await waitReady(handle, port, opts.readyTimeoutMs ?? 30_000);
   } catch (err) {
     await handle.stop();
     throw err;

@@ -13,6 +13,7 @@ import {
   type CachedReleaseCatalog,
   type Handlers,
   type Queryable,
+  isUniqueViolation,
 } from "@orch/kit";
 import { agentsDb, type AgentRow } from "../db/agents.js";
 import type { AgentsDeps } from "../deps.js";
@@ -148,7 +149,7 @@ export function registryHandlers(deps: AgentsDeps, releases: CachedReleaseCatalo
           try {
             next = await agentsDb.setStatus(db, cur.node_id, "approved", req.name);
           } catch (err) {
-            if ((err as { code?: string }).code === "23505")
+            if (isUniqueViolation(err))
               throw conflict("name_taken", `the name '${req.name}' belongs to another agent`, { field: "name" });
             throw err;
           }

@@ -56,6 +56,30 @@ const respondError = (msg: Msg, err: OrchError) => {
   msg.respond(data, { headers: hdrs });
 };
 
+/** Tells an observer's completion the outcome; its failure is logged, never thrown. */
+function settleCompletion(log: Logger, done: ReturnType<RelayObserver>, ok: boolean): Promise<void> | undefined {
+  if (!done) return undefined;
+  try {
+    const r = done(ok);
+    return r
+      ? r.catch((err: unknown) => log.warn({ err: (err as Error).message }, "relay completion failed"))
+      : undefined;
+  } catch (err) {
+    log.warn({ err: (err as Error).message }, "relay completion failed");
+    return undefined;
+  }
+}
+
+/** The error an agent's Response carries, as the caller sees it (unknown codes and reasons are not passed on). */
+function agentError(e: NonNullable<Response["error"]>): OrchError {
+  return new OrchError(
+    isCode(e.code) ? e.code : "INTERNAL",
+    isErrorReason(e.reason) ? e.reason : undefined,
+    e.message || "the agent reported an error",
+    e.details ?? {},
+  );
+}
+
 /**
  * Serves `orch.agent.<node_id>.>` for the one link this replica holds (no queue group: only the
  * holder subscribes, so with no holder callers get no-responders). Each request becomes a Request
@@ -68,18 +92,7 @@ export function createRelay(opts: RelayOptions): Relay {
   let nextId = 1n;
   let stopped = false;
 
-  const settle = (done: Done, ok: boolean): Promise<void> | undefined => {
-    if (!done) return undefined;
-    try {
-      const r = done(ok);
-      return r
-        ? r.catch((err: unknown) => opts.log.warn({ err: (err as Error).message }, "relay completion failed"))
-        : undefined;
-    } catch (err) {
-      opts.log.warn({ err: (err as Error).message }, "relay completion failed");
-      return undefined;
-    }
-  };
+  const settle = (done: Done, ok: boolean) => settleCompletion(opts.log, done, ok);
 
   const onRequest = (msg: Msg) => {
     const method = msg.subject.slice(msg.subject.lastIndexOf(".") + 1);
@@ -147,15 +160,7 @@ export function createRelay(opts: RelayOptions): Relay {
         const e = res.error;
         void settle(p.done, false);
         p.span?.end(e.reason || e.code || "error");
-        respondError(
-          p.msg,
-          new OrchError(
-            isCode(e.code) ? e.code : "INTERNAL",
-            isErrorReason(e.reason) ? e.reason : undefined,
-            e.message || "the agent reported an error",
-            e.details ?? {},
-          ),
-        );
+        respondError(p.msg, agentError(e));
         return;
       }
       const reply = () => {

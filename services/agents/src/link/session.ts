@@ -1,7 +1,7 @@
 import type { ServerDuplexStream } from "@grpc/grpc-js";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import type { AgentFrame, ServerFrame } from "@orch/contracts";
-import type { Clock, IdGenerator, Logger, Pool } from "@orch/kit";
+import { createStepper, type Clock, type IdGenerator, type Logger, type Pool, type Stepper } from "@orch/kit";
 import { agentsDb, type LinkUp } from "../db/agents.js";
 import type { MetricsWriter } from "../metrics-writer.js";
 import { createBusBridge, type BusBridge } from "./bus-bridge.js";
@@ -71,10 +71,7 @@ export function acceptLink(call: LinkCall, deps: LinkDeps): void {
 }
 
 class LinkDriver {
-  private state: LinkState<Wiring>;
-  /** Events raised while effects run are handled after them, in order. */
-  private readonly inbox: Event[] = [];
-  private stepping = false;
+  private readonly machine: Stepper<LinkState<Wiring>, Event>;
   private readonly session: string;
   private readonly baseLog: Logger;
   private readonly handshakeTimer: NodeJS.Timeout;
@@ -89,7 +86,11 @@ class LinkDriver {
     this.session = deps.ids.next();
     const address = peerHost(call.getPeer());
     this.baseLog = deps.log.child({ session: this.session, address });
-    this.state = initialLinkState({ session: this.session, address, replica: deps.replica, nonce: newNonce() });
+    this.machine = createStepper(
+      initialLinkState({ session: this.session, address, replica: deps.replica, nonce: newNonce() }),
+      (s: LinkState<Wiring>, e: Event) => step(s, e, deps.clock.now()),
+      (f) => this.perform(f),
+    );
     this.closed = new Promise((resolve) => {
       this.markClosed = resolve;
     });
@@ -117,21 +118,13 @@ class LinkDriver {
     return nodeId ? this.baseLog.child({ node_id: nodeId }) : this.baseLog;
   }
 
+  private get state(): LinkState<Wiring> {
+    return this.machine.state;
+  }
+
   /** Resolves at once, or when the teardown is done if the link is closing. */
   private dispatch(event: Event): Promise<void> {
-    this.inbox.push(event);
-    if (!this.stepping) {
-      this.stepping = true;
-      try {
-        for (let e = this.inbox.shift(); e; e = this.inbox.shift()) {
-          const t = step(this.state, e, this.deps.clock.now());
-          this.state = t.state;
-          for (const effect of t.effects) this.perform(effect);
-        }
-      } finally {
-        this.stepping = false;
-      }
-    }
+    this.machine.dispatch(event);
     return isOpen(this.state) ? Promise.resolve() : this.closed;
   }
 

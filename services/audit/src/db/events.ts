@@ -1,4 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import { isUniqueViolation } from "@orch/kit";
 import type { Queryable } from "@orch/kit";
 import { ID_TIME_SKEW_MS, ulidFloor } from "../ulid-time.js";
 import { integerArray, textArray } from "./array-literal.js";
@@ -38,8 +39,7 @@ const INSERT_NEW = INSERT_SQL(false);
 
 /** The error of an insert that met an id already stored (or twice in its batch). */
 export function isKnownId(err: unknown): boolean {
-  const e = err as { code?: unknown; constraint?: unknown };
-  return e.code === "23505" && e.constraint === "events_pkey";
+  return isUniqueViolation(err, "events_pkey");
 }
 
 function insertParams(rows: EventRow[]): unknown[] {

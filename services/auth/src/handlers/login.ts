@@ -21,7 +21,7 @@ export function newSecret(): { value: string; hash: string } {
   return { value, hash: hashToken(value) };
 }
 
-// One message for unknown and inactive operators, so a caller cannot probe which keys exist.
+// One answer for unknown and inactive operators: which of the two is the admins' business.
 const unknownOperator = () => unauthenticated("unknown_operator", "unknown or inactive operator");
 const badNonce = () =>
   unauthenticated("invalid_nonce", "the nonce is unknown, used or expired; request a new challenge");
@@ -41,17 +41,17 @@ export function loginHandlers(deps: AuthDeps): LoginHandlers {
       const publicKey = normaliseKey(req.publicKey);
       publicKeyObject(publicKey);
       const op = await operatorsDb.byKey(pool, publicKey);
-      // Known or not, the caller gets a stored nonce (same answer, same queries), so keys cannot be
-      // enumerated; an unknown key's nonce never verifies, as no operator holds that key.
+      // Refused outright (seed API): a public key is public, so saying it opens no account hides
+      // nothing worth hiding, and no nonce is stored for keys nobody holds. Anyone can cause this at
+      // will, so it is audited at info and notifies nobody (loginFailureRecorder); the gateway's
+      // per-address sign-in budget bounds how fast.
+      if (!op?.active) {
+        await loginFailed("unknown_operator", publicKey, req.remoteAddress);
+        throw unknownOperator();
+      }
       const nonce = randomBytes(32).toString("hex");
       const expiresAt = clock.now() + config.auth.challenge_ttl_seconds * 1000;
       await sessionsDb.addChallenge(pool, nonce, publicKey, expiresAt);
-      if (!op?.active) {
-        // Not awaited: the extra write must not show in the response time.
-        void loginFailed("unknown_operator", publicKey, "").catch((err: unknown) =>
-          deps.log.warn({ err }, "recording a login failure failed"),
-        );
-      }
       return { nonce, expiresAt };
     },
 
@@ -59,8 +59,8 @@ export function loginHandlers(deps: AuthDeps): LoginHandlers {
       const publicKey = normaliseKey(req.publicKey);
       const now = clock.now();
       const ch = await sessionsDb.takeChallenge(pool, req.nonce.toLowerCase());
-      // The signature is judged first: whoever lacks the private key gets the same answer whether
-      // the key belongs to an operator or not.
+      // The signature is judged first, so a caller without the private key learns nothing about the
+      // nonce it presents (whether it is live, used or another key's).
       if (!verifySignature(publicKey, Buffer.from(req.nonce, "hex"), req.signature)) {
         await loginFailed("invalid_signature", publicKey, req.remoteAddress);
         throw badSignature();

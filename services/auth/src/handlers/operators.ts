@@ -11,6 +11,7 @@ import {
   precondition,
   type CallContext,
   type Handlers,
+  isUniqueViolation,
 } from "@orch/kit";
 import { operatorsDb } from "../db/operators.js";
 import { normaliseKey, publicKeyObject } from "../keys.js";
@@ -77,9 +78,8 @@ export function operatorHandlers(deps: AuthDeps): OperatorHandlers {
           });
         });
       } catch (err) {
-        const e = err as { code?: string; constraint?: string };
-        if (e.code === "23505") {
-          throw e.constraint?.includes("public_key")
+        if (isUniqueViolation(err)) {
+          throw (err as { constraint?: string }).constraint?.includes("public_key")
             ? conflict("public_key_in_use", "another operator already uses this public key", { field: "public_key" })
             : conflict("operator_exists", `an operator named '${row.name}' already exists`, { field: "name" });
         }
@@ -113,9 +113,9 @@ export function operatorHandlers(deps: AuthDeps): OperatorHandlers {
       });
       if (!updated.changed) return toOperator(updated.row);
       // Gateways cache the principal with its scope: drop it everywhere so the new scope holds on the
-      // next request, and open streams of the operator end as on a revocation (they were opened
-      // under the old scope). Its tokens stay valid.
-      const revocation = create(RevocationSchema, { operatorId: updated.row.id });
+      // next request, and re-check the operator's open streams and terminals against the new scope
+      // (those it no longer allows end with scope_changed). Its tokens stay valid.
+      const revocation = create(RevocationSchema, { operatorId: updated.row.id, scopeChanged: true });
       nc.publish(REVOCATION_SUBJECT, toBinary(RevocationSchema, revocation));
       return toOperator(updated.row);
     },

@@ -169,6 +169,11 @@ main() {
     -in "$tmp/manifest.json" -sigfile "$tmp/sig.bin" >/dev/null 2>&1; then
     die "signature refused: the manifest of $version is not signed by this server's release key; nothing installed"
   fi
+  # A validly signed manifest of another version (a stale cache, a proxy, a swapped directory) is
+  # still not the one asked for: installing it would leave a different version than was reported.
+  signed_version=$(manifest_field "$(grep -E '^ *"version" *:' "$tmp/manifest.json" | head -n 1)" version)
+  [ "$signed_version" = "$version" ] ||
+    die "version mismatch: asked for $version, the signed manifest is of ${signed_version:-no version}; nothing installed"
   say "manifest of $version: signature verified"
 
   # One package per line (formatReleaseManifest); the signature covers these bytes.
@@ -229,7 +234,7 @@ main() {
     mkdir -p "$root/var/lib/orch-agent"
     chmod 0700 "$root/var/lib/orch-agent"
   fi
-  say "installed orch-agent $version ($kind, $arch) into ${root:-/}opt/orch-agent"
+  say "installed orch-agent $version ($kind, $arch) into $root/opt/orch-agent"
 
   if [ "$start" = no ]; then
     say "not started (--no-start); start it with: systemctl enable --now orch-agent"

@@ -1,52 +1,13 @@
 import { z } from "zod";
-import { AGENT_VERSION_RULE, AgentsService, type AgentUpgrade, type ErrorReason } from "@orch/contracts";
+import { AgentsService, type ErrorReason } from "@orch/contracts";
 import { rpcClient } from "@orch/kit";
-import type { GatewayContext } from "../app.js";
+import type { GatewayContext } from "../context.js";
 import { route } from "../route.js";
-import { iso, pageQuery } from "../schemas.js";
+import { pageQuery } from "../schemas.js";
+import { AgentUpgradeOut, Started, startedJson, upgradeJson } from "./agent-upgrades-json.js";
+import { Version } from "./agent-upgrades-schemas.js";
 import { AgentParams, AgentRef, SelectorQuery } from "./agents-schemas.js";
 
-export const AgentUpgradeOut = z.object({
-  id: z.string(),
-  node_id: z.string(),
-  name: z.string().nullable(),
-  from_version: z.string(),
-  to_version: z.string(),
-  status: z.enum(["requested", "succeeded", "failed"]),
-  reason: z
-    .string()
-    .nullable()
-    .describe(
-      "why it failed: timeout, agent_unreachable, superseded, or the agent's refusal (upgrade_unsupported, download_failed, signature_invalid, checksum_mismatch, package_invalid, already_current, upgrade_in_progress)",
-    ),
-  message: z.string().nullable(),
-  requested_at: z.string(),
-  deadline_at: z.string().describe("reported failed (timeout) if the agent is not back on to_version by then"),
-  finished_at: z.string().nullable(),
-  requested_by: z.string(),
-});
-
-export const upgradeJson = (u: AgentUpgrade): z.infer<typeof AgentUpgradeOut> => ({
-  id: u.id,
-  node_id: u.nodeId,
-  name: u.name || null,
-  from_version: u.fromVersion,
-  to_version: u.toVersion,
-  status: u.status as "requested" | "succeeded" | "failed",
-  reason: u.reason || null,
-  message: u.message || null,
-  requested_at: iso(u.requestedAt),
-  deadline_at: iso(u.deadlineAt),
-  finished_at: u.finishedAt ? iso(u.finishedAt) : null,
-  requested_by: u.requestedBy,
-});
-
-const Started = z.object({
-  upgrades: z.array(AgentUpgradeOut),
-  version: z.string(),
-  skipped: z.number().int().describe("matched agents already running the version"),
-});
-const Version = z.string().max(64).nullish().describe(`${AGENT_VERSION_RULE}; absent = the newest published`);
 const VERSION_ERRORS: Record<number, ErrorReason[]> = {
   400: ["invalid_request", "invalid_version"],
   404: ["agent_not_found", "agent_version_not_found", "agent_packages_unavailable"],
@@ -57,11 +18,6 @@ const DESCRIPTION =
 /** Agent upgrades: admin only (they replace the software that runs as root on the fleet). */
 export function agentUpgradeRoutes(ctx: GatewayContext) {
   const agents = rpcClient(ctx.nc, "agents", AgentsService, { timeoutMs: Math.max(ctx.timeoutMs, 15_000) });
-  const toJson = (r: { upgrades: AgentUpgrade[]; version: string; skipped: number }) => ({
-    upgrades: r.upgrades.map(upgradeJson),
-    version: r.version,
-    skipped: r.skipped,
-  });
   return [
     route({
       method: "POST",
@@ -75,7 +31,7 @@ export function agentUpgradeRoutes(ctx: GatewayContext) {
       responses: { 202: Started },
       errors: { ...VERSION_ERRORS, 409: ["agent_not_approved"] },
       async handler({ params, body, call }) {
-        return toJson(await agents.upgradeAgents({ nodeId: params.node_id, version: body.version ?? "" }, call));
+        return startedJson(await agents.upgradeAgents({ nodeId: params.node_id, version: body.version ?? "" }, call));
       },
     }),
     route({
@@ -89,7 +45,7 @@ export function agentUpgradeRoutes(ctx: GatewayContext) {
       responses: { 202: Started },
       errors: { ...VERSION_ERRORS, 400: ["invalid_request", "invalid_version", "invalid_selector"] },
       async handler({ body, call }) {
-        return toJson(await agents.upgradeAgents({ selector: body.selector, version: body.version ?? "" }, call));
+        return startedJson(await agents.upgradeAgents({ selector: body.selector, version: body.version ?? "" }, call));
       },
     }),
     route({

@@ -1,38 +1,33 @@
 import { z } from "zod";
 import { AgentsService, NODE_ID_RE, type ErrorReason } from "@orch/contracts";
-import { notFound, rpcClient } from "@orch/kit";
-import type { GatewayContext } from "../app.js";
+import { notFound, rpcClient, type Client } from "@orch/kit";
+import type { GatewayContext } from "../context.js";
 import { route } from "../route.js";
 import { qInt, rfc3339 } from "../schemas.js";
+import { AgentOut, AgentSummaryOut, SampleOut, agentJson, sampleJson, summaryJson } from "./agents-json.js";
 import {
-  AgentOut,
   AgentParams,
-  AgentRef,
   AgentStatus,
-  AgentSummaryOut,
   KEY_RULE,
   MAX_TAGS,
   NAME_RULE,
-  SampleOut,
   SelectorQuery,
   TARGET_RULE,
+  TagParams,
+  TagValueField,
   VALUE_RULE,
-  agentJson,
   checkName,
   checkTagKey,
   checkTagValue,
   checkTags,
   fieldError,
   isNodeId,
-  sampleJson,
-  summaryJson,
   validTarget,
 } from "./agents-schemas.js";
 
+type AgentsClient = Client<typeof AgentsService>;
+
 const NOT_FOUND: Record<number, ErrorReason[]> = { 404: ["agent_not_found"] };
-// Shapes only: the rules are checked in the handlers so their codes match the agents service's.
-const TagParams = z.object({ node_id: AgentRef, key: z.string().describe(`tag key; ${KEY_RULE}`) });
-const TagValueField = z.string().describe(`tag value; ${VALUE_RULE}`);
 
 /**
  * /agents, /tags and /discover. Every route is `operator` (docs/agents-api.md#who-may-call): none is admin-only,
@@ -40,6 +35,16 @@ const TagValueField = z.string().describe(`tag value; ${VALUE_RULE}`);
  */
 export function agentRoutes(ctx: GatewayContext) {
   const agents = rpcClient(ctx.nc, "agents", AgentsService, { timeoutMs: ctx.timeoutMs });
+  return [
+    ...agentReadRoutes(agents),
+    ...agentRecordRoutes(agents),
+    ...agentTagRoutes(agents),
+    ...agentMetricsAndDiscoveryRoutes(agents),
+  ];
+}
+
+/** The registry read: the list, the status counts, one agent. */
+function agentReadRoutes(agents: AgentsClient) {
   return [
     route({
       method: "GET",
@@ -99,6 +104,12 @@ export function agentRoutes(ctx: GatewayContext) {
         return agentJson(await agents.getAgent({ id: params.node_id }, call));
       },
     }),
+  ];
+}
+
+/** Approval or rejection, removal, and the reported attributes of one agent. */
+function agentRecordRoutes(agents: AgentsClient) {
+  return [
     route({
       method: "POST",
       path: "/api/v1/agents/{node_id}",
@@ -150,6 +161,11 @@ export function agentRoutes(ctx: GatewayContext) {
         return { node_id: a.nodeId, attributes: { ...a.attributes } };
       },
     }),
+  ];
+}
+
+function agentTagRoutes(agents: AgentsClient) {
+  return [
     route({
       method: "PUT",
       path: "/api/v1/agents/{node_id}/tags",
@@ -212,6 +228,11 @@ export function agentRoutes(ctx: GatewayContext) {
         return { tags: Object.fromEntries(r.tags.map((t) => [t.key, [...t.values]])) };
       },
     }),
+  ];
+}
+
+function agentMetricsAndDiscoveryRoutes(agents: AgentsClient) {
+  return [
     route({
       method: "GET",
       path: "/api/v1/agents/{node_id}/metrics",

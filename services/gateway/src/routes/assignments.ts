@@ -1,163 +1,26 @@
 import type { FastifyReply } from "fastify";
 import { z } from "zod";
 import { StateService, type Assignment, type AssignmentRun } from "@orch/contracts";
-import { pageCursor, rpcClient } from "@orch/kit";
-import type { GatewayContext } from "../app.js";
+import { pageCursor, rpcClient, type Client } from "@orch/kit";
+import type { GatewayContext } from "../context.js";
 import { route } from "../route.js";
-import { iso, pageQuery, qInt, Ulid } from "../schemas.js";
+import { pageQuery, qInt } from "../schemas.js";
 import { RunStream } from "../sse/run-stream.js";
 import { serveSse } from "../sse/serve.js";
-import { NAME } from "./modules.js";
-import { OperationDetailOut, operationDetailJson } from "./state.js";
+import { AssignmentOut, RunOut, RunSummaryOut, assignmentJson, runJson, runSummaryJson } from "./assignments-json.js";
+import {
+  AssignmentName,
+  Definition,
+  RunBody,
+  RunParams,
+  SELECTOR_GRAMMAR,
+  WaitQuery,
+  definitionMsg,
+} from "./assignments-schemas.js";
+import { NAME } from "./modules-schemas.js";
+import { OperationDetailOut, operationDetailJson } from "./state-json.js";
 
-const isoOrNull = (ms: number) => (ms > 0 ? iso(ms) : null);
-
-export const AssignmentOut = z.object({
-  name: z.string(),
-  selector: z.string(),
-  modules: z.array(z.string()),
-  description: z.string().nullable(),
-  created_at: z.string(),
-  created_by: z.string(),
-  enforce: z.boolean().describe("drift found by a scheduled check is re-applied (docs/enforce.md)"),
-  source: z
-    .string()
-    .nullable()
-    .describe("the git source managing the assignment (docs/sources.md); null when created here"),
-  commit: z.string().nullable().describe("the source's commit the definition came from"),
-  apply_on_sync: z.boolean().describe("a sync that changes it or its modules applies it (managed assignments only)"),
-  sync_batch: z
-    .string()
-    .nullable()
-    .describe('batch of the applies a sync starts: agents per batch ("5") or a percentage ("25%"); null = all at once'),
-  sync_max_failures: z
-    .number()
-    .int()
-    .nullable()
-    .describe("an apply a sync starts stops launching batches once more operations than this failed; null = no limit"),
-});
-
-export const assignmentJson = (a: Assignment) => ({
-  name: a.name,
-  selector: a.selector,
-  modules: a.modules,
-  description: a.description ?? null,
-  created_at: iso(a.createdAt),
-  created_by: a.createdBy,
-  enforce: a.enforce,
-  source: a.source || null,
-  commit: a.commit || null,
-  apply_on_sync: a.applyOnSync,
-  sync_batch: a.syncBatch || null,
-  sync_max_failures: a.syncMaxFailures ?? null,
-});
-
-export const RunOut = z.object({
-  run_id: z.string(),
-  assignment: z.string(),
-  kind: z.enum(["apply", "plan"]),
-  status: z.enum(["running", "completed", "stopped", "interrupted"]),
-  selector: z.string(),
-  modules: z.array(z.string()),
-  batch_size: z.number().int(),
-  batches: z.number().int(),
-  max_failures: z.number().int().nullable(),
-  failures: z.number().int(),
-  created_at: z.string(),
-  finished_at: z.string().nullable(),
-  started_by: z.string(),
-  source: z.string().nullable().describe("the git source whose sync or plan started the run"),
-  commit: z.string().nullable().describe("the source's commit the run applied or planned"),
-  operations: z.array(
-    z.object({
-      operation_id: z.string().nullable(),
-      node_id: z.string(),
-      name: z.string(),
-      batch: z.number().int(),
-      status: z
-        .string()
-        .describe("the operation's status, or queued (waiting for its batch) / not_started (the run stopped first)"),
-    }),
-  ),
-});
-
-export const runJson = (r: AssignmentRun) => ({
-  run_id: r.id,
-  assignment: r.assignment,
-  kind: r.kind as "apply" | "plan",
-  status: r.status as z.infer<typeof RunOut>["status"],
-  selector: r.selector,
-  modules: r.modules,
-  batch_size: r.batchSize,
-  batches: r.batches,
-  max_failures: r.maxFailures ?? null,
-  failures: r.failures,
-  created_at: iso(r.createdAt),
-  finished_at: isoOrNull(r.finishedAt),
-  started_by: r.actorId,
-  source: r.source || null,
-  commit: r.commit || null,
-  operations: r.targets.map((t) => ({
-    operation_id: t.operationId || null,
-    node_id: t.nodeId,
-    name: t.name,
-    batch: t.batch,
-    status: t.status,
-  })),
-});
-
-/** A run in a list: the per-agent operations are left out (GET the run for them). */
-export const RunSummaryOut = RunOut.omit({ operations: true });
-const runSummaryJson = (r: AssignmentRun) => {
-  const { operations: _, ...summary } = runJson(r);
-  return summary;
-};
-
-const AssignmentName = z.object({ name: z.string().min(1).max(128) });
-const RunParams = z.object({ name: z.string().min(1).max(128), run_id: Ulid });
-/** What an assignment is: the body of create (with its name) and of update (name in the path). */
-const Definition = z.object({
-  selector: z.string().min(1).max(4096),
-  modules: z.array(NAME).min(1).max(100),
-  description: z.string().max(1000).nullable().optional(),
-  enforce: z
-    .boolean()
-    .optional()
-    .describe(
-      "enforce mode: drift a scheduled check finds is re-applied (outside maintenance windows, at most once per agent per `state.enforce_interval_seconds`); absent = false on create, unchanged on update",
-    ),
-});
-const SELECTOR_GRAMMAR =
-  "Selector grammar: `*`, or comma-separated terms that must all hold: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; keys are tags, or `name`, `node_id`, `attr.<attribute>`; values may use `*` globs. A parse error is 400 `invalid_selector` with the `position`.";
-const definitionMsg = (name: string, body: z.infer<typeof Definition>) => ({
-  name,
-  selector: body.selector,
-  modules: body.modules,
-  ...(body.description != null ? { description: body.description } : {}),
-  ...(body.enforce !== undefined ? { enforce: body.enforce } : {}),
-});
-const WaitQuery = z.object({
-  wait: qInt(0, 300).optional().describe("block up to this many seconds for the whole fan-out; 200 when it finished"),
-});
-const RunBody = z
-  .object({
-    batch: z
-      .union([
-        z.number().int().min(1),
-        z.string().regex(/^([1-9]\d*|([1-9]\d?|100)%)$/, 'must be a positive integer or a percentage such as "25%"'),
-      ])
-      .optional()
-      .describe("rolling apply: agents per batch, or a percentage of the matched agents"),
-    max_failures: z
-      .number()
-      .int()
-      .min(0)
-      // int32 on the bus (state.proto): a larger count could not be encoded and answered 500.
-      .max(2_147_483_647)
-      .optional()
-      .describe("stop launching batches once more operations than this failed"),
-  })
-  .optional();
+type StateClient = Client<typeof StateService>;
 
 /** 202 while the fan-out runs; 200 when `wait` saw it end. */
 function sendRun(reply: FastifyReply, run: AssignmentRun) {
@@ -172,36 +35,15 @@ export function assignmentRoutes(ctx: GatewayContext) {
   ctx.app.addHook("preClose", async () => {
     for (const s of streams) s.close();
   });
-  const fanOut = (kind: "apply" | "plan") =>
-    route({
-      method: "POST",
-      path: `/api/v1/assignments/{name}/${kind}`,
-      auth: "operator",
-      summary: `${kind === "apply" ? "Apply" : "Plan"} an assignment on every approved agent its selector matches`,
-      description:
-        "Fans out with a concurrency limit (`state.fanout_concurrency`). With `batch` the agents run in rolling batches (sorted by name); once more than `max_failures` operations failed no further batch starts and the remaining agents are listed as `not_started`. Follow progress with GET /assignments/{name}/runs/{run_id}.",
-      tags: ["assignments"],
-      params: AssignmentName,
-      query: WaitQuery,
-      body: RunBody,
-      responses: { 202: RunOut, 200: RunOut },
-      errors: { 400: ["invalid_batch"], 404: ["assignment_not_found", "module_not_found"] },
-      async handler({ params, query, body, call }, reply) {
-        const wait = query.wait ?? 0;
-        const run = await state.runAssignment(
-          {
-            name: params.name,
-            kind,
-            batch: body?.batch === undefined ? "" : String(body.batch),
-            ...(body?.max_failures !== undefined ? { maxFailures: body.max_failures } : {}),
-            waitSeconds: wait,
-          },
-          { ...call, timeoutMs: ctx.timeoutMs + wait * 1000 },
-        );
-        return sendRun(reply, run);
-      },
-    });
+  return [
+    ...assignmentDefinitionRoutes(state),
+    ...assignmentRunRoutes(ctx, state),
+    ...runDetailRoutes(ctx, state, streams),
+  ];
+}
 
+/** An assignment's definition: create, replace, list, read, delete. */
+function assignmentDefinitionRoutes(state: StateClient) {
   return [
     route({
       method: "POST",
@@ -282,6 +124,41 @@ export function assignmentRoutes(ctx: GatewayContext) {
         await state.deleteAssignment({ name: params.name }, call);
       },
     }),
+  ];
+}
+
+/** Starting an apply or plan fan-out, and reading its runs. */
+function assignmentRunRoutes(ctx: GatewayContext, state: StateClient) {
+  const fanOut = (kind: "apply" | "plan") =>
+    route({
+      method: "POST",
+      path: `/api/v1/assignments/{name}/${kind}`,
+      auth: "operator",
+      summary: `${kind === "apply" ? "Apply" : "Plan"} an assignment on every approved agent its selector matches`,
+      description:
+        "Fans out with a concurrency limit (`state.fanout_concurrency`). With `batch` the agents run in rolling batches (sorted by name); once more than `max_failures` operations failed no further batch starts and the remaining agents are listed as `not_started`. Follow progress with GET /assignments/{name}/runs/{run_id}.",
+      tags: ["assignments"],
+      params: AssignmentName,
+      query: WaitQuery,
+      body: RunBody,
+      responses: { 202: RunOut, 200: RunOut },
+      errors: { 400: ["invalid_batch"], 404: ["assignment_not_found", "module_not_found"] },
+      async handler({ params, query, body, call }, reply) {
+        const wait = query.wait ?? 0;
+        const run = await state.runAssignment(
+          {
+            name: params.name,
+            kind,
+            batch: body?.batch === undefined ? "" : String(body.batch),
+            ...(body?.max_failures !== undefined ? { maxFailures: body.max_failures } : {}),
+            waitSeconds: wait,
+          },
+          { ...call, timeoutMs: ctx.timeoutMs + wait * 1000 },
+        );
+        return sendRun(reply, run);
+      },
+    });
+  return [
     fanOut("apply"),
     fanOut("plan"),
     route({
@@ -327,6 +204,12 @@ export function assignmentRoutes(ctx: GatewayContext) {
         return runJson(await state.getAssignmentRun({ name: params.name, runId: params.run_id }, call));
       },
     }),
+  ];
+}
+
+/** One run's operations and its live progress. */
+function runDetailRoutes(ctx: GatewayContext, state: StateClient, streams: Set<RunStream>) {
+  return [
     route({
       method: "GET",
       path: "/api/v1/assignments/{name}/runs/{run_id}/operations",

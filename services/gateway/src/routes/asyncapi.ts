@@ -1,11 +1,7 @@
-import { z } from "zod";
 import { buildAsyncApi } from "@orch/contracts";
 import { AUDIT_STREAM, auditSubject } from "@orch/kit";
 import { route } from "../route.js";
-
-const AsyncApiOut = z
-  .looseObject({ asyncapi: z.string() })
-  .describe("AsyncAPI 3.0 document (packages/contracts/asyncapi.json)");
+import { AsyncApiOut } from "./asyncapi-schemas.js";
 
 /**
  * The AsyncAPI document of the audit events integrators consume from NATS. Public like the OpenAPI

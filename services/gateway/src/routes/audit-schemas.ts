@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { int64 } from "../schemas.js";
 
 const Ref = z.object({ id: z.string(), name: z.string(), type: z.string() });
 export const AuditEventOut = z.object({
@@ -17,19 +18,22 @@ export const AuditPageOut = z.object({
   next_cursor: z.string().nullable(),
 });
 export const RetentionOut = z.object({
-  retention_days: z.number().int().nullable().describe("retention in force, days; null = pruning off"),
+  retention_days: int64().nullable().describe("retention in force, days; null = pruning off"),
   source: z
     .enum(["override", "config"])
     .describe(
       "override = set through PUT (with retention_days null: pruning turned off); config = audit.retention_days of orch.yaml (no override, or after DELETE)",
     ),
-  default_retention_days: z.number().int().nullable().describe("audit.retention_days of orch.yaml"),
+  default_retention_days: int64().nullable().describe("audit.retention_days of orch.yaml"),
 });
 // Checked in the handler so a wrong type gets `invalid_retention`, not the generic `invalid_request`.
 export const RetentionIn = z.object({
-  retention_days: z
-    .unknown()
-    .meta({ type: ["integer", "null"], minimum: 1, description: "days; null = pruning off (an override)" }),
+  retention_days: z.unknown().meta({
+    type: ["integer", "null"],
+    format: "int64",
+    minimum: 1,
+    description: "days; null = pruning off (an override)",
+  }),
 });
 
 // Query values are validated by audit-query.ts rather than by zod so each failure carries its own code
@@ -52,7 +56,7 @@ export const ListQuery = z.object({
   limit: z
     .unknown()
     .optional()
-    .meta({ type: "integer", minimum: 1, maximum: 500, default: 50, description: "page size" }),
+    .meta({ type: "integer", format: "int32", minimum: 1, maximum: 500, default: 50, description: "page size" }),
 });
 export const StreamQuery = z.object({
   ...FILTER_DOCS,

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { AuditService, type ErrorReason } from "@orch/contracts";
-import { invalid, rpcClient } from "@orch/kit";
-import type { GatewayContext } from "../app.js";
+import { invalid, rpcClient, type Client } from "@orch/kit";
+import type { GatewayContext } from "../context.js";
 import { route } from "../route.js";
 import { AuditTail } from "../sse/audit-tail.js";
 import { serveSse } from "../sse/serve.js";
@@ -17,6 +17,8 @@ import {
   StreamQuery,
 } from "./audit-schemas.js";
 
+type AuditClient = Client<typeof AuditService>;
+
 export function auditRoutes(ctx: GatewayContext) {
   const audit = rpcClient(ctx.nc, "audit", AuditService, { timeoutMs: ctx.timeoutMs });
   const open = new Set<AuditTail>();
@@ -24,10 +26,17 @@ export function auditRoutes(ctx: GatewayContext) {
   ctx.app.addHook("preClose", async () => {
     for (const t of open) t.close();
   });
-  const listParams = [...FILTER_NAMES, "cursor", "limit"];
-  const streamParams = [...FILTER_NAMES, "cursor"];
   const queryErrors: ErrorReason[] = ["invalid_filter", "invalid_timestamp", "invalid_cursor"];
+  return [
+    ...auditEventRoutes(audit, queryErrors),
+    ...auditRetentionRoutes(audit),
+    ...auditStreamRoutes(ctx, audit, open, queryErrors),
+  ];
+}
 
+/** The log itself: read a page, prune. */
+function auditEventRoutes(audit: AuditClient, queryErrors: ErrorReason[]) {
+  const listParams = [...FILTER_NAMES, "cursor", "limit"];
   return [
     route({
       method: "GET",
@@ -67,6 +76,11 @@ export function auditRoutes(ctx: GatewayContext) {
         return { deleted: r.deleted };
       },
     }),
+  ];
+}
+
+function auditRetentionRoutes(audit: AuditClient) {
+  return [
     route({
       method: "GET",
       path: "/api/v1/audit/retention",
@@ -112,6 +126,12 @@ export function auditRoutes(ctx: GatewayContext) {
         return retentionJson(await audit.setRetention({ useConfigDefault: true }, call));
       },
     }),
+  ];
+}
+
+function auditStreamRoutes(ctx: GatewayContext, audit: AuditClient, open: Set<AuditTail>, queryErrors: ErrorReason[]) {
+  const streamParams = [...FILTER_NAMES, "cursor"];
+  return [
     route({
       method: "GET",
       path: "/api/v1/audit/stream",

@@ -1,35 +1,16 @@
-import type { FastifyReply } from "fastify";
 import { z } from "zod";
-import { AuthService, type VerifyResponse } from "@orch/contracts";
+import { AuthService } from "@orch/contracts";
 import { loginLink } from "@orch/contracts/console";
 import { rpcClient } from "@orch/kit";
-import type { GatewayContext } from "../app.js";
+import type { GatewayContext } from "../context.js";
 import { requireConsoleOrigin } from "../console/csrf.js";
-import { clearSessionCookies, requestToken, setSessionCookies } from "../console/session.js";
+import { clearSessionCookies, requestToken } from "../console/session.js";
 import { publicBaseUrl } from "../public-url.js";
 import { route } from "../route.js";
 import { OperatorOut, iso } from "../schemas.js";
-import { operatorJson } from "./operators.js";
-
-/** What a console sign-in answers (the token itself is only in the HttpOnly cookie). */
-export const ConsoleSessionOut = z.object({
-  operator: OperatorOut,
-  expires_at: z.string(),
-  csrf_token: z.string().describe("send as the x-orch-csrf header on every request that is not GET/HEAD"),
-});
-
-/** Sets the console cookies for a new session and returns its body. */
-export function consoleSession(
-  ctx: GatewayContext,
-  reply: FastifyReply,
-  r: VerifyResponse,
-): z.infer<typeof ConsoleSessionOut> {
-  const csrf = setSessionCookies(reply, ctx.config.http, ctx.clock, r.token, r.expiresAt);
-  return { operator: operatorJson(r.operator!), expires_at: iso(r.expiresAt), csrf_token: csrf };
-}
-
-const Hex = (bytes: number, what: string) =>
-  z.string().regex(new RegExp(`^[0-9a-fA-F]{${bytes * 2}}$`), `must be ${what}: ${bytes} bytes, hex-encoded`);
+import { ConsoleSessionOut, consoleSession } from "./auth-json.js";
+import { Hex } from "./auth-schemas.js";
+import { operatorJson } from "./operators-json.js";
 
 export function authRoutes(ctx: GatewayContext) {
   const auth = rpcClient(ctx.nc, "auth", AuthService, { timeoutMs: ctx.timeoutMs });
@@ -39,13 +20,14 @@ export function authRoutes(ctx: GatewayContext) {
       path: "/api/v1/auth/challenge",
       auth: "public",
       summary: "Start a login: get a nonce to sign",
+      description: "Refused with 401 unknown_operator when no active operator holds the key.",
       tags: ["auth"],
       // Key format is checked by the auth service so that a malformed key is a 400 with code invalid_public_key.
       body: z.object({ public_key: z.string().max(200) }),
       responses: { 200: z.object({ nonce: z.string(), expires_at: z.string() }) },
       errors: { 400: ["invalid_public_key"], 401: ["unknown_operator"], 429: ["rate_limited"] },
-      async handler({ body, call }) {
-        const r = await auth.challenge({ publicKey: body.public_key }, call);
+      async handler({ body, call, raw }) {
+        const r = await auth.challenge({ publicKey: body.public_key, remoteAddress: raw.ip }, call);
         return { nonce: r.nonce, expires_at: iso(r.expiresAt) };
       },
     }),

@@ -1,85 +1,22 @@
 import { z } from "zod";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { CHANNEL_NAME_RE, checkChannelName, NotifyService, type Channel, type Delivery } from "@orch/contracts";
-import { invalid, rpcClient } from "@orch/kit";
-import type { GatewayContext } from "../app.js";
+import { NotifyService } from "@orch/contracts";
+import { invalid, rpcClient, type Client } from "@orch/kit";
+import type { GatewayContext } from "../context.js";
 import { route } from "../route.js";
-import { pageQuery, ruled } from "../schemas.js";
+import { pageQuery } from "../schemas.js";
+import { ChannelOut, DeliveryOut, TestOut, channelJson, deliveryJson } from "./channels-json.js";
+import { ChannelId, Config, Name } from "./channels-schemas.js";
 
-const sec = (ms: number) => Math.floor(ms / 1000);
-
-const ChannelOut = z.object({
-  id: z.string(),
-  name: z.string(),
-  channel_type: z.enum(["webhook", "discord", "slack", "ntfy"]),
-  config: z
-    .record(z.string(), z.unknown())
-    .describe("type-specific; credentials masked (a generated webhook secret is shown once, on create)"),
-  enabled: z.boolean(),
-  disabled_reason: z.string().nullable(),
-  created_at: z.number().int().describe("Unix seconds"),
-  created_by: z.string(),
-  updated_at: z.number().int().describe("Unix seconds"),
-});
-
-export function channelJson(c: Channel): z.infer<typeof ChannelOut> {
-  return {
-    id: c.id,
-    name: c.name,
-    channel_type: c.channelType as z.infer<typeof ChannelOut>["channel_type"],
-    config: (c.config ?? {}) as Record<string, unknown>,
-    enabled: c.enabled,
-    disabled_reason: c.disabledReason || null,
-    created_at: sec(c.createdAt),
-    created_by: c.createdBy,
-    updated_at: sec(c.updatedAt),
-  };
-}
-
-const DeliveryOut = z.object({
-  id: z.string(),
-  channel_id: z.string(),
-  event_id: z.string(),
-  event_type: z.string(),
-  severity: z.string(),
-  status: z.enum(["pending", "in_flight", "delivered", "failed", "suppressed", "cancelled"]),
-  attempts: z.number().int(),
-  next_attempt_at_ms: z.number().int().nullable(),
-  last_status_code: z.number().int().nullable(),
-  last_error: z.string().nullable(),
-  created_at_ms: z.number().int(),
-  delivered_at_ms: z.number().int().nullable(),
-});
-
-function deliveryJson(d: Delivery): z.infer<typeof DeliveryOut> {
-  return {
-    id: d.id,
-    channel_id: d.channelId,
-    event_id: d.eventId,
-    event_type: d.eventType,
-    severity: d.severity,
-    status: d.status as z.infer<typeof DeliveryOut>["status"],
-    attempts: d.attempts,
-    next_attempt_at_ms: d.nextAttemptAt || null,
-    last_status_code: d.lastStatusCode || null,
-    last_error: d.lastError || null,
-    created_at_ms: d.createdAt,
-    delivered_at_ms: d.deliveredAt || null,
-  };
-}
-
-const ChannelId = z.object({ id: z.string().min(1).max(128) });
-const Name = ruled(checkChannelName, CHANNEL_NAME_RE);
-const Config = z.record(z.string(), z.unknown());
-const TestOut = z.object({
-  delivered: z.boolean(),
-  status_code: z.number().int().nullable(),
-  response_snippet: z.string().nullable().describe("first 200 characters of the receiver's answer"),
-  error: z.string().nullable(),
-});
+type NotifyClient = Client<typeof NotifyService>;
 
 export function channelRoutes(ctx: GatewayContext) {
   const notify = rpcClient(ctx.nc, "notify", NotifyService, { timeoutMs: ctx.timeoutMs });
+  return [...channelReadRoutes(notify), ...channelChangeRoutes(notify), ...channelDeliveryRoutes(ctx, notify)];
+}
+
+/** List, create and read channels. */
+function channelReadRoutes(notify: NotifyClient) {
   return [
     route({
       method: "GET",
@@ -133,6 +70,11 @@ export function channelRoutes(ctx: GatewayContext) {
         return channelJson(await notify.getChannel({ id: params.id }, call));
       },
     }),
+  ];
+}
+
+function channelChangeRoutes(notify: NotifyClient) {
+  return [
     route({
       method: "PUT",
       path: "/api/v1/channels/{id}",
@@ -185,6 +127,12 @@ export function channelRoutes(ctx: GatewayContext) {
         await notify.deleteChannel({ id: params.id }, call);
       },
     }),
+  ];
+}
+
+/** Sending through a channel: the test send and the delivery log. */
+function channelDeliveryRoutes(ctx: GatewayContext, notify: NotifyClient) {
+  return [
     route({
       method: "POST",
       path: "/api/v1/channels/{id}/test",

@@ -1,4 +1,4 @@
-import type { GatewayContext } from "../app.js";
+import type { GatewayContext } from "../context.js";
 import type { RouteSpec } from "../route.js";
 import { agentUpgradeRoutes } from "./agent-upgrades.js";
 import { agentRoutes } from "./agents.js";

@@ -57,3 +57,26 @@ export function linkAddress(baseUrl: string, advertiseAddress: string, port: num
   if (advertiseAddress) return advertiseAddress;
   return `${new URL(baseUrl).hostname}:${port}`;
 }
+
+/**
+ * What /install/agent.sh answers when the server cannot install an agent (nothing published, no
+ * release key, the agents service down): a script that prints why on stderr and exits 1. The
+ * documented line is `curl -fsSL … | sh`, and curl -f hands sh nothing on an error status, which sh
+ * runs as an empty script that "succeeds"; so the answer is 200 and the failure is the script's.
+ */
+export function renderFailingSh(v: { baseUrl: string; code: string; detail: string }): string {
+  const say = (line: string) => `  printf '%s\\n' '${singleQuoted(line)}'`;
+  return [
+    "#!/bin/sh",
+    "# orch-agent install script: this server cannot install an agent now, so this only says why.",
+    "# The reason is printed as written: a `…` in it is a quoted command, not one to run.",
+    "# shellcheck disable=SC2016",
+    "{",
+    say(`orch-agent install: ${v.baseUrl} cannot install an agent now (${v.code}):`),
+    say(`  ${v.detail}`),
+    say("nothing was installed; run the same install line again once that is fixed."),
+    "} >&2",
+    "exit 1",
+    "",
+  ].join("\n");
+}

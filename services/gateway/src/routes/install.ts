@@ -2,34 +2,24 @@ import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import {
-  AGENT_VERSION_RE,
-  AGENT_VERSION_RULE,
-  AgentsService,
-  RELEASE_FILE_RE,
-  type ErrorReason,
-} from "@orch/contracts";
-import { OrchError, invalid, notFound, rpcClient } from "@orch/kit";
-import type { GatewayContext } from "../app.js";
+import { AgentsService, RELEASE_FILE_RE, type ErrorReason } from "@orch/contracts";
+import { OrchError, notFound, rpcClient, type Client } from "@orch/kit";
+import type { GatewayContext } from "../context.js";
 import { problem, sendProblem } from "../problem.js";
 import { publicBaseUrl } from "../public-url.js";
 import { route } from "../route.js";
 import { installReleases, type InstallReleases } from "./install-releases.js";
-import { agentShTemplate, linkAddress, renderAgentSh } from "./install-script.js";
+import { ReleasesOut, releasesJson, releasesUnavailableJson } from "./install-json.js";
+import { agentShTemplate, linkAddress, renderAgentSh, renderFailingSh } from "./install-script.js";
+import { FileParams, VersionParams, checkVersion } from "./install-schemas.js";
 
-const VersionParams = z.object({ version: z.string().describe(AGENT_VERSION_RULE) });
-const FileParams = VersionParams.extend({ file: z.string().describe("a package file the manifest lists") });
+type AgentsClient = Client<typeof AgentsService>;
+
 const NO_RELEASE: ErrorReason[] = ["agent_packages_unavailable", "agent_version_not_found"];
-
-/** A path segment is used in a filesystem path only after it matched these (no traversal). */
-function checkVersion(v: string): string {
-  if (!AGENT_VERSION_RE.test(v)) throw invalid("invalid_version", `version must be ${AGENT_VERSION_RULE}`);
-  return v;
-}
 
 /**
  * /install: the one-line install script and the signed orch-agent releases it downloads
- * (docs/agent-install.md). Public: a machine being installed has no credentials yet, and nothing
+ * (docs/agent-install.md); signed at build, only checked here (install-releases.ts). Public: a machine being installed has no credentials yet, and nothing
  * here is secret — the script embeds only public values (addresses, fingerprint, public key).
  */
 export function installRoutes(ctx: GatewayContext) {
@@ -39,11 +29,15 @@ export function installRoutes(ctx: GatewayContext) {
   const releases = () =>
     (cache ??= installReleases({
       dir: ctx.config.releases.dir,
-      signingKeyFile: ctx.config.releases.signing_key_file,
+      publicKeyFile: ctx.config.releases.public_key_file,
       clock: ctx.clock,
       log: ctx.log,
     }));
+  return [...installScriptRoutes(ctx, agents, releases), ...releaseFileRoutes(releases)];
+}
 
+/** The install script, the release listing that says whether it can install, and the key it pins. */
+function installScriptRoutes(ctx: GatewayContext, agents: AgentsClient, releases: () => InstallReleases) {
   return [
     route({
       method: "GET",
@@ -53,33 +47,44 @@ export function installRoutes(ctx: GatewayContext) {
       description:
         "text/x-shellscript: `curl -fsSL <base>/install/agent.sh | sudo sh -s -- --token <join token>`. Embeds this " +
         "server's base URL, the agent link's address and pinned fingerprint, the release public key and the latest " +
-        "version; it verifies the signed manifest and the package's SHA-256 before installing anything.",
+        "version; it verifies the signed manifest and the package's SHA-256 before installing anything. When the " +
+        "server cannot install an agent (no package published: agent_packages_unavailable; no release key: " +
+        "release_signing_unavailable; the agents service down: service_unavailable) the answer is still 200 " +
+        "text/x-shellscript, a script that prints the reason on stderr and exits 1: `curl -f` would hand sh " +
+        "nothing on an error status, and sh would run that as an empty script that succeeds. " +
+        "`GET /api/v1/agent-packages` says the same as JSON.",
       tags: ["install"],
       responses: { 200: z.string().meta({ description: "text/x-shellscript" }) },
-      errors: { 404: ["agent_packages_unavailable"], 503: ["release_signing_unavailable", "service_unavailable"] },
       async handler({ raw }, reply) {
-        const catalog = await releases().catalog();
-        const signer = await releases().signer();
-        const link = await agents.getLinkInfo({}).catch((err: unknown) => {
-          ctx.log.warn({ err }, "install script: agents service GetLinkInfo failed");
-          throw new OrchError(
-            "UNAVAILABLE",
-            "service_unavailable",
-            "the agents service did not answer; the install script needs the agent link's address",
-            {},
-            { cause: err },
-          );
-        });
         const baseUrl = publicBaseUrl(ctx.config.http, raw);
-        const script = renderAgentSh(await agentShTemplate(), {
-          baseUrl,
-          server: linkAddress(baseUrl, link.advertiseAddress, link.port),
-          fingerprint: link.fingerprint,
-          insecure: link.insecure,
-          version: catalog.latest,
-          releasePub: signer.publicKeyPem,
+        const script = await renderScript(baseUrl).catch((err: unknown) => {
+          const e = OrchError.from(err);
+          // The known refusals are the operator's to fix and said in the script; anything else is ours.
+          if (!(err instanceof OrchError)) ctx.log.error({ err }, "install script: rendering failed");
+          return renderFailingSh({ baseUrl, code: e.reason, detail: e.message });
         });
         return reply.type("text/x-shellscript; charset=utf-8").send(script);
+      },
+    }),
+    route({
+      method: "GET",
+      path: "/api/v1/agent-packages",
+      auth: "public",
+      summary: "The published orch-agent versions, and why none can be installed when so",
+      description:
+        "What `orchctl join-tokens create` checks before printing an install line: `unavailable` is null when " +
+        "`/install/agent.sh` has a release to install, else the reason (agent_packages_unavailable: nothing " +
+        "published yet, with how to publish; release_signing_unavailable: no release public key).",
+      tags: ["install"],
+      responses: { 200: ReleasesOut },
+      async handler() {
+        try {
+          return releasesJson(await releases().catalog());
+        } catch (err) {
+          const out = err instanceof OrchError ? releasesUnavailableJson(err) : undefined;
+          if (!out) throw err;
+          return out;
+        }
       },
     }),
     route({
@@ -91,10 +96,39 @@ export function installRoutes(ctx: GatewayContext) {
       responses: { 200: z.string().meta({ description: "application/x-pem-file (SPKI)" }) },
       errors: { 503: ["release_signing_unavailable"] },
       async handler(_req, reply) {
-        const signer = await releases().signer();
-        return reply.type("application/x-pem-file").send(signer.publicKeyPem);
+        return reply.type("application/x-pem-file").send(await releases().publicKey());
       },
     }),
+  ];
+
+  /** The real script, or the OrchError that says why there is none. */
+  async function renderScript(baseUrl: string): Promise<string> {
+    const releasePub = await releases().publicKey();
+    const catalog = await releases().catalog();
+    const link = await agents.getLinkInfo({}).catch((err: unknown) => {
+      ctx.log.warn({ err }, "install script: agents service GetLinkInfo failed");
+      throw new OrchError(
+        "UNAVAILABLE",
+        "service_unavailable",
+        "the agents service did not answer; the install script needs the agent link's address",
+        {},
+        { cause: err },
+      );
+    });
+    return renderAgentSh(await agentShTemplate(), {
+      baseUrl,
+      server: linkAddress(baseUrl, link.advertiseAddress, link.port),
+      fingerprint: link.fingerprint,
+      insecure: link.insecure,
+      version: catalog.latest,
+      releasePub,
+    });
+  }
+}
+
+/** A release's signed manifest, its signature, and the package files it lists. */
+function releaseFileRoutes(releases: () => InstallReleases) {
+  return [
     route({
       method: "GET",
       path: "/install/releases/{version}/manifest.json",
@@ -103,7 +137,7 @@ export function installRoutes(ctx: GatewayContext) {
       tags: ["install"],
       params: VersionParams,
       responses: { 200: z.string().meta({ description: "application/json: the manifest bytes" }) },
-      errors: { 400: ["invalid_version"], 404: NO_RELEASE },
+      errors: { 400: ["invalid_version"], 404: NO_RELEASE, 503: ["release_signing_unavailable"] },
       async handler({ params }, reply) {
         const e = await releases().version(checkVersion(params.version));
         return reply.type("application/json").send(e.bytes);
@@ -115,15 +149,14 @@ export function installRoutes(ctx: GatewayContext) {
       auth: "public",
       summary: "Base64 Ed25519 signature of a release's manifest.json bytes",
       description:
-        "Check with `base64 -d < manifest.json.sig > sig.bin; openssl pkeyutl -verify -pubin -inkey release.pub -rawin -in manifest.json -sigfile sig.bin`.",
+        "Made once when the package was built (the gateway holds no signing key) and served only when it verifies with this server's release public key. Check with `base64 -d < manifest.json.sig > sig.bin; openssl pkeyutl -verify -pubin -inkey release.pub -rawin -in manifest.json -sigfile sig.bin`.",
       tags: ["install"],
       params: VersionParams,
       responses: { 200: z.string().meta({ description: "text/plain: base64 signature" }) },
       errors: { 400: ["invalid_version"], 404: NO_RELEASE, 503: ["release_signing_unavailable"] },
       async handler({ params }, reply) {
         const e = await releases().version(checkVersion(params.version));
-        const signer = await releases().signer();
-        return reply.type("text/plain; charset=utf-8").send(`${signer.sign(e)}\n`);
+        return reply.type("text/plain; charset=utf-8").send(`${e.sig}\n`);
       },
     }),
     route({
@@ -134,8 +167,12 @@ export function installRoutes(ctx: GatewayContext) {
       tags: ["install"],
       params: FileParams,
       responses: { 200: z.string().meta({ description: "application/octet-stream: the package" }) },
-      errors: { 400: ["invalid_version"], 404: [...NO_RELEASE, "route_not_found"] },
-      async handler({ params }, reply) {
+      errors: {
+        400: ["invalid_version"],
+        404: [...NO_RELEASE, "route_not_found"],
+        503: ["release_signing_unavailable"],
+      },
+      async handler({ params, raw }, reply) {
         const e = await releases().version(checkVersion(params.version));
         const pkg = RELEASE_FILE_RE.test(params.file)
           ? e.manifest.packages.find((p) => p.file === params.file)
@@ -152,6 +189,10 @@ export function installRoutes(ctx: GatewayContext) {
         const st = await stat(path).catch(() => undefined);
         if (!st?.isFile())
           throw notFound("agent_version_not_found", `release ${params.version} is incomplete: ${pkg.file} is missing`);
+        // A client that goes away mid-download (ctrl-C, a lost link) is routine: noted at debug, no more.
+        reply.raw.once("close", () => {
+          if (!reply.raw.writableFinished) raw.log.debug({ file: pkg.file }, "package download aborted");
+        });
         return reply
           .type(pkg.kind === "deb" ? "application/vnd.debian.binary-package" : "application/gzip")
           .header("content-length", st.size)

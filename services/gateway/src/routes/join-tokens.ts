@@ -1,12 +1,11 @@
 import { z } from "zod";
 import { AgentsService } from "@orch/contracts";
 import { rpcClient } from "@orch/kit";
-import type { GatewayContext } from "../app.js";
+import type { GatewayContext } from "../context.js";
 import { route } from "../route.js";
 import { pageQuery } from "../schemas.js";
-import { CreateJoinTokenBody, JoinTokenOut, checkCreateJoinToken, joinTokenJson } from "./join-tokens-schemas.js";
-
-const TokenId = z.object({ id: z.string().min(1).max(64).describe("join token id") });
+import { JoinTokenOut, joinTokenJson } from "./join-tokens-json.js";
+import { CreateJoinTokenBody, TokenId, checkCreateJoinToken } from "./join-tokens-schemas.js";
 
 /**
  * /join-tokens: admin only (a token approves machines without anyone looking at them). The token

@@ -1,37 +1,15 @@
 import { z } from "zod";
-import { NotifyService, type MaintenanceWindow } from "@orch/contracts";
+import { NotifyService } from "@orch/contracts";
 import { rpcClient } from "@orch/kit";
-import type { GatewayContext } from "../app.js";
+import type { GatewayContext } from "../context.js";
 import { route } from "../route.js";
 import { pageQuery } from "../schemas.js";
-
-// Unix seconds up to the end of year 9999.
-const UnixSeconds = z.number().int().min(0).max(253_402_300_799);
-
-const WindowOut = z.object({
-  id: z.string(),
-  starts_at: z.number().int().describe("Unix seconds, UTC"),
-  ends_at: z.number().int().describe("Unix seconds, UTC (exclusive)"),
-  reason: z.string(),
-  created_by: z.string(),
-  active: z.boolean().describe("starts_at <= now < ends_at"),
-});
-
-const WindowId = z.object({ id: z.string().min(1).max(128) });
+import { WindowOut, windowJsonFor } from "./maintenance-json.js";
+import { UnixSeconds, WindowId } from "./maintenance-schemas.js";
 
 export function maintenanceRoutes(ctx: GatewayContext) {
   const notify = rpcClient(ctx.nc, "notify", NotifyService, { timeoutMs: ctx.timeoutMs });
-  const windowJson = (w: MaintenanceWindow): z.infer<typeof WindowOut> => {
-    const now = ctx.clock.now();
-    return {
-      id: w.id,
-      starts_at: Math.floor(w.startsAt / 1000),
-      ends_at: Math.floor(w.endsAt / 1000),
-      reason: w.reason,
-      created_by: w.createdBy,
-      active: w.startsAt <= now && now < w.endsAt,
-    };
-  };
+  const windowJson = windowJsonFor(ctx.clock);
   return [
     route({
       method: "GET",

@@ -1,43 +1,11 @@
 import { z } from "zod";
-import { checkName, NAME_RE, StateService, type Module } from "@orch/contracts";
+import { StateService, type Module } from "@orch/contracts";
 import { rpcClient } from "@orch/kit";
-import type { GatewayContext } from "../app.js";
+import type { GatewayContext } from "../context.js";
 import { route } from "../route.js";
-import { pageQuery, ruled } from "../schemas.js";
-
-// API shapes: a module's `uploaded_at` is an integer of Unix seconds (docs/modules.md#times-in-the-api).
-export const ModuleOut = z.object({
-  name: z.string(),
-  uploaded_at: z.number().int().describe("Unix seconds"),
-  uploaded_by: z.string().describe("id of the uploading operator"),
-  uploaded_by_name: z.string().describe("name of the uploading operator"),
-  description: z.string(),
-  resource_count: z.number().int(),
-  sha256: z.string(),
-  source: z.string().nullable().describe("the git source managing the module (docs/sources.md); null when uploaded"),
-  commit: z.string().nullable().describe("the source's commit the content came from"),
-  removed_from_source: z
-    .boolean()
-    .describe("its file left the source while assignments still use it; deleted once none does"),
-});
-export const ModuleDetailOut = ModuleOut.extend({ content: z.string() });
-
-export const moduleJson = (m: Module) => ({
-  name: m.name,
-  uploaded_at: Math.floor(m.uploadedAt / 1000),
-  uploaded_by: m.uploadedBy,
-  uploaded_by_name: m.uploadedByName,
-  description: m.description,
-  resource_count: m.resourceCount,
-  sha256: m.sha256,
-  source: m.source || null,
-  commit: m.commit || null,
-  removed_from_source: m.removedFromSource,
-});
-
-/** Module and assignment names (the state service checks them again). */
-export const NAME = ruled(checkName, NAME_RE);
-const ModuleName = z.object({ name: z.string().min(1).max(128) });
+import { pageQuery } from "../schemas.js";
+import { ModuleDetailOut, ModuleOut, moduleJson } from "./modules-json.js";
+import { ModuleName, NAME } from "./modules-schemas.js";
 
 export function moduleRoutes(ctx: GatewayContext) {
   const state = rpcClient(ctx.nc, "state", StateService, { timeoutMs: ctx.timeoutMs });
@@ -64,6 +32,7 @@ export function moduleRoutes(ctx: GatewayContext) {
           "invalid_template",
           "module_too_large",
           "secret_in_argument",
+          "secret_in_path",
         ],
       },
       async handler({ body, call }) {

@@ -1,31 +1,10 @@
 import { z } from "zod";
-import { NotifyService, type Notification } from "@orch/contracts";
+import { NotifyService } from "@orch/contracts";
 import { rpcClient } from "@orch/kit";
-import type { GatewayContext } from "../app.js";
+import type { GatewayContext } from "../context.js";
 import { route } from "../route.js";
-import { qBool, qInt } from "../schemas.js";
-
-const NotificationOut = z.object({
-  id: z.string(),
-  event_id: z.string(),
-  event_type: z.string(),
-  severity: z.string(),
-  summary: z.string(),
-  timestamp_ms: z.number().int(),
-  read: z.boolean(),
-});
-
-function notificationJson(n: Notification): z.infer<typeof NotificationOut> {
-  return {
-    id: n.id,
-    event_id: n.eventId,
-    event_type: n.eventType,
-    severity: n.severity,
-    summary: n.summary,
-    timestamp_ms: n.timestampMs,
-    read: n.read,
-  };
-}
+import { int64, qBool, qInt } from "../schemas.js";
+import { NotificationOut, notificationJson } from "./notifications-json.js";
 
 /** Every route here acts on the calling operator's own notifications only. */
 export function notificationRoutes(ctx: GatewayContext) {
@@ -36,16 +15,20 @@ export function notificationRoutes(ctx: GatewayContext) {
       path: "/api/v1/notifications",
       auth: "operator",
       summary: "List the calling operator's notifications, newest first",
+      description:
+        "An envelope: `notifications` (a page), `unread_count` (all the operator's unread ones, not just this page's), `has_more` and `next_cursor` (pass it back as `cursor`).",
       tags: ["notifications"],
       query: z.object({
-        unread: qBool.optional(),
+        unread: qBool
+          .optional()
+          .describe("true: only the notifications the calling operator has not read yet (default false)"),
         limit: qInt(1, 200).optional().describe("default 50, max 200"),
         cursor: z.string().max(200).optional(),
       }),
       responses: {
         200: z.object({
           notifications: z.array(NotificationOut),
-          unread_count: z.number().int(),
+          unread_count: int64(),
           has_more: z.boolean(),
           next_cursor: z.string().nullable(),
         }),
@@ -69,7 +52,7 @@ export function notificationRoutes(ctx: GatewayContext) {
       auth: "operator",
       summary: "Mark all of the calling operator's notifications read",
       tags: ["notifications"],
-      responses: { 200: z.object({ marked: z.number().int(), unread_count: z.number().int() }) },
+      responses: { 200: z.object({ marked: z.number().int(), unread_count: int64() }) },
       async handler({ call }) {
         const r = await notify.markAllRead({}, call);
         return { marked: r.marked, unread_count: r.unreadCount };
@@ -82,7 +65,7 @@ export function notificationRoutes(ctx: GatewayContext) {
       summary: "Mark one of the calling operator's notifications read",
       tags: ["notifications"],
       params: z.object({ id: z.string().min(1).max(128) }),
-      responses: { 200: z.object({ notification: NotificationOut, unread_count: z.number().int() }) },
+      responses: { 200: z.object({ notification: NotificationOut, unread_count: int64() }) },
       errors: { 404: ["notification_not_found"] },
       async handler({ params, call }) {
         const r = await notify.markRead({ id: params.id }, call);

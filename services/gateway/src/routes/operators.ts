@@ -1,33 +1,13 @@
 import { z } from "zod";
-import { AuthService, checkName, NAME_RE, SELECTOR_MAX_LENGTH, type ErrorReason, type Operator } from "@orch/contracts";
+import { AuthService, checkName, NAME_RE, type ErrorReason } from "@orch/contracts";
 import { rpcClient } from "@orch/kit";
-import type { GatewayContext } from "../app.js";
+import type { GatewayContext } from "../context.js";
 import { route } from "../route.js";
-import { OperatorOut, iso, pageQuery, ruled } from "../schemas.js";
+import { OperatorOut, pageQuery, ruled } from "../schemas.js";
+import { operatorJson } from "./operators-json.js";
+import { AgentSelector, OperatorId } from "./operators-schemas.js";
 
-export function operatorJson(o: Operator): z.infer<typeof OperatorOut> {
-  return {
-    id: o.id,
-    name: o.name,
-    public_key: o.publicKey,
-    role: o.role === "admin" ? "admin" : "operator",
-    active: o.active,
-    created_at: iso(o.createdAt),
-    created_by: o.createdBy,
-    agent_selector: o.agentSelector || null,
-  };
-}
-
-// Shape only: the grammar is checked by the auth service with the shared parser (400 invalid_selector).
-const AgentSelector = z
-  .string()
-  .max(SELECTOR_MAX_LENGTH)
-  .describe(
-    "agent selector (assignment grammar, e.g. `role=web`) limiting the agents the operator reaches; operators only",
-  );
 const SCOPE_ERRORS: ErrorReason[] = ["invalid_selector", "admin_cannot_be_scoped"];
-
-const OperatorId = z.object({ operator_id: z.string().min(1).max(128) });
 
 export function operatorRoutes(ctx: GatewayContext) {
   const auth = rpcClient(ctx.nc, "auth", AuthService, { timeoutMs: ctx.timeoutMs });

@@ -1,47 +1,27 @@
 import { z } from "zod";
-import { AuthService, type Passkey } from "@orch/contracts";
-import { rpcClient } from "@orch/kit";
-import type { GatewayContext } from "../app.js";
+import { AuthService } from "@orch/contracts";
+import { rpcClient, type Client } from "@orch/kit";
+import type { GatewayContext } from "../context.js";
 import { requireConsoleOrigin } from "../console/csrf.js";
 import { relyingParty } from "../console/relying-party.js";
 import { route } from "../route.js";
-import { iso } from "../schemas.js";
-import { ConsoleSessionOut, consoleSession } from "./auth.js";
+import { ConsoleSessionOut, consoleSession } from "./auth-json.js";
+import { PasskeyList, PasskeyOut, parseOptions, passkeyJson } from "./passkeys-json.js";
+import { Options, OperatorId, PasskeyId, WebAuthnJson } from "./passkeys-schemas.js";
 
-export const PasskeyOut = z.object({
-  id: z.string(),
-  name: z.string(),
-  created_at: z.string(),
-  last_used_at: z.string().nullable(),
-  backed_up: z.boolean().describe("the credential is synced (multi-device), e.g. by a platform password manager"),
-  transports: z.array(z.string()),
-});
-
-export function passkeyJson(p: Passkey): z.infer<typeof PasskeyOut> {
-  return {
-    id: p.id,
-    name: p.name,
-    created_at: iso(p.createdAt),
-    last_used_at: p.lastUsedAt ? iso(p.lastUsedAt) : null,
-    backed_up: p.backedUp,
-    transports: [...p.transports],
-  };
-}
-
-/** WebAuthn JSON (PublicKeyCredential*OptionsJSON, RegistrationResponseJSON…): checked by the auth service. */
-const WebAuthnJson = z.record(z.string(), z.unknown());
-const Options = z.object({ options: WebAuthnJson });
-const PasskeyList = z.object({ passkeys: z.array(PasskeyOut) });
-const PasskeyId = z.string().min(1).max(128);
-const OperatorId = z.string().min(1).max(128);
-
-const parseOptions = (json: string) => ({ options: JSON.parse(json) as Record<string, unknown> });
+type AuthClient = Client<typeof AuthService>;
+type RelyingParty = () => ReturnType<typeof relyingParty>;
 
 /** /auth/passkeys: console sign-in with WebAuthn; the RP is the gateway's http.public_url. */
 export function passkeyRoutes(ctx: GatewayContext) {
   const auth = rpcClient(ctx.nc, "auth", AuthService, { timeoutMs: ctx.timeoutMs });
   // Read when called: the OpenAPI build (index.ts) has no configuration.
   const rp = () => relyingParty(ctx.config.http);
+  return [...ownPasskeyRoutes(auth, rp), ...operatorPasskeyRoutes(auth), ...passkeySignInRoutes(ctx, auth, rp)];
+}
+
+/** The calling operator registers, lists and removes its own passkeys. */
+function ownPasskeyRoutes(auth: AuthClient, rp: RelyingParty) {
   return [
     route({
       method: "POST",
@@ -105,6 +85,12 @@ export function passkeyRoutes(ctx: GatewayContext) {
         await auth.removePasskey({ operatorId: principal!.id, passkeyId: params.passkey_id }, call);
       },
     }),
+  ];
+}
+
+/** An admin looks at and removes another operator's passkeys. */
+function operatorPasskeyRoutes(auth: AuthClient) {
+  return [
     route({
       method: "GET",
       path: "/api/v1/operators/{operator_id}/passkeys",
@@ -132,6 +118,11 @@ export function passkeyRoutes(ctx: GatewayContext) {
         await auth.removePasskey({ operatorId: params.operator_id, passkeyId: params.passkey_id }, call);
       },
     }),
+  ];
+}
+
+function passkeySignInRoutes(ctx: GatewayContext, auth: AuthClient, rp: RelyingParty) {
+  return [
     route({
       method: "POST",
       path: "/api/v1/auth/passkeys/authentication-options",

@@ -72,6 +72,8 @@ export const RunOut = z.object({
   agents: z.array(AgentOut).optional().describe("per agent, in launch order (absent in lists)"),
 });
 export type RunJson = z.infer<typeof RunOut>;
+/** A run in a list: without the per-agent results (GET the run for them). */
+export const RunSummaryOut = RunOut.omit({ agents: true });
 
 export const OutputEventOut = z.object({
   node_id: z.string(),

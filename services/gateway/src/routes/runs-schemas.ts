@@ -12,6 +12,9 @@ import {
   type ErrorReason,
 } from "@orch/contracts";
 import { invalid } from "@orch/kit";
+import { batchField, maxFailuresField, Ulid } from "../schemas.js";
+
+export const RunParams = z.object({ id: Ulid });
 
 /**
  * The body of POST /api/v1/runs. The command part (command / script / env / timeout_s) is declared
@@ -66,21 +69,8 @@ export const StartRunBody = z
         minimum: COMMAND_TIMEOUT_MIN_S,
         maximum: COMMAND_TIMEOUT_MAX_S,
       }),
-    batch: z
-      .union([
-        z.number().int().min(1),
-        z.string().regex(/^([1-9]\d*|([1-9]\d?|100)%)$/, 'must be a positive integer or a percentage such as "25%"'),
-      ])
-      .optional()
-      .describe("rolling run: agents per batch, or a percentage of the targets (default: all at once)"),
-    max_failures: z
-      .number()
-      .int()
-      .min(0)
-      // int32 on the bus (state.proto): a larger count could not be encoded and answered 500.
-      .max(2_147_483_647)
-      .optional()
-      .describe("stop launching batches once more targets than this failed"),
+    batch: batchField("rolling run: agents per batch, or a percentage of the targets (default: all at once)"),
+    max_failures: maxFailuresField("stop launching batches once more targets than this failed"),
   })
   .strict();
 export type StartRunBody = z.infer<typeof StartRunBody>;

@@ -1,21 +1,20 @@
 import { z } from "zod";
 import { COMMAND_RUN_STATUSES, commandRunFinal, StateService } from "@orch/contracts";
-import { rpcClient } from "@orch/kit";
-import type { GatewayContext } from "../app.js";
+import { rpcClient, type Client } from "@orch/kit";
+import type { GatewayContext } from "../context.js";
 import { route, type AuthLevel } from "../route.js";
-import { qBool, qInt, Ulid } from "../schemas.js";
+import { qBool, qInt } from "../schemas.js";
 import { CommandStream } from "../sse/command-stream.js";
 import { serveSse } from "../sse/serve.js";
-import { RunOut, runJson } from "./runs-json.js";
-import { START_RUN_ERRORS, StartRunBody, startRunRequest } from "./runs-schemas.js";
+import { RunOut, RunSummaryOut, runJson } from "./runs-json.js";
+import { RunParams, START_RUN_ERRORS, StartRunBody, startRunRequest } from "./runs-schemas.js";
 
 /**
  * Fleet command runs ("command runs" inside the services; `/runs` here). The state service starts,
  * drives, stores and cancels them; these routes validate, map to JSON and stream.
  */
 
-const RunParams = z.object({ id: Ulid });
-const RunSummaryOut = RunOut.omit({ agents: true });
+type StateClient = Client<typeof StateService>;
 
 export function runRoutes(ctx: GatewayContext) {
   // One declaration: admin-only unless the configuration grants runs to every operator. (No
@@ -31,7 +30,10 @@ export function runRoutes(ctx: GatewayContext) {
   ctx.app.addHook("preClose", async () => {
     for (const s of streams) s.close();
   });
+  return [...runStartAndListRoutes(state, auth, who), ...runItemRoutes(ctx, state, auth, streams)];
+}
 
+function runStartAndListRoutes(state: StateClient, auth: AuthLevel, who: string) {
   return [
     route({
       method: "POST",
@@ -77,6 +79,12 @@ export function runRoutes(ctx: GatewayContext) {
         };
       },
     }),
+  ];
+}
+
+/** One run: read, cancel, and follow it live. */
+function runItemRoutes(ctx: GatewayContext, state: StateClient, auth: AuthLevel, streams: Set<CommandStream>) {
+  return [
     route({
       method: "GET",
       path: "/api/v1/runs/{id}",

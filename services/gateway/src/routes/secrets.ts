@@ -1,100 +1,22 @@
 import { z } from "zod";
-import {
-  checkRestriction,
-  checkSecretDescription,
-  checkSecretName,
-  checkSecretValue,
-  RESTRICTION_MAX_NODE_IDS,
-  SECRET_DESCRIPTION_MAX,
-  SECRET_NAME_RE,
-  SecretsService,
-  type ErrorReason,
-  type Secret,
-} from "@orch/contracts";
-import { invalid, rpcClient } from "@orch/kit";
-import type { GatewayContext } from "../app.js";
+import { SecretsService, type ErrorReason } from "@orch/contracts";
+import { rpcClient, type Client } from "@orch/kit";
+import type { GatewayContext } from "../context.js";
 import { route } from "../route.js";
-import { iso, pageQuery, rfc3339, ruled } from "../schemas.js";
+import { pageQuery } from "../schemas.js";
+import { SecretOut, secretJson } from "./secrets-json.js";
+import {
+  Description,
+  ExpiresAt,
+  NameParams,
+  RestrictionField,
+  SecretName,
+  Value,
+  parseRestriction,
+} from "./secrets-schemas.js";
 
-// The secrets service's rules (from @orch/contracts); it checks them again for bus callers. No
-// message here repeats an input: a secret value must never come back in an error.
-const SecretName = ruled(checkSecretName, SECRET_NAME_RE);
-const Value = ruled(checkSecretValue).describe("plaintext; write-only, never returned");
-const Description = ruled(checkSecretDescription).meta({ maxLength: SECRET_DESCRIPTION_MAX }).nullable();
-const ExpiresAt = rfc3339.nullable().describe("RFC 3339; must be in the future; null = never expires");
+type SecretsClient = Client<typeof SecretsService>;
 
-const RestrictionObj = z
-  .object({
-    node_ids: z.array(z.string()).max(RESTRICTION_MAX_NODE_IDS).optional().describe("node ids allowed outright"),
-    tags: z.record(z.string(), z.string()).optional().describe("tags an agent must all carry (key → exact value)"),
-  })
-  .strict();
-const RestrictionIn = RestrictionObj.nullable();
-
-const restrictionDoc = (() => {
-  const js = z.toJSONSchema(RestrictionObj, { target: "draft-2020-12", io: "input" }) as Record<string, unknown>;
-  delete js.$schema;
-  return js;
-})();
-/**
- * Declared loosely so its own check below can answer `invalid_restriction` naming the field; the
- * OpenAPI document still shows the real shape.
- */
-const RestrictionField = z
-  .unknown()
-  .optional()
-  .meta({
-    description: "null = any approved agent; else the agent's node id is listed, or it carries every listed tag",
-    anyOf: [{ type: "null" }, restrictionDoc],
-  });
-
-const RestrictionOut = z.object({ node_ids: z.array(z.string()), tags: z.record(z.string(), z.string()) });
-export const SecretOut = z.object({
-  name: z.string(),
-  description: z.string().nullable(),
-  expires_at: z.string().nullable(),
-  restriction: RestrictionOut.nullable(),
-  created_at: z.string(),
-  created_by: z.string(),
-  updated_at: z.string(),
-  updated_by: z.string(),
-});
-
-/** Metadata only: this mapping is the one place a Secret becomes JSON, and it has no value field. */
-export function secretJson(s: Secret): z.infer<typeof SecretOut> {
-  return {
-    name: s.name,
-    description: s.description || null,
-    expires_at: s.expiresAt ? iso(s.expiresAt) : null,
-    restriction: s.restriction ? { node_ids: [...s.restriction.nodeIds], tags: { ...s.restriction.tags } } : null,
-    created_at: iso(s.createdAt),
-    created_by: s.createdBy,
-    updated_at: iso(s.updatedAt),
-    updated_by: s.updatedBy,
-  };
-}
-
-const restrictionError = (field: string, message: string) =>
-  invalid("invalid_restriction", `body field '${field}' ${message}`, {
-    field,
-    errors: [{ location: "body", field, message }],
-  });
-
-function parseRestriction(raw: unknown): { nodeIds: string[]; tags: Record<string, string> } | null | undefined {
-  if (raw === undefined) return undefined;
-  const r = RestrictionIn.safeParse(raw);
-  if (!r.success) {
-    const issue = r.error.issues[0]!;
-    throw restrictionError(["restriction", ...issue.path.map(String)].join("."), issue.message);
-  }
-  if (!r.data) return null;
-  const restriction = { nodeIds: r.data.node_ids ?? [], tags: r.data.tags ?? {} };
-  const bad = checkRestriction(restriction);
-  if (bad) throw restrictionError(bad.field, bad.message);
-  return restriction;
-}
-
-const NameParams = z.object({ name: SecretName });
 const ERR_400: ErrorReason[] = [
   "invalid_request",
   "invalid_restriction",
@@ -106,6 +28,11 @@ const ERR_400: ErrorReason[] = [
 
 export function secretRoutes(ctx: GatewayContext) {
   const secrets = rpcClient(ctx.nc, "secrets", SecretsService, { timeoutMs: ctx.timeoutMs });
+  return [...secretCollectionRoutes(secrets), ...secretItemRoutes(secrets)];
+}
+
+/** The collection: create, list, and the keyring-wide re-encryption. */
+function secretCollectionRoutes(secrets: SecretsClient) {
   return [
     route({
       method: "POST",
@@ -173,6 +100,12 @@ export function secretRoutes(ctx: GatewayContext) {
         return { active_key: r.activeKey, reencrypted: r.reencrypted, failed: [...r.failed] };
       },
     }),
+  ];
+}
+
+/** One secret by name: read its metadata, update, delete. */
+function secretItemRoutes(secrets: SecretsClient) {
+  return [
     route({
       method: "GET",
       path: "/api/v1/secrets/{name}",

@@ -8,8 +8,8 @@ import {
   type SourceWebhookResult,
 } from "@orch/contracts";
 import { iso } from "../schemas.js";
-import { RunOut, runJson } from "./assignments.js";
-import { OperationDetailOut, operationDetailJson } from "./state.js";
+import { RunOut, runJson } from "./assignments-json.js";
+import { OperationDetailOut, operationDetailJson } from "./state-json.js";
 
 /**
  * The one place a git source, its plan and a webhook's outcome become JSON. The bus never carries

@@ -14,7 +14,7 @@ import {
   type Violation,
 } from "@orch/contracts";
 import { fieldError } from "./agents-schemas.js";
-import { NAME } from "./modules.js";
+import { NAME } from "./modules-schemas.js";
 
 /**
  * Request shapes of /api/v1/sources. The schemas check types and sizes; the shared source rules

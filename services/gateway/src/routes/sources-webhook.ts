@@ -34,7 +34,7 @@ export function webhookRoute(state: Client<typeof StateService>) {
     auth: "public",
     summary: "A forge's push notification (GitHub, GitLab, Gitea): syncs the source when it is a push of its branch",
     description:
-      "Authenticated by the signature over the exact body with the source's webhook secret (`X-Hub-Signature-256`, `X-Gitea-Signature`, or `X-Gitlab-Token`); any content type, up to 1 MiB. Answers once the notification is verified; the sync runs after the answer (GET the source for its outcome). Rate-limited per address and source.",
+      "Authenticated by the signature over the exact body with the source's webhook secret (`X-Hub-Signature-256`, `X-Gitea-Signature`, or `X-Gitlab-Token`); any content type, up to 1 MiB. Answers once the notification is verified; the sync runs after the answer (GET the source for its outcome). A delivery already received (same delivery id — `X-GitHub-Delivery`, `X-Gitea-Delivery`, GitLab's `Idempotency-Key`/`X-Gitlab-Event-UUID` — or same signed body) answers 202 with `synced: false` and does not sync again. An unknown source answers exactly like a wrong signature. Rate-limited per address and source.",
     tags: ["sources"],
     params: SourceParams,
     rawBody: { maxBytes: WEBHOOK_BODY_LIMIT },
@@ -44,7 +44,6 @@ export function webhookRoute(state: Client<typeof StateService>) {
     errors: {
       400: ["invalid_webhook"],
       401: ["webhook_signature_invalid"],
-      404: ["source_not_found"],
       409: ["source_keys_unset"],
       413: ["body_too_large"],
       429: ["rate_limited"],

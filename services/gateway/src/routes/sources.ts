@@ -1,12 +1,14 @@
 import { z } from "zod";
 import { SOURCE_PLAN_WAIT_DEFAULT_S, SOURCE_SYNC_WAIT_S, StateService } from "@orch/contracts";
-import { OrchError, rpcClient } from "@orch/kit";
-import type { GatewayContext } from "../app.js";
+import { OrchError, rpcClient, type Client } from "@orch/kit";
+import type { GatewayContext } from "../context.js";
 import { route } from "../route.js";
 import { pageQuery } from "../schemas.js";
 import { CreatedSourceOut, SourceOut, SourcePlanOut, planJson, sourceJson } from "./sources-json.js";
 import { CreateSourceBody, checkCreate, checkPlan, PlanBody, SourceParams } from "./sources-schemas.js";
 import { webhookRoute } from "./sources-webhook.js";
+
+type StateClient = Client<typeof StateService>;
 
 /**
  * Git sources (docs/sources.md): the state service fetches, validates and applies; these routes
@@ -18,6 +20,11 @@ const SYNC_ALLOWANCE_MS = SOURCE_SYNC_WAIT_S * 1000;
 
 export function sourceRoutes(ctx: GatewayContext) {
   const state = rpcClient(ctx.nc, "state", StateService, { timeoutMs: ctx.timeoutMs });
+  return [...sourceRegistryRoutes(state), ...sourceSyncRoutes(ctx, state)];
+}
+
+/** Register, list, read and remove sources. */
+function sourceRegistryRoutes(state: StateClient) {
   return [
     route({
       method: "POST",
@@ -94,6 +101,12 @@ export function sourceRoutes(ctx: GatewayContext) {
         await state.deleteSource({ name: params.name }, call);
       },
     }),
+  ];
+}
+
+/** Sync and plan on demand, and the push webhook that syncs. */
+function sourceSyncRoutes(ctx: GatewayContext, state: StateClient) {
+  return [
     route({
       method: "POST",
       path: "/api/v1/sources/{name}/sync",

@@ -1,17 +1,10 @@
-import { z } from "zod";
 import { pingService } from "@orch/kit";
-import type { GatewayContext } from "../app.js";
+import type { GatewayContext } from "../context.js";
 import { API_VERSION } from "../openapi.js";
 import { route } from "../route.js";
+import { StatusOut } from "./status-schemas.js";
 
 export const PROTOCOL_VERSION = "1";
-
-const StatusOut = z.object({
-  status: z.enum(["ok", "degraded", "unavailable"]),
-  protocol_version: z.string(),
-  api_version: z.string(),
-  services: z.record(z.string(), z.enum(["ok", "unavailable"])),
-});
 
 /**
  * ok: every service answers. degraded (still 200): some do — the API partly works, and a load

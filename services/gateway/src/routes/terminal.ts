@@ -1,45 +1,39 @@
 import { Readable } from "node:stream";
 import { z } from "zod";
-import { AgentsService, TerminalService, type TerminalSession, type Ticket } from "@orch/contracts";
-import { OrchError, notFound, precondition, rpcClient } from "@orch/kit";
+import {
+  AgentsService,
+  PTY_DIM_MAX,
+  TERMINAL_DEFAULT_COLS,
+  TERMINAL_DEFAULT_ROWS,
+  TerminalService,
+  type TerminalSession,
+  type Ticket,
+} from "@orch/contracts";
+import { OrchError, notFound, precondition, rpcClient, type Client } from "@orch/kit";
 import type { FastifyRequest } from "fastify";
-import type { GatewayContext } from "../app.js";
+import type { GatewayContext } from "../context.js";
 import { tokenHash, type Principal } from "../auth-cache.js";
 import { requestToken } from "../console/session.js";
 import { problem, sendProblem } from "../problem.js";
 import { publicBaseUrl } from "../public-url.js";
 import { route } from "../route.js";
 import { Ulid, qInt } from "../schemas.js";
-import { AgentRef } from "./agents-schemas.js";
 import { installTerminalSockets } from "../ws/terminal-sockets.js";
+import { AgentRef } from "./agents-schemas.js";
+import {
+  OpenOut,
+  OpenedOut,
+  SessionDetail,
+  SessionOut,
+  Status,
+  detailJson,
+  openedJson,
+  sessionJson,
+} from "./terminal-json.js";
+import { SessionParams, terminalDim } from "./terminal-schemas.js";
 
-const Status = z.enum(["opening", "open", "closed", "failed"]);
-const SessionOut = z.object({
-  session_id: z.string(),
-  node_id: z.string(),
-  node_name: z.string(),
-  operator_id: z.string(),
-  operator_name: z.string(),
-  status: Status,
-  shell: z.string(),
-  cols: z.number().int(),
-  rows: z.number().int(),
-  opened_at: z.number().int().describe("Unix seconds"),
-  closed_at: z.number().int().nullable().describe("Unix seconds; null while the session is live"),
-  exit_code: z.number().int().nullable(),
-  close_reason: z.string().nullable(),
-});
-const SessionDetail = SessionOut.extend({
-  transcript_path: z.string().nullable().describe("the asciicast v2 file on the terminal service's storage"),
-  sha256: z.string().nullable().describe("SHA-256 of the finished transcript (null while live)"),
-});
-const OpenOut = z.object({
-  session_id: z.string(),
-  ws_url: z.string().describe("WebSocket URL with a single-use ticket, valid for terminal.ticket_ttl_seconds (30 s)"),
-});
-const SessionParams = z.object({ session_id: Ulid });
-
-const secs = (ms: number) => Math.floor(ms / 1000);
+type TerminalClient = Client<typeof TerminalService>;
+type AgentsClient = Client<typeof AgentsService>;
 
 /**
  * GET /terminal without limit/cursor answers the whole list (its contract, an "array of terminal
@@ -67,30 +61,6 @@ export async function listAll(
     cursor = r.nextCursor;
   }
 }
-
-export function sessionJson(s: TerminalSession): z.infer<typeof SessionOut> {
-  return {
-    session_id: s.sessionId,
-    node_id: s.nodeId,
-    node_name: s.nodeName,
-    operator_id: s.operatorId,
-    operator_name: s.operatorName,
-    status: Status.catch("failed").parse(s.status),
-    shell: s.shell,
-    cols: s.cols,
-    rows: s.rows,
-    opened_at: secs(s.openedAt),
-    closed_at: s.closedAt ? secs(s.closedAt) : null,
-    exit_code: s.exitCode ?? null,
-    close_reason: s.closeReason || null,
-  };
-}
-
-const detailJson = (s: TerminalSession) => ({
-  ...sessionJson(s),
-  transcript_path: s.transcriptPath || null,
-  sha256: s.sha256 || null,
-});
 
 /** From http.public_url or the listener address, never the Host header (public-url.ts). */
 function wsUrl(ctx: GatewayContext, req: FastifyRequest, t: Ticket): string {
@@ -121,18 +91,29 @@ export function terminalRoutes(ctx: GatewayContext) {
   installTerminalSockets(ctx, terminal);
 
   return [
+    ...openAndListRoutes(ctx, terminal, agents, slowMs),
+    ...sessionRoutes(ctx, terminal, slowMs),
+    ...transcriptAndAttachRoutes(terminal),
+  ];
+}
+
+function openAndListRoutes(ctx: GatewayContext, terminal: TerminalClient, agents: AgentsClient, slowMs: number) {
+  return [
     route({
       method: "POST",
       path: "/api/v1/terminal/{node_id}",
       auth: "operator",
       summary: "Open a terminal session on an agent",
-      description:
-        "Spawns the shell on the agent, starts recording, and answers with the WebSocket URL to attach (binary frames = bytes, text frames = resize).",
+      description: `Spawns the shell on the agent, starts recording, and answers 201 with the WebSocket URL to attach (binary frames = bytes, text frames = resize). \`cols\` and \`rows\` take any positive int32; the PTY is at most ${PTY_DIM_MAX}×${PTY_DIM_MAX}, so a larger value is clamped to ${PTY_DIM_MAX} rather than refused: the answer's \`cols\`/\`rows\` are the size the PTY got and \`clamped\` is true. 0, a negative, a fraction or a value past int32 is 400 invalid_request. The session belongs to the calling operator: other operators (but admins) do not see it.`,
       tags: ["terminal"],
       params: z.object({ node_id: AgentRef.describe("node id or approved name") }),
       query: z.object({
-        cols: qInt(1, 1000).optional().describe("width in columns (default 80)"),
-        rows: qInt(1, 1000).optional().describe("height in rows (default 24)"),
+        cols: terminalDim
+          .optional()
+          .describe(`width in columns (default ${TERMINAL_DEFAULT_COLS}; clamped to ${PTY_DIM_MAX})`),
+        rows: terminalDim
+          .optional()
+          .describe(`height in rows (default ${TERMINAL_DEFAULT_ROWS}; clamped to ${PTY_DIM_MAX})`),
         shell: z
           .string()
           .max(4096)
@@ -140,7 +121,7 @@ export function terminalRoutes(ctx: GatewayContext) {
           .optional()
           .describe("shell binary; must be in the agent's allow-list (default: the agent's first)"),
       }),
-      responses: { 201: OpenOut },
+      responses: { 201: OpenedOut },
       errors: {
         400: ["invalid_request", "shell_not_allowed"],
         404: ["agent_not_found"],
@@ -165,7 +146,7 @@ export function terminalRoutes(ctx: GatewayContext) {
         const size = { cols: query.cols ?? 0, rows: query.rows ?? 0 };
         const open = { nodeId, nodeName, ...size, shell: query.shell ?? "", credential };
         const r = await terminal.openSession(open, { ...call, timeoutMs: slowMs });
-        return { session_id: r.session!.sessionId, ws_url: wsUrl(ctx, raw, r.ticket!) };
+        return openedJson(r.session!, wsUrl(ctx, raw, r.ticket!), query);
       },
     }),
     route({
@@ -173,7 +154,7 @@ export function terminalRoutes(ctx: GatewayContext) {
       path: "/api/v1/terminal",
       auth: "operator",
       summary: "List terminal sessions (operators see their own, admins all)",
-      description: `An array, newest first: every session matching the filter, up to ${LIST_ALL_MAX} (the newest). Paging is opt-in: with \`limit\` or \`cursor\` one page is returned (default 50). Whenever more sessions exist than the response holds (a page, or the ${LIST_ALL_MAX} cap) it carries \`X-Next-Cursor\`; pass it back as \`cursor\`.`,
+      description: `A bare JSON array (no envelope, unlike the other lists), newest first: every session matching the filter, up to ${LIST_ALL_MAX} (the newest). Paging is opt-in: with \`limit\` or \`cursor\` one page is returned (default 50). Whenever more sessions exist than the response holds (a page, or the ${LIST_ALL_MAX} cap) it carries \`X-Next-Cursor\`; pass it back as \`cursor\`. An operator who is not an admin sees only the sessions they opened.`,
       tags: ["terminal"],
       query: z.object({ status: Status.optional(), limit: qInt(1, 500).optional(), cursor: Ulid.optional() }),
       responses: { 200: z.array(SessionOut) },
@@ -195,11 +176,19 @@ export function terminalRoutes(ctx: GatewayContext) {
         return all.sessions.map(sessionJson);
       },
     }),
+  ];
+}
+
+/** One session: read, close, and a new attach ticket. */
+function sessionRoutes(ctx: GatewayContext, terminal: TerminalClient, slowMs: number) {
+  return [
     route({
       method: "GET",
       path: "/api/v1/terminal/session/{session_id}",
       auth: "operator",
       summary: "One terminal session, with its transcript path",
+      description:
+        "An operator who is not an admin reaches only the sessions they opened: another's answers 404 session_not_found (here and on close, ticket and transcript).",
       tags: ["terminal"],
       params: SessionParams,
       responses: { 200: SessionDetail },
@@ -236,6 +225,11 @@ export function terminalRoutes(ctx: GatewayContext) {
         return { session_id: t.sessionId, ws_url: wsUrl(ctx, raw, t) };
       },
     }),
+  ];
+}
+
+function transcriptAndAttachRoutes(terminal: TerminalClient) {
+  return [
     route({
       method: "GET",
       path: "/api/v1/terminal/session/{session_id}/transcript",
@@ -274,7 +268,7 @@ export function terminalRoutes(ctx: GatewayContext) {
       auth: "public",
       summary: "WebSocket attach (ws_url): upgrade with the single-use ticket",
       description:
-        'Authorised by the `ticket` query parameter (single use, 30 s, bound to the operator who got it; never the bearer token). The attach ends with the token that obtained the ticket (its logout, its expiry) or the operator\'s removal: close code 4401. The Origin must be the gateway\'s own host or in http.allowed_origins. Binary frames carry terminal bytes both ways; text frames carry `{"type":"resize","cols":N,"rows":N}`. The server closes with reason `exit:<code>` when the shell exits. Refusals are HTTP problem+json on the upgrade: 401 invalid_ticket / ticket_expired / ticket_required, 403 origin_not_allowed / ticket_operator_mismatch, 409 session_not_open.',
+        'Authorised by the `ticket` query parameter (single use, 30 s, bound to the operator who got it; never the bearer token). The attach ends with the token that obtained the ticket (its logout, its expiry) or the operator\'s removal: close code 4401; and when the operator may no longer reach the agent (its scope changed, or the agent was retagged out of it): close code 4403, reason `scope_changed` or `agent_out_of_scope`. The Origin must be the gateway\'s own host or in http.allowed_origins. Binary frames carry terminal bytes both ways; text frames carry `{"type":"resize","cols":N,"rows":N}`. The server closes with reason `exit:<code>` when the shell exits. Refusals are HTTP problem+json on the upgrade: 401 invalid_ticket / ticket_expired / ticket_required, 403 origin_not_allowed / ticket_operator_mismatch, 409 session_not_open.',
       tags: ["terminal"],
       params: SessionParams,
       query: z.object({ ticket: z.string().max(200).optional() }),

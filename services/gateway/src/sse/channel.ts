@@ -1,5 +1,5 @@
 import type { ServerResponse } from "node:http";
-import type { Credential, EndReason, LiveSessions } from "../live-sessions.js";
+import { isScopeEnd, type Bound, type Credential, type EndReason, type LiveSessions } from "../live-sessions.js";
 
 const HEARTBEAT_MS = 15_000;
 /** A client this far behind is disconnected; it reconnects (and resumes or gets a new snapshot). */
@@ -12,7 +12,7 @@ const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
  */
 export class SseChannel {
   private timers: NodeJS.Timeout[] = [];
-  private release: (() => void) | undefined;
+  private release: Bound | undefined;
   private closedFlag = false;
   /** Set when the stream's credential ended (logout, the operator's removal, expiry). */
   endedBy: EndReason | undefined;
@@ -57,11 +57,22 @@ export class SseChannel {
     this.release = live.bind(cred, { kind: this.kind, end: (reason) => this.end(reason) });
   }
 
-  /** An `error` event names why, then the stream ends; a reconnecting client gets 401. */
+  /** The agents the stream shows: it ends when its operator may no longer reach one of them. */
+  reaches(agents: readonly string[]) {
+    this.release?.reaches(agents);
+  }
+
+  /**
+   * An `error` event names why, then the stream ends: a reconnecting client gets 401 when the
+   * credential ended, or a view without the agents out of its scope when the scope ended it.
+   */
   end(reason: EndReason) {
     if (this.closedFlag) return;
     this.endedBy = reason;
-    const data = { code: reason, detail: "the credential this stream was opened with has ended; sign in again" };
+    const detail = isScopeEnd(reason)
+      ? "this stream shows an agent the operator may no longer reach; open it again for what is still in scope"
+      : "the credential this stream was opened with has ended; sign in again";
+    const data = { code: reason, detail };
     // Before the stream starts the response belongs to Fastify (the handler answers 401).
     if (this.res.headersSent) this.write(`event: error\ndata: ${JSON.stringify(data)}\n\n`);
     this.close();

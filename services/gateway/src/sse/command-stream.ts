@@ -89,6 +89,8 @@ export class CommandStream extends SseStream<CommandRun> {
     if (this.d.res.destroyed) return this.close();
     this.channel.start();
     this.phase = "live";
+    // The targets are fixed when the run starts.
+    this.reaches(first.targets.map((t) => t.nodeId));
     this.send("run", runJson(first, "status"));
     for (const t of first.targets) {
       this.agents.set(t.nodeId, JSON.stringify(agentJson(t, false)));

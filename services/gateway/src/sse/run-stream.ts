@@ -1,6 +1,6 @@
 import { runIsFinal, runProgressSubject, type AssignmentRun, type StateService } from "@orch/contracts";
 import type { Client } from "@orch/kit";
-import { runJson } from "../routes/assignments.js";
+import { runJson } from "../routes/assignments-json.js";
 import { SseStream, type SseStreamDeps } from "./stream.js";
 
 /** How often a stream re-reads the run, covering progress messages lost in transit (core NATS). */
@@ -54,6 +54,8 @@ export class RunStream extends SseStream<AssignmentRun> {
     if (this.d.res.destroyed) return this.close();
     this.channel.start();
     this.phase = "live";
+    // The targets are fixed when the run starts; a scoped operator's view holds only those in scope.
+    this.reaches(first.targets.map((t) => t.nodeId));
     this.show(first);
     if (this.closed) return;
     this.channel.every(POLL_MS, () => this.refresh());

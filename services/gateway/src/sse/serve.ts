@@ -1,6 +1,6 @@
 import type { FastifyReply } from "fastify";
 import { unauthenticated } from "@orch/kit";
-import type { GatewayContext } from "../app.js";
+import type { GatewayContext } from "../context.js";
 import { requestToken } from "../console/session.js";
 import type { RouteRequest } from "../route.js";
 import type { SseStream } from "./stream.js";
@@ -19,7 +19,12 @@ export async function serveSse<First>(
 ): Promise<FastifyReply> {
   const { principal, raw } = req;
   const token = requestToken(raw, ctx.config.http)?.token ?? "";
-  stream.bindTo(ctx.live, { operatorId: principal!.id, token, expiresAt: principal!.expiresAt });
+  stream.bindTo(ctx.live, {
+    operatorId: principal!.id,
+    token,
+    expiresAt: principal!.expiresAt,
+    scope: principal!.scope,
+  });
   const first = await stream.open();
   if (stream.endedBy) throw unauthenticated("invalid_token", "the token is invalid, expired or revoked");
   reply.hijack();

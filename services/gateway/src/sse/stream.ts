@@ -64,6 +64,11 @@ export abstract class SseStream<First> {
     this.channel.end(reason);
   }
 
+  /** The agents the stream shows (once read): it ends when its operator may no longer reach one. */
+  protected reaches(agents: readonly string[]) {
+    this.channel.reaches(agents);
+  }
+
   close() {
     this.channel.close();
   }

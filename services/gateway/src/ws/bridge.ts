@@ -1,5 +1,6 @@
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import WebSocket from "ws";
+import { PTY_DIM_MAX } from "@orch/contracts";
 import type { Logger } from "@orch/kit";
 import { encodeControl, parseClientControl, parseEnd, termSubject } from "./control.js";
 
@@ -84,7 +85,7 @@ export async function bridgeSocket(opts: {
         JSON.stringify({
           type: "error",
           code: "invalid_control",
-          detail: 'text frames must be {"type":"resize","cols":1-1000,"rows":1-1000}',
+          detail: `text frames must be {"type":"resize","cols":1-${PTY_DIM_MAX},"rows":1-${PTY_DIM_MAX}}`,
         }),
       );
   });

@@ -1,3 +1,5 @@
+import { isPtyDim } from "@orch/contracts";
+
 /** The control messages (`orch.term.<id>.ctl`, JSON) the gateway reads and writes; catalogue in docs/terminal.md. */
 export type Control =
   | { type: "resize"; cols: number; rows: number }
@@ -5,8 +7,6 @@ export type Control =
   | { type: "detach" }
   | { type: "exit"; code: number; signal: number; reason: string }
   | { type: "ended"; status: string; reason: string; exit_code: number | null };
-
-const dim = (n: unknown): n is number => typeof n === "number" && Number.isInteger(n) && n >= 1 && n <= 1000;
 
 function parse(data: Uint8Array): Record<string, unknown> | undefined {
   try {
@@ -40,7 +40,7 @@ export function parseEnd(data: Uint8Array): Extract<Control, { type: "exit" | "e
 /** A client's text frame: only `{"type":"resize","cols":N,"rows":N}` (1..1000) is accepted. */
 export function parseClientControl(data: Uint8Array): Extract<Control, { type: "resize" }> | undefined {
   const m = parse(data);
-  return m?.type === "resize" && dim(m.cols) && dim(m.rows)
+  return m?.type === "resize" && isPtyDim(m.cols) && isPtyDim(m.rows)
     ? { type: "resize", cols: m.cols, rows: m.rows }
     : undefined;
 }

@@ -3,23 +3,30 @@ import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import { ULID_CHARS, type TerminalService } from "@orch/contracts";
 import { OrchError, type Client } from "@orch/kit";
-import type { GatewayContext } from "../app.js";
+import type { GatewayContext } from "../context.js";
 import { problem, problemFromError } from "../problem.js";
 import { bearerToken } from "../auth-cache.js";
-import type { Credential, EndReason } from "../live-sessions.js";
+import { isScopeEnd, type Credential, type EndReason } from "../live-sessions.js";
 import { bridgeSocket, type Bridge } from "./bridge.js";
 import { originAllowed } from "./origin.js";
 import { rejectUpgrade } from "./reject.js";
 
 /** Close code when the attach's credential ended (logout, removal, expiry); the reason says which. */
 export const REVOKED_CLOSE_CODE = 4401;
+/**
+ * Close code when the credential holds but the operator may no longer reach the agent (reason
+ * `scope_changed` or `agent_out_of_scope`, docs/access.md): signing in again does not help.
+ */
+export const OUT_OF_SCOPE_CLOSE_CODE = 4403;
+
+const closeCode = (reason: EndReason) => (isScopeEnd(reason) ? OUT_OF_SCOPE_CLOSE_CODE : REVOKED_CLOSE_CODE);
 
 /** How long a client whose credential ended before its bridge existed gets to answer the close frame. */
 const REVOKE_GRACE_MS = 1_000;
 
 /** Closes an attach never bridged (its credential ended first), cutting off a client that does not answer. */
 function closeUnbridged(ws: WebSocket, reason: EndReason) {
-  ws.close(REVOKED_CLOSE_CODE, reason);
+  ws.close(closeCode(reason), reason);
   setTimeout(() => ws.terminate(), REVOKE_GRACE_MS).unref();
 }
 
@@ -29,7 +36,8 @@ export const ATTACH_PATH = new RegExp(`^/api/v1/terminal/session/([${ULID_CHARS}
  * The terminal WebSocket endpoint (`ws_url`). Every check runs before the upgrade and a refusal
  * is a plain HTTP problem+json: the Origin, then the single-use ticket (redeemed by the terminal
  * service, which also binds it to the operator when the client authenticates the upgrade too). The
- * attach then lives as long as the token: the bearer's, or else the one the ticket was obtained with.
+ * attach then lives as long as the token: the bearer's, or else the one the ticket was obtained with,
+ * and as long as the operator may reach the session's agent.
  */
 export function installTerminalSockets(ctx: GatewayContext, terminal: Client<typeof TerminalService>): void {
   const wss = new WebSocketServer({ noServer: true, maxPayload: 512 * 1024, perMessageDeflate: false });
@@ -60,6 +68,7 @@ export function installTerminalSockets(ctx: GatewayContext, terminal: Client<typ
     const bearer = bearerToken(req.headers.authorization);
     const requestId = ctx.ids.next();
     let cred: Credential;
+    let nodeId: string;
     try {
       const p = bearer ? await ctx.tokens.resolve(bearer) : undefined;
       const r = await terminal.redeemTicket({ sessionId, ticket, operatorId: p?.id ?? "" }, { requestId });
@@ -67,8 +76,9 @@ export function installTerminalSockets(ctx: GatewayContext, terminal: Client<typ
       // obtained it (its hash and expiry, stored with the ticket), or to its operator when unknown.
       const { tokenHash = "", tokenExpiresAt = 0 } = r.credential ?? {};
       cred = p
-        ? { operatorId: p.id, token: bearer!, expiresAt: p.expiresAt }
+        ? { operatorId: p.id, token: bearer!, expiresAt: p.expiresAt, scope: p.scope }
         : { operatorId: r.operatorId, token: "", tokenHash, expiresAt: tokenExpiresAt || Infinity };
+      nodeId = r.session?.nodeId ?? "";
     } catch (err) {
       return rejectUpgrade(socket, problemFromError(OrchError.from(err), requestId));
     }
@@ -76,13 +86,17 @@ export function installTerminalSockets(ctx: GatewayContext, terminal: Client<typ
     // Bound before the upgrade, so a revocation arriving while the bridge is set up is not missed.
     let bridge: Bridge | undefined;
     let ended: EndReason | undefined;
-    const release = live.bind(cred, {
-      kind: "terminal",
-      end(reason) {
-        ended = reason;
-        bridge?.revoke(REVOKED_CLOSE_CODE, reason);
+    const release = live.bind(
+      cred,
+      {
+        kind: "terminal",
+        end(reason) {
+          ended = reason;
+          bridge?.revoke(closeCode(reason), reason);
+        },
       },
-    });
+      nodeId ? [nodeId] : [],
+    );
     socket.once("close", release);
     wss.handleUpgrade(req, socket, head, (ws) => {
       if (ended) return closeUnbridged(ws, ended);
@@ -94,7 +108,7 @@ export function installTerminalSockets(ctx: GatewayContext, terminal: Client<typ
             bridges.delete(b);
             release();
           });
-          if (ended) b.revoke(REVOKED_CLOSE_CODE, ended);
+          if (ended) b.revoke(closeCode(ended), ended);
         },
         (err) => {
           release();

@@ -1,13 +1,14 @@
-import { count } from "@orch/contracts";
 import type { CredentialBox } from "../channels/crypto.js";
-import { channelsDb, type ChannelRow } from "../db/channels.js";
+import { channelsDb } from "../db/channels.js";
 import { deliveriesDb, type DeliveryRow } from "../db/deliveries.js";
 import type { EventJson } from "../events.js";
 import type { NotifyDeps } from "../deps.js";
-import { attempt, type Outcome } from "./attempt.js";
+import { attempt } from "./attempt.js";
 import { nextAttemptAt } from "./backoff.js";
 import { deliveryCounter } from "./metrics.js";
+import { disableGone, giveUp } from "./settle.js";
 import type { Resolver } from "./ssrf.js";
+import { judge } from "./verdict.js";
 
 export interface DeliveryWorker {
   /** Look for due deliveries now (new ones were just stored). */
@@ -21,55 +22,13 @@ export interface DeliveryWorker {
  * claimed again, and a row whose worker died is retried only after its lease expires.
  */
 export function startDeliveryWorker(deps: NotifyDeps, box: CredentialBox, resolver: Resolver): DeliveryWorker {
-  const { pool, clock, log, events, config } = deps;
+  const { pool, clock, log, config } = deps;
   const cfg = config.notify;
   const policy = { allowPrivate: cfg.allow_private_targets, timeoutMs: cfg.request_timeout_ms, resolver };
   let running = true;
   let wake: (() => void) | undefined;
   let kicked = false;
   const counted = deliveryCounter(deps.metrics);
-
-  async function disableGone(d: DeliveryRow, ch: ChannelRow, o: Outcome & { kind: "gone" }) {
-    await events.tx(async (db, emit) => {
-      if (!(await deliveriesDb.markFailed(db, d.id, d.attempts, o.status, o.error))) return;
-      if (!(await channelsDb.disable(db, ch.id, "receiver answered 410 Gone", clock.now()))) return;
-      const cancelled = await deliveriesDb.cancelPending(db, ch.id, "channel disabled (410 Gone)");
-      await emit({
-        type: "channel.disabled",
-        summary: `channel ${ch.name} disabled: its receiver answered 410 Gone`,
-        actor: { id: "notify", name: "notify", type: "system" },
-        target: { id: ch.id, name: ch.name, type: "channel" },
-        metadata: {
-          channel_type: ch.channel_type,
-          delivery_id: d.id,
-          event_id: d.event_id,
-          cancelled_deliveries: cancelled,
-        },
-      });
-    });
-    log.warn({ channel: ch.id, delivery: d.id }, "channel disabled after 410 Gone");
-  }
-
-  async function giveUp(d: DeliveryRow, ch: ChannelRow, status: number, error: string) {
-    await events.tx(async (db, emit) => {
-      if (!(await deliveriesDb.markFailed(db, d.id, d.attempts, status, error))) return;
-      await emit({
-        type: "channel.delivery.failed",
-        summary: `delivery of ${d.event_type} through channel ${ch.name} failed after ${count(d.attempts, "attempt")}: ${error.slice(0, 120)}`,
-        actor: { id: "notify", name: "notify", type: "system" },
-        target: { id: ch.id, name: ch.name, type: "channel" },
-        metadata: {
-          channel_type: ch.channel_type,
-          delivery_id: d.id,
-          event_id: d.event_id,
-          event_type: d.event_type,
-          attempts: d.attempts,
-          last_status_code: status,
-          last_error: error.slice(0, 500),
-        },
-      });
-    });
-  }
 
   async function deliver(d: DeliveryRow): Promise<void> {
     const ch = await channelsDb.byIdOrName(pool, d.channel_id);
@@ -78,7 +37,7 @@ export function startDeliveryWorker(deps: NotifyDeps, box: CredentialBox, resolv
     try {
       creds = box.open(ch.id, ch.credentials);
     } catch (err) {
-      await giveUp(d, ch, 0, `credentials unreadable: ${(err as Error).message}`);
+      await giveUp(deps, d, ch, 0, `credentials unreadable: ${(err as Error).message}`);
       counted(ch.channel_type, "failed");
       return;
     }
@@ -94,30 +53,30 @@ export function startDeliveryWorker(deps: NotifyDeps, box: CredentialBox, resolv
       policy,
     );
     const now = clock.now();
-    const failed = o.kind === "retry" && d.attempts >= cfg.max_attempts;
-    counted(ch.channel_type, failed ? "failed" : o.kind);
-    switch (o.kind) {
+    const { verdict, result } = judge(o, d.attempts, cfg.max_attempts);
+    counted(ch.channel_type, result);
+    switch (verdict.type) {
       case "delivered":
-        if (!(await deliveriesDb.markDelivered(pool, d.id, d.attempts, o.status, now)))
+        if (!(await deliveriesDb.markDelivered(pool, d.id, d.attempts, verdict.status, now)))
           log.warn({ delivery: d.id }, "delivered after the claim was lost");
         return;
       case "gone":
-        return disableGone(d, ch, o);
-      case "refused":
-        log.warn({ channel: ch.id, delivery: d.id, reason: o.error }, "delivery target refused");
-        return giveUp(d, ch, 0, o.error);
+        return disableGone(deps, d, ch, verdict);
+      case "give_up":
+        if (verdict.refused)
+          log.warn({ channel: ch.id, delivery: d.id, reason: verdict.error }, "delivery target refused");
+        return giveUp(deps, d, ch, verdict.status, verdict.error);
       case "retry":
-        if (d.attempts >= cfg.max_attempts) return giveUp(d, ch, o.status, o.error);
         await deliveriesDb.markRetry(
           pool,
           d.id,
           d.attempts,
-          o.status,
-          o.snippet ? `${o.error}: ${o.snippet}` : o.error,
-          nextAttemptAt(now, d.attempts, o.retryAfterMs, cfg.retry_base_ms, cfg.retry_max_ms),
+          verdict.status,
+          verdict.error,
+          nextAttemptAt(now, d.attempts, verdict.retryAfterMs, cfg.retry_base_ms, cfg.retry_max_ms),
         );
         log.debug(
-          { channel: ch.id, delivery: d.id, attempt: d.attempts, status: o.status },
+          { channel: ch.id, delivery: d.id, attempt: d.attempts, status: verdict.status },
           "delivery will be retried",
         );
     }

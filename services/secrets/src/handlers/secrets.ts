@@ -1,5 +1,14 @@
 import type { SecretsService } from "@orch/contracts";
-import { keysetPage, conflict, invalid, notFound, pageCursor, pageLimit, type Handlers } from "@orch/kit";
+import {
+  keysetPage,
+  conflict,
+  invalid,
+  notFound,
+  pageCursor,
+  pageLimit,
+  type Handlers,
+  isUniqueViolation,
+} from "@orch/kit";
 import { eventMetadata, secretRef, toSecret } from "../convert.js";
 import { secretsDb, type SecretMeta } from "../db/secrets.js";
 import { normaliseRestriction, type Restriction } from "../restriction.js";
@@ -44,7 +53,7 @@ export function secretHandlers({ deps, keyring }: HandlerContext): CrudHandlers 
           });
         });
       } catch (err) {
-        if ((err as { code?: string }).code === "23505")
+        if (isUniqueViolation(err))
           throw conflict("secret_exists", `a secret named '${name}' already exists`, { field: "name" });
         throw err;
       }

@@ -1,7 +1,7 @@
 import { checkCommand, checkCommandTimeout, COMMAND_MAX_NODES, type StartCommandRunRequest } from "@orch/contracts";
 import { invalid } from "@orch/kit";
 import { batchSize } from "../engine/fanout.js";
-import { checkSelector } from "../handlers/assignments.js";
+import { checkSelector } from "../validate.js";
 
 /** What a start request asks for, checked; env values stay in memory only. */
 export interface CommandSpec {

@@ -52,6 +52,15 @@ export const snapshotsDb = {
       )
     ).rows;
   },
+  /** The snapshots of several agents in one statement (the runner's grouped reads), in no order across agents. */
+  async ofNodes(db: Queryable, nodeIds: readonly string[]): Promise<SnapshotRow[]> {
+    return (
+      await db.query<SnapshotRow>(
+        `SELECT ${SNAP_COLS} FROM snapshots WHERE node_id = ANY($1::text[]) ORDER BY applied_at, position`,
+        [nodeIds],
+      )
+    ).rows;
+  },
   async upsert(db: Queryable, s: SnapshotRow): Promise<void> {
     await db.query(
       `INSERT INTO snapshots (${SNAP_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)

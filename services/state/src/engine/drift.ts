@@ -1,30 +1,14 @@
 import { precondition, SYSTEM_ACTOR } from "@orch/kit";
-import { modulesDb } from "../db/catalog.js";
 import { driftDb, snapshotsDb } from "../db/snapshots.js";
 import { agentInfo } from "../convert.js";
 import type { AgentInfo, Clients, StateDeps } from "../deps.js";
 import { enforce } from "./enforce.js";
 import { createLimiter } from "./limit.js";
+import { maintenanceActive } from "./maintenance.js";
 import type { ModuleCache } from "./modules.js";
 import type { ModuleSource } from "./render.js";
-import type { Runner } from "./runner.js";
-
-/** The modules of an agent's snapshot, exactly as applied (version and attributes/tags read). */
-export async function snapshotSources(deps: StateDeps, cache: ModuleCache, nodeId: string): Promise<ModuleSource[]> {
-  const snaps = await snapshotsDb.ofNode(deps.pool, nodeId);
-  const out: ModuleSource[] = [];
-  for (const s of snaps) {
-    const content = await modulesDb.version(deps.pool, s.module_sha256);
-    if (content === undefined) continue;
-    out.push({
-      name: s.module,
-      sha256: s.module_sha256,
-      parsed: cache.parse(s.module, s.module_sha256, content),
-      inputs: { attributes: s.attributes, tags: s.tags },
-    });
-  }
-  return out;
-}
+import type { Runner } from "./operation.js";
+import { snapshotSources } from "./snapshot-sources.js";
 
 export async function requireSnapshot(deps: StateDeps, cache: ModuleCache, agent: AgentInfo): Promise<ModuleSource[]> {
   const sources = await snapshotSources(deps, cache, agent.nodeId);
@@ -34,16 +18,6 @@ export async function requireSnapshot(deps: StateDeps, cache: ModuleCache, agent
       `agent ${agent.name || agent.nodeId} has no successful apply to check drift against`,
     );
   return sources;
-}
-
-/** Whether a maintenance window is active; when notify does not answer, drift checks proceed. */
-export async function maintenanceActive(deps: StateDeps, clients: Clients): Promise<boolean> {
-  try {
-    return (await clients.notify.getMaintenanceStatus({}, { actor: SYSTEM_ACTOR })).active;
-  } catch (err) {
-    deps.log.debug({ err: (err as Error).message }, "maintenance status unavailable; scheduled drift proceeds");
-    return false;
-  }
 }
 
 /**

@@ -4,10 +4,11 @@ import type { OperationRow } from "../db/operations.js";
 import { remediationsDb } from "../db/remediations.js";
 import type { DriftRow } from "../db/snapshots.js";
 import type { AgentInfo, Clients, StateDeps } from "../deps.js";
-import { maintenanceActive, snapshotSources } from "./drift.js";
 import { matchAgents } from "./fanout.js";
+import { maintenanceActive } from "./maintenance.js";
 import type { ModuleCache } from "./modules.js";
-import type { Runner } from "./runner.js";
+import type { Runner } from "./operation.js";
+import { snapshotSources } from "./snapshot-sources.js";
 
 /** Who enforcement applies as: a system actor, told apart from the scheduled drift checks (`system`). */
 export const ENFORCE_ACTOR: Actor = { id: "system:enforce", name: "enforce", type: "system", role: "" };

@@ -144,137 +144,152 @@ export async function finishOperation(
   ctx: FinishContext = {},
 ): Promise<OperationRow | undefined> {
   const { events, ids } = deps;
+  const nextId = () => ids.next();
   let drifted = false;
   const ended = await events.tx(async (db, emit) => {
     const row = await operationsDb.finish(db, op.id, f);
     if (!row) return undefined;
     if (row.kind === "apply") {
       await emit(endEvent(row));
-      if (row.remediates) await recordRemediation(db, emit, row, ctx);
+      if (row.remediates) await recordRemediation(db, emit, row, ctx, nextId);
       else if (row.status === "succeeded" && ctx.exec && ctx.sources && ctx.agent)
-        await recordApply(db, emit, row, ctx as Required<FinishContext>);
+        await recordApply(db, emit, row, ctx as Required<FinishContext>, nextId);
     } else if (row.kind === "plan") {
       await emit(endEvent(row));
     } else if (ctx.exec) {
-      drifted = await recordDrift(db, emit, row, ctx.exec, statelessResources(ctx.sources ?? []));
+      drifted = await recordDrift(db, emit, row, ctx.exec, statelessResources(ctx.sources ?? []), nextId);
     }
     return row;
   });
   // Counted after the commit: a rolled-back end did not happen.
   if (ended) recordOperationEnd(deps.metrics, ended, drifted);
   return ended;
+}
 
-  async function recordApply(db: PoolClient, emit: Emit, row: OperationRow, c: Required<FinishContext>) {
-    const applied = appliedState(row, c);
-    await snapshotsDb.upsertMany(db, applied.snapshots);
-    await believedDb.replaceModules(db, applied.modules, applied.believed);
-    const cleared = driftClearedByApply(row, await driftDb.latest(db, row.node_id), () => ids.next());
-    if (cleared) {
-      await driftDb.insert(db, cleared.rec);
-      await emit(cleared.event);
-    }
+/** A successful full apply: its snapshot and believed state, and drift.cleared when it fixes the recorded drift. */
+async function recordApply(
+  db: PoolClient,
+  emit: Emit,
+  row: OperationRow,
+  c: Required<FinishContext>,
+  nextId: () => string,
+) {
+  const applied = appliedState(row, c);
+  await snapshotsDb.upsertMany(db, applied.snapshots);
+  await believedDb.replaceModules(db, applied.modules, applied.believed);
+  const cleared = driftClearedByApply(row, await driftDb.latest(db, row.node_id), nextId);
+  if (cleared) {
+    await driftDb.insert(db, cleared.rec);
+    await emit(cleared.event);
   }
+}
 
-  /**
-   * An enforcement apply of some drifted resources: the snapshot stays (it describes the full module
-   * versions); the believed state of the re-applied resources is refreshed, the drift they were is
-   * recorded as gone, and drift.remediated or drift.remediation_failed says what enforcement did.
-   */
-  async function recordRemediation(db: PoolClient, emit: Emit, row: OperationRow, ctx: FinishContext) {
-    const driftId = row.remediates!;
-    const record = await driftDb.get(db, driftId);
-    const applied = ctx.only
-      ? [...ctx.only].sort()
-      : (record ? keys(record) : []).filter((k) => row.modules.includes(k.slice(0, k.indexOf("/"))));
-    const succeeded = row.status === "succeeded" && ctx.exec !== undefined;
-    if (succeeded) {
-      const at = row.finished_at!;
-      const fixed = new Set(applied);
-      const rows = row.modules.flatMap((m) => believedRows(row.node_id, row.id, at, m, ctx.exec!));
-      await believedDb.replaceResources(
-        db,
-        row.node_id,
-        rows.filter((b) => fixed.has(`${b.module}/${b.resource_id}`)),
-      );
-      const prev = await driftDb.latest(db, row.node_id);
-      if (prev?.drifted) {
-        const remaining = prev.resources.filter((r) => !fixed.has(`${r.module}/${r.id}`));
-        if (remaining.length < prev.resources.length) {
-          const rec: DriftRow = {
-            id: ids.next(),
-            node_id: row.node_id,
-            operation_id: row.id,
-            checked_at: at,
-            drifted: remaining.length > 0,
-            resources: remaining,
-          };
-          await driftDb.insert(db, rec);
-          if (!rec.drifted)
-            await emit({
-              type: "drift.cleared",
-              summary: `drift on ${row.node_name || row.node_id} cleared by enforcement apply ${row.id}`,
-              actor: actorOf(row),
-              target: targetOf(row),
-              metadata: { drift_id: rec.id, operation_id: row.id, previous_drift_id: prev.id },
-            });
-        }
+/**
+ * An enforcement apply of some drifted resources: the snapshot stays (it describes the full module
+ * versions); the believed state of the re-applied resources is refreshed, the drift they were is
+ * recorded as gone, and drift.remediated or drift.remediation_failed says what enforcement did.
+ */
+async function recordRemediation(
+  db: PoolClient,
+  emit: Emit,
+  row: OperationRow,
+  ctx: FinishContext,
+  nextId: () => string,
+) {
+  const driftId = row.remediates!;
+  const record = await driftDb.get(db, driftId);
+  const applied = ctx.only
+    ? [...ctx.only].sort()
+    : (record ? keys(record) : []).filter((k) => row.modules.includes(k.slice(0, k.indexOf("/"))));
+  const succeeded = row.status === "succeeded" && ctx.exec !== undefined;
+  if (succeeded) {
+    const at = row.finished_at!;
+    const fixed = new Set(applied);
+    const rows = row.modules.flatMap((m) => believedRows(row.node_id, row.id, at, m, ctx.exec!));
+    await believedDb.replaceResources(
+      db,
+      row.node_id,
+      rows.filter((b) => fixed.has(`${b.module}/${b.resource_id}`)),
+    );
+    const prev = await driftDb.latest(db, row.node_id);
+    if (prev?.drifted) {
+      const remaining = prev.resources.filter((r) => !fixed.has(`${r.module}/${r.id}`));
+      if (remaining.length < prev.resources.length) {
+        const rec: DriftRow = {
+          id: nextId(),
+          node_id: row.node_id,
+          operation_id: row.id,
+          checked_at: at,
+          drifted: remaining.length > 0,
+          resources: remaining,
+        };
+        await driftDb.insert(db, rec);
+        if (!rec.drifted)
+          await emit({
+            type: "drift.cleared",
+            summary: `drift on ${row.node_name || row.node_id} cleared by enforcement apply ${row.id}`,
+            actor: actorOf(row),
+            target: targetOf(row),
+            metadata: { drift_id: rec.id, operation_id: row.id, previous_drift_id: prev.id },
+          });
       }
     }
-    const what = `${applied.length} drifted resource${applied.length === 1 ? "" : "s"} (${applied.slice(0, 5).join(", ")}${applied.length > 5 ? ", …" : ""})`;
+  }
+  const what = `${applied.length} drifted resource${applied.length === 1 ? "" : "s"} (${applied.slice(0, 5).join(", ")}${applied.length > 5 ? ", …" : ""})`;
+  await emit({
+    type: succeeded ? "drift.remediated" : "drift.remediation_failed",
+    summary: succeeded
+      ? `enforcement of ${row.assignment} re-applied ${what} on ${row.node_name || row.node_id}`
+      : `enforcement of ${row.assignment} could not re-apply ${what} on ${row.node_name || row.node_id}: ${row.status.replace("_", " ")}${row.error_code ? ` (${row.error_code})` : ""}`,
+    actor: actorOf(row),
+    target: targetOf(row),
+    metadata: {
+      drift_id: driftId,
+      operation_id: row.id,
+      assignment: row.assignment,
+      node_id: row.node_id,
+      resources: applied,
+      ...(succeeded ? {} : { status: row.status, ...(row.error_code ? { error_code: row.error_code } : {}) }),
+    },
+  });
+}
+
+async function recordDrift(
+  db: PoolClient,
+  emit: Emit,
+  row: OperationRow,
+  exec: StoredExecution,
+  stateless: ReadonlySet<string>,
+  nextId: () => string,
+): Promise<boolean> {
+  const resources = driftedResources(exec.results, stateless);
+  const rec: DriftRow = {
+    id: nextId(),
+    node_id: row.node_id,
+    operation_id: row.id,
+    checked_at: row.finished_at!,
+    drifted: resources.length > 0,
+    resources,
+  };
+  const prev = await driftDb.latest(db, row.node_id);
+  await driftDb.insert(db, rec);
+  const who = row.node_name || row.node_id;
+  if (rec.drifted && (!prev?.drifted || !sameSet(keys(prev), keys(rec)))) {
     await emit({
-      type: succeeded ? "drift.remediated" : "drift.remediation_failed",
-      summary: succeeded
-        ? `enforcement of ${row.assignment} re-applied ${what} on ${row.node_name || row.node_id}`
-        : `enforcement of ${row.assignment} could not re-apply ${what} on ${row.node_name || row.node_id}: ${row.status.replace("_", " ")}${row.error_code ? ` (${row.error_code})` : ""}`,
+      type: "drift.detected",
+      summary: `drift on ${who}: ${resources.length} resource${resources.length === 1 ? "" : "s"} no longer match (${keys(rec).slice(0, 5).join(", ")}${resources.length > 5 ? ", …" : ""})`,
       actor: actorOf(row),
       target: targetOf(row),
-      metadata: {
-        drift_id: driftId,
-        operation_id: row.id,
-        assignment: row.assignment,
-        node_id: row.node_id,
-        resources: applied,
-        ...(succeeded ? {} : { status: row.status, ...(row.error_code ? { error_code: row.error_code } : {}) }),
-      },
+      metadata: { drift_id: rec.id, operation_id: row.id, resources: keys(rec) },
+    });
+  } else if (!rec.drifted && prev?.drifted) {
+    await emit({
+      type: "drift.cleared",
+      summary: `drift on ${who} cleared`,
+      actor: actorOf(row),
+      target: targetOf(row),
+      metadata: { drift_id: rec.id, operation_id: row.id, previous_drift_id: prev.id },
     });
   }
-
-  async function recordDrift(
-    db: PoolClient,
-    emit: Emit,
-    row: OperationRow,
-    exec: StoredExecution,
-    stateless: ReadonlySet<string>,
-  ): Promise<boolean> {
-    const resources = driftedResources(exec.results, stateless);
-    const rec: DriftRow = {
-      id: ids.next(),
-      node_id: row.node_id,
-      operation_id: row.id,
-      checked_at: row.finished_at!,
-      drifted: resources.length > 0,
-      resources,
-    };
-    const prev = await driftDb.latest(db, row.node_id);
-    await driftDb.insert(db, rec);
-    const who = row.node_name || row.node_id;
-    if (rec.drifted && (!prev?.drifted || !sameSet(keys(prev), keys(rec)))) {
-      await emit({
-        type: "drift.detected",
-        summary: `drift on ${who}: ${resources.length} resource${resources.length === 1 ? "" : "s"} no longer match (${keys(rec).slice(0, 5).join(", ")}${resources.length > 5 ? ", …" : ""})`,
-        actor: actorOf(row),
-        target: targetOf(row),
-        metadata: { drift_id: rec.id, operation_id: row.id, resources: keys(rec) },
-      });
-    } else if (!rec.drifted && prev?.drifted) {
-      await emit({
-        type: "drift.cleared",
-        summary: `drift on ${who} cleared`,
-        actor: actorOf(row),
-        target: targetOf(row),
-        metadata: { drift_id: rec.id, operation_id: row.id, previous_drift_id: prev.id },
-      });
-    }
-    return rec.drifted;
-  }
+  return rec.drifted;
 }

@@ -1,7 +1,7 @@
 import type { Clients, StateDeps } from "../deps.js";
 import type { FanOut } from "./fanout.js";
 import type { ModuleCache } from "./modules.js";
-import type { Runner } from "./runner.js";
+import type { Runner } from "./operation.js";
 
 /** The moving parts handlers share; built once in service.ts. */
 export interface Engine {

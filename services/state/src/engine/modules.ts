@@ -7,6 +7,8 @@ import type { ModuleSource } from "./render.js";
 /** Parsed modules by content hash: a fan-out or drift pass parses each version once. */
 export interface ModuleCache {
   parse(name: string, sha256: string, content: string): ParsedModule;
+  /** The parsed version when cached: its content need not be read again. */
+  get(sha256: string): ParsedModule | undefined;
 }
 
 export function createModuleCache(max = 200): ModuleCache {
@@ -20,6 +22,7 @@ export function createModuleCache(max = 200): ModuleCache {
       cache.set(sha256, parsed);
       return parsed;
     },
+    get: (sha256) => cache.get(sha256),
   };
 }
 

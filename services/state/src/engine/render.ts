@@ -1,6 +1,13 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { StateResource } from "@orch/contracts";
-import { refsIn, renderValue, TEMPLATE_MARK, type RenderInputs, type TemplateRef } from "../module/template.js";
+import { CONTENT_PATH_FIELDS, SECRET_PATH_FIELDS, sealKey, type StateResource } from "@orch/contracts";
+import {
+  refsIn,
+  renderValue,
+  TEMPLATE_MARK,
+  TemplateError,
+  type RenderInputs,
+  type TemplateRef,
+} from "../module/template.js";
 import type { ParsedModule } from "../module/types.js";
 
 /** A module as an operation uses it: the exact version, and for drift the inputs it was applied with. */
@@ -29,6 +36,51 @@ export function secretBearing(sources: readonly ModuleSource[]): Set<string> {
     for (const r of s.parsed.resources) {
       if (refsIn(r.spec).some((ref) => ref.ns === "secrets")) out.add(`${s.name}/${r.id}`);
     }
+  }
+  return out;
+}
+
+const NO_SECRETS: ReadonlyMap<string, string> = new Map();
+
+/**
+ * The files that resources of these modules rendered with a secret leave holding it (their
+ * SECRET_PATH_FIELDS), rendered with each module's recorded inputs. A path holds no secret
+ * (secret_in_path), so none is resolved; one that cannot be rendered is left out.
+ */
+export function secretPaths(
+  sources: readonly ModuleSource[],
+  agent: { attributes: Record<string, string>; tags: Record<string, string> },
+): Set<string> {
+  const out = new Set<string>();
+  for (const s of sources) {
+    const inputs: RenderInputs = {
+      attributes: s.inputs?.attributes ?? agent.attributes,
+      tags: s.inputs?.tags ?? agent.tags,
+      secrets: NO_SECRETS,
+    };
+    for (const r of s.parsed.resources) {
+      const field = SECRET_PATH_FIELDS[r.type];
+      const raw = field === undefined ? undefined : r.spec[field];
+      if (typeof raw !== "string" || !refsIn(r.spec).some((ref) => ref.ns === "secrets")) continue;
+      try {
+        const path = renderValue(raw, inputs, `${s.name}/${r.id}`);
+        if (typeof path === "string" && path.startsWith("/")) out.add(sealKey(path));
+      } catch (err) {
+        if (!(err instanceof TemplateError)) throw err;
+      }
+    }
+  }
+  return out;
+}
+
+/** Keys `<module>/<id>` of rendered content resources (file, line, block) whose file is one of `paths`. */
+export function onPaths(resources: readonly RenderedResource[], paths: ReadonlySet<string>): Set<string> {
+  const out = new Set<string>();
+  if (paths.size === 0) return out;
+  for (const r of resources) {
+    const field = CONTENT_PATH_FIELDS[r.type];
+    const path = field === undefined ? undefined : r.spec?.[field];
+    if (typeof path === "string" && paths.has(sealKey(path))) out.add(`${r.module}/${r.id}`);
   }
   return out;
 }

@@ -1,4 +1,4 @@
-import type { ResourceResult } from "@orch/contracts";
+import { CONTENT_PATH_FIELDS, sealDiff, sealObserved, type ResourceResult } from "@orch/contracts";
 import { mapStrings, noMask } from "../module/template.js";
 import { emptySummary, type StoredOutput, type StoredResult, type Summary } from "../db/operations.js";
 import type { BelievedRow, DriftResource } from "../db/snapshots.js";
@@ -37,7 +37,10 @@ function withoutHashes(v: unknown): unknown {
 /**
  * Turns the agent's answer into what is stored: every string masked (the agent masks too; this is
  * the second line), long texts capped, unknown statuses treated as failures, and no content hash
- * of a resource in `secretBearing` (`<module>/<id>`).
+ * of a resource in `secretBearing` (`<module>/<id>`: rendered with a secret, or a file, line or
+ * block on a file one was written to). Such a content resource is sealed: its diff keeps the
+ * attribute lines and sizes only, whatever the agent sent (the agent seals too; this is the second
+ * line, for an operation without the secret to mask with).
  */
 export function storeResults(
   results: readonly ResourceResult[],
@@ -50,6 +53,7 @@ export function storeResults(
   const observed = new Map<string, Record<string, unknown>>();
   for (const r of results) {
     const hidden = secretBearing.has(`${r.module}/${r.id}`);
+    const sealed = hidden && CONTENT_PATH_FIELDS[r.type] !== undefined;
     const clean = (x: string) => (hidden ? x.replace(HASH_RE, WITHHELD) : x);
     const status = STATUSES.has(r.status) ? r.status : "failed";
     const message = STATUSES.has(r.status) ? r.message : `unknown result status '${r.status}': ${r.message}`;
@@ -61,7 +65,7 @@ export function storeResults(
       type: r.type,
       status,
       changed: r.changed,
-      diff: cap(clean(mask(r.diff))),
+      diff: cap(clean(mask(sealed ? sealDiff(r.diff) : r.diff))),
       message: cap(clean(mask(message))),
       duration_ms: r.durationMs,
       has_output: hasOutput,
@@ -70,7 +74,8 @@ export function storeResults(
       output.push({ id: r.id, module: r.module, stdout: cap(mask(r.stdout)), stderr: cap(mask(r.stderr)) });
     // Without secrets masking changes nothing: the decoded object is stored as it is, not copied.
     const seen = mask === noMask ? (r.observed ?? {}) : (mapStrings(r.observed ?? {}, mask) ?? {});
-    observed.set(`${r.module}/${r.id}`, (hidden ? withoutHashes(seen) : seen) as Record<string, unknown>);
+    const kept = sealed ? sealObserved(seen as Record<string, unknown>) : seen;
+    observed.set(`${r.module}/${r.id}`, (hidden ? withoutHashes(kept) : kept) as Record<string, unknown>);
   }
   return { summary, results: stored, output, observed };
 }

@@ -5,8 +5,8 @@ import { modulesDb } from "../db/catalog.js";
 import { operationsDb } from "../db/operations.js";
 import { runsDb } from "../db/runs.js";
 import type { StateDeps } from "../deps.js";
-import { HEARTBEAT_STALE_MS } from "./fanout.js";
 import { finishOperation } from "./finish.js";
+import { HEARTBEAT_STALE_MS } from "./heartbeat.js";
 import type { ProgressPublisher } from "./progress.js";
 
 const DAY_MS = 86_400_000;

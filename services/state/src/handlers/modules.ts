@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { StateService } from "@orch/contracts";
-import { keysetPage, invalid, notFound, pageCursor, pageLimit, precondition, type Handlers } from "@orch/kit";
-import { validName } from "../validate.js";
+import { keysetPage, notFound, pageCursor, pageLimit, precondition, type Handlers } from "@orch/kit";
+import { checkModuleContent, validName } from "../validate.js";
 import { assignmentsDb, modulesDb, type ModuleRow } from "../db/catalog.js";
 import { moduleMsg } from "../convert.js";
 import type { Engine } from "../engine/index.js";
@@ -21,7 +21,7 @@ export function moduleHandlers({ deps }: Engine): ModuleHandlers {
   return {
     async uploadModule(req, ctx) {
       const name = validName(req.name, "name", "module");
-      if (!req.content.trim()) throw invalid("invalid_module", "content is empty", { field: "content" });
+      checkModuleContent(req.content);
       const parsed = parseModule(req.content, name);
       const row: ModuleRow = {
         name,

@@ -1,22 +1,16 @@
-import { ULID_RE, type StateService } from "@orch/contracts";
-import { keysetPage, invalid, notFound, pageCursor, pageLimit, type Handlers } from "@orch/kit";
+import type { StateService } from "@orch/contracts";
+import { keysetPage, notFound, pageCursor, type Handlers } from "@orch/kit";
 import { operationMsg } from "../convert.js";
 import { operationsDb } from "../db/operations.js";
 import type { Engine } from "../engine/index.js";
 import { loadSources } from "../engine/modules.js";
 import { approvedAgent, nodeIdForRead, reachableNodeIds, requireReachable } from "./agents.js";
-import { checkModuleList } from "./assignments.js";
-import { kindOf, waitMs } from "../validate.js";
+import { checkModuleList, checkOperationFilter, kindOf, operationsPageLimit, waitMs } from "../validate.js";
 
 type OperationHandlers = Pick<
   Handlers<typeof StateService>,
   "runAgent" | "listOperations" | "getOperation" | "getOperationOutput"
 >;
-
-const KINDS = new Set(["apply", "plan", "drift"]);
-const STATUSES = new Set(["pending", "running", "succeeded", "failed", "timed_out", "unreachable"]);
-/** Results make a row heavy (diffs), so a page with them is smaller. */
-const MAX_WITH_RESULTS = 100;
 
 export function operationHandlers(engine: Engine): OperationHandlers {
   const { deps, clients, runner, cache } = engine;
@@ -44,15 +38,9 @@ export function operationHandlers(engine: Engine): OperationHandlers {
     },
 
     async listOperations(req, ctx) {
-      const limit = req.withResults ? pageLimit(req.limit, 50, MAX_WITH_RESULTS) : pageLimit(req.limit);
+      const limit = operationsPageLimit(req.limit, req.withResults);
       const cursor = pageCursor(req.cursor, "ulid");
-      const runId = req.runId.toUpperCase();
-      if (runId && !ULID_RE.test(runId))
-        throw invalid("invalid_request", "run_id must be a run id (ULID)", { field: "run_id" });
-      if (req.kind && !KINDS.has(req.kind))
-        throw invalid("invalid_request", "kind must be apply, plan or drift", { field: "kind" });
-      if (req.status && !STATUSES.has(req.status))
-        throw invalid("invalid_request", `status must be one of ${[...STATUSES].join(", ")}`, { field: "status" });
+      const runId = checkOperationFilter(req);
       const nodeId = await nodeIdForRead(clients, req.nodeId, ctx.actor);
       // Across agents, a scoped operator sees only operations on agents it can reach.
       const nodeIds = nodeId ? undefined : await reachableNodeIds(clients, ctx.actor);

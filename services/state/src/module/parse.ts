@@ -3,7 +3,7 @@ import type { z } from "zod";
 import type { ReasonFor } from "@orch/contracts";
 import { invalid, type OrchError } from "@orch/kit";
 import { refsIn, scanTemplate } from "./template.js";
-import { ARGUMENT_FIELDS, RESOURCE_TYPES, isResourceType, moduleDoc, resourceBase } from "./types.js";
+import { ARGUMENT_FIELDS, PATH_FIELDS, RESOURCE_TYPES, isResourceType, moduleDoc, resourceBase } from "./types.js";
 import type { ModuleResource, ParsedModule, ResourceType } from "./types.js";
 
 export const MODULE_MAX_BYTES = 256 * 1024;
@@ -142,6 +142,19 @@ function checkSecretArguments(loc: ModuleLocator, at: Path, type: ResourceType, 
   }
 }
 
+/** Refuses a secret rendered into a field that becomes a file name (see PATH_FIELDS). */
+function checkSecretPaths(loc: ModuleLocator, at: Path, type: ResourceType, spec: Record<string, unknown>): void {
+  for (const field of PATH_FIELDS[type]) {
+    const secret = refsIn(spec[field]).find((r) => r.ns === "secrets");
+    if (!secret) continue;
+    throw loc.error(
+      "secret_in_path",
+      [...at, field],
+      `{{ secrets.${secret.key} }} must not be rendered into '${field}', which becomes a file name any local user can list; put the secret in the file's content`,
+    );
+  }
+}
+
 /**
  * Parses and validates a module (schema v1). Every refusal is INVALID_ARGUMENT with a stable
  * reason and details `{field: "content", path, line, column}`.
@@ -208,6 +221,7 @@ export function parseModule(content: string, expectedName?: string): ParsedModul
     seen.set(id, i);
     checkTemplates(loc, at, spec);
     checkSecretArguments(loc, at, type, spec);
+    checkSecretPaths(loc, at, type, spec);
     resources.push({
       id,
       type,

@@ -184,7 +184,9 @@ export const RESOURCE_TYPES = {
   cron: z
     .strictObject({
       name: nonEmpty.refine((s) => literalOr(s, (v) => CRON_NAME_RE.test(v)), `must be ${CRON_NAME_RULE}`),
-      schedule: cronSchedule.optional(),
+      schedule: cronSchedule
+        .refine(noSecret, "must not hold a {{ secrets.* }}: a cron.d file is readable by every local user")
+        .optional(),
       command: nonEmpty.refine(single, "must be one line").optional(),
       user: nonEmpty.refine((s) => literalOr(s, (v) => CRON_USER_RE.test(v)), CRON_USER_RULE).optional(),
       env: z
@@ -228,6 +230,26 @@ export const ARGUMENT_FIELDS: Readonly<Record<ResourceType, readonly string[]>> 
   block: [],
   // cron runs the command as `/bin/sh -c <command>`.
   cron: ["command", "user"],
+};
+
+/**
+ * Fields that become a file name (or a symlink's target, which `ls -l` shows anyone): a directory
+ * listing is readable by any local user, so a secret must never be rendered into one. Every type
+ * is listed, so a new type has to say.
+ */
+export const PATH_FIELDS: Readonly<Record<ResourceType, readonly string[]>> = {
+  file: ["path"],
+  directory: ["path"],
+  symlink: ["path", "target"],
+  exec: ["creates", "cwd"],
+  package: [],
+  service: [],
+  user: ["home"],
+  group: [],
+  line: ["path"],
+  block: ["path"],
+  // The file <cron dir>/<name>.
+  cron: ["name"],
 };
 
 export const isResourceType = (t: unknown): t is ResourceType =>

@@ -3,8 +3,8 @@ import type { ErrorReason } from "@orch/contracts";
 import { OrchError } from "@orch/kit";
 import type { SourceFileErrorRow } from "../db/sources.js";
 import { batchSize } from "../engine/fanout.js";
-import { checkModuleList, checkSelector, MAX_DESCRIPTION } from "../handlers/assignments.js";
-import type { TreeAssignment } from "./tree.js";
+import { checkDescription, checkMaxFailures, checkModuleList, checkSelector } from "../validate.js";
+import type { TreeAssignment } from "./tree-types.js";
 
 /**
  * One `assignments/<name>.yaml` file: the fields of CreateAssignment plus how a sync applies it.
@@ -22,8 +22,6 @@ const KEYS = new Set([
   "batch",
   "max_failures",
 ]);
-/** Assignment.sync_max_failures is an int32 on the wire and an integer column. */
-const INT32_MAX = 2_147_483_647;
 /** What fanout's batchSize is asked to size: only the spec's syntax matters here. */
 const BATCH_PROBE_TOTAL = 100;
 
@@ -97,9 +95,8 @@ export function readAssignmentFile(
   const description = value("description");
   if (description !== undefined && typeof description !== "string")
     refuseAt(nodeOf("description"), "invalid_request", "description must be a string");
-  else if (typeof description === "string" && description.length > MAX_DESCRIPTION)
-    // Same words as the API's checkDefinition.
-    refuseAt(nodeOf("description"), "invalid_request", `description is longer than ${MAX_DESCRIPTION} characters`);
+  else if (typeof description === "string")
+    refuseIfThrows(nodeOf("description"), refuseAt, () => checkDescription(description));
 
   const flag = (key: string): boolean => {
     const v = value(key);
@@ -113,10 +110,7 @@ export function readAssignmentFile(
   const batch = readBatch(nodeOf("batch"), value("batch"), refuseAt);
 
   const maxFailures = value("max_failures");
-  const maxOk =
-    maxFailures === undefined ||
-    (typeof maxFailures === "number" && Number.isInteger(maxFailures) && maxFailures >= 0 && maxFailures <= INT32_MAX);
-  if (!maxOk) refuseAt(nodeOf("max_failures"), "invalid_request", "max_failures must be a non-negative integer");
+  refuseIfThrows(nodeOf("max_failures"), refuseAt, () => checkMaxFailures(maxFailures));
 
   if (errors.length || selector === undefined || modules === undefined || batch === undefined) return { errors };
   return {
@@ -136,6 +130,18 @@ export function readAssignmentFile(
 }
 
 type Fail = (node: Node | null | undefined, code: ErrorReason, message: string) => void;
+
+/** Runs one of the API's checks; its refusal is reported at `node`. Returns whether it passed. */
+function refuseIfThrows(node: Node | undefined, refuseAt: Fail, check: () => void): boolean {
+  try {
+    check();
+    return true;
+  } catch (err) {
+    if (!(err instanceof OrchError)) throw err;
+    refuseAt(node, err.reason, err.message);
+    return false;
+  }
+}
 
 function readSelector(
   content: string,
@@ -223,12 +229,5 @@ function readBatch(node: Node | undefined, v: unknown, refuseAt: Fail): string |
     return undefined;
   }
   const spec = String(v);
-  try {
-    batchSize(spec, BATCH_PROBE_TOTAL);
-    return spec;
-  } catch (err) {
-    if (!(err instanceof OrchError)) throw err;
-    refuseAt(node, err.reason, err.message);
-    return undefined;
-  }
+  return refuseIfThrows(node, refuseAt, () => batchSize(spec, BATCH_PROBE_TOTAL)) ? spec : undefined;
 }

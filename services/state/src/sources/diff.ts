@@ -1,6 +1,6 @@
 import type { AssignmentRow, ModuleRow } from "../db/catalog.js";
 import type { SourceFileErrorRow } from "../db/sources.js";
-import type { Tree, TreeAssignment, TreeModule } from "./tree.js";
+import type { Tree, TreeAssignment, TreeModule } from "./tree-types.js";
 
 /** An assignment's stored definition as the tree states it (what the API's checks would store). */
 export interface TreeDefinition {

@@ -4,7 +4,8 @@ import type { SourceRow } from "../db/sources.js";
 import type { StateDeps } from "../deps.js";
 import { GitError, openGitRepo } from "./git.js";
 import { requireBox, type SourceBox } from "./seal.js";
-import { parseTree, type Tree } from "./tree.js";
+import { parseTree } from "./tree.js";
+import type { Tree } from "./tree-types.js";
 
 /** A ref of the source fetched and validated (not yet compared with the catalog). */
 export interface ReadTree {

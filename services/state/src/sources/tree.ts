@@ -9,42 +9,16 @@ import {
 import { OrchError } from "@orch/kit";
 import type { SourceFileErrorRow } from "../db/sources.js";
 import { MODULE_MAX_BYTES, parseModule } from "../module/parse.js";
-import type { ParsedModule } from "../module/types.js";
 import { validName } from "../validate.js";
 import { readAssignmentFile } from "./assignment-file.js";
 import type { TreeFile } from "./git.js";
+import type { Tree, TreeModule } from "./tree-types.js";
 
 /**
  * A commit's modules/ and assignments/ validated as a whole, before anything is applied: a sync is
  * all or nothing, so every file's problems are collected rather than stopping at the first.
  * Errors without a position (the file as a whole) carry line 0, column 0.
  */
-
-export interface TreeModule {
-  file: string;
-  name: string;
-  content: string;
-  sha256: string;
-  parsed: ParsedModule;
-}
-
-export interface TreeAssignment {
-  file: string;
-  name: string;
-  selector: string;
-  modules: string[];
-  description: string | null;
-  enforce: boolean;
-  apply_on_sync: boolean;
-  batch: string;
-  max_failures: number | null;
-}
-
-export interface Tree {
-  modules: TreeModule[];
-  assignments: TreeAssignment[];
-  errors: SourceFileErrorRow[];
-}
 
 type Kind = "module" | "assignment";
 

@@ -39,6 +39,30 @@ export function verifyWebhook(
   return { forge, event, push: readPush(forge, headers, body) };
 }
 
+/**
+ * The header naming a delivery, per forge, most specific first; the same value on a redelivery.
+ * GitLab: Idempotency-Key (kept across its retries, since 17.4), else X-Gitlab-Event-UUID.
+ */
+const DELIVERY_HEADERS: Record<Forge, readonly string[]> = {
+  github: ["x-github-delivery"],
+  gitea: ["x-gitea-delivery"],
+  gitlab: ["idempotency-key", "x-gitlab-event-uuid"],
+};
+const DELIVERY_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * What a verified delivery is remembered by, to refuse its replay: the forge's delivery id (when
+ * sent and well-formed) and the SHA-256 of the body. The body key is what matters against an
+ * attacker, who can rewrite the unsigned id header but not the signed body; the id also catches a
+ * forge's redelivery.
+ */
+export function deliveryKeys(forge: Forge, headers: Readonly<Record<string, string>>, body: Uint8Array): string[] {
+  const keys = [`body:${createHash("sha256").update(body).digest("hex")}`];
+  const id = DELIVERY_HEADERS[forge].map((h) => headers[h]?.trim()).find((v) => v !== undefined && v !== "");
+  if (id !== undefined && DELIVERY_ID_RE.test(id)) keys.unshift(`id:${id}`);
+  return keys;
+}
+
 /** Gitea first: it also sends X-GitHub-Event (and X-Gogs-Event) for compatibility. */
 function forgeOf(h: Readonly<Record<string, string>>): Forge {
   if (h["x-gitea-event"] !== undefined || h["x-gitea-signature"] !== undefined) return "gitea";

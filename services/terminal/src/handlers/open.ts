@@ -1,4 +1,4 @@
-import { checkAgentRef, type TerminalService } from "@orch/contracts";
+import { TERMINAL_DEFAULT_COLS, TERMINAL_DEFAULT_ROWS, checkAgentRef, type TerminalService } from "@orch/contracts";
 import { forbidden, invalid, notFound, precondition, type CallContext, type Handlers } from "@orch/kit";
 import { agentError, agentTerminal } from "../agent.js";
 import { sessionsDb } from "../db/sessions.js";
@@ -24,8 +24,8 @@ export function openHandlers(deps: TerminalDeps, recordings: Recordings): OpenHa
       requireOperator(ctx);
       const badRef = checkAgentRef(req.nodeId);
       if (badRef) throw invalid(badRef.reason, `node_id ${badRef.message}`, { field: "node_id" });
-      const cols = dimension(req.cols, "cols", 80);
-      const rows = dimension(req.rows, "rows", 24);
+      const cols = dimension(req.cols, "cols", TERMINAL_DEFAULT_COLS);
+      const rows = dimension(req.rows, "rows", TERMINAL_DEFAULT_ROWS);
       checkShell(req.shell);
       const token = tokenBinding(req.credential);
       // A scoped operator reaches only agents its selector matches; the registry's answer wins over

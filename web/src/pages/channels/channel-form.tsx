@@ -6,7 +6,8 @@ import { type FormEvent, type ReactNode, useState } from "react";
 import type { Channel, ChannelType } from "../../api/channels";
 import { ApiError } from "../../api/client";
 import { Field, fieldError, ProblemMessage } from "../../ui";
-import { buildConfig, CHANNEL_TYPES, type ChannelFields, emptyFields, fieldsFrom, SEVERITIES } from "./channel-config";
+import { buildConfig, CHANNEL_TYPES, type ChannelFields, emptyFields, fieldsFrom } from "./channel-config";
+import { FilterFields, HookUrlField, NtfyFields, WebhookFields, type FieldKit } from "./channel-fields";
 
 export interface ChannelSubmit {
   name: string;
@@ -67,6 +68,8 @@ export function ChannelForm({
       .map(err)
       .find(Boolean);
 
+  const kit: FieldKit = { f, set, editing, err, stored, keepHint };
+
   function submit(e: FormEvent) {
     e.preventDefault();
     const built = buildConfig(type, f, editing);
@@ -111,130 +114,10 @@ export function ChannelForm({
           </Field>
         )}
       </div>
-      {type === "webhook" ? (
-        <>
-          <Field label="URL" error={err("url")} hint="the receiver; POSTed the audit event as JSON">
-            <input
-              type="url"
-              className="mono"
-              value={f.url}
-              spellCheck={false}
-              onChange={(e) => set({ url: e.target.value })}
-            />
-          </Field>
-          <div className="grid">
-            <Field
-              label="Signing secret"
-              error={err("secret")}
-              hint={keepHint("secret", "optional whsec_…; left blank, one is generated and shown once")}
-            >
-              <input
-                type="password"
-                className="mono"
-                value={f.secret}
-                autoComplete="off"
-                disabled={f.rotateSecret}
-                placeholder={editing ? stored("secret") : undefined}
-                onChange={(e) => set({ secret: e.target.value })}
-              />
-            </Field>
-            {editing ? (
-              <label className="check">
-                <input
-                  type="checkbox"
-                  checked={f.rotateSecret}
-                  onChange={(e) => set({ rotateSecret: e.target.checked })}
-                />
-                Generate a new signing secret
-              </label>
-            ) : null}
-          </div>
-          <Field
-            label="Headers"
-            error={err("headers")}
-            hint={keepHint("headers", "optional, one “Name: value” per line")}
-          >
-            <textarea
-              className="mono"
-              rows={2}
-              value={f.headers}
-              spellCheck={false}
-              onChange={(e) => set({ headers: e.target.value })}
-            />
-          </Field>
-        </>
-      ) : null}
-      {type === "discord" || type === "slack" ? (
-        <Field
-          label="Webhook URL"
-          error={err("webhook_url")}
-          hint={keepHint("webhook_url", "it carries the credential: stored encrypted, shown masked")}
-        >
-          <input
-            type="password"
-            className="mono"
-            value={f.webhookUrl}
-            autoComplete="off"
-            placeholder={editing ? stored("webhook_url") : undefined}
-            onChange={(e) => set({ webhookUrl: e.target.value })}
-          />
-        </Field>
-      ) : null}
-      {type === "ntfy" ? (
-        <div className="grid">
-          <Field label="Server URL" error={err("server_url")} hint="default https://ntfy.sh">
-            <input
-              type="url"
-              className="mono"
-              value={f.serverUrl}
-              onChange={(e) => set({ serverUrl: e.target.value })}
-            />
-          </Field>
-          <Field label="Topic" error={err("topic")}>
-            <input type="text" className="mono" value={f.topic} onChange={(e) => set({ topic: e.target.value })} />
-          </Field>
-          <Field label="Token" error={err("token")} hint={keepHint("token", "optional access token")}>
-            <input
-              type="password"
-              className="mono"
-              value={f.token}
-              autoComplete="off"
-              placeholder={editing ? stored("token") : undefined}
-              onChange={(e) => set({ token: e.target.value })}
-            />
-          </Field>
-          <Field label="Priority" error={err("priority")} hint="1-5; default by severity">
-            <input
-              type="number"
-              min={1}
-              max={5}
-              value={f.priority}
-              onChange={(e) => set({ priority: e.target.value })}
-            />
-          </Field>
-        </div>
-      ) : null}
-      <div className="grid">
-        <Field label="Minimum severity" error={err("min_severity")}>
-          <select value={f.minSeverity} onChange={(e) => set({ minSeverity: e.target.value })}>
-            <option value="">warning (default)</option>
-            {SEVERITIES.map((s) => (
-              <option key={s} value={s}>
-                {s}
-              </option>
-            ))}
-          </select>
-        </Field>
-        <Field label="Event types" error={err("event_types")} hint="optional prefixes, e.g. agent, state.drift">
-          <input
-            type="text"
-            className="mono"
-            value={f.eventTypes}
-            spellCheck={false}
-            onChange={(e) => set({ eventTypes: e.target.value })}
-          />
-        </Field>
-      </div>
+      {type === "webhook" ? <WebhookFields {...kit} /> : null}
+      {type === "discord" || type === "slack" ? <HookUrlField {...kit} /> : null}
+      {type === "ntfy" ? <NtfyFields {...kit} /> : null}
+      <FilterFields {...kit} />
       {editing ? (
         <label className="check">
           <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.target.checked)} />

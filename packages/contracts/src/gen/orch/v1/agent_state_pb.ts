@@ -90,7 +90,9 @@ export type ExecuteRequest = Message<"orch.v1.ExecuteRequest"> & {
   resources: StateResource[];
 
   /**
-   * Strings the agent must replace with `***` in every diff, message and captured output.
+   * Strings the agent must replace with `***` in every diff, message and captured output: the
+   * secret values resolved for this operation. A resource whose spec holds one is rendered with a
+   * secret: its file is created 0600 and sealed (docs/secrets.md).
    *
    * @generated from field: repeated string mask = 4;
    */

@@ -1,0 +1,22 @@
+import { cpus, loadavg } from "node:os";
+
+/**
+ * How much longer than its base a test's wait for the system may take: ORCH_TEST_WAIT_FACTOR when
+ * set (a positive number), else the machine's load per core (1-minute load average ÷ cores)
+ * between 1 and 4, so a suite beside `npm run up` or on a busy CI runner waits longer instead of
+ * failing on a timeout tuned for an idle laptop. Read at each wait, so it follows the load.
+ */
+export function waitFactor(): number {
+  const set = Number(process.env.ORCH_TEST_WAIT_FACTOR);
+  if (Number.isFinite(set) && set > 0) return set;
+  const perCore = loadavg()[0]! / Math.max(1, cpus().length);
+  return Math.min(MAX_AUTO_FACTOR, Math.max(1, perCore));
+}
+
+/** The automatic factor's ceiling: past it a wait that still fails is a bug, not load. */
+const MAX_AUTO_FACTOR = 4;
+
+/** `baseMs` scaled by waitFactor(): the budget of a wait for the system to do something. */
+export function waitMs(baseMs: number): number {
+  return Math.round(baseMs * waitFactor());
+}

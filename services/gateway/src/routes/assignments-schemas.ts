@@ -1,0 +1,36 @@
+import { z } from "zod";
+import { batchField, maxFailuresField, qInt, Ulid } from "../schemas.js";
+import { NAME } from "./modules-schemas.js";
+
+export const AssignmentName = z.object({ name: z.string().min(1).max(128) });
+export const RunParams = z.object({ name: z.string().min(1).max(128), run_id: Ulid });
+/** What an assignment is: the body of create (with its name) and of update (name in the path). */
+export const Definition = z.object({
+  selector: z.string().min(1).max(4096),
+  modules: z.array(NAME).min(1).max(100),
+  description: z.string().max(1000).nullable().optional(),
+  enforce: z
+    .boolean()
+    .optional()
+    .describe(
+      "enforce mode: drift a scheduled check finds is re-applied (outside maintenance windows, at most once per agent per `state.enforce_interval_seconds`); absent = false on create, unchanged on update",
+    ),
+});
+export const SELECTOR_GRAMMAR =
+  "Selector grammar: `*`, or comma-separated terms that must all hold: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; keys are tags, or `name`, `node_id`, `attr.<attribute>`; values may use `*` globs. A parse error is 400 `invalid_selector` with the `position`.";
+export const definitionMsg = (name: string, body: z.infer<typeof Definition>) => ({
+  name,
+  selector: body.selector,
+  modules: body.modules,
+  ...(body.description != null ? { description: body.description } : {}),
+  ...(body.enforce !== undefined ? { enforce: body.enforce } : {}),
+});
+export const WaitQuery = z.object({
+  wait: qInt(0, 300).optional().describe("block up to this many seconds for the whole fan-out; 200 when it finished"),
+});
+export const RunBody = z
+  .object({
+    batch: batchField("rolling apply: agents per batch, or a percentage of the matched agents"),
+    max_failures: maxFailuresField("stop launching batches once more operations than this failed"),
+  })
+  .optional();

@@ -1,0 +1,14 @@
+import { z } from "zod";
+import { pageQuery, qInt } from "../schemas.js";
+import { OperationStatus } from "./state-json.js";
+
+export const NodeId = z.object({ node_id: z.string().min(1).max(128) });
+export const WaitQuery = z.object({
+  wait: qInt(0, 300)
+    .optional()
+    .describe("block up to this many seconds; 200 with the finished operation when it ended in time"),
+});
+export const OperationsQuery = pageQuery.extend({
+  kind: z.enum(["apply", "plan", "drift"]).optional(),
+  status: OperationStatus.optional(),
+});

@@ -1,0 +1,36 @@
+import { modulesDb } from "../db/catalog.js";
+import { snapshotsDb, type SnapshotRow } from "../db/snapshots.js";
+import type { StateDeps } from "../deps.js";
+import type { ModuleCache } from "./modules.js";
+import type { ModuleSource } from "./render.js";
+
+/** The modules of an agent's snapshot, exactly as applied (version and attributes/tags read). */
+export async function snapshotSources(deps: StateDeps, cache: ModuleCache, nodeId: string): Promise<ModuleSource[]> {
+  return sourcesOf(deps, cache, await snapshotsDb.ofNode(deps.pool, nodeId));
+}
+
+/** The modules of snapshot rows already read (the runner reads many agents' rows at once). */
+export async function sourcesOf(
+  deps: StateDeps,
+  cache: ModuleCache,
+  snaps: readonly SnapshotRow[],
+): Promise<ModuleSource[]> {
+  const out: ModuleSource[] = [];
+  for (const s of snaps) {
+    // Operations read their agent's snapshot (engine/operation-run.ts, sealing): a cached version is not
+    // read from the database again.
+    let parsed = cache.get(s.module_sha256);
+    if (!parsed) {
+      const content = await modulesDb.version(deps.pool, s.module_sha256);
+      if (content === undefined) continue;
+      parsed = cache.parse(s.module, s.module_sha256, content);
+    }
+    out.push({
+      name: s.module,
+      sha256: s.module_sha256,
+      parsed,
+      inputs: { attributes: s.attributes, tags: s.tags },
+    });
+  }
+  return out;
+}
