@@ -1,7 +1,8 @@
 // The README's "First hour" walkthrough, run as written: every ```sh block after a
 // <!-- walkthrough --> marker, in order, in one bash (later blocks use the variables earlier ones
 // set), against `npm run up -- --agents 2` started here on private ports with its own NATS,
-// database and state directory, with `orchctl` on PATH.
+// database and state directory (and the environment the section asks up for), with `orchctl` on
+// PATH. The section's default server URL becomes this stack's: the login line is up's own.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,6 +11,8 @@ import t from "tap";
 import { createTestDatabase, eventually, freePort } from "@orch/kit/testing";
 
 const ROOT = new URL("..", import.meta.url).pathname;
+// Starting up, then the walkthrough, which waits for a scheduled drift check.
+t.setTimeout(10 * 60_000);
 
 /** The walkthrough's shell blocks: the ```sh fence right after each marker in "## First hour". */
 function walkthroughBlocks(readme: string): string[] {
@@ -20,8 +23,30 @@ function walkthroughBlocks(readme: string): string[] {
   return [...section.matchAll(/<!-- walkthrough -->\n```sh\n([\s\S]*?)\n```\n/g)].map((m) => m[1]!);
 }
 
-const blocks = walkthroughBlocks(readFileSync(join(ROOT, "README.md"), "utf8"));
-t.ok(blocks.length >= 7, `the walkthrough has its blocks (${blocks.length})`);
+const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+const section = readme.slice(readme.indexOf("\n## First hour\n"));
+const DEFAULT_SERVER = "http://127.0.0.1:8080";
+/** `VAR=value npm run up -- --agents 2`: what the walkthrough asks up to be started with. */
+const upEnv = Object.fromEntries(
+  [
+    ...(/`((?:ORCH_[A-Z_]+=\S+ )*)npm run up -- --agents 2`/.exec(section)?.[1] ?? "").matchAll(
+      /(ORCH_[A-Z_]+)=(\S+)/g,
+    ),
+  ].map((m) => [m[1]!, m[2]!]),
+);
+t.ok(
+  upEnv.ORCH_STATE_DRIFT_INTERVAL_SECONDS,
+  "the walkthrough starts up with short drift checks (to show enforcement)",
+);
+t.match(section, /shopt -s expand_aliases/, "it says a script needs expand_aliases for the alias");
+
+const blocks = walkthroughBlocks(readme);
+t.ok(blocks.length >= 8, `the walkthrough has its blocks (${blocks.length})`);
+const loginLine = blocks
+  .join("\n")
+  .split("\n")
+  .find((l) => /^orchctl login /.test(l));
+t.ok(loginLine?.includes(`--server ${DEFAULT_SERVER}`), `the walkthrough logs in with up's line: ${loginLine}`);
 
 const work = mkdtempSync(join(tmpdir(), "orch-walkthrough-"));
 const bin = join(work, "bin");
@@ -29,6 +54,7 @@ mkdirSync(bin);
 writeFileSync(join(bin, "orchctl"), `#!/bin/sh\nexec "${process.execPath}" "${ROOT}cli/dist/main.js" "$@"\n`);
 chmodSync(join(bin, "orchctl"), 0o755);
 const [httpPort, linkPort, natsPort] = [await freePort(), await freePort(), await freePort()];
+const server = `http://127.0.0.1:${httpPort}`;
 const db = await createTestDatabase();
 
 // up keeps its state in ./.orch here, so the walkthrough's `.orch/admin.key` is this stack's key.
@@ -46,6 +72,7 @@ const up: ChildProcess = spawn(
       ORCH_AGENTS_LINK_PORT: String(linkPort),
       NATS_URL: `nats://127.0.0.1:${natsPort}`,
       DATABASE_URL: db.url,
+      ...upEnv,
     },
     stdio: ["ignore", "pipe", "pipe"],
   },
@@ -75,20 +102,28 @@ t.test("up's banner lists the named agents and the notification policy", async (
   t.match(upOutput, /agent-1 {2}node [0-9a-f]{32}\n/, "agent-1 with its node id");
   t.match(upOutput, /agent-2 {2}node [0-9a-f]{32}\n/, "agent-2 with its node id");
   t.match(upOutput, /Notifications: private targets allowed \(development/, "says private targets are allowed");
+  const printed = /Log in: +(.*)\n/.exec(upOutput)?.[1];
+  t.equal(
+    printed,
+    `npx ${loginLine!.replace(DEFAULT_SERVER, server)}`,
+    "the README's login line is the one up prints (for this port)",
+  );
 });
 
 t.test("every walkthrough block succeeds as written", async (t) => {
-  const script = ["set -eo pipefail", ...blocks.flatMap((b, i) => [`echo "@@block ${i}"`, b])].join("\n");
+  const script = [
+    "set -eo pipefail",
+    ...blocks.flatMap((b, i) => [`echo "@@block ${i}"`, b.replaceAll(DEFAULT_SERVER, server)]),
+  ].join("\n");
   writeFileSync(join(work, "walkthrough.sh"), `${script}\necho "@@end"\n`);
   const r = spawnSync("bash", [join(work, "walkthrough.sh")], {
     cwd: work,
     encoding: "utf8",
-    timeout: 240_000,
+    timeout: 400_000,
     env: {
       ...process.env,
       PATH: `${bin}:${process.env.PATH}`,
       ORCHCTL_HOME: join(work, "orchctl"),
-      ORCH_URL: `http://127.0.0.1:${httpPort}`,
       DEMO: join(work, "demo"),
       NO_COLOR: "1",
     },
@@ -111,8 +146,14 @@ t.test("every walkthrough block succeeds as written", async (t) => {
   t.match(secret, /apply \S+ on agent-1: succeeded — 2 changed/, "the second apply repairs and adds");
   t.match(secret, /hello from the vault\n/, "the secret reached the file");
   t.notMatch(secret.replace(/hello from the vault\n$/, ""), /hello from the vault/, "and no diff shows it");
+  const enforced = find(/\(enforced\)/);
+  t.match(enforced, /Updated assignment web: .*\(enforced\)/, "the assignment is enforced");
+  t.match(enforced, /^Welcome to web node \S+\n/m, "enforcement put the file back without an apply by hand");
+  t.notMatch(enforced, /edited by hand, again/, "the second hand edit is gone");
+  t.match(enforced, /drift\.remediated/, "the audit log shows the remediation");
   t.match(find(/SESSION/), /agent-1\s+admin\s+closed/, "the terminal session is recorded and closed");
   const hook = find(/local-hook/);
   t.match(hook, /delivered:\s+yes/, "the channel test is delivered");
   t.match(hook, /"event_type":"channel\.tested"/, "the receiver got the payload");
+  t.match(hook, /Removed channel local-hook/, "the demo channel is removed at the end");
 });

@@ -6,7 +6,7 @@ import type { Identity } from "./identity.js";
 import { openLink, type LinkAttempt, type Send } from "./link/client.js";
 import { createDispatcher } from "./link/dispatch.js";
 import { initialAgentState, step, type AgentEffect, type AgentEvent, type AgentState } from "./link/machine.js";
-import { linkCredentials } from "./link/trust.js";
+import { linkChannelOptions, linkCredentials } from "./link/trust.js";
 import { createSampler } from "./metrics.js";
 import type { DaemonOptions } from "./options.js";
 import { agentMetrics } from "./prometheus.js";
@@ -197,6 +197,7 @@ class AgentDriver {
     const attempt = openLink({
       server: e.server,
       credentials: e.credentials,
+      channelOptions: linkChannelOptions(e.server),
       identity,
       hello: {
         version: AGENT_VERSION,

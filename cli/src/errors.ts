@@ -1,7 +1,7 @@
 /**
  * Errors the CLI reports. Everything a command throws ends up in `reportError` (program.ts),
  * which prints `error: <detail> (<code>)` to stderr and, with --json, the problem object to
- * stdout, then exits 1.
+ * stdout, then exits with the error's `exitCode` (1 unless a command documents another).
  */
 
 /** RFC 9457 problem details, as the API returns them (plus our stable `code`). */
@@ -17,6 +17,8 @@ export interface Problem {
 /** A failure with a human message and a stable snake_case code. */
 export class CliError extends Error {
   readonly code: string;
+  /** The process exit status; a command whose exit statuses carry meaning (drift --check) sets its own. */
+  exitCode = 1;
   constructor(message: string, code = "error", options?: { cause?: unknown }) {
     super(message, options);
     this.name = "CliError";
@@ -35,14 +37,20 @@ export class CliError extends Error {
  * document follows the command's own output.
  */
 export class ExitStatus extends CliError {
-  constructor(
-    message: string,
-    code: string,
-    readonly exitCode: number,
-  ) {
+  /** `message` is printed as `error: …` without --json; an empty one prints nothing (the output said it). */
+  constructor(message: string, code: string, exitCode: number) {
     super(message, code);
     this.name = "ExitStatus";
+    this.exitCode = exitCode;
   }
+}
+
+/**
+ * The stderr line for an error: the message, then its code in parentheses unless the message
+ * already ends with it (`plan failed (secret_not_permitted)` must not repeat the code).
+ */
+export function errorLine(message: string, code: string): string {
+  return message.endsWith(`(${code})`) ? `error: ${message}` : `error: ${message} (${code})`;
 }
 
 /** An error response from the API. `message` is what we show; `problem` is what the server sent. */

@@ -11,7 +11,7 @@
 import { Command, CommanderError, Option } from "commander";
 import { readFileSync } from "node:fs";
 import { DEFAULT_SERVER } from "./config.js";
-import { CliError, ExitStatus } from "./errors.js";
+import { CliError, ExitStatus, errorLine } from "./errors.js";
 import type { CliIO } from "./output.js";
 import { register as registerAgents } from "./commands/agents.js";
 import { register as registerAudit } from "./commands/audit.js";
@@ -106,7 +106,7 @@ export function reportError(err: unknown, io: CliIO, json: boolean): void {
     );
   }
   const [first, ...rest] = e.message.split("\n");
-  io.stderr.write(`error: ${first} (${e.code})\n${rest.map((l) => `${l}\n`).join("")}`);
+  io.stderr.write(`${errorLine(first ?? "", e.code)}\n${rest.map((l) => `${l}\n`).join("")}`);
   if (json) io.stdout.write(`${JSON.stringify(e.toProblem(), null, 2)}\n`);
 }
 
@@ -129,10 +129,10 @@ export async function run(argv: readonly string[], io: CliIO): Promise<number> {
       return err.exitCode;
     }
     if (err instanceof ExitStatus) {
-      if (!json) reportError(err, io, false);
+      if (!json && err.message) reportError(err, io, false);
       return err.exitCode;
     }
     reportError(err, io, json);
-    return 1;
+    return err instanceof CliError ? err.exitCode : 1;
   }
 }

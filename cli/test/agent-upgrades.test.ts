@@ -93,8 +93,9 @@ t.test("upgrade --selector: posts the selector (no version = the newest); --json
   t.equal(none.code, 1);
 });
 
-t.test("upgrades --agent: lists with the filter", async (t) => {
+t.test("upgrades --agent: lists with the filter (the agent's node id)", async (t) => {
   const w = await loggedIn(t);
+  w.server.overrides.set(`GET /api/v1/agents/web-1`, (_q, res) => json(res, 200, agent));
   w.server.overrides.set("GET /api/v1/agent-upgrades", (_q, res) =>
     json(res, 200, {
       upgrades: [upgrade({ status: "succeeded" })],
@@ -104,7 +105,7 @@ t.test("upgrades --agent: lists with the filter", async (t) => {
   );
   const r = await cli(["agents", "upgrades", "--agent", "web-1"], w.env);
   t.equal(r.code, 0, r.stderr);
-  t.equal(sent(w, "GET", "/api/v1/agent-upgrades")[0]!.query.get("node_id"), "web-1");
+  t.equal(sent(w, "GET", "/api/v1/agent-upgrades")[0]!.query.get("node_id"), NODE);
   t.match(r.stdout, /^ID\s+AGENT\s+FROM\s+TO\s+STATUS\s+REASON\s+REQUESTED\n/);
   t.match(r.stdout, /succeeded/);
   t.match(r.stderr, /--cursor 01JQ0000000000000000000001/);

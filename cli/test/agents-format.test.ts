@@ -40,18 +40,21 @@ t.test(
           outdated: true,
         }),
         agent({ node_id: "fedcba9876543210fedcba9876543210", last_seen: "2025-05-29T12:00:00Z" }),
+        agent({ node_id: "aaaabbbbccccddddaaaabbbbccccdddd", pending_reason: "join_token_revoked", last_seen: null }),
       ],
       NOW,
     );
     t.same(rows, [
       ["web-1", "0123456789ab", "approved", "yes", "0.1.0*", "env=prod,role=web", "just now"],
       ["-", "fedcba987654", "pending", "no", "-", "-", "3d ago"],
+      ["-", "aaaabbbbcccc", "pending (join_token_revoked)", "no", "-", "-", "-"],
     ]);
     t.equal(
       formatTable(AGENT_COLUMNS, rows),
-      "NAME   ID            STATUS    ONLINE  VERSION  TAGS               LAST SEEN\n" +
-        "web-1  0123456789ab  approved  yes     0.1.0*   env=prod,role=web  just now\n" +
-        "-      fedcba987654  pending   no      -        -                  3d ago\n",
+      "NAME   ID            STATUS                        ONLINE  VERSION  TAGS               LAST SEEN\n" +
+        "web-1  0123456789ab  approved                      yes     0.1.0*   env=prod,role=web  just now\n" +
+        "-      fedcba987654  pending                       no      -        -                  3d ago\n" +
+        "-      aaaabbbbcccc  pending (join_token_revoked)  no      -        -                  -\n",
     );
   },
 );

@@ -32,6 +32,8 @@ t.test("unit: restriction text names nodes and tags, or any approved agent", asy
   t.equal(restrictionText(null), "any approved agent");
   t.equal(restrictionText(tls.restriction), "nodes: n1,n2; tags: role=web,env=prod");
   t.equal(restrictionText({ node_ids: [], tags: { role: "db" } }), "tags: role=db");
+  const names = (id: string) => ({ n1: "web-1" })[id] ?? id;
+  t.equal(restrictionText(tls.restriction, names), "nodes: web-1,n2; tags: role=web,env=prod", "names where known");
 });
 
 t.test("unit: secrets table, and an empty one", async (t) => {

@@ -34,6 +34,12 @@ t.test("unit: agent details list every field, tags sorted and connected as yes/n
   ]);
 });
 
+t.test("unit: a pending agent's status carries why its join token did not approve it", async (t) => {
+  const pending: Agent = { ...agent, status: "pending", pending_reason: "join_token_revoked" };
+  t.same(agentFields(pending)[2], ["status", "pending (join_token_revoked)"]);
+  t.same(agentFields({ ...pending, pending_reason: null })[2], ["status", "pending"]);
+});
+
 t.test("unit: attributes table is sorted by key", async (t) => {
   t.equal(
     formatTable(ATTRIBUTE_COLUMNS, attributeRows(agent.attributes)),

@@ -3,6 +3,7 @@ import type { ServerResponse } from "node:http";
 import { cli } from "./helpers/cli.js";
 import { loggedIn, type World } from "./helpers/setup.js";
 import { runCounts } from "./helpers/run-counts.js";
+import { agentRecord, serveAgents } from "./helpers/agents.js";
 
 // orchctl run / runs against the in-test API: the body sent, the stream printed as prefixed and
 // escaped lines (NDJSON with --json), the summary table and the exit status.
@@ -145,12 +146,21 @@ t.test("run: a selector matching nothing is not an error", async (t) => {
 
 t.test("run: --node makes every operand the command; usage errors", async (t) => {
   const w = await loggedIn(t);
+  const [web1, web22] = serveAgents(w, [
+    agentRecord({ name: "web-1", node_id: "aa".repeat(16) }),
+    agentRecord({ name: "web-22", node_id: "bb".repeat(16) }),
+  ]);
   const posts = serveRun(w);
   await cli(
     ["run", "--node", "web-1", "--node", "web-22", "--batch", "1", "--max-failures", "0", "--", "uptime", "-p"],
     w.env,
   );
-  t.same(posts()[0], { node_ids: ["web-1", "web-22"], command: ["uptime", "-p"], batch: 1, max_failures: 0 });
+  t.same(posts()[0], {
+    node_ids: [web1!.node_id, web22!.node_id],
+    command: ["uptime", "-p"],
+    batch: 1,
+    max_failures: 0,
+  });
   for (const [args, msg] of [
     [["run", "role=web"], /give the command after --/],
     [["run", "--", "uptime"], /name a selector/],
@@ -196,4 +206,16 @@ t.test("runs list / show / cancel", async (t) => {
   const cancel = await cli(["runs", "cancel", ID], w.env);
   t.equal(cancel.code, 1);
   t.match(cancel.stderr, /run_finished/);
+});
+
+t.test("runs show: cancelled_by names the operator (the id stays with --json)", async (t) => {
+  const w = await loggedIn(t);
+  w.server.overrides.set(`GET /api/v1/runs/${ID}`, (_req, res) =>
+    json(res, 200, { ...final, status: "cancelled", cancelled_by: w.op.id, agents: [] }),
+  );
+  const show = await cli(["runs", "show", ID], w.env);
+  t.equal(show.code, 0, show.stderr);
+  t.match(show.stdout, /^cancelled_by:\s+alice$/m);
+  const j = await cli(["runs", "show", ID, "--json"], w.env);
+  t.equal(JSON.parse(j.stdout).cancelled_by, w.op.id);
 });

@@ -7,6 +7,7 @@ import { eventually } from "@orch/kit/testing";
 import { attachTerminal, type TerminalIO } from "../src/commands/ssh.js";
 import { cli } from "./helpers/cli.js";
 import { loggedIn } from "./helpers/setup.js";
+import { agentRecord, serveAgents } from "./helpers/agents.js";
 
 // orchctl ssh under a terminal that reports 0×0 (e.g. inside `script`): the session opens and
 // resizes as 80×24 instead of sending a size the server refuses.
@@ -32,14 +33,15 @@ for (const [label, cols, rows] of [
 ] as const) {
   t.test(`ssh: a ${label} terminal opens the session as 80x24`, async (t) => {
     const w = await loggedIn(t);
-    w.server.overrides.set("POST /api/v1/terminal/web-1", (_req, res) => {
+    const [web1] = serveAgents(w, [agentRecord({ name: "web-1", node_id: "ab".repeat(16) })]);
+    w.server.overrides.set(`POST /api/v1/terminal/${web1!.node_id}`, (_req, res) => {
       res.writeHead(201, { "content-type": "application/json" });
       res.end(JSON.stringify({ session_id: "s-1", ws_url: "ws://127.0.0.1:1/attach" }));
     });
     fakeTerminalStdout(t, cols, rows);
     const r = await cli(["ssh", "web-1", "--json"], w.env);
     t.equal(r.code, 0, r.stderr);
-    const open = w.server.requests.find((q) => q.path === "/api/v1/terminal/web-1");
+    const open = w.server.requests.find((q) => q.path === `/api/v1/terminal/${web1!.node_id}`);
     t.equal(open?.query.get("cols"), "80");
     t.equal(open?.query.get("rows"), "24");
   });
@@ -71,4 +73,35 @@ t.test("ssh: a 0x0 terminal resizes the session as 80x24, a sized one as its siz
     { type: "resize", cols: 80, rows: 24 },
     { type: "resize", cols: 132, rows: 40 },
   ]);
+});
+
+t.test("ssh piped: the remote terminal's control sequences are removed unless --raw", async (t) => {
+  const sent = "\x1b[?2004hroot@web-1:~# \x1b[?2004l\r\nhello\r\n\x1b]0;title\x07done\r\n";
+  const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+  await new Promise((r) => wss.once("listening", r));
+  t.teardown(() => new Promise((r) => wss.close(r)));
+  wss.on("connection", (ws) =>
+    // Answers the first input (attachTerminal listens by then), split mid-sequence: the stripper
+    // must carry its state from one frame to the next.
+    ws.once("message", () => {
+      ws.send(Buffer.from(sent.slice(0, 5)), { binary: true });
+      ws.send(Buffer.from(sent.slice(5)), { binary: true }, () => ws.close(1000, "exit:0"));
+    }),
+  );
+  const url = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/`;
+  const attach = async (raw: boolean) => {
+    let written = "";
+    const write = (d: Buffer) => {
+      written += d.toString();
+      return true;
+    };
+    const stdout = Object.assign(new EventEmitter(), { write });
+    const stdin = new PassThrough();
+    stdin.write("uptime\n");
+    const tio = { stdin, stdout, stderr: { write: () => true } } as unknown as TerminalIO;
+    t.equal(await attachTerminal(url, "token", tio, { raw }), 0);
+    return written;
+  };
+  t.equal(await attach(false), "root@web-1:~# \nhello\ndone\n");
+  t.equal(await attach(true), sent, "--raw: the bytes as sent");
 });

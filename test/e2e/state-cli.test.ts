@@ -116,7 +116,8 @@ t.test("ops list | show | output, state, drift --check", async (t) => {
   t.match(state.stdout, /motd\s+motd\s+file\s+ok/);
   writeFileSync(join(dir, "motd"), "tampered\n");
   const drift = await orchctl(["drift", "cli-1", "--check"]);
-  t.equal(drift.code, 0, drift.stderr);
+  t.equal(drift.code, 1, `drift found: exit 1 (docs/modules.md#orchctl)\n${drift.stderr}`);
+  t.equal(drift.stderr.includes("error:"), false, "the verdict is the output, not an error");
   t.match(drift.stdout, /^drifted: 1 resource differs/m);
   t.match(drift.stdout, /^\s+-tampered$/m);
   const latest = JSON.parse((await orchctl(["--json", "drift", "cli-1"])).stdout);

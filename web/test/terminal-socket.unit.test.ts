@@ -68,6 +68,11 @@ t.test("a session's API state reads like the live status", async (t) => {
   t.equal(statusText(stateOfSession({ ...base, status: "opening" })), "connecting");
   t.equal(statusText(stateOfSession({ status: "closed", exit_code: 0, close_reason: "exit" })), "closed (exit 0)");
   t.equal(
+    statusText(stateOfSession({ status: "closed", exit_code: 129, close_reason: "idle_timeout" })),
+    "closed (idle_timeout)",
+    "a limit the service imposed reads as that limit, not as the SIGHUP's exit 129 (as on the live socket)",
+  );
+  t.equal(
     statusText(stateOfSession({ status: "failed", exit_code: null, close_reason: "agent_lost" })),
     "agent disconnected",
   );

@@ -101,6 +101,8 @@ export function openLink(opts: {
   handlers: LinkHandlers;
   log: AgentLogger;
   handshakeTimeoutMs?: number;
+  /** `linkChannelOptions(server)`: only with credentials from `linkCredentials` (they check the host). */
+  channelOptions?: grpc.ChannelOptions;
 }): LinkAttempt {
   const client = new grpc.Client(opts.server, opts.credentials, {
     // Notices a dead server (machine gone, no TCP reset) within keepalive + timeout.
@@ -108,6 +110,7 @@ export function openLink(opts: {
     "grpc.keepalive_timeout_ms": 10_000,
     "grpc.keepalive_permit_without_calls": 1,
     "grpc.max_receive_message_length": 16 * 1024 * 1024,
+    ...opts.channelOptions,
   });
   const def = agentLinkGrpcDefinition.connect;
   const call = client.makeBidiStreamRequest<AgentFrameInit, ServerFrame>(

@@ -1,5 +1,11 @@
 import { readFileSync } from "node:fs";
-import { connect, createSecureContext, type DetailedPeerCertificate, type PeerCertificate } from "node:tls";
+import {
+  checkServerIdentity,
+  connect,
+  createSecureContext,
+  type DetailedPeerCertificate,
+  type PeerCertificate,
+} from "node:tls";
 import { isIP } from "node:net";
 import * as grpc from "@grpc/grpc-js";
 import { certFingerprint } from "@orch/contracts";
@@ -73,6 +79,33 @@ async function presentedChain(server: string, timeoutMs: number): Promise<PeerCe
 }
 
 /**
+ * The TLS server name grpc-js sends when the server is dialled by IP address. grpc-js sets the
+ * dialled host as `servername` unless told otherwise, and for an IP literal Node then warns on
+ * every start (DEP0123: RFC 6066 allows no IP address in SNI). Under `.invalid` (RFC 2606) this
+ * names nothing; the server's certificate is still checked against the dialled address (see
+ * `hostCheck`), never against this name.
+ */
+export const IP_SERVERNAME = "orch-agent-link.invalid";
+
+/** gRPC channel options for dialling `server`: the SNI override for an IP literal, else none. */
+export function linkChannelOptions(server: string): grpc.ChannelOptions {
+  const host = dialledHost(server);
+  return host && isIP(host) ? { "grpc.ssl_target_name_override": IP_SERVERNAME } : {};
+}
+
+const dialledHost = (server: string) => HOST_PORT_RE.exec(server)?.[1]?.replace(/^\[|\]$/g, "");
+
+/**
+ * The certificate check for the host actually dialled. grpc-js hands a check the override name
+ * when one is set, so the system and CA trusts check the dialled host themselves: a certificate
+ * must name the IP address (or host name) the agent connects to, override or not.
+ */
+const hostCheck = (server: string) => {
+  const host = dialledHost(server);
+  return host ? { checkServerIdentity: (_name: string, cert: PeerCertificate) => checkServerIdentity(host, cert) } : {};
+};
+
+/**
  * Credentials for one connection attempt to `server`.
  *
  * A pin is checked in two steps without a time-of-check gap: the presented chain is read once to
@@ -87,7 +120,7 @@ export async function linkCredentials(trust: LinkTrust, server: string, timeoutM
     case "insecure":
       return { ok: true, credentials: grpc.credentials.createInsecure() };
     case "system":
-      return { ok: true, credentials: grpc.credentials.createSsl() };
+      return { ok: true, credentials: grpc.credentials.createSsl(null, null, null, hostCheck(server)) };
     case "ca": {
       let ca: Buffer;
       try {
@@ -96,7 +129,7 @@ export async function linkCredentials(trust: LinkTrust, server: string, timeoutM
       } catch (err) {
         return { ok: false, reason: "ca_unreadable", detail: `cannot read ${trust.caFile}: ${(err as Error).message}` };
       }
-      return { ok: true, credentials: grpc.credentials.createSsl(ca) };
+      return { ok: true, credentials: grpc.credentials.createSsl(ca, null, null, hostCheck(server)) };
     }
     case "pin": {
       let chain: PeerCertificate[];

@@ -6,7 +6,7 @@ import { action } from "../context.js";
 import { CliError } from "../errors.js";
 import { UPGRADE_COLUMNS, upgradeRows } from "../format/agent-upgrades.js";
 import type { CliIO } from "../output.js";
-import { resolveAgent } from "../agent-lookup.js";
+import { nodeIdOrRef, resolveAgent } from "../agent-lookup.js";
 import { count } from "../format/units.js";
 
 type Started = ResponseBody<"/api/v1/agent-upgrades", "post">;
@@ -43,12 +43,16 @@ export function registerUpgrades(agents: Command, io: CliIO): void {
   agents
     .command("upgrades")
     .description("list agent upgrades, newest first")
-    .option("--agent <agent>", "only this agent's (node id or name)")
+    .option("--agent <agent>", "only this agent's (name, node id or short id)")
     .option("--limit <n>", "page size")
     .option("--cursor <cursor>", "continue after a previous page's next_cursor")
     .action(
       action(io, async (ctx, opts: { agent?: string; limit?: string; cursor?: string }) => {
-        const query = { node_id: opts.agent, limit: parseLimit(opts.limit), cursor: opts.cursor };
+        const query = {
+          node_id: await nodeIdOrRef(ctx, opts.agent),
+          limit: parseLimit(opts.limit),
+          cursor: opts.cursor,
+        };
         const page = unwrap(await ctx.api.GET("/api/v1/agent-upgrades", { params: { query } }));
         ctx.out.result(page, () => {
           ctx.out.table(UPGRADE_COLUMNS, upgradeRows(page.upgrades, Date.now()));

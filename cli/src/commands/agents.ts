@@ -19,7 +19,7 @@ import {
 import { listCommand } from "../list-command.js";
 import type { CliIO } from "../output.js";
 import { registerUpgrades } from "./agent-upgrades.js";
-import { resolveAgent, STATUSES, type AgentStatus } from "../agent-lookup.js";
+import { AGENT_ARG, resolveAgent, STATUSES, type AgentStatus } from "../agent-lookup.js";
 
 export type AgentSummary = ResponseBody<"/api/v1/agents/summary", "get">;
 const SELECTOR_HELP =
@@ -73,7 +73,7 @@ const show: Sub = (agents, io) =>
   agents
     .command("show")
     .description("show one agent with its tags and attributes")
-    .argument("<agent>", "node id, short id or name")
+    .argument("<agent>", AGENT_ARG)
     .action(
       action(io, async (ctx, ref: string) => {
         const a = await resolveAgent(ctx, ref);
@@ -91,7 +91,7 @@ const approve: Sub = (agents, io) =>
   agents
     .command("approve")
     .description("approve a pending agent and give it its immutable name")
-    .argument("<agent>", "node id or short id")
+    .argument("<agent>", "node id or short id (a pending agent has no name yet)")
     .requiredOption("--name <name>", "DNS-label name (a-z, 0-9, '-'), immutable once set")
     .action(
       action(io, async (ctx, ref: string, opts: { name: string }) => {
@@ -110,7 +110,7 @@ const reject: Sub = (agents, io) =>
   agents
     .command("reject")
     .description("reject an agent: its link is closed and it is refused from then on")
-    .argument("<agent>", "node id, short id or name")
+    .argument("<agent>", AGENT_ARG)
     .action(
       action(io, async (ctx, ref: string) => {
         const { node_id } = await resolveAgent(ctx, ref);
@@ -126,7 +126,7 @@ const remove: Sub = (agents, io) =>
     .command("rm")
     .alias("remove")
     .description("remove a rejected agent's record")
-    .argument("<agent>", "node id, short id or name")
+    .argument("<agent>", AGENT_ARG)
     .action(
       action(io, async (ctx, ref: string) => {
         const a = await resolveAgent(ctx, ref);
@@ -141,7 +141,7 @@ const tag: Sub = (agents, io) =>
   agents
     .command("tag")
     .description("set tags on an agent (each key=value is set; other tags are kept)")
-    .argument("<agent>", "node id, short id or name")
+    .argument("<agent>", AGENT_ARG)
     .argument("<key=value...>", "tags to set")
     .action(
       action(io, async (ctx, ref: string, pairs: string[]) => {
@@ -163,7 +163,7 @@ const untag: Sub = (agents, io) =>
   agents
     .command("untag")
     .description("remove tags from an agent")
-    .argument("<agent>", "node id, short id or name")
+    .argument("<agent>", AGENT_ARG)
     .argument("<key...>", "tag keys to remove")
     .action(
       action(io, async (ctx, ref: string, keys: string[]) => {
@@ -182,7 +182,7 @@ const attrs: Sub = (agents, io) =>
   agents
     .command("attrs")
     .description("show the attributes an agent reported")
-    .argument("<agent>", "node id, short id or name")
+    .argument("<agent>", AGENT_ARG)
     .action(
       action(io, async (ctx, ref: string) => {
         const { node_id } = await resolveAgent(ctx, ref);
@@ -195,7 +195,7 @@ const metrics: Sub = (agents, io) =>
   agents
     .command("metrics")
     .description("show an agent's metrics history (newest first) or its latest sample")
-    .argument("<agent>", "node id, short id or name")
+    .argument("<agent>", AGENT_ARG)
     .option("--since <time>", "RFC 3339 time or a duration back from now (15m, 2h, 7d)")
     .option("--until <time>", "RFC 3339 time or a duration back from now (exclusive)")
     .option("--limit <n>", "at most this many samples (1-1000, default 100)")

@@ -2,7 +2,8 @@
 import type { Command } from "commander";
 import { unwrap, type DriftRecord, type StateOperation as Operation } from "@orch/client";
 import { action, type Context } from "../context.js";
-import { CliError, ProblemError } from "../errors.js";
+import { AGENT_ARG, resolveNodeId } from "../agent-lookup.js";
+import { CliError, ExitStatus, ProblemError } from "../errors.js";
 import { driftLines, isOpen, operationLines } from "../format/operations.js";
 import type { CliIO } from "../output.js";
 
@@ -62,15 +63,16 @@ function applyOrPlan(program: Command, io: CliIO, kind: "apply" | "plan"): void 
         ? "apply modules to an agent and follow it to the end"
         : "plan modules against an agent (nothing changes) and show the diffs",
     )
-    .argument("<agent>", "node id or agent name")
+    .argument("<agent>", AGENT_ARG)
     .requiredOption("-m, --modules <list>", "comma-separated module names")
     .option("--no-wait", "start the operation and print it without following it")
     .action(
       action(io, async (ctx, agent: string, opts: { modules: string; wait: boolean }) => {
         const modules = parseModules(opts.modules);
+        const node_id = await resolveNodeId(ctx, agent);
         let op = unwrap(
           await ctx.api.POST(`/api/v1/agents/{node_id}/${kind}`, {
-            params: { path: { node_id: agent } },
+            params: { path: { node_id } },
             body: { modules },
           }),
         );
@@ -81,47 +83,66 @@ function applyOrPlan(program: Command, io: CliIO, kind: "apply" | "plan"): void 
         }
         ctx.out.result(op, () => printLines(ctx, operationLines(op, color)));
         if (!ctx.json && failedStatus(op.status))
-          throw new CliError(
-            `${kind} ${op.status}${op.error_code ? ` (${op.error_code})` : ""}`,
-            op.error_code ?? `operation_${op.status}`,
-          );
+          // The code (the operation's error_code) follows in parentheses: not in the message too.
+          throw new CliError(`${kind} ${op.status}`, op.error_code ?? `operation_${op.status}`);
       }),
     );
+}
+
+/** `drift --check`'s exit statuses, for scripts and CI (help text and docs/modules.md#orchctl). */
+export const DRIFT_EXIT = { inSync: 0, drifted: 1, error: 2 } as const;
+
+const DRIFT_HELP = `
+Exit status with --check: ${DRIFT_EXIT.inSync} the agent is in sync, ${DRIFT_EXIT.drifted} drift was found, ${DRIFT_EXIT.error} the check could not run
+(an unknown agent, no apply snapshot yet, the agent unreachable, ...). Without --check: 0, or 1 on an error.`;
+
+/** Runs a drift check and returns its record; any failure exits with DRIFT_EXIT.error, not 1 (which means drift). */
+async function checkDrift(ctx: Context, agent: string): Promise<DriftRecord> {
+  try {
+    const a = { params: { path: { node_id: await resolveNodeId(ctx, agent) } } };
+    const started = unwrap(await ctx.api.POST("/api/v1/agents/{node_id}/drift", a));
+    const op = await followOperation(ctx, started.operation);
+    if (op.status !== "succeeded" && op.status !== "failed")
+      throw new CliError(`drift check ${op.status}`, op.error_code ?? `operation_${op.status}`);
+    return unwrap(await ctx.api.GET("/api/v1/agents/{node_id}/drift/latest", a));
+  } catch (err) {
+    const e =
+      err instanceof CliError ? err : new CliError(err instanceof Error ? err.message : String(err), "internal");
+    e.exitCode = DRIFT_EXIT.error;
+    throw e;
+  }
 }
 
 function drift(program: Command, io: CliIO): void {
   program
     .command("drift")
     .description("show an agent's latest drift record, or run a drift check with --check")
-    .argument("<agent>", "node id or agent name")
-    .option("--check", "plan the agent's last successful apply snapshot now")
+    .argument("<agent>", AGENT_ARG)
+    .option("--check", "plan the agent's last successful apply snapshot now (exit 1 when drift is found)")
+    .addHelpText("after", DRIFT_HELP)
     .action(
       action(io, async (ctx, agent: string, opts: { check?: boolean }) => {
         const color = useColor(ctx);
-        const a = { params: { path: { node_id: agent } } };
-        let record: DriftRecord;
         if (opts.check) {
-          const started = unwrap(await ctx.api.POST("/api/v1/agents/{node_id}/drift", a));
-          const op = await followOperation(ctx, started.operation);
-          if (op.status !== "succeeded" && op.status !== "failed")
-            throw new CliError(
-              `drift check ${op.status}${op.error_code ? ` (${op.error_code})` : ""}`,
-              op.error_code ?? `operation_${op.status}`,
-            );
+          const record = await checkDrift(ctx, agent);
+          ctx.out.result(record, () => printLines(ctx, driftLines(record, color)));
+          // The verdict line above already says so: no "error:" line, just the status.
+          if (record.drifted) throw new ExitStatus("", "drift_found", DRIFT_EXIT.drifted);
+          return;
+        }
+        const a = { params: { path: { node_id: await resolveNodeId(ctx, agent) } } };
+        let record: DriftRecord;
+        try {
           record = unwrap(await ctx.api.GET("/api/v1/agents/{node_id}/drift/latest", a));
-        } else {
-          try {
-            record = unwrap(await ctx.api.GET("/api/v1/agents/{node_id}/drift/latest", a));
-          } catch (err) {
-            // No record yet is what a first look at a fresh agent finds: say how to make one (a
-            // second line under the error on stderr; --json keeps the server's problem as it is).
-            if (err instanceof ProblemError && err.code === "drift_not_found")
-              throw new ProblemError(
-                err.problem,
-                `${err.message}\nhint: no drift check has run on ${agent} yet; run one with: orchctl drift ${agent} --check`,
-              );
-            throw err;
-          }
+        } catch (err) {
+          // No record yet is what a first look at a fresh agent finds: say how to make one (a
+          // second line under the error on stderr; --json keeps the server's problem as it is).
+          if (err instanceof ProblemError && err.code === "drift_not_found")
+            throw new ProblemError(
+              err.problem,
+              `${err.message}\nhint: no drift check has run on ${agent} yet; run one with: orchctl drift ${agent} --check`,
+            );
+          throw err;
         }
         ctx.out.result(record, () => printLines(ctx, driftLines(record, color)));
       }),

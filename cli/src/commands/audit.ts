@@ -2,6 +2,7 @@
 import { backoff } from "@orch/kit/backoff";
 import type { Command } from "commander";
 import { unwrap, type AuditEvent, type AuditPage, type AuditRetention, type QueryParams } from "@orch/client";
+import { nodeIdOrRef } from "../agent-lookup.js";
 import { action, type Context } from "../context.js";
 import { CliError, ProblemError } from "../errors.js";
 import {
@@ -135,7 +136,10 @@ async function follow(
 
 function addFilters(cmd: Command): Command {
   return cmd
-    .option("--agent <node-id-or-name>", "events whose actor or target is this agent")
+    .option(
+      "--agent <agent>",
+      "events about this agent: as actor, target, or the agent of a terminal session or secret use (name, node id or short id)",
+    )
     .option("--operator <id-or-name>", "events done by this operator")
     .option("--event-type <type>", "exact event type, e.g. agent.approved")
     .option("--category <prefix>", "event type prefix at a dot boundary, e.g. agent")
@@ -157,7 +161,7 @@ const list: Sub = (audit, io) =>
       action(
         io,
         async (ctx, opts: FilterOptions & { limit?: string; cursor?: string; all?: boolean; follow?: boolean }) => {
-          const query = filterQuery(opts);
+          const query = filterQuery({ ...opts, agent: await nodeIdOrRef(ctx, opts.agent) });
           if (opts.follow) {
             if (opts.all || opts.limit)
               throw new CliError("--follow cannot be combined with --all or --limit", "invalid_argument");

@@ -7,6 +7,7 @@
 import type { Command } from "commander";
 import { readFileSync } from "node:fs";
 import { unwrap, type RequestBody } from "@orch/client";
+import { resolveNodeId } from "../agent-lookup.js";
 import { useColor } from "./apply.js";
 import { action, type Context } from "../context.js";
 import { CliError, ExitStatus, ProblemError } from "../errors.js";
@@ -27,6 +28,7 @@ import { apiUrl } from "../http.js";
 import type { CliIO } from "../output.js";
 import { endReasonText, openSse, type SseStream } from "../sse.js";
 import { count } from "../format/units.js";
+import { idsOnly, operatorNames } from "../operator-names.js";
 
 const POLL_MS = 1_000;
 
@@ -187,7 +189,11 @@ function run(program: Command, io: CliIO) {
     .description("run a command on every agent a selector (or --node) picks, streaming the output")
     .argument("[selector]", "agent selector, e.g. 'role=web' or '*' (omit with --node)")
     .argument("[argv...]", "the command, after --: orchctl run 'role=web' -- uptime")
-    .option("--node <node-id-or-name>", "run on this agent (repeatable; instead of a selector)", collect)
+    .option(
+      "--node <agent>",
+      "run on this agent: name, node id or short id (repeatable; instead of a selector)",
+      collect,
+    )
     .option("--script <file>", "run this script file (its #! interpreter, else /bin/sh) instead of a command")
     .option("--timeout-s <seconds>", "kill each agent's process after this long (1-86400, default 300)")
     .option("--batch <n|pct>", "rolling run: agents per batch, e.g. 10 or 25%")
@@ -206,6 +212,7 @@ function run(program: Command, io: CliIO) {
     });
   const start = action(io, async (ctx, selector: string | undefined, argv: string[], opts: RunOptions) => {
     const body = runBody(selector, argv, opts);
+    if (body.node_ids) body.node_ids = await Promise.all(body.node_ids.map((ref) => resolveNodeId(ctx, ref)));
     const started = unwrap(await ctx.api.POST("/api/v1/runs", { body }));
     let final: CommandRun;
     if (runFinal(started.status)) {
@@ -270,8 +277,9 @@ function runs(program: Command, io: CliIO) {
     .action(
       action(io, async (ctx, id: string) => {
         const r = unwrap(await ctx.api.GET("/api/v1/runs/{id}", { params: { path: { id } } }));
+        const names = r.cancelled_by ? await operatorNames(ctx) : idsOnly;
         ctx.out.result(r, () => {
-          ctx.out.fields(runFields(r));
+          ctx.out.fields(runFields(r, names));
           const agents = r.agents ?? [];
           if (!agents.length) return;
           ctx.out.line();

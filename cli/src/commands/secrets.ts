@@ -6,6 +6,7 @@
  */
 import type { Command } from "commander";
 import { unwrap, type RequestBody, type SecretMeta, type SecretPage } from "@orch/client";
+import { agentNames, nodeIdOrRef } from "../agent-lookup.js";
 import { action, type Context } from "../context.js";
 import { operatorNames } from "../operator-names.js";
 import { CliError, ProblemError } from "../errors.js";
@@ -127,7 +128,7 @@ const set: Sub = (sec, io) =>
     .argument("<name>", "secret name")
     .option("--description <text>", "description (empty string clears it)")
     .option("--expires-at <time>", "RFC 3339 expiry, or 'never'")
-    .option("--node <node_id>", "allow this node id (repeatable)", collect, [])
+    .option("--node <agent>", "allow this agent: name, node id or short id (repeatable)", collect, [])
     .option("--tag <key=value>", "allow agents carrying every given tag (repeatable)", collect, [])
     .option("--unrestricted", "remove any restriction: every approved agent may receive it")
     .option("--keep-newline", "keep a trailing newline read from stdin")
@@ -136,11 +137,13 @@ const set: Sub = (sec, io) =>
         if (opts.unrestricted && (opts.node.length || opts.tag.length))
           throw new CliError("--unrestricted cannot be combined with --node or --tag", "invalid_argument");
         const tags = parseTags(opts.tag);
+        // Before the value is asked for, so a mistyped agent does not cost a prompt.
+        const nodeIds = await Promise.all(opts.node.map((ref) => nodeIdOrRef(ctx, ref)));
         const value = await readValue(ctx, Boolean(opts.keepNewline));
         const meta: Omit<SecretUpdate, "value"> = {};
         if (opts.description !== undefined) meta.description = opts.description === "" ? null : opts.description;
         if (opts.expiresAt !== undefined) meta.expires_at = opts.expiresAt === "never" ? null : opts.expiresAt;
-        if (opts.node.length || opts.tag.length) meta.restriction = { node_ids: opts.node, tags };
+        if (opts.node.length || opts.tag.length) meta.restriction = { node_ids: nodeIds, tags };
         else if (opts.unrestricted) meta.restriction = null;
         let created = true;
         let secret: SecretMeta;
@@ -178,8 +181,8 @@ const show: Sub = (sec, io) =>
     .action(
       action(io, async (ctx, name: string) => {
         const s = unwrap(await ctx.api.GET("/api/v1/secrets/{name}", path(name)));
-        const names = await operatorNames(ctx);
-        ctx.out.result(s, () => ctx.out.fields(secretFields(s, names)));
+        const [names, agents] = await Promise.all([operatorNames(ctx), agentNames(ctx, s.restriction?.node_ids ?? [])]);
+        ctx.out.result(s, () => ctx.out.fields(secretFields(s, names, agents)));
       }),
     );
 

@@ -3,10 +3,12 @@ import { spawnSync } from "node:child_process";
 import type { Command } from "commander";
 import WebSocket from "ws";
 import { unwrap, type OpenedTerminal } from "@orch/client";
+import { AGENT_ARG, resolveNodeId } from "../agent-lookup.js";
 import { action, type Context } from "../context.js";
 import { CliError, ProblemError, type Problem } from "../errors.js";
 import type { CliIO } from "../output.js";
 import { endReasonText } from "../sse.js";
+import { ControlStripper, stripsControl } from "../terminal-control.js";
 
 /** What an attach needs from the process; tests and the real CLI pass their own. */
 export interface TerminalIO {
@@ -78,13 +80,24 @@ export function windowSize(out: WindowLike): { cols: number; rows: number } {
   return { cols: dim(out.columns, 80), rows: dim(out.rows, 24) };
 }
 
+/** How `--raw` is described wherever a session is attached. */
+export const RAW_HELP =
+  "when stdout is not a terminal, keep the remote terminal's control sequences and CRLF line ends";
+
 /**
  * Bridges the local terminal to a session until it ends: raw mode, bytes both ways, the window
- * size sent on every SIGWINCH. Resolves with the remote exit code.
+ * size sent on every SIGWINCH. Output to a pipe or file loses the terminal control the remote PTY
+ * adds (terminal-control.ts) unless `raw`. Resolves with the remote exit code.
  */
-export async function attachTerminal(wsUrl: string, token: string, tio: TerminalIO = processIO()): Promise<number> {
+export async function attachTerminal(
+  wsUrl: string,
+  token: string,
+  tio: TerminalIO = processIO(),
+  opts: { raw?: boolean } = {},
+): Promise<number> {
   const ws = await connect(wsUrl, token);
   const { stdin, stdout } = tio;
+  const strip = stripsControl(stdout, opts.raw) ? new ControlStripper() : undefined;
   const tty = Boolean(stdin.isTTY);
   const sendSize = () => {
     if (stdout.isTTY && ws.readyState === WebSocket.OPEN)
@@ -94,7 +107,7 @@ export async function attachTerminal(wsUrl: string, token: string, tio: Terminal
   // Piped input: its end is a Ctrl-D to the remote shell, as ssh does.
   const onEnd = () => ws.readyState === WebSocket.OPEN && ws.send(Buffer.from([4]), { binary: true });
   ws.on("message", (d: Buffer, binary: boolean) => {
-    if (binary) stdout.write(d);
+    if (binary) stdout.write(strip ? strip.push(d) : d);
   });
   if (tty) {
     stdin.setRawMode(true);
@@ -115,6 +128,8 @@ export async function attachTerminal(wsUrl: string, token: string, tio: Terminal
   stdin.off("end", onEnd);
   if (tty) stdin.setRawMode(false);
   stdin.pause();
+  const held = strip?.end();
+  if (held?.length) stdout.write(held);
   const exit = exitCodeOf(reason);
   if (!reason.startsWith("exit:")) tio.stderr.write(`\r\norchctl: ${sessionEndText(code, reason)}\r\n`);
   return exit;
@@ -136,22 +151,28 @@ export async function openTerminal(
 ): Promise<OpenedTerminal> {
   const slow = ctx.orch.client(true, { timeoutMs: Math.max(ctx.timeoutMs, 30_000) });
   const query = { cols: size.cols, rows: size.rows, shell };
-  return unwrap(await slow.POST("/api/v1/terminal/{node_id}", { params: { path: { node_id: agent }, query } }));
+  const node_id = await resolveNodeId(ctx, agent);
+  return unwrap(await slow.POST("/api/v1/terminal/{node_id}", { params: { path: { node_id }, query } }));
 }
 
 export function register(program: Command, io: CliIO): void {
   program
     .command("ssh")
     .description("open an interactive, recorded shell on an agent; exits with the remote exit code")
-    .argument("<agent>", "agent name or node id")
+    .argument("<agent>", AGENT_ARG)
     .option("--shell <path>", "shell binary (must be in the agent's allow-list; default: the agent's first)")
-    .addHelpText("after", "\nWith --json the session is opened but not attached: prints {session_id, ws_url}.")
+    .option("--raw", RAW_HELP)
+    .addHelpText(
+      "after",
+      "\nWith --json the session is opened but not attached: prints {session_id, ws_url}." +
+        "\nPiped or redirected, the output is text: colours, cursor and bracketed-paste codes are removed and CRLF becomes LF (--raw keeps them).",
+    )
     .action(
-      action(io, async (ctx, agent: string, opts: { shell?: string }) => {
+      action(io, async (ctx, agent: string, opts: { shell?: string; raw?: boolean }) => {
         const opened = await openTerminal(ctx, agent, opts.shell, windowSize(process.stdout));
         if (ctx.json) return ctx.out.result(opened, () => {});
         const token = await ctx.orch.token(await ctx.orch.server());
-        exitWith(await attachTerminal(opened.ws_url, token));
+        exitWith(await attachTerminal(opened.ws_url, token, undefined, { raw: opts.raw }));
       }),
     );
 }

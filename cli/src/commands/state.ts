@@ -2,6 +2,7 @@
 import type { Command } from "commander";
 import { unwrap, type QueryParams } from "@orch/client";
 import { parseLimit } from "../args.js";
+import { AGENT_ARG, nodeIdOrRef, resolveNodeId } from "../agent-lookup.js";
 import { action } from "../context.js";
 import type { CliIO } from "../output.js";
 import { pages } from "../pages.js";
@@ -26,11 +27,13 @@ const state: Sub = (program, io) =>
   program
     .command("state")
     .description("what the orchestrator believes is on an agent (from the latest successful apply of each module)")
-    .argument("<agent>", "node id or agent name")
+    .argument("<agent>", AGENT_ARG)
     .action(
       action(io, async (ctx, agent: string) => {
         const st = unwrap(
-          await ctx.api.GET("/api/v1/agents/{node_id}/state", { params: { path: { node_id: agent } } }),
+          await ctx.api.GET("/api/v1/agents/{node_id}/state", {
+            params: { path: { node_id: await resolveNodeId(ctx, agent) } },
+          }),
         );
         ctx.out.result(st, () => {
           if (!st.resources.length) return ctx.out.line(`nothing applied to ${agent} yet`);
@@ -43,7 +46,7 @@ const opsList: Sub = (ops, io) =>
   ops
     .command("list", { isDefault: true })
     .description("list operations, newest first")
-    .option("--agent <agent>", "only this agent (node id or name)")
+    .option("--agent <agent>", "only this agent (name, node id or short id)")
     .option("--kind <kind>", "apply, plan or drift")
     .option("--status <status>", "pending, running, succeeded, failed, timed_out or unreachable")
     .option("--limit <n>", "page size")
@@ -53,7 +56,11 @@ const opsList: Sub = (ops, io) =>
         io,
         async (ctx, opts: { agent?: string; kind?: string; status?: string; limit?: string; cursor?: string }) => {
           // The server validates kind and status (invalid_request names the field).
-          const query = { node_id: opts.agent, kind: opts.kind, status: opts.status } as OperationQuery;
+          const query = {
+            node_id: await nodeIdOrRef(ctx, opts.agent),
+            kind: opts.kind,
+            status: opts.status,
+          } as OperationQuery;
           const limit = parseLimit(opts.limit);
           const page = await pages(
             async (cursor) =>

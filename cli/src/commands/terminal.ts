@@ -10,7 +10,7 @@ import { CliError, ProblemError, type Problem } from "../errors.js";
 import { apiUrl, type Query } from "../http.js";
 import { SESSION_COLUMNS, closedLine, sessionFields, sessionRows, transcriptWrittenNote } from "../format/terminal.js";
 import type { CliIO } from "../output.js";
-import { attachTerminal, exitWith } from "./ssh.js";
+import { RAW_HELP, attachTerminal, exitWith } from "./ssh.js";
 
 const byId = (session_id: string) => ({ params: { path: { session_id } } });
 const STATUSES = ["opening", "open", "closed", "failed"];
@@ -134,11 +134,13 @@ const attach: Sub = (term, io) =>
     .command("attach")
     .description("attach to a live session again (yours, or any as an admin)")
     .argument("<session-id>")
+    .option("--raw", RAW_HELP)
     .action(
-      action(io, async (ctx, id: string) => {
+      action(io, async (ctx, id: string, opts: { raw?: boolean }) => {
         const t = unwrap(await ctx.api.POST("/api/v1/terminal/session/{session_id}/ticket", byId(id)));
         if (ctx.json) return ctx.out.result(t, () => {});
-        exitWith(await attachTerminal(t.ws_url, await ctx.orch.token(await ctx.orch.server())));
+        const token = await ctx.orch.token(await ctx.orch.server());
+        exitWith(await attachTerminal(t.ws_url, token, undefined, { raw: opts.raw }));
       }),
     );
 

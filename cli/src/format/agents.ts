@@ -9,6 +9,13 @@ export const shortId = (nodeId: string) => nodeId.slice(0, 12);
 /** The name an agent is shown by: its name, else its short id. */
 export const agentLabel = (a: Pick<Agent, "name" | "node_id">) => a.name ?? shortId(a.node_id);
 
+/**
+ * The status with why a pending agent is still pending (`pending (join_token_revoked)`): its join
+ * token did not approve it, and the listing is where an operator looks for that.
+ */
+export const statusText = (a: Pick<Agent, "status" | "pending_reason">) =>
+  a.status === "pending" && a.pending_reason ? `${a.status} (${a.pending_reason})` : a.status;
+
 /** Tags as `k=v,k2=v2` in key order; "-" when none. */
 export function tagList(tags: Record<string, string>): string {
   const keys = Object.keys(tags).sort();
@@ -21,7 +28,7 @@ export function agentRows(agents: readonly Agent[], now: number): unknown[][] {
   return agents.map((a) => [
     a.name ?? "-",
     shortId(a.node_id),
-    a.status,
+    statusText(a),
     a.connected ? "yes" : "no",
     versionCell(a),
     tagList(a.tags),
@@ -33,7 +40,7 @@ export function agentFields(a: Agent): [string, unknown][] {
   return [
     ["name", a.name],
     ["node_id", a.node_id],
-    ["status", a.status],
+    ["status", statusText(a)],
     ["connected", a.connected ? "yes" : "no"],
     ["address", a.address],
     ["version", a.outdated ? `${a.version} (outdated)` : a.version],

@@ -4,6 +4,7 @@
  */
 import type { ResponseBody } from "@orch/client";
 import { count } from "./units.js";
+import { idsOnly, type OperatorNames } from "../operator-names.js";
 
 export type CommandRun = ResponseBody<"/api/v1/runs/{id}", "get">;
 export type CommandRunSummary = ResponseBody<"/api/v1/runs", "get">["runs"][number];
@@ -178,7 +179,7 @@ export function runRows(runs: readonly CommandRunSummary[]): unknown[][] {
   return runs.map((r) => [r.id, r.status, r.targets, runCommandText(r), r.started_by.name, r.created_at]);
 }
 
-export function runFields(run: CommandRun): [string, unknown][] {
+export function runFields(run: CommandRun, names: OperatorNames = idsOnly): [string, unknown][] {
   return [
     ["id", run.id],
     ["status", run.status],
@@ -189,7 +190,7 @@ export function runFields(run: CommandRun): [string, unknown][] {
     ["max_failures", run.max_failures],
     ["maintenance_window", run.maintenance_window],
     ["started_by", run.started_by.name],
-    ["cancelled_by", run.cancelled_by],
+    ["cancelled_by", names(run.cancelled_by)],
     ["created_at", run.created_at],
     ["finished_at", run.finished_at],
     ["targets", countsLine(run)],

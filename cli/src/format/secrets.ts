@@ -3,11 +3,17 @@ import type { Reencryption, SecretMeta } from "@orch/client";
 import { count } from "./units.js";
 import { idsOnly, type OperatorNames } from "../operator-names.js";
 
-/** Who may receive a secret: node ids and/or tags, or any approved agent when unrestricted. */
-export function restrictionText(r: SecretMeta["restriction"]): string {
+/**
+ * Who may receive a secret: agents and/or tags, or any approved agent when unrestricted. Agents
+ * are shown by name where `agentName` knows it (`secrets show`), else by node id.
+ */
+export function restrictionText(
+  r: SecretMeta["restriction"],
+  agentName: (nodeId: string) => string = (id) => id,
+): string {
   if (!r) return "any approved agent";
   const parts = [];
-  if (r.node_ids.length) parts.push(`nodes: ${r.node_ids.join(",")}`);
+  if (r.node_ids.length) parts.push(`nodes: ${r.node_ids.map(agentName).join(",")}`);
   const tags = Object.entries(r.tags);
   if (tags.length) parts.push(`tags: ${tags.map(([k, v]) => `${k}=${v}`).join(",")}`);
   return parts.join("; ");
@@ -25,12 +31,16 @@ export function secretRows(secrets: readonly SecretMeta[]): unknown[][] {
   ]);
 }
 
-export function secretFields(s: SecretMeta, names: OperatorNames = idsOnly): [string, unknown][] {
+export function secretFields(
+  s: SecretMeta,
+  names: OperatorNames = idsOnly,
+  agentName?: (nodeId: string) => string,
+): [string, unknown][] {
   return [
     ["name", s.name],
     ["description", s.description],
     ["expires_at", s.expires_at ?? "never"],
-    ["restriction", restrictionText(s.restriction)],
+    ["restriction", restrictionText(s.restriction, agentName)],
     ["created_at", s.created_at],
     ["created_by", names(s.created_by)],
     ["updated_at", s.updated_at],

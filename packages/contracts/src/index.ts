@@ -14,3 +14,4 @@ export * from "./run-progress.js";
 export * from "./asyncapi.js";
 export * from "./plural.js";
 export * from "./audit-feed.js";
+export * from "./audit-agent.js";

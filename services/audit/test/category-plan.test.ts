@@ -76,3 +76,43 @@ t.test("a category holding a rare type reads that type's few rows, not the table
   const rare = await eventsDb.page(pool, { category: "agent.rare" }, undefined, 50);
   t.equal(rare.length, 3, "the rare type's page");
 });
+
+t.test("an agent named only in metadata is found through its index, not by reading the table", async (t) => {
+  const event = eventFactory();
+  const base = Date.now() - 9 * 86_400_000;
+  const session = { id: "s", name: "web-9", type: "terminal_session" };
+  // The agent's few events are the oldest; thousands about other agents follow.
+  const rows: EventRow[] = [
+    ...Array.from(
+      { length: 3 },
+      (_, i) =>
+        toRow(
+          event({
+            type: "terminal.session.opened",
+            at: base + i,
+            target: session,
+            metadata: { node_id: "n-9", node_name: "web-9" },
+          }),
+        ).row,
+    ),
+    ...Array.from(
+      { length: 6000 },
+      (_, i) =>
+        toRow(
+          event({
+            type: "secret.used",
+            at: base + 1000 + i,
+            metadata: { node_id: `n-${i % 50}x`, node_name: `w-${i % 50}` },
+          }),
+        ).row,
+    ),
+  ];
+  for (let i = 0; i < rows.length; i += 1000) await eventsDb.insert(pool, rows.slice(i, i + 1000));
+  await pool.query("ANALYZE events");
+  for (const agent of ["n-9", "web-9"]) {
+    const page = listQuery({ agent }, undefined, 51);
+    t.equal((await pool.query(page.text, page.values)).rowCount, 3, `${agent}: the agent's events`);
+    const read = await rowsRead(page);
+    t.ok(read <= 50, `${agent}: ${read} rows read for its 3 events (of 6,003 more)`);
+  }
+});

@@ -143,6 +143,17 @@ t.test("the live-tail predicate", async (t) => {
   t.notOk(matchesFilter({ category: "agen" }, byAgent));
   t.ok(matchesFilter({ category: "agent.approved" }, byAgent));
   t.notOk(matchesFilter({ agent: "web-1" }, ev("x.y", ["n1", "web-1", "host"], ["t", "t", "thing"])));
+  const session = create(AuditEventSchema, {
+    ...ev("terminal.session.opened", ["o1", "alice", "operator"], ["s1", "web-1", "terminal_session"]),
+    metadata: { node_id: "n1", node_name: "web-1" },
+  });
+  t.ok(matchesFilter({ agent: "n1" }, session), "metadata node_id names the agent");
+  t.ok(matchesFilter({ agent: "web-1" }, session), "metadata node_name names the agent");
+  t.notOk(matchesFilter({ agent: "n2" }, session));
+  t.notOk(
+    matchesFilter({ agent: "n1" }, create(AuditEventSchema, { ...session, metadata: { operation_id: "n1" } })),
+    "only the agent keys count",
+  );
   t.ok(matchesFilter({ after: 1000, before: 1001 }, byAgent), "after inclusive");
   t.notOk(matchesFilter({ before: 1000 }, byAgent), "before exclusive");
 });

@@ -1,4 +1,5 @@
 import t from "tap";
+import type { JsonObject } from "@bufbuild/protobuf";
 import { createTestDatabase, ed25519, eventually, startNats } from "@orch/kit/testing";
 import { call, login, startAuth, startGateway } from "../../gateway/test/harness.js";
 import { matchesFilter, type FilterValues } from "../../gateway/src/routes/audit-query.js";
@@ -57,6 +58,25 @@ const specs: Record<string, EventSpec> = {
     actor: { id: "op-web", name: "web-1", type: "operator" },
     target: { id: "z", name: "z", type: "operator" },
   },
+  // About web-1 only through metadata: a terminal session on it, a secret refused for it.
+  session: {
+    type: "terminal.session.opened",
+    actor: alice,
+    target: { id: "01SESSION0000000000000000S", name: "web-1", type: "terminal_session" },
+    metadata: { node_id: "node-aaaa", node_name: "web-1" },
+  },
+  denied: {
+    type: "secret.denied",
+    actor: alice,
+    target: { id: "db-password", name: "db-password", type: "secret" },
+    metadata: { node_id: "node-aaaa", node_name: "web-1", reason: "secret_not_permitted" },
+  },
+  otherKey: {
+    type: "secret.used",
+    actor: alice,
+    target: { id: "db-password", name: "db-password", type: "secret" },
+    metadata: { operation_id: "node-aaaa", reason: "web-1" },
+  },
 };
 const ev = Object.fromEntries(Object.entries(specs).map(([k, s], i) => [k, event({ ...s, at: base + i * HOUR })]));
 const walk = Array.from({ length: 1234 }, (_, i) =>
@@ -95,8 +115,21 @@ const types = [
   "state",
   "auth.login.failed",
 ];
+const metadatas: JsonObject[] = [
+  {},
+  {},
+  { node_id: "r-node1", node_name: "r-web" },
+  { node_id: "r-node2" },
+  { node_name: "r-x" },
+];
 const random = Array.from({ length: 400 }, (_, i) =>
-  event({ type: pickOf(types), at: randStart + i * 60_000, actor: pickOf(refs), target: pickOf(refs) }),
+  event({
+    type: pickOf(types),
+    at: randStart + i * 60_000,
+    actor: pickOf(refs),
+    target: pickOf(refs),
+    metadata: pickOf(metadatas),
+  }),
 );
 await publish([...Object.values(ev), ...walk, ...random]);
 await eventually(
@@ -112,7 +145,8 @@ await eventually(
       await audit.deps.pool.query("SELECT 1 FROM events WHERE id = ANY($1)", [
         [...Object.values(ev), ...random].map((e) => e.id),
       ])
-    ).rowCount === 411,
+    ).rowCount ===
+    Object.keys(ev).length + random.length,
 );
 
 const get = (qs: string) => call(gw.url, "GET", `/api/v1/audit${qs}`, { token });
@@ -147,13 +181,13 @@ t.test("an event comes back exactly as published, in the documented shape", asyn
   });
 });
 
-t.test("agent: node id or name, on an actor or target of type agent, each event once", async (t) => {
-  const expected = newestFirst("applied", "tagged", "approved");
+t.test("agent: node id or name, on an actor or target of type agent or in metadata, each event once", async (t) => {
+  const expected = newestFirst("denied", "session", "applied", "tagged", "approved");
   t.same(names((await get(`?agent=node-aaaa`)).body), expected, "by node id");
   t.same(
     names((await get(`?agent=web-1`)).body),
     expected,
-    "by name; not the host lookalike, not the operator named web-1",
+    "by name; not the host lookalike, not the operator named web-1, not other metadata keys",
   );
   t.same(names((await get(`?agent=db-1`)).body), ["connected"], "actor and target both match: listed once");
   t.same(names((await get(`?agent=nobody`)).body), []);
@@ -287,7 +321,7 @@ t.test("every invalid parameter is a 400 problem naming it", async (t) => {
 t.test("the SQL filters and the live-tail predicate select the same events", async (t) => {
   const keys = ["agent", "operator", "event_type", "category", "after", "before"] as const;
   const values = {
-    agent: ["r-web", "r-node1", "r-alice", "r-db", "r-x"],
+    agent: ["r-web", "r-node1", "r-alice", "r-db", "r-x", "r-node2"],
     operator: ["r-alice", "r-op2", "r-web", "system"],
     event_type: types,
     category: ["agent", "agent.tags", "state", "state.apply", "auth.login.failed", "agents", "agent-x"],

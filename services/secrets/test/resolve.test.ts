@@ -36,6 +36,7 @@ const approvedA = await agents.add({ status: "approved", name: "web-1" });
 const approvedB = await agents.add({ status: "approved", name: "db-1", tags: { env: "prod", role: "db" } });
 const pendingC = await agents.add({ tags: { env: "prod", role: "db" } });
 const rejectedD = await agents.add({ status: "rejected" });
+const nameOf: Record<string, string> = { [approvedA]: "web-1", [approvedB]: "db-1" };
 
 async function refused(t: Test, name: string, nodeId: string, code: string, reason: string) {
   const op = `op-${randomBytes(4).toString("hex")}`;
@@ -46,6 +47,14 @@ async function refused(t: Test, name: string, nodeId: string, code: string, reas
   t.equal(ev.metadata?.reason, reason, "secret.denied records the reason");
   t.equal(ev.target?.name, name);
   t.equal(ev.severity, "warning");
+  // A named agent is named by its name in the summary and the problem; its node id stays in metadata.
+  const agentName = nameOf[nodeId];
+  if (agentName) {
+    t.match(ev.metadata, { node_id: nodeId, node_name: agentName }, "metadata names the agent both ways");
+    t.ok(ev.summary.includes(`agent ${agentName}`), `summary names the agent: ${ev.summary}`);
+    t.notOk(ev.summary.includes(nodeId), "no node id in the summary");
+    t.notOk(e.message.includes(nodeId), `no node id in the problem: ${e.message}`);
+  }
   return ev;
 }
 
@@ -54,7 +63,12 @@ async function resolves(t: Test, name: string, nodeRef: string, expected: string
   const r = await resolver.resolve({ name, nodeId: nodeRef, operationId: op }, call);
   t.equal(r.value, expected, `${name} resolves for ${nodeRef}`);
   const ev = await audit.waitFor("secret.used", (ev) => ev.metadata?.operation_id === op);
-  t.same(ev.metadata, { node_id: nodeId, operation_id: op }, "secret.used names secret, node and operation");
+  t.same(
+    ev.metadata,
+    { node_id: nodeId, node_name: nameOf[nodeId], operation_id: op },
+    "secret.used names secret, node and operation",
+  );
+  t.notOk(ev.summary.includes(nodeId), "the summary names the agent by its name");
   t.equal(ev.target?.name, name);
   t.equal(ev.actor?.id, ADMIN.id);
   t.notOk(JSON.stringify(ev).includes(expected), "no value in the event");

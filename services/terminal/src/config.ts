@@ -12,8 +12,8 @@ export const terminalConfigSchema = baseConfigSchema.extend({
       open_timeout_seconds: z.number().positive().max(25).default(10),
       /** Lifetime of an attach ticket (single use). */
       ticket_ttl_seconds: seconds(30),
-      /** A session without input or output for this long is closed. */
-      idle_timeout_seconds: seconds(1800),
+      /** A session without input or output for this long is closed (an abandoned browser tab, say). */
+      idle_timeout_seconds: seconds(900),
       /** A session is closed this long after it opened, whatever it is doing. */
       max_duration_seconds: seconds(28_800),
       /** The recording replica's lease on a session; another replica takes over once it lapses. */

@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { TerminalSessionSchema, type TerminalSession } from "@orch/contracts";
 import type { SessionRow } from "./db/sessions.js";
 
-export function toSession(r: SessionRow, transcriptPath: string): TerminalSession {
+export function toSession(r: SessionRow, transcriptPath: string, idleTimeoutSeconds: number): TerminalSession {
   return create(TerminalSessionSchema, {
     sessionId: r.id,
     nodeId: r.node_id,
@@ -19,5 +19,6 @@ export function toSession(r: SessionRow, transcriptPath: string): TerminalSessio
     closeReason: r.close_reason ?? "",
     transcriptPath,
     sha256: r.sha256 ?? "",
+    idleTimeoutSeconds,
   });
 }

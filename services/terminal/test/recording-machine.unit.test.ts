@@ -62,6 +62,14 @@ t.test("an idle session is asked to close", async (t) => {
   });
 });
 
+t.test("only input or output holds the idle timeout off; the agent's heartbeats do not", async (t) => {
+  t.same(step(recording(OPENED + 70_000), tick(70_000, 60_000, 0), limits).effects, [], "idle exactly the limit");
+  const r = step(recording(OPENED + 70_000), tick(70_001, 60_001, 1), limits);
+  t.same(r.effects, [{ type: "send_close", reason: "idle_timeout" }], "a heartbeat 1 ms ago changes nothing");
+  t.same(step(r.state, tick(70_500, 0, 0), limits).effects, [], "activity after the close does not reopen it");
+  t.equal(step(r.state, tick(70_500, 0, 0), limits).state.phase, "closing");
+});
+
 t.test("a session past its maximum duration is asked to close (that reason wins over idle)", async (t) => {
   const r = step(recording(OPENED + 600_001), tick(600_001, 60_001, 0), limits);
   t.same(r.effects, [{ type: "send_close", reason: "max_duration" }]);

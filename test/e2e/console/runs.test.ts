@@ -154,6 +154,11 @@ t.test("Apply in batches of one: counts move live over the stream to done=2", as
   const seen = watchRequests(page);
   await page.getByLabel("Batch", { exact: true }).fill("1");
   await page.getByRole("button", { name: "Apply", exact: true }).click();
+  // Apply on more than one agent asks first, naming the count.
+  await page
+    .getByRole("dialog")
+    .getByRole("button", { name: /^Apply to / })
+    .click();
   await page.waitForURL((u) => runPath("demo").test(u.pathname) && u.href !== planUrl, { timeout: waitMs(15_000) });
   await h1("Apply demo");
   // Every value the done counter shows, recorded in the page as it changes.
@@ -198,6 +203,11 @@ t.test("gateway restart mid-apply: reconnecting, then the true final state", asy
   await page.goto("/assignments/slow");
   await h1("slow");
   await page.getByRole("button", { name: "Apply", exact: true }).click();
+  // Apply on more than one agent asks first, naming the count.
+  await page
+    .getByRole("dialog")
+    .getByRole("button", { name: /^Apply to / })
+    .click();
   await page.waitForURL((u) => runPath("slow").test(u.pathname), { timeout: waitMs(15_000) });
   await h1("Apply slow");
   await eventually(async () => (await textOf("run-live")) === "live", 10_000, 100);

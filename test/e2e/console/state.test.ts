@@ -142,6 +142,11 @@ t.test("Apply: progress reaches done=2 and completed; the agents wrote the real 
   await page.goto("/assignments/web");
   await h1("web");
   await page.getByRole("button", { name: "Apply", exact: true }).click();
+  // Apply on more than one agent asks first, naming the count.
+  await page
+    .getByRole("dialog")
+    .getByRole("button", { name: /^Apply to / })
+    .click();
   await page.waitForURL((u) => /^\/assignments\/web\/runs\/[^/]+$/.test(u.pathname) && u.href !== planUrl, {
     timeout: waitMs(15_000),
   });

@@ -49,6 +49,9 @@ t.test("Open terminal on the agent page attaches xterm.js to a shell on the agen
   t.equal(await status(), "open");
   await page.getByRole("heading", { level: 1, name: "Terminal web-1" }).waitFor();
   t.match(await session(firstSession), { status: "open", node_name: "web-1" });
+  const idle = page.getByTestId("terminal-idle");
+  await idle.waitFor();
+  t.match(await idle.textContent(), /closes after 15 min without input or output/, "the page says when it closes");
 
   await typeLine("echo hello-$RANDOM; stty size");
   const m = await seen(/hello-(\d+) *\n *(\d+) (\d+)/);

@@ -275,15 +275,21 @@ export async function virtualAuthenticator(page: Page): Promise<VirtualAuthentic
 }
 
 /** Runs axe on the page; fails on any serious or critical violation, naming the rules. */
-export async function expectNoA11yViolations(t: Test, page: Page, what = new URL(page.url()).pathname) {
+export async function expectNoA11yViolations(
+  t: Test,
+  page: Page,
+  what = new URL(page.url()).pathname,
+  opts: { all?: boolean } = {},
+) {
   const results = await new AxeBuilder({ page }).analyze();
-  const bad = results.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  // `all`: every impact counts (minor and moderate too), for pages held to "axe clean".
+  const bad = results.violations.filter((v) => opts.all || v.impact === "serious" || v.impact === "critical");
   const detail = bad.map((v) => `${v.id} (${v.impact}, ${v.nodes.length}×: ${v.nodes[0]?.target.join(" ")})`);
   if (detail.length) t.comment(`axe on ${what}: ${detail.join("; ")}`);
   t.same(
     bad.map((v) => v.id),
     [],
-    `axe on ${what}: no serious or critical violations`,
+    `axe on ${what}: no ${opts.all ? "" : "serious or critical "}violations`,
   );
 }
 

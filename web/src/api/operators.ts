@@ -38,3 +38,16 @@ export function useRemoveOperator() {
     onSettled: () => qc.invalidateQueries({ queryKey: KEY }),
   });
 }
+
+/** One operator by id (e.g. to name an assignment's created_by); cached for a few minutes. */
+export function useOperator(operatorId: string, enabled = true) {
+  return useQuery({
+    queryKey: [...KEY, "one", operatorId],
+    queryFn: async ({ signal }) =>
+      unwrap(
+        await api.GET("/api/v1/operators/{operator_id}", { params: { path: { operator_id: operatorId } }, signal }),
+      ),
+    enabled,
+    staleTime: 5 * 60_000,
+  });
+}

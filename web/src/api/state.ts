@@ -153,3 +153,27 @@ export function useReapply(nodeId: string) {
     onSettled: record.refresh,
   });
 }
+
+/** Drift checks older than this many records show their plain status. */
+const DRIFT_RECORDS_FOR_BADGES = 50;
+
+/**
+ * Which recent drift checks of an agent found drift, by operation id: one request per agent (its
+ * newest records), so an operation badge needs no request of its own. The key sits under the agent's
+ * drift key, so whatever refreshes the latest record (a check, a re-apply) refreshes this too.
+ */
+export function useDriftByOperation(nodeId: string, enabled = true) {
+  return useQuery({
+    queryKey: [...stateKeys.drift(nodeId), "by-operation"],
+    queryFn: async ({ signal }): Promise<ReadonlyMap<string, boolean>> => {
+      const page = unwrap(
+        await api.GET("/api/v1/agents/{node_id}/drift", {
+          params: { path: { node_id: nodeId }, query: { limit: DRIFT_RECORDS_FOR_BADGES } },
+          signal,
+        }),
+      );
+      return new Map(page.records.map((r) => [r.operation_id, r.drifted]));
+    },
+    enabled: enabled && nodeId !== "",
+  });
+}

@@ -34,3 +34,50 @@ export function formatBytes(n: number): string {
 export function percent(used: number, total: number): number {
   return total > 0 ? Math.round((used / total) * 1000) / 10 : 0;
 }
+
+interface Named {
+  name: string | null;
+  node_id: string;
+}
+
+/**
+ * Fleet order: by name, then node id (unique), so every poll yields the same order. An agent without a
+ * name (pending) sorts by its node id after the named ones.
+ */
+export function compareAgents(a: Named, b: Named): number {
+  if (a.name !== null && b.name === null) return -1;
+  if (a.name === null && b.name !== null) return 1;
+  const byName = (a.name ?? "").localeCompare(b.name ?? "", "en", { numeric: true });
+  return byName !== 0 ? byName : a.node_id < b.node_id ? -1 : a.node_id > b.node_id ? 1 : 0;
+}
+
+export function sortAgents<T extends Named>(agents: readonly T[]): T[] {
+  return [...agents].sort(compareAgents);
+}
+
+export type DriftTone = "ok" | "warn" | "neutral";
+
+/**
+ * An agent's drift in one word for tables and headers: its latest drift record, null when no check
+ * has run (the API's 404), undefined while unknown (loading, or the request failed).
+ */
+export function driftSummary(d: { drifted: boolean; resources: readonly unknown[] } | null | undefined): {
+  text: string;
+  tone: DriftTone;
+} {
+  if (!d) return { text: "unknown", tone: "neutral" };
+  return d.drifted ? { text: `drifted (${d.resources.length})`, tone: "warn" } : { text: "in sync", tone: "ok" };
+}
+
+const PENDING_REASONS: Record<string, string> = {
+  join_token_invalid: "join token not recognised",
+  join_token_expired: "join token expired",
+  join_token_exhausted: "join token used up",
+  join_token_revoked: "join token revoked",
+};
+
+/** Why a pending agent waits, for people: its join token's problem, or a plain wait for approval. */
+export function pendingReasonText(reason: string | null | undefined): string {
+  if (!reason) return "waiting for approval";
+  return PENDING_REASONS[reason] ?? reason.replaceAll("_", " ");
+}

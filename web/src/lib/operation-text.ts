@@ -32,3 +32,16 @@ export function driftStatus(d: { drifted: boolean } | null | undefined): "in syn
   if (d === undefined) return "";
   return d.drifted ? "drifted" : "in sync";
 }
+
+/**
+ * The status badge of an operation: a drift check that ended well but found drift says "drift found"
+ * (a warning, not a green "succeeded"). `drifted`: what this operation's drift record says, undefined
+ * when not known (no record, or not fetched).
+ */
+export function operationBadge(
+  o: { kind: string; status: string },
+  drifted: boolean | undefined,
+): { text: string; warn: boolean } {
+  if (o.kind === "drift" && o.status === "succeeded" && drifted === true) return { text: "drift found", warn: true };
+  return { text: statusLabel(o.status), warn: false };
+}

@@ -5,6 +5,8 @@
  * reading of close codes/reasons are pure functions so they can be tested without a socket.
  */
 
+import { TERMINAL_LIMIT_ENDS } from "@orch/contracts/rules/terminal";
+
 export type TerminalState =
   | { kind: "connecting" }
   | { kind: "open" }
@@ -179,6 +181,8 @@ export function stateOfSession(s: {
   if (s.close_reason === "agent_lost") return { kind: "failed", reason: AGENT_DISCONNECTED, reattach: false };
   if (s.status === "failed")
     return { kind: "failed", reason: `session failed (${s.close_reason ?? "unknown"})`, reattach: false };
+  if (s.close_reason !== null && TERMINAL_LIMIT_ENDS.has(s.close_reason))
+    return { kind: "closed", exitCode: null, reason: s.close_reason };
   if (s.exit_code !== null) return { kind: "closed", exitCode: s.exit_code, reason: s.close_reason ?? "exit" };
   return { kind: "closed", exitCode: null, reason: s.close_reason ?? "ended" };
 }

@@ -5,12 +5,14 @@
 import { lazy, Suspense } from "react";
 import { Link, useParams } from "wouter";
 import { useAgent, useAgentAttributes, useAgentMetrics } from "../api/agents";
-import { formatBytes, osLabel, percent } from "../lib/agent-format";
+import { useLatestDrift } from "../api/state";
+import { driftSummary, formatBytes, osLabel, percent } from "../lib/agent-format";
 import { isMetricRange, METRIC_RANGES, type MetricRange, toSeries } from "../lib/metrics";
 import { useUrlState } from "../lib/url-state";
 import { Badge, EmptyState, Field, Loading, Page, ProblemMessage, QueryStatus, Section, Time, toneOf } from "../ui";
 import { DriftSection, OperationsSection, StateSection } from "./agent/state-sections";
 import { TagsEditor } from "./agent/tags-editor";
+import "./agent/agent.css";
 import "./pages.css";
 import { TableRegion } from "./parts/table-region";
 
@@ -40,6 +42,7 @@ export default function AgentDetailPage() {
               <dd>
                 <Badge tone={toneOf(a.status)}>{a.status}</Badge>{" "}
                 <Badge tone={a.connected ? "ok" : "neutral"}>{a.connected ? "connected" : "disconnected"}</Badge>
+                {a.status === "approved" ? <HeaderDrift nodeId={a.node_id} /> : null}
               </dd>
               <dt>OS</dt>
               <dd>{osLabel(a.attributes) || "—"}</dd>
@@ -66,6 +69,29 @@ export default function AgentDetailPage() {
         ) : null}
       </QueryStatus>
     </Page>
+  );
+}
+
+/** The latest drift check's verdict beside approved/connected; it leads down to the Drift section. */
+function HeaderDrift({ nodeId }: { nodeId: string }) {
+  const drift = useLatestDrift(nodeId);
+  if (drift.data === undefined) return null;
+  const d = driftSummary(drift.data);
+  const toDrift = () => document.querySelector('section[aria-label="Drift"]')?.scrollIntoView({ block: "start" });
+  return (
+    <>
+      {" "}
+      <button
+        type="button"
+        className="btn-link header-drift"
+        onClick={toDrift}
+        title={drift.data ? "Show the drift details" : "No drift check has run yet"}
+      >
+        <Badge tone={d.tone}>
+          <span data-testid="agent-drift">{drift.data ? d.text : "drift unknown"}</span>
+        </Badge>
+      </button>
+    </>
   );
 }
 
@@ -131,7 +157,7 @@ function MetricsSection({ nodeId }: { nodeId: string }) {
           </Suspense>
           {latest ? (
             <TableRegion label="Latest metrics sample">
-              <table className="table">
+              <table className="table cards">
                 <caption className="visually-hidden">Latest metrics sample</caption>
                 <thead>
                   <tr>
@@ -144,19 +170,19 @@ function MetricsSection({ nodeId }: { nodeId: string }) {
                 </thead>
                 <tbody>
                   <tr>
-                    <td>
+                    <td data-label="Taken">
                       <Time value={latest.taken_at} />
                     </td>
-                    <td>{latest.cpu_percent.toFixed(1)} %</td>
-                    <td>
+                    <td data-label="CPU">{latest.cpu_percent.toFixed(1)} %</td>
+                    <td data-label="Memory">
                       {percent(latest.memory_used, latest.memory_total)} % ({formatBytes(latest.memory_used)} of{" "}
                       {formatBytes(latest.memory_total)})
                     </td>
-                    <td>
+                    <td data-label="Disk">
                       {percent(latest.disk_used, latest.disk_total)} % ({formatBytes(latest.disk_used)} of{" "}
                       {formatBytes(latest.disk_total)})
                     </td>
-                    <td>
+                    <td data-label="Load (1/5/15 min)">
                       {latest.load1.toFixed(2)} / {latest.load5.toFixed(2)} / {latest.load15.toFixed(2)}
                     </td>
                   </tr>

@@ -1,6 +1,7 @@
 /**
- * One assignment (/assignments/:name?batch=&max_failures=): what it keeps where, "Plan" and "Apply"
- * across the agents its selector matches (rolling batches, a failure limit), and its recent runs.
+ * One assignment (/assignments/:name?batch=&max_failures=): what it keeps where, the agents it matches
+ * with their drift, "Plan" and "Apply" across them (rolling batches, a failure limit; Apply on more
+ * than one agent is confirmed with the count), and its recent runs.
  * Starting a run goes to the run's page, which follows it live. Operators and admins alike may run
  * and delete (the API allows operators).
  */
@@ -12,6 +13,7 @@ import { useUrlState } from "../lib/url-state";
 import {
   Badge,
   DeleteWithConfirm,
+  Dialog,
   EmptyState,
   Field,
   fieldError,
@@ -22,6 +24,9 @@ import {
   Time,
 } from "../ui";
 import "./pages.css";
+import { agentCount, confirmsApply } from "./assignments/apply-rules";
+import { MatchedAgents, useMatchedAgents } from "./assignments/matched-agents";
+import { OperatorName } from "./assignments/operator-name";
 import { ItemTable } from "./parts/item-table";
 import { RUN_TONE } from "./runs/run-counts";
 import { ManagedByBanner, ownerOf } from "./sources/managed-by";
@@ -39,7 +44,8 @@ export default function AssignmentPage() {
           <>
             <Owner assignment={a} />
             <AssignmentProps assignment={a} />
-            <RunForm name={a.name} />
+            <MatchedAgents assignment={a} />
+            <RunForm assignment={a} />
             <RecentRuns name={a.name} />
           </>
         ) : null}
@@ -103,7 +109,7 @@ function AssignmentProps({ assignment: a }: { assignment: Assignment }) {
       ) : null}
       <dt>Created</dt>
       <dd>
-        <Time value={a.created_at} /> by {a.created_by}
+        <Time value={a.created_at} /> by <OperatorName id={a.created_by} />
       </dd>
     </dl>
   );
@@ -111,8 +117,14 @@ function AssignmentProps({ assignment: a }: { assignment: Assignment }) {
 
 const BATCH = /^([1-9]\d*|([1-9]\d?|100)%)$/;
 
-/** Batch and failure limit live in the URL, so a prepared rollout can be bookmarked or shared. */
-function RunForm({ name }: { name: string }) {
+/**
+ * Batch and failure limit live in the URL, so a prepared rollout can be bookmarked or shared. Apply
+ * on more than one agent asks first, naming the count.
+ */
+function RunForm({ assignment: a }: { assignment: Assignment }) {
+  const name = a.name;
+  const matched = useMatchedAgents(a.selector).data?.length;
+  const [confirming, setConfirming] = useState(false);
   const [params, setParams] = useUrlState();
   const [, navigate] = useLocation();
   const start = useStartRun(name);
@@ -180,13 +192,37 @@ function RunForm({ name }: { name: string }) {
             type="button"
             className="btn btn-primary"
             disabled={start.isPending || invalid}
-            onClick={() => run("apply")}
+            onClick={() => (confirmsApply(matched) ? setConfirming(true) : run("apply"))}
           >
             {start.isPending && kind === "apply" ? "Applying…" : "Apply"}
           </button>
         </div>
       </form>
       <p className="muted">Plan shows what would change and changes nothing; apply changes the agents.</p>
+      <Dialog
+        open={confirming}
+        title={`Apply ${name} to ${agentCount(matched)}?`}
+        onClose={() => setConfirming(false)}
+        actions={
+          <button
+            type="button"
+            className="btn btn-primary"
+            onClick={() => {
+              setConfirming(false);
+              run("apply");
+            }}
+          >
+            {`Apply to ${agentCount(matched)}`}
+          </button>
+        }
+      >
+        <p data-testid="apply-confirm-text">
+          {`${a.modules.join(", ")} will be applied to ${agentCount(matched)}`}
+          {batch.trim() ? `, in batches of ${batch.trim()}` : ", all at once"}
+          {maxFailures.trim() ? `, stopping after ${maxFailures.trim()} failures` : ""}. Plan first to see what would
+          change.
+        </p>
+      </Dialog>
       {start.error && !fieldError(start.error, "batch") && !fieldError(start.error, "max_failures") ? (
         <ProblemMessage error={start.error} />
       ) : null}
@@ -202,22 +238,23 @@ function RecentRuns({ name }: { name: string }) {
       <QueryStatus query={runs}>
         <ItemTable
           label="Runs"
+          className="cards"
           columns={["Started", "Kind", "Status", "Failures"]}
           items={list}
           empty={<EmptyState title="No recent runs.">Plan or apply to start one.</EmptyState>}
         >
           {(r) => (
             <tr key={r.run_id}>
-              <td>
+              <td data-label="Started">
                 <Link href={`/assignments/${encodeURIComponent(name)}/runs/${encodeURIComponent(r.run_id)}`}>
                   <Time value={r.created_at} />
                 </Link>
               </td>
-              <td>{r.kind}</td>
-              <td>
+              <td data-label="Kind">{r.kind}</td>
+              <td data-label="Status">
                 <Badge tone={RUN_TONE[r.status] ?? "neutral"}>{r.status}</Badge>
               </td>
-              <td>{r.failures}</td>
+              <td data-label="Failures">{r.failures}</td>
             </tr>
           )}
         </ItemTable>

@@ -2,15 +2,17 @@
  * Audit (/audit?agent=&operator=&event_type=&category=&after=&before=&cursor=&live=1): the filters of
  * GET /api/v1/audit under the API's own names, cursor paging (back is the browser's Back), and a Live
  * tail over SSE that prepends new events matching the same filters.
+ * The filters fold behind a button on phones (audit/filter-form.tsx).
  */
-import { type FormEvent, useEffect, useMemo, useState } from "react";
+import { useEffect, useMemo, useState } from "react";
 import { type AuditEvent, useAuditPage } from "../api/audit";
 import { ApiError } from "../api/client";
 import { useAuditStream } from "../api/sse";
 import { AUDIT_FILTERS, type AuditFilters, readAuditView } from "../lib/audit-query";
 import { useUrlState } from "../lib/url-state";
-import { EmptyState, Field, Page, QueryStatus } from "../ui";
+import { EmptyState, Page, QueryStatus } from "../ui";
 import { AuditRow } from "./audit/audit-row";
+import { AuditFilterForm } from "./audit/filter-form";
 import { LiveIndicator } from "./audit/live-indicator";
 import "./pages.css";
 
@@ -23,10 +25,6 @@ export default function AuditPage() {
   const filterKey = JSON.stringify(view.filters);
   // biome-ignore lint/correctness/useExhaustiveDependencies: filterKey is the filters' value identity.
   const filters = useMemo(() => view.filters, [filterKey]);
-
-  const [draft, setDraft] = useState<AuditFilters>(filters);
-  // Back/forward or a bookmark changed the filters: the form shows them.
-  useEffect(() => setDraft(filters), [filters]);
 
   const page = useAuditPage(filters, view.cursor);
   const events = page.data?.events ?? [];
@@ -50,32 +48,17 @@ export default function AuditPage() {
   // A refused filter is shown under its field, not a second time above the list.
   const filterProblem = AUDIT_FILTERS.some((f) => parameterError(page.error, f.name) !== undefined);
 
-  function apply(e: FormEvent) {
-    e.preventDefault();
+  function apply(draft: AuditFilters) {
     const update: Record<string, string | undefined> = { cursor: undefined };
     for (const { name } of AUDIT_FILTERS) update[name] = draft[name]?.trim() || undefined;
     setParams(update);
   }
 
   return (
-    <Page title="Audit">
-      <form className="audit-filters" onSubmit={apply} aria-label="Audit filters">
-        {AUDIT_FILTERS.map((f) => (
-          <Field key={f.name} label={f.label} hint={f.hint} error={parameterError(page.error, f.name)}>
-            <input
-              type="text"
-              name={f.name}
-              value={draft[f.name] ?? ""}
-              spellCheck={false}
-              autoComplete="off"
-              onChange={(e) => setDraft((d) => ({ ...d, [f.name]: e.target.value }))}
-            />
-          </Field>
-        ))}
-        <div className="toolbar">
-          <button type="submit" className="btn btn-primary">
-            Apply
-          </button>
+    <Page
+      title="Audit"
+      actions={
+        <div className="toolbar audit-live">
           <label className="check">
             <input
               type="checkbox"
@@ -86,7 +69,9 @@ export default function AuditPage() {
           </label>
           {view.live ? <LiveIndicator state={stream.state} detail={stream.detail} /> : null}
         </div>
-      </form>
+      }
+    >
+      <AuditFilterForm filters={filters} errorFor={(name) => parameterError(page.error, name)} onApply={apply} />
       <QueryStatus
         query={{ data: page.data ?? (filterProblem ? null : undefined), error: filterProblem ? null : page.error }}
       >

@@ -3,8 +3,9 @@
  * matching agent in a virtualised table, polled every 5 s. The URL holds the last valid selector;
  * the input may hold a half-typed one (no request is sent for it).
  */
-import { useCallback, useEffect, useRef, useState } from "react";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { type Agent, useAgentSummary, useAllAgents } from "../api/agents";
+import { sortAgents } from "../lib/agent-format";
 import { checkSelector } from "../lib/selector";
 import { useUrlState } from "../lib/url-state";
 import { Field, Page, ProblemMessage } from "../ui";
@@ -40,7 +41,8 @@ export default function FleetPage() {
   const marks = usePerformanceMarks();
   const list = useAllAgents(urlSelector, status, { enabled: check.ok, onData: marks.onData });
   const summary = useAgentSummary(urlSelector, { enabled: check.ok });
-  const agents: Agent[] = list.data ?? [];
+  // The API lists by node id; people look for names. Sorted once per answer, not per render.
+  const agents: Agent[] = useMemo(() => sortAgents(list.data ?? []), [list.data]);
   const { onRendered } = marks;
   useEffect(() => {
     if (list.data) onRendered();

@@ -4,8 +4,9 @@
  */
 import { Link, useParams } from "wouter";
 import { useOperation } from "../api/state";
-import { isOpen, resultText, statusLabel } from "../lib/operation-text";
-import { Badge, Page, QueryStatus, Section, Time, toneOf } from "../ui";
+import { isOpen, resultText } from "../lib/operation-text";
+import { Page, QueryStatus, Section, Time } from "../ui";
+import { OperationBadge } from "./agent/operation-badge";
 import { OperationResults } from "./parts/operation-results";
 import "./pages.css";
 
@@ -27,9 +28,7 @@ export default function OperationPage() {
               <dd>{o.kind}</dd>
               <dt>Status</dt>
               <dd>
-                <Badge tone={toneOf(o.status)}>
-                  <span data-testid="operation-status">{statusLabel(o.status)}</span>
-                </Badge>
+                <OperationBadge operation={o} testId="operation-status" />
                 {isOpen(o.status) ? <span className="muted"> (refreshing until it ends)</span> : null}
               </dd>
               <dt>Modules</dt>

@@ -1,11 +1,12 @@
 /**
- * Pending approvals (/agents/pending?status=rejected): name and approve agents one by one or in bulk,
- * reject them, delete rejected records. Names are checked with the API's own rule as they are typed;
+ * Pending approvals (/agents/pending?status=rejected): why each agent waits (e.g. its join token was
+ * revoked), name and approve agents one by one or in bulk, reject them, delete rejected records. Names are checked with the API's own rule as they are typed;
  * an API refusal (e.g. name_taken) is shown next to that row's field and the typed name is kept.
  */
 import { Link } from "wouter";
 import { ApiError } from "../api/client";
 import { type Agent, useAllAgents } from "../api/agents";
+import { pendingReasonText } from "../lib/agent-format";
 import { agentNameError } from "../lib/rules";
 import { useUrlState } from "../lib/url-state";
 import { Banner, EmptyState, Field, fieldError, Page, ProblemMessage, QueryStatus, Time } from "../ui";
@@ -76,7 +77,7 @@ export default function PendingPage() {
           </EmptyState>
         ) : (
           <div className="table-wrap">
-            <table className="table">
+            <table className="table cards">
               <thead>
                 <tr>
                   <th scope="col">
@@ -89,6 +90,7 @@ export default function PendingPage() {
                   </th>
                   <th scope="col">Node ID</th>
                   <th scope="col">Name</th>
+                  {status === "pending" ? <th scope="col">Reason</th> : null}
                   <th scope="col">Address</th>
                   <th scope="col">First seen</th>
                   <th scope="col">Actions</th>
@@ -114,6 +116,7 @@ export default function PendingPage() {
                     onApprove={() => void approveOne(a.node_id)}
                     onReject={status === "pending" ? () => void rejectOne(a.node_id) : undefined}
                     onDelete={status === "rejected" ? () => void deleteOne(a.node_id) : undefined}
+                    showReason={status === "pending"}
                   />
                 ))}
               </tbody>
@@ -135,6 +138,7 @@ function PendingRow({
   onApprove,
   onReject,
   onDelete,
+  showReason,
 }: {
   agent: Agent;
   name: string;
@@ -145,6 +149,7 @@ function PendingRow({
   onApprove: () => void;
   onReject: (() => void) | undefined;
   onDelete: (() => void) | undefined;
+  showReason: boolean;
 }) {
   const id = agent.node_id;
   // The rule as typed first; then what the API (or the submit check) said about the name.
@@ -155,7 +160,7 @@ function PendingRow({
   const otherError = state.error !== undefined && apiNameError === undefined;
   return (
     <tr>
-      <td>
+      <td data-label="Select">
         <input
           type="checkbox"
           aria-label={`Select ${id}`}
@@ -163,10 +168,10 @@ function PendingRow({
           onChange={(e) => onSelect(e.target.checked)}
         />
       </td>
-      <td className="mono">
+      <td className="mono" data-label="Node ID">
         <Link href={`/agents/${id}`}>{id}</Link>
       </td>
-      <td>
+      <td data-label="Name">
         <Field
           label={<span className="visually-hidden">{`Name for ${id}`}</span>}
           error={nameProblem}
@@ -190,11 +195,24 @@ function PendingRow({
           </div>
         ) : null}
       </td>
-      <td className="mono">{agent.address ?? ""}</td>
-      <td>
+      {showReason ? (
+        <td data-label="Reason">
+          <span data-testid="pending-reason">{pendingReasonText(agent.pending_reason)}</span>
+          {agent.pending_reason ? (
+            <>
+              {" "}
+              <code className="problem-code">{agent.pending_reason}</code>
+            </>
+          ) : null}
+        </td>
+      ) : null}
+      <td className="mono" data-label="Address">
+        {agent.address ?? ""}
+      </td>
+      <td data-label="First seen">
         <Time value={agent.first_seen} />
       </td>
-      <td>
+      <td data-label="Actions">
         <div className="toolbar">
           <button type="button" className="btn btn-primary btn-small" disabled={state.busy} onClick={onApprove}>
             Approve

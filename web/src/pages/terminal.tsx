@@ -169,6 +169,12 @@ function AttachedTerminal({ sessionId }: { sessionId: string }) {
       <p className="muted terminal-hint">
         Selecting text copies it; paste with Ctrl+Shift+V or a right-click. Leaving this page keeps the session running
         for a while: come back to this address to re-attach.
+        {s && !finished ? (
+          <span data-testid="terminal-idle">
+            {" "}
+            The session closes after {idleText(s.idle_timeout_seconds)} without input or output.
+          </span>
+        ) : null}
       </p>
     </Page>
   );
@@ -181,4 +187,9 @@ function StatusLine({ text, children }: { text: string; children?: ReactNode }) 
       {children}
     </p>
   );
+}
+
+/** "15 min", "90 s": the terminal service's idle timeout as the page states it. */
+function idleText(seconds: number): string {
+  return seconds >= 60 && seconds % 60 === 0 ? `${seconds / 60} min` : `${seconds} s`;
 }

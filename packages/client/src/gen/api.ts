@@ -5028,7 +5028,7 @@ export interface operations {
             query?: {
                 /** @description earliest timestamp included, RFC 3339 */
                 after?: string;
-                /** @description agent node id or name, matched on the actor or target of type agent */
+                /** @description agent node id or name: events whose actor or target is that agent, or whose metadata names it (node_id, node_name) */
                 agent?: string;
                 /** @description timestamp excluded (and everything later), RFC 3339 */
                 before?: string;
@@ -5359,7 +5359,7 @@ export interface operations {
             query?: {
                 /** @description earliest timestamp included, RFC 3339 */
                 after?: string;
-                /** @description agent node id or name, matched on the actor or target of type agent */
+                /** @description agent node id or name: events whose actor or target is that agent, or whose metadata names it (node_id, node_name) */
                 agent?: string;
                 /** @description timestamp excluded (and everything later), RFC 3339 */
                 before?: string;
@@ -10628,6 +10628,8 @@ export interface operations {
                          */
                         cols: number;
                         exit_code: number | null;
+                        /** @description a live session without input or output for this long is closed (terminal.idle_timeout_seconds) */
+                        idle_timeout_seconds: number;
                         node_id: string;
                         node_name: string;
                         /**

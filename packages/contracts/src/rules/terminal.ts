@@ -32,3 +32,10 @@ export const clampTerminalDim = (v: number): number => Math.min(v, PTY_DIM_MAX);
 /** A resize that can be applied as is (control messages are not clamped: a bad one is dropped). */
 export const isPtyDim = (n: unknown): n is number =>
   typeof n === "number" && Number.isInteger(n) && n >= 1 && n <= PTY_DIM_MAX;
+
+/**
+ * Ends the terminal service imposes on a session (its limits). The shell is ended by SIGHUP, so the
+ * session also records exit 129; clients name the limit, not that exit, which would read as the
+ * shell's own.
+ */
+export const TERMINAL_LIMIT_ENDS: ReadonlySet<string> = new Set(["idle_timeout", "max_duration"]);

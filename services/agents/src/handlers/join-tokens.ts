@@ -44,6 +44,10 @@ export const joinTokenRef = (r: Pick<JoinTokenRow, "id">): Ref => ({
   type: "join_token",
 });
 
+/** How summaries name a token: its description when it has one (a token has no name), else its id. */
+export const tokenLabel = (r: Pick<JoinTokenRow, "id" | "description">) =>
+  r.description ? `'${r.description}'` : r.id;
+
 const tokenNotFound = (id: string) => notFound("join_token_not_found", `no join token '${id}'`, { field: "id" });
 
 export function joinTokenHandlers(deps: AgentsDeps): JoinTokenHandlers {
@@ -77,7 +81,7 @@ export function joinTokenHandlers(deps: AgentsDeps): JoinTokenHandlers {
         });
         await emit({
           type: "join_token.created",
-          summary: `join token ${id} created by ${ctx.actor.name}`,
+          summary: `join token ${tokenLabel(r)} created by ${ctx.actor.name}`,
           actor: ctx.actor,
           target: joinTokenRef(r),
           // Never the token: it is shown to its creator once and exists nowhere else.
@@ -111,7 +115,7 @@ export function joinTokenHandlers(deps: AgentsDeps): JoinTokenHandlers {
         const r = await joinTokensDb.revoke(db, id, now);
         await emit({
           type: "join_token.revoked",
-          summary: `join token ${id} revoked by ${ctx.actor.name}`,
+          summary: `join token ${tokenLabel(r)} revoked by ${ctx.actor.name}`,
           actor: ctx.actor,
           target: joinTokenRef(r),
           metadata: { uses: r.uses, max_uses: r.max_uses, tags: r.tags },

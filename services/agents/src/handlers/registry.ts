@@ -139,7 +139,7 @@ export function registryHandlers(deps: AgentsDeps, releases: CachedReleaseCatalo
         if (req.status === "approved") {
           // The name is given once and never changes, even across a reject and re-approve.
           if (cur.name && cur.name !== req.name)
-            throw precondition("name_immutable", `agent ${cur.node_id} is already named '${cur.name}'`, {
+            throw precondition("name_immutable", `agent '${cur.name}' is already named; a name never changes`, {
               field: "name",
             });
           const holder = await agentsDb.byName(db, req.name);
@@ -155,7 +155,7 @@ export function registryHandlers(deps: AgentsDeps, releases: CachedReleaseCatalo
           }
           await emit({
             type: "agent.approved",
-            summary: `agent ${req.name} (${cur.node_id}) approved by ${ctx.actor.name}`,
+            summary: `agent ${req.name} approved by ${ctx.actor.name}`,
             actor: ctx.actor,
             target: agentRef(cur.node_id, req.name),
             metadata: { name: req.name, previous_status: cur.status },

@@ -1,9 +1,9 @@
 import { timingSafeEqual } from "node:crypto";
-import { joinedAgentName, parseJoinToken, type JoinPendingReason } from "@orch/contracts";
+import { joinedAgentName, parseJoinToken, UNNOTIFIED_FLAG, type JoinPendingReason } from "@orch/contracts";
 import type { Emit, Events, Queryable, Ref } from "@orch/kit";
 import { agentsDb, type AgentRow, type LinkUp } from "../db/agents.js";
 import { joinTokensDb, type JoinTokenRow } from "../db/join-tokens.js";
-import { hashSecret, joinTokenRef } from "../handlers/join-tokens.js";
+import { hashSecret, joinTokenRef, tokenLabel } from "../handlers/join-tokens.js";
 
 export const agentRef = (nodeId: string, name: string | null | undefined): Ref => ({
   id: nodeId,
@@ -76,19 +76,29 @@ export function createPresence(events: Events, pool: Queryable) {
       });
     },
 
-    /** No-op (and no event) when another session already took the agent over. */
-    async disconnected(nodeId: string, session: string, now: number, reason: string): Promise<AgentRow | undefined> {
+    /**
+     * No-op (and no event) when another session already took the agent over. `planned`: the link
+     * ended on purpose while the agent runs on (this replica stopping): recorded, but at info and
+     * flagged so that notify sends it nowhere — a restart of the service is not an incident.
+     */
+    async disconnected(
+      nodeId: string,
+      session: string,
+      now: number,
+      reason: string,
+      planned = false,
+    ): Promise<AgentRow | undefined> {
       return events.tx(async (db, emit) => {
         const row = await agentsDb.markDisconnected(db, nodeId, session, now);
         if (!row) return undefined;
         await emit({
           type: "agent.disconnected",
           // Losing an approved agent matters to operators; a pending one going away does not.
-          severity: row.status === "approved" ? "warning" : "info",
+          severity: row.status === "approved" && !planned ? "warning" : "info",
           summary: `agent ${row.name || row.node_id} disconnected (${reason})`,
           actor: agentRef(row.node_id, row.name),
           target: agentRef(row.node_id, row.name),
-          metadata: { reason, status: row.status },
+          metadata: { reason, status: row.status, ...(planned ? { [UNNOTIFIED_FLAG]: true } : {}) },
         });
         return row;
       });
@@ -135,7 +145,7 @@ async function approveJoined(db: Queryable, emit: Emit, agent: AgentRow, token: 
   await joinTokensDb.incrementUses(db, token.id);
   await emit({
     type: "agent.approved",
-    summary: `agent ${name} (${agent.node_id}) approved by join token ${token.id}`,
+    summary: `agent ${name} approved by join token ${tokenLabel(token)}`,
     actor: joinTokenRef(token),
     target: agentRef(agent.node_id, name),
     metadata: { name, previous_status: agent.status, join_token_id: token.id, tags: token.tags },

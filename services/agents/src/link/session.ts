@@ -296,7 +296,7 @@ class LinkDriver {
       if (e.wiring) this.release(e.wiring, e.agentGone);
       if (e.recordDisconnect) {
         await deps.presence
-          .disconnected(e.recordDisconnect, this.session, deps.clock.now(), e.reason)
+          .disconnected(e.recordDisconnect, this.session, deps.clock.now(), e.reason, !e.agentGone)
           .catch((err) => log.error({ err }, "could not record the disconnect"));
       }
       if (e.refusal) log.info({ reason: e.refusal.reason }, "agent link refused");

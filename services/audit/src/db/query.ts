@@ -1,3 +1,4 @@
+import { AUDIT_AGENT_METADATA_KEYS } from "@orch/contracts";
 import { ID_TIME_SKEW_MS, ulidFloor } from "../ulid-time.js";
 import type { Filter } from "../validate.js";
 
@@ -14,6 +15,10 @@ class Params {
 
 const ACTOR_AGENT = ["actor_type = 'agent' AND actor_id = ", "actor_type = 'agent' AND actor_name = "];
 const TARGET_AGENT = ["target_type = 'agent' AND target_id = ", "target_type = 'agent' AND target_name = "];
+// The key test repeats the partial indexes' predicate (migration 0004) so the planner uses them.
+const METADATA_AGENT = AUDIT_AGENT_METADATA_KEYS.map((k) => `metadata ? '${k}' AND (metadata ->> '${k}') = `);
+/** Every way an event can be about an agent: one index each. */
+const ABOUT_AGENT = [...ACTOR_AGENT, ...TARGET_AGENT, ...METADATA_AGENT];
 const ACTOR_OPERATOR = ["actor_type = 'operator' AND actor_id = ", "actor_type = 'operator' AND actor_name = "];
 
 /**
@@ -70,7 +75,7 @@ export function categoryTypesQuery(category: string): { text: string; values: un
 }
 
 /**
- * One page, newest first. The agent filter (4 ways to match) and the operator filter (2 ways)
+ * One page, newest first. The agent filter (6 ways to match) and the operator filter (2 ways)
  * become a UNION of per-index branches, each an ordered range scan stopped after `limit` rows; a
  * category alone becomes one branch per event type it holds (`types`, from categoryTypesQuery),
  * each planned with that type's statistics as the event_type filter is (given as "=" on an outer
@@ -90,7 +95,7 @@ export function listQuery(
     branches = types.length ? types.map((t) => `event_type = ${p.add(t)}`) : ["FALSE"];
   } else if (f.agent !== undefined) {
     const a = p.add(f.agent);
-    branches = [...ACTOR_AGENT, ...TARGET_AGENT].map((c) => `${c}${a}`);
+    branches = ABOUT_AGENT.map((c) => `${c}${a}`);
     disjoint = false;
   } else if (f.operator !== undefined) {
     const o = p.add(f.operator);
@@ -119,7 +124,7 @@ export function tailQuery(f: Filter, position: number, limit: number): { text: s
   const w = commonConditions(f, p, { operatorInline: true });
   if (f.agent !== undefined) {
     const a = p.add(f.agent);
-    w.push(`(${[...ACTOR_AGENT, ...TARGET_AGENT].map((c) => `(${c}${a})`).join(" OR ")})`);
+    w.push(`(${ABOUT_AGENT.map((c) => `(${c}${a})`).join(" OR ")})`);
   }
   const pos = p.add(position);
   const n = p.add(limit);

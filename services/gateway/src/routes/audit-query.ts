@@ -1,4 +1,10 @@
-import { ULID_48BIT_RE, type AuditEvent, type AuditFilter, type ReasonFor } from "@orch/contracts";
+import {
+  AUDIT_AGENT_METADATA_KEYS,
+  ULID_48BIT_RE,
+  type AuditEvent,
+  type AuditFilter,
+  type ReasonFor,
+} from "@orch/contracts";
 import { invalid } from "@orch/kit";
 
 const CODES: Record<string, ReasonFor<"INVALID_ARGUMENT">> = {
@@ -109,10 +115,14 @@ export function streamStart(cursor: string | undefined, lastEventId: string | st
   return lastEventId.toUpperCase();
 }
 
+/** Whether the event's metadata names the agent (AUDIT_AGENT_METADATA_KEYS). */
+const namesAgent = (e: AuditEvent, agent: string) => AUDIT_AGENT_METADATA_KEYS.some((k) => e.metadata?.[k] === agent);
+
 /** The same predicate the audit service applies in SQL, for events arriving on the live feed. */
 export function matchesFilter(f: FilterValues, e: AuditEvent): boolean {
   const is = (r: AuditEvent["actor"], type: string, v: string) => r?.type === type && (r.id === v || r.name === v);
-  if (f.agent && !is(e.actor, "agent", f.agent) && !is(e.target, "agent", f.agent)) return false;
+  if (f.agent && !is(e.actor, "agent", f.agent) && !is(e.target, "agent", f.agent) && !namesAgent(e, f.agent))
+    return false;
   if (f.operator && !is(e.actor, "operator", f.operator)) return false;
   if (f.eventType && e.eventType !== f.eventType) return false;
   if (f.category && e.eventType !== f.category && !e.eventType.startsWith(`${f.category}.`)) return false;

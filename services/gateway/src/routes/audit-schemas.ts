@@ -40,7 +40,9 @@ export const RetentionIn = z.object({
 // and names the parameter; the zod shapes below only document them (OpenAPI).
 const param = (description: string) => z.unknown().optional().meta({ type: "string", description });
 const FILTER_DOCS = {
-  agent: param("agent node id or name, matched on the actor or target of type agent"),
+  agent: param(
+    "agent node id or name: events whose actor or target is that agent, or whose metadata names it (node_id, node_name)",
+  ),
   operator: param("operator id or name (the actor)"),
   event_type: param("exact dotted event type"),
   category: param(

@@ -21,6 +21,9 @@ export const SessionOut = z.object({
 export const SessionDetail = SessionOut.extend({
   transcript_path: z.string().nullable().describe("the asciicast v2 file on the terminal service's storage"),
   sha256: z.string().nullable().describe("SHA-256 of the finished transcript (null while live)"),
+  idle_timeout_seconds: z
+    .number()
+    .describe("a live session without input or output for this long is closed (terminal.idle_timeout_seconds)"),
 });
 export const OpenOut = z.object({
   session_id: z.string(),
@@ -72,4 +75,5 @@ export const detailJson = (s: TerminalSession) => ({
   ...sessionJson(s),
   transcript_path: s.transcriptPath || null,
   sha256: s.sha256 || null,
+  idle_timeout_seconds: s.idleTimeoutSeconds,
 });

@@ -1,6 +1,6 @@
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import WebSocket from "ws";
-import { PTY_DIM_MAX } from "@orch/contracts";
+import { PTY_DIM_MAX, TERMINAL_LIMIT_ENDS } from "@orch/contracts";
 import type { Logger } from "@orch/kit";
 import { encodeControl, parseClientControl, parseEnd, termSubject } from "./control.js";
 
@@ -24,6 +24,7 @@ export interface Bridge {
 
 /** WebSocket close reason for the session's end: `exit:<code>` when the shell's status is known. */
 export function endReason(end: NonNullable<ReturnType<typeof parseEnd>>): string {
+  if (TERMINAL_LIMIT_ENDS.has(end.reason)) return `ended:closed:${end.reason}`;
   if (end.type === "exit") return `exit:${end.signal ? 128 + end.signal : end.code}`;
   if (end.exit_code !== null) return `exit:${end.exit_code}`;
   return `ended:${end.status}:${end.reason}`.slice(0, 120);

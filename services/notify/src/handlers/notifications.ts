@@ -40,7 +40,7 @@ export function notificationHandlers(rt: NotifyRuntime): NotificationHandlers {
           n.read_at = clock.now();
           await emit({
             type: "notification.read",
-            summary: `${ctx.actor.name} read notification ${n.id}`,
+            summary: `${ctx.actor.name} read the ${n.event_type} notification`,
             actor: ctx.actor,
             target: { id: n.id, name: n.event_type, type: "notification" },
             metadata: { count: 1, event_id: n.event_id },

@@ -17,6 +17,7 @@ async function find(db: Queryable, id: string, forUpdate = false): Promise<Windo
   return w;
 }
 
+// A window has no name: its reason names it (in summaries too), its id stays in the target.
 const ref = (w: WindowRow) => ({ id: w.id, name: w.reason.slice(0, 80), type: "maintenance_window" });
 const span = (w: WindowRow) => ({
   starts_at: new Date(w.starts_at).toISOString(),
@@ -85,7 +86,7 @@ export function windowHandlers(rt: NotifyRuntime): WindowHandlers {
         const endedEarly = w.ends_at < old.ends_at && w.ends_at <= clock.now();
         await emit({
           type: "maintenance.window.updated",
-          summary: `maintenance window ${w.id} ${endedEarly ? "ended early" : "updated"} by ${ctx.actor.name}`,
+          summary: `maintenance window '${ref(w).name}' ${endedEarly ? "ended early" : "updated"} by ${ctx.actor.name}`,
           actor: ctx.actor,
           target: ref(w),
           metadata: { ...span(w), previous: span(old), ended_early: endedEarly },
@@ -102,7 +103,7 @@ export function windowHandlers(rt: NotifyRuntime): WindowHandlers {
         await windowsDb.remove(db, w.id);
         await emit({
           type: "maintenance.window.deleted",
-          summary: `maintenance window ${w.id} deleted by ${ctx.actor.name}`,
+          summary: `maintenance window '${ref(w).name}' deleted by ${ctx.actor.name}`,
           actor: ctx.actor,
           target: ref(w),
           metadata: span(w),

@@ -32,24 +32,53 @@ type Refusal = keyof typeof refusals;
 export function resolveHandlers({ deps, keyring, agents }: HandlerContext): ResolveHandlers {
   const { pool, events, clock, log } = deps;
 
-  /** Records the refusal as secret.denied and returns the error to throw. */
+  /** The agent a node id or name refers to; undefined when there is none. */
+  const agentOf = async (ref: string, ctx: CallContext): Promise<Agent | undefined> => {
+    try {
+      return await agents.getAgent({ id: ref }, { actor: SELF, requestId: ctx.requestId });
+    } catch (err) {
+      if (err instanceof OrchError && err.code === "NOT_FOUND") return undefined;
+      throw err;
+    }
+  };
+
+  /**
+   * Records the refusal as secret.denied and returns the error to throw. Both name the agent by
+   * its name (found when the refusal came before the lookup); its node id stays in metadata.
+   */
   const deny = async (
     ctx: CallContext,
     reason: Refusal,
     name: string,
-    nodeId: string,
+    ref: string,
     operationId: string,
+    known?: Agent,
   ): Promise<OrchError> => {
+    let agent = known;
+    if (!agent && reason !== "agent_not_found") {
+      try {
+        agent = await agentOf(ref, ctx);
+      } catch (err) {
+        // The refusal stands without the name: the agents service is away.
+        log.warn({ err, node_id: ref }, "agent not looked up for a secret refusal");
+      }
+    }
+    const label = agent?.name || agent?.nodeId || ref;
     await events.tx(async (_db, emit) => {
       await emit({
         type: "secret.denied",
-        summary: `secret ${name} refused for agent ${nodeId}: ${reason}`,
+        summary: `secret ${name} refused for agent ${label}: ${reason}`,
         actor: ctx.actor,
         target: secretRef(name),
-        metadata: { node_id: nodeId, operation_id: operationId, reason },
+        metadata: {
+          node_id: agent?.nodeId ?? ref,
+          node_name: agent?.name ?? "",
+          operation_id: operationId,
+          reason,
+        },
       });
     });
-    return refusals[reason](name, nodeId);
+    return refusals[reason](name, label);
   };
 
   return {
@@ -62,16 +91,10 @@ export function resolveHandlers({ deps, keyring, agents }: HandlerContext): Reso
       if (row.expires_at !== null && Number(row.expires_at) <= clock.now())
         throw await deny(ctx, "secret_expired", row.name, req.nodeId, req.operationId);
 
-      let agent: Agent;
-      try {
-        agent = await agents.getAgent({ id: req.nodeId }, { actor: SELF, requestId: ctx.requestId });
-      } catch (err) {
-        if (err instanceof OrchError && err.code === "NOT_FOUND")
-          throw await deny(ctx, "agent_not_found", row.name, req.nodeId, req.operationId);
-        throw err;
-      }
+      const agent = await agentOf(req.nodeId, ctx);
+      if (!agent) throw await deny(ctx, "agent_not_found", row.name, req.nodeId, req.operationId);
       const decision = decide(row.restriction, { nodeId: agent.nodeId, status: agent.status, tags: agent.tags });
-      if (!decision.ok) throw await deny(ctx, decision.reason, row.name, agent.nodeId, req.operationId);
+      if (!decision.ok) throw await deny(ctx, decision.reason, row.name, agent.nodeId, req.operationId, agent);
 
       let value: string;
       try {
@@ -92,7 +115,7 @@ export function resolveHandlers({ deps, keyring, agents }: HandlerContext): Reso
           summary: `secret ${row.name} resolved for agent ${agent.name || agent.nodeId}`,
           actor: ctx.actor,
           target: secretRef(row.name),
-          metadata: { node_id: agent.nodeId, operation_id: req.operationId },
+          metadata: { node_id: agent.nodeId, node_name: agent.name, operation_id: req.operationId },
         });
       });
       return { name: row.name, value };

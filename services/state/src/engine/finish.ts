@@ -1,3 +1,4 @@
+import { agree, count } from "@orch/contracts";
 import type { Emit, EventInput, PoolClient } from "@orch/kit";
 import { operationsDb, type Finish, type OperationRow } from "../db/operations.js";
 import {
@@ -227,7 +228,7 @@ async function recordRemediation(
         if (!rec.drifted)
           await emit({
             type: "drift.cleared",
-            summary: `drift on ${row.node_name || row.node_id} cleared by enforcement apply ${row.id}`,
+            summary: `drift on ${row.node_name || row.node_id} cleared by the enforcement of ${row.assignment}`,
             actor: actorOf(row),
             target: targetOf(row),
             metadata: { drift_id: rec.id, operation_id: row.id, previous_drift_id: prev.id },
@@ -277,7 +278,7 @@ async function recordDrift(
   if (rec.drifted && (!prev?.drifted || !sameSet(keys(prev), keys(rec)))) {
     await emit({
       type: "drift.detected",
-      summary: `drift on ${who}: ${resources.length} resource${resources.length === 1 ? "" : "s"} no longer match (${keys(rec).slice(0, 5).join(", ")}${resources.length > 5 ? ", …" : ""})`,
+      summary: `drift on ${who}: ${count(resources.length, "resource")} no longer ${agree(resources.length, "matches", "match")} (${keys(rec).slice(0, 5).join(", ")}${resources.length > 5 ? ", …" : ""})`,
       actor: actorOf(row),
       target: targetOf(row),
       metadata: { drift_id: rec.id, operation_id: row.id, resources: keys(rec) },

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import type { StateService } from "@orch/contracts";
+import { count, type StateService } from "@orch/contracts";
 import { keysetPage, notFound, pageCursor, pageLimit, precondition, type Handlers } from "@orch/kit";
 import { checkModuleContent, validName } from "../validate.js";
 import { assignmentsDb, modulesDb, type ModuleRow } from "../db/catalog.js";
@@ -45,7 +45,7 @@ export function moduleHandlers({ deps }: Engine): ModuleHandlers {
           if (replaced && !existing) throw new CreatedMeanwhile();
           await emit({
             type: "module.uploaded",
-            summary: `module ${name} ${replaced ? "replaced" : "uploaded"} by ${ctx.actor.name} (${row.resource_count} resources)`,
+            summary: `module ${name} ${replaced ? "replaced" : "uploaded"} by ${ctx.actor.name} (${count(row.resource_count, "resource")})`,
             actor: ctx.actor,
             target: { id: name, name, type: "module" },
             metadata: {

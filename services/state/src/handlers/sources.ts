@@ -1,4 +1,4 @@
-import type { StateService } from "@orch/contracts";
+import { count, type StateService } from "@orch/contracts";
 import { keysetPage, pageCursor, pageLimit, type Handlers } from "@orch/kit";
 import { sourceMsg } from "../convert.js";
 import { sourcesDb } from "../db/sources.js";
@@ -41,7 +41,7 @@ const deleteSource =
       const row = (await sourcesDb.remove(db, req.name))!;
       await emit({
         type: "source.deleted",
-        summary: `git source ${row.name} deleted by ${ctx.actor.name}; its ${before.module_count} modules and ${before.assignment_count} assignments stay, no longer managed`,
+        summary: `git source ${row.name} deleted by ${ctx.actor.name}; its ${count(before.module_count, "module")} and ${count(before.assignment_count, "assignment")} stay, no longer managed`,
         actor: ctx.actor,
         target: sourceRef(row.name),
         metadata: {

@@ -1,3 +1,4 @@
+import { count } from "@orch/contracts";
 import type { Actor, Emit, Queryable } from "@orch/kit";
 import { assignmentsDb, modulesDb, sourceCatalogDb, type AssignmentRow, type ModuleRow } from "../db/catalog.js";
 import { definitionOf, type TreeDiff } from "./diff.js";
@@ -82,7 +83,7 @@ async function writeModules(w: Writing): Promise<void> {
     await modulesDb.upsert(db, row);
     await emit({
       type: "module.uploaded",
-      summary: `module ${m.name} ${replaced ? "replaced" : "uploaded"} by ${by} (${row.resource_count} resources)`,
+      summary: `module ${m.name} ${replaced ? "replaced" : "uploaded"} by ${by} (${count(row.resource_count, "resource")})`,
       actor: a.actor,
       target: { id: m.name, name: m.name, type: "module" },
       metadata: {

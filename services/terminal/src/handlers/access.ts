@@ -57,9 +57,13 @@ export function accessHandlers(deps: TerminalDeps, recordings: Recordings): Acce
           summary: `${t.operator_name} attached to ${joining ? `${row.operator_name}'s ` : "a "}terminal session on ${row.node_name || row.node_id}`,
           actor: { id: t.operator_id, name: t.operator_name, type: "operator" },
           target: { id: row.id, name: row.node_name || row.node_id, type: "terminal_session" },
-          metadata: { node_id: row.node_id, opened_by: row.operator_name, joining },
+          metadata: { node_id: row.node_id, node_name: row.node_name, opened_by: row.operator_name, joining },
         });
-        const session = toSession(row, recordings.transcriptPath(row.transcript_file));
+        const session = toSession(
+          row,
+          recordings.transcriptPath(row.transcript_file),
+          deps.config.terminal.idle_timeout_seconds,
+        );
         const credential = { tokenHash: t.token_hash, tokenExpiresAt: t.token_expires_at };
         return { session, operatorId: t.operator_id, operatorName: t.operator_name, credential };
       });

@@ -103,7 +103,7 @@ export function openHandlers(deps: TerminalDeps, recordings: Recordings): OpenHa
         return { opened, ticket };
       });
       return {
-        session: toSession(out.opened, recordings.transcriptPath(out.opened.transcript_file)),
+        session: toSession(out.opened, recordings.transcriptPath(out.opened.transcript_file), cfg.idle_timeout_seconds),
         ticket: out.ticket,
       };
     },

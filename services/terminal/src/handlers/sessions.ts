@@ -14,7 +14,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function sessionHandlers(deps: TerminalDeps, recordings: Recordings): SessionHandlers {
   const { pool, nc } = deps;
-  const view = (r: SessionRow) => toSession(r, recordings.transcriptPath(r.transcript_file));
+  const view = (r: SessionRow) =>
+    toSession(r, recordings.transcriptPath(r.transcript_file), deps.config.terminal.idle_timeout_seconds);
 
   return {
     async listSessions(req, ctx) {

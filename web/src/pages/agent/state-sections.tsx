@@ -15,12 +15,13 @@ import {
   useRunOnAgent,
 } from "../../api/state";
 import { useModules } from "../../api/modules";
-import { driftStatus, resultText, statusLabel } from "../../lib/operation-text";
+import { driftStatus, resultText } from "../../lib/operation-text";
 import { useUrlState } from "../../lib/url-state";
 import { Badge, EmptyState, Loading, ProblemMessage, QueryStatus, Section, Time, toneOf } from "../../ui";
 import { ItemTable } from "../parts/item-table";
 import { DiffModeToggle, DiffView } from "../../ui/diff-view";
 import { OperationResults } from "../parts/operation-results";
+import { OperationBadge } from "./operation-badge";
 import { OperationSummary } from "./operation-summary";
 
 export function StateSection({ nodeId }: { nodeId: string }) {
@@ -106,7 +107,8 @@ export function OperationsSection({ nodeId }: { nodeId: string }) {
     <Section title="Recent operations">
       <QueryStatus query={ops}>
         <ItemTable
-          label="Recent operations"
+          label="Recent operations table"
+          className="cards"
           columns={["Operation", "Started", "Kind", "Status", "Modules", "Result", "By"]}
           items={list}
           empty={
@@ -115,21 +117,23 @@ export function OperationsSection({ nodeId }: { nodeId: string }) {
         >
           {(o) => (
             <tr key={o.id}>
-              <td className="mono">
+              <td className="mono" data-label="Operation">
                 <Link href={`/operations/${o.id}`}>{o.id}</Link>
               </td>
-              <td>
+              <td data-label="Started">
                 <Time value={o.started_at ?? o.created_at} />
               </td>
-              <td>{o.kind}</td>
-              <td>
-                <Badge tone={toneOf(o.status)}>{statusLabel(o.status)}</Badge>
+              <td data-label="Kind">{o.kind}</td>
+              <td data-label="Status">
+                <OperationBadge operation={o} />
               </td>
-              <td className="mono">{o.modules.join(", ")}</td>
-              <td>
+              <td className="mono" data-label="Modules">
+                {o.modules.join(", ")}
+              </td>
+              <td data-label="Result">
                 <span title={o.error_code ?? undefined}>{resultText(o)}</span>
               </td>
-              <td>{o.actor.name || o.assignment || "—"}</td>
+              <td data-label="By">{o.actor.name || o.assignment || "—"}</td>
             </tr>
           )}
         </ItemTable>

@@ -7,30 +7,40 @@
  * returns the same agents keeps the scroll position and the DOM nodes.
  */
 import { useVirtualizer } from "@tanstack/react-virtual";
-import { memo, useRef } from "react";
+import { memo, useEffect, useRef } from "react";
 import { Link } from "wouter";
 import type { Agent } from "../../api/agents";
 import { osLabel, tagList } from "../../lib/agent-format";
 import { Badge, EmptyState, Time, toneOf } from "../../ui";
+import { useNarrow } from "../../ui/use-narrow";
+import { DriftBadge } from "./drift-badge";
+import "./fleet.css";
 
 export const ROW_HEIGHT = 40;
-const COLUMNS = ["Name", "Node ID", "Status", "Connected", "Last seen", "OS", "Tags"] as const;
+const COLUMNS = ["Name", "Node ID", "Status", "Connected", "Drift", "Last seen", "OS", "Tags"] as const;
+/** A row as a card at phone width (pages.css, .vtable.cards): one 25 px line per column. */
+const CARD_HEIGHT = COLUMNS.length * 25 + 12;
 
 export function AgentTable({ agents }: { agents: Agent[] }) {
   const scrollRef = useRef<HTMLDivElement>(null);
+  const narrow = useNarrow();
   const virtualizer = useVirtualizer({
     count: agents.length,
     getScrollElement: () => scrollRef.current,
-    estimateSize: () => ROW_HEIGHT,
+    estimateSize: () => (narrow ? CARD_HEIGHT : ROW_HEIGHT),
     getItemKey: (i) => agents[i]?.node_id ?? i,
     overscan: 10,
   });
   const items = virtualizer.getVirtualItems();
+  // biome-ignore lint/correctness/useExhaustiveDependencies: the rows' size follows `narrow`: place them again when it changes.
+  useEffect(() => {
+    virtualizer.measure();
+  }, [narrow, virtualizer]);
 
   return (
     <div
       ref={scrollRef}
-      className="table vtable"
+      className="table vtable cards fleet-agents"
       role="table"
       aria-label="Agents"
       aria-rowcount={agents.length + 1}
@@ -84,25 +94,28 @@ const AgentRow = memo(function AgentRow({
       className="vtable-row"
       style={{ height, transform: `translateY(${top}px)` }}
     >
-      <div role="cell" className="truncate">
+      <div role="cell" className="truncate" data-label="Name">
         <Link href={`/agents/${agent.node_id}`}>{agent.name ?? agent.node_id.slice(0, 12)}</Link>
       </div>
-      <div role="cell" className="mono truncate" title={agent.node_id}>
+      <div role="cell" className="mono truncate" title={agent.node_id} data-label="Node ID">
         {agent.node_id}
       </div>
-      <div role="cell">
+      <div role="cell" data-label="Status">
         <Badge tone={toneOf(agent.status)}>{agent.status}</Badge>
       </div>
-      <div role="cell">
+      <div role="cell" data-label="Connected">
         <Badge tone={agent.connected ? "ok" : "neutral"}>{agent.connected ? "yes" : "no"}</Badge>
       </div>
-      <div role="cell">
+      <div role="cell" data-label="Drift">
+        {agent.status === "approved" ? <DriftBadge nodeId={agent.node_id} /> : "—"}
+      </div>
+      <div role="cell" data-label="Last seen">
         <Time value={agent.last_seen} />
       </div>
-      <div role="cell" className="truncate" title={os}>
+      <div role="cell" className="truncate" title={os} data-label="OS">
         {os}
       </div>
-      <div role="cell" className="truncate chips" title={tags.join(", ")}>
+      <div role="cell" className="truncate chips" title={tags.join(", ")} data-label="Tags">
         {tags.map((t) => (
           <span key={t} className="chip">
             {t}

@@ -1,4 +1,4 @@
-import type { ReactNode } from "react";
+import { type ReactNode, useLayoutEffect, useRef } from "react";
 import { Pager } from "../../ui/pager";
 import { TableRegion } from "./table-region";
 
@@ -12,6 +12,11 @@ interface ItemTableProps<T> {
   empty: ReactNode;
   /** One <tr> (with its key) per item. */
   children: (item: T) => ReactNode;
+  /**
+   * Extra classes of the <table>. Every ItemTable is "cards" (one card per row on a phone): cells
+   * without a data-label of their own are given their column's name.
+   */
+  className?: string;
 }
 
 /**
@@ -22,11 +27,16 @@ interface ItemTableProps<T> {
  *     {(m) => <tr key={m.name}>…</tr>}
  *   </ItemTable>
  */
-export function ItemTable<T>({ label, columns, items, empty, children }: ItemTableProps<T>) {
+export function ItemTable<T>({ label, columns, items, empty, children, className }: ItemTableProps<T>) {
+  const table = useRef<HTMLTableElement>(null);
+  const shown = columns.filter((c): c is string => c !== false);
+  // The rows are the caller's (cells may come from components), so cells are named in the DOM.
+  useLayoutEffect(() => labelCells(table.current, shown));
   if (items.length === 0) return <>{empty}</>;
+  const extra = (className ?? "").split(/\s+/).filter((c) => c !== "" && c !== "cards");
   return (
     <TableRegion label={label}>
-      <table className="table">
+      <table className={["table", "cards", ...extra].join(" ")} ref={table}>
         <thead>
           <tr>
             {columns.map((c) =>
@@ -42,6 +52,19 @@ export function ItemTable<T>({ label, columns, items, empty, children }: ItemTab
       </table>
     </TableRegion>
   );
+}
+
+/** Sets data-label, its column's name, on every body cell that has none (see .table.cards). */
+function labelCells(table: HTMLTableElement | null, columns: readonly string[]) {
+  if (!table) return;
+  for (const body of table.tBodies) {
+    for (const row of body.rows) {
+      for (const cell of row.cells) {
+        const name = columns[cell.cellIndex];
+        if (name !== undefined && !cell.hasAttribute("data-label")) cell.setAttribute("data-label", name);
+      }
+    }
+  }
 }
 
 /**

@@ -57,7 +57,7 @@ export function OperationResults({
         </p>
       ) : null}
       <TableRegion label={`Results on ${name}`}>
-        <table className="table">
+        <table className="table cards">
           <thead>
             <tr>
               <th scope="col">Resource</th>
@@ -69,12 +69,14 @@ export function OperationResults({
           <tbody>
             {results.map((r) => (
               <tr key={resourceKey(r)}>
-                <td className="mono">{resourceKey(r)}</td>
-                <td>{r.type}</td>
-                <td>
+                <td className="mono" data-label="Resource">
+                  {resourceKey(r)}
+                </td>
+                <td data-label="Type">{r.type}</td>
+                <td data-label="Status">
                   <Badge tone={statusTone(r.status)}>{r.status}</Badge>
                 </td>
-                <td>
+                <td data-label="Message">
                   {r.message ? <span className="result-message">{r.message}</span> : null}
                   {r.has_output ? <OutputDisclosure operation={operation} result={r} /> : null}
                 </td>

@@ -21,7 +21,7 @@ export const file_orch_v1_audit: GenFile = /*@__PURE__*/
  */
 export type AuditFilter = Message<"orch.v1.AuditFilter"> & {
   /**
-   * Agent node id or name, matched on an actor or target of type agent.
+   * Agent node id or name, matched on an actor or target of type agent or on metadata node_id / node_name.
    *
    * @generated from field: string agent = 1;
    */
