@@ -28,7 +28,8 @@ t.teardown(async () => {
 const client = rpcClient(nc, "", AgentTerminalService, { timeoutMs: 5000, subjectBase: `orch.agent.${agent.nodeId}` });
 const timers = { heartbeatIntervalMs: 100, orphanTimeoutMs: 0, attachTimeoutMs: 30_000, detachGraceMs: 0 };
 
-async function session() {
+/** A session; with `attached: false` the caller attaches (output is held until then). */
+async function session({ attached = true } = {}) {
   const id = randomBytes(13).toString("hex").toUpperCase();
   const w = { out: "", messages: [] as number[], exited: false };
   nc.subscribe(`orch.term.${id}.out`, {
@@ -43,13 +44,19 @@ async function session() {
   await nc.flush();
   await client.openTerminal({ sessionId: id, shell: "/bin/sh", cols: 80, rows: 24, ...timers });
   const send = (kind: "in" | "ctl", s: string) => nc.publish(`orch.term.${id}.${kind}`, Buffer.from(s));
-  send("ctl", '{"type":"attach"}');
-  return { w, input: (s: string) => send("in", s) };
+  const attach = () => send("ctl", '{"type":"attach"}');
+  if (attached) attach();
+  return { w, input: (s: string) => send("in", s), attach };
 }
 
 t.test("a keystroke's echo after a pause is published at once, not after the batching window", async (t) => {
-  const { w, input } = await session();
+  // Set up before attaching: the echo of this line, the prompt and READY come out back to back,
+  // which the batcher rightly takes for a program's output (it waits for the window); held until
+  // the attach, they are published together by it.
+  const { w, input, attach } = await session({ attached: false });
   input("stty raw -echo; echo RE''ADY; exec cat\n");
+  await new Promise((r) => setTimeout(r, 200)); // the shell runs the line meanwhile (not an assertion)
+  attach();
   await eventually(() => w.out.includes("READY"), 10_000);
   for (const ch of ["a", "b", "c"]) {
     await new Promise((r) => setTimeout(r, 50)); // a typist's pause; not a timing assertion

@@ -6,6 +6,7 @@ import { promisify } from "node:util";
 import pg from "pg";
 import type { DbHandle } from "./database.js";
 import { freePort } from "./ports.js";
+import { waitMs } from "./wait.js";
 
 const run = promisify(execFile);
 
@@ -98,8 +99,12 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
       });
     },
     async stop(mode = "fast") {
+      const was = pid();
       if (!running()) return;
       await asPg("pg_ctl", ["stop", "-D", data, "-m", mode, "-w", "-t", "60"]);
+      // pg_ctl returns once postmaster.pid is gone, which the postmaster removes on its way out:
+      // on a busy machine the process can outlive it by a moment. Stopped means gone.
+      if (was) await processGone(was, waitMs(10_000));
     },
     async restart(mode = "fast") {
       await handle.stop(mode);
@@ -173,4 +178,20 @@ function startWatchdog(owner: number, dir: string, data: string) {
   const child = spawn("sh", ["-c", script], { detached: true, stdio: "ignore" });
   child.unref();
   return child;
+}
+
+/** Resolves once `pid` has exited (gone, or a zombie nobody reaped); throws after `timeoutMs`. */
+async function processGone(pid: number, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    let state: string;
+    try {
+      state = readFileSync(`/proc/${pid}/stat`, "utf8");
+    } catch {
+      return;
+    }
+    if (/^\d+ \(.*\) Z/.test(state)) return;
+    if (Date.now() > until) throw new Error(`postmaster ${pid} still running ${timeoutMs} ms after pg_ctl stop`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
 }
