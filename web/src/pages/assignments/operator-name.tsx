@@ -3,6 +3,7 @@
  * are not operator ids (a system actor) and operators that are gone show as given.
  */
 import { ULID_RE } from "@orch/contracts/rules/ids";
+import { isStatus } from "../../api/client";
 import { useOperator } from "../../api/operators";
 
 export function OperatorName({ id }: { id: string }) {
@@ -11,5 +12,10 @@ export function OperatorName({ id }: { id: string }) {
   if (!isOperatorId) return <>{id}</>;
   if (operator.data) return <span title={id}>{operator.data.name}</span>;
   // Not known (yet): a neutral word, never the raw id where a name belongs.
-  return <span title={id}>{operator.isError ? "a removed operator" : "…"}</span>;
+  // Gone (404) says so; any other failure says nothing it does not know.
+  return (
+    <span title={id}>
+      {isStatus(operator.error, 404) ? "a removed operator" : operator.isError ? "an operator" : "…"}
+    </span>
+  );
 }
