@@ -1,5 +1,5 @@
 /**
- * npm run bench -- fanout [--agents 500] [--resources 20] [--exec-ms 20] [--concurrency 200]
+ * npm run bench -- fanout [--agents 500] [--resources 20] [--exec-ms 20] [--concurrency 200] [--template-loop]
  *
  * Assignment fan-out at fleet scale: one agents-service process and one state-service process
  * (their dist/main.js, a fresh database, a private nats-server) and a load-generator child
@@ -12,6 +12,9 @@
  * each service sent and NATS messages, per operation. Goals: 500 agents applied in < 1.5 s, and at
  * least 1,000 operations/s at larger sizes (10,000 agents in < 10 s). Raw figures go to bench/results/.
  * ORCH_BENCH_NODE_OPTIONS is passed to the services (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+ * `--template-loop` makes the module version 2 (docs/modules.md, Templates (version 2)): its first
+ * file renders a loop over a 50-item list from the `defaults` value set, and the bench prints the
+ * render CPU per agent (lib/render-cpu.ts).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -32,6 +35,7 @@ import { approveTagged } from "./lib/approve-tagged.js";
 import { children, stopChildren } from "./lib/children.js";
 import { intOptions } from "./lib/int-options.js";
 import { countingEnv, natsMessages, natsMonitorConfig, statements } from "./lib/fanout-costs.js";
+import { printRenderCpu, UPSTREAMS } from "./lib/render-cpu.js";
 import { cpuSeconds, natsServerPid } from "./lib/proc-cpu.js";
 import { forkLinkFleet, linksUp, type LinkFleet } from "./lib/link-fleet.js";
 import type { StateCounters } from "./lib/sim-state-agent.js";
@@ -45,12 +49,17 @@ const {
   resources: R,
   "exec-ms": execMs,
   concurrency,
-} = intOptions("fanout", {
-  agents: { default: 500, min: 1, max: 20_000 },
-  resources: { default: 20, min: 1, max: 500 },
-  "exec-ms": { default: 20, min: 0, max: 60_000 },
-  concurrency: { default: 200, min: 1, max: 10_000 },
-});
+  "template-loop": templateLoop,
+} = intOptions(
+  "fanout",
+  {
+    agents: { default: 500, min: 1, max: 20_000 },
+    resources: { default: 20, min: 1, max: 500 },
+    "exec-ms": { default: 20, min: 0, max: 60_000 },
+    concurrency: { default: 200, min: 1, max: 10_000 },
+  },
+  ["template-loop"],
+);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -96,10 +105,18 @@ async function startService(
   }
 }
 
+/** With --template-loop, the first file: an upstream list from values, as a web server's config is. */
+const LOOP = '"{% for u in values.upstreams %}server {{ u.host }}:{{ u.port }} max_fails=3;\\n{% endfor %}"';
+
 function moduleYaml(): string {
   const lines = ["name: bench-web", "description: a 20-resource module for the fan-out bench", "resources:"];
+  if (templateLoop) lines.unshift("version: 2");
   for (let i = 0; i < R; i++) {
     if (i % 5 === 0) lines.push(`  - { id: dir-${i}, type: directory, path: /srv/bench/d${i} }`);
+    else if (templateLoop && i === 1)
+      lines.push(
+        `  - { id: file-${i}, type: file, path: /srv/bench/d0/upstreams.conf, content: ${LOOP}, requires: [dir-0] }`,
+      );
     else if (i % 5 === 4)
       lines.push(
         `  - { id: run-${i}, type: exec, command: 'true', creates: /srv/bench/done-${i}, requires: [file-${i - 1}] }`,
@@ -297,7 +314,7 @@ async function stopService(child: ChildProcess | undefined) {
 
 async function main() {
   console.error(
-    `bench fanout (${cpus().length} cores, load average ${loadavg()[0]!.toFixed(1)} at the start): ${N} simulated agents, ${R}-resource module, ${execMs} ms per Execute, state.fanout_concurrency=${concurrency}`,
+    `bench fanout (${cpus().length} cores, load average ${loadavg()[0]!.toFixed(1)} at the start): ${N} simulated agents, ${R}-resource module${templateLoop ? " (version 2, a 50-item template loop)" : ""}, ${execMs} ms per Execute, state.fanout_concurrency=${concurrency}`,
   );
   const natsMonitor = await freePort();
   const nats = await startNats({ configFile: natsMonitorConfig(natsMonitor) });
@@ -327,6 +344,11 @@ async function main() {
     console.error(`  ${N} agents approved and tagged`);
 
     const state = rpcClient(nc, "state", StateService, { timeoutMs: 30_000 });
+    if (templateLoop)
+      await state.putValueSet(
+        { name: "defaults", selector: "", priority: 0, description: "", values: { upstreams: UPSTREAMS }, content: "" },
+        { actor: ACTOR },
+      );
     await state.uploadModule({ name: "bench-web", content: moduleYaml() }, { actor: ACTOR });
     await state.createAssignment(
       { name: "bench", selector: "env=bench,role in (web,db)", modules: ["bench-web"] },
@@ -381,6 +403,7 @@ async function main() {
     }
     printCosts(rows);
     console.log(`\nExecute calls answered by the simulated agents: ${stats.executes} (${stats.resources} resources)`);
+    if (templateLoop) printRenderCpu(moduleYaml());
     const apply = rows[0]!;
     // 500 agents within 1.5 s; larger fleets at 1,000 operations/s or more (10,000 within 10 s).
     const limit = N <= 500 ? 1.5 : Math.max(1.5, N / 1000);
@@ -395,7 +418,10 @@ async function main() {
     const dir = fileURLToPath(new URL("./results/", import.meta.url));
     mkdirSync(dir, { recursive: true });
     const file = join(dir, `fanout-${N}-${new Date().toISOString().replace(/[:.]/g, "-")}.json`);
-    writeFileSync(file, JSON.stringify({ agents: N, resources: R, execMs, concurrency, rows, stats }, null, 2));
+    writeFileSync(
+      file,
+      JSON.stringify({ agents: N, resources: R, execMs, concurrency, templateLoop, rows, stats }, null, 2),
+    );
     console.log(`raw figures: ${file}`);
   } finally {
     fleet?.command({ type: "stop" });

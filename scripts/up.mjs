@@ -254,6 +254,10 @@ if (args["insecure-bus"]) {
         `(nats-server -c ${shownPath(busConfFile)} -js), unset NATS_URL to let up start its own, ` +
         "or pass --insecure-bus to use an open bus (debugging only)",
     );
+  // nats-server logs the refused probe as an [ERR]: say it was ours, so nobody goes looking for it.
+  say(
+    'checked: NATS refuses clients without credentials (its log shows that probe as one "authentication error - User \\"\\"")',
+  );
   const gateway = await busAnswer(natsUrl, { user: "gateway", pass: passwords.gateway });
   if (gateway !== "ok")
     fail(

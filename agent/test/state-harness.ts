@@ -47,6 +47,8 @@ export interface Res {
   spec: JsonObject;
   module?: string;
   requires?: string[];
+  onchanges?: string[];
+  triggeredBy?: string[];
 }
 
 /** The served Execute handler, called the way the link calls it. */
@@ -70,6 +72,8 @@ export async function stateHarness() {
         type: r.type,
         spec: r.spec,
         requires: r.requires ?? [],
+        onchanges: r.onchanges ?? [],
+        triggeredBy: r.triggeredBy ?? [],
       })),
     });
     const ctx: AgentCallContext = { deadline: Date.now() + (opts.timeoutMs ?? 60_000) };

@@ -13,6 +13,7 @@ import { AgentError, type AgentCallContext, type AgentLogger } from "../runtime.
 import { masker, maskJson, mentionsAny } from "./mask.js";
 import { loadSealedPaths, type SealedPaths } from "./sealed-paths.js";
 import { topoOrder } from "./order.js";
+import { decide, type Status, type TriggerNode } from "./triggers.js";
 import {
   SpecError,
   UnsupportedError,
@@ -22,7 +23,7 @@ import {
   type ProviderContext,
 } from "./types.js";
 
-export type Status = "ok" | "changed" | "failed" | "skipped" | "unsupported";
+export type { Status };
 /** A ResourceResult as built here (fields named as in the generated message). */
 interface Result {
   id: string;
@@ -56,8 +57,10 @@ const replyMargin = (budgetMs: number) => Math.min(2000, Math.max(100, budgetMs 
 const keyOf = (module: string, id: string) => `${module}/${id}`;
 
 /**
- * The Execute handler: orders the resources by `requires`, checks (plan) or enforces (apply) each,
- * skips the dependents of anything that did not succeed, and masks secrets in everything returned.
+ * The Execute handler: orders the resources by `requires` (and `onchanges`/`triggered_by`), checks
+ * (plan) or enforces (apply) each, skips the dependents of anything that did not succeed, runs an
+ * `onchanges` resource only after a change, refreshes a triggered service once (triggers.ts), and
+ * masks secrets in everything returned.
  * Executions on one agent run one at a time: a drift check during an apply would otherwise
  * observe a half-applied machine.
  */
@@ -82,9 +85,16 @@ async function executeOne(
   const mode = req.mode;
   const nodes = req.resources.map((r, i) => {
     if (!r.id) throw new AgentError("INVALID_ARGUMENT", "invalid_resource", `resource ${i} has no id`);
-    const key = keyOf(r.module, r.id);
-    // A bare id in requires means a resource of the same module.
-    return { key, requires: r.requires.map((q) => (q.includes("/") ? q : keyOf(r.module, q))), res: r };
+    // A bare id means a resource of the same module.
+    const keys = (qs: string[]) => qs.map((q) => (q.includes("/") ? q : keyOf(r.module, q)));
+    return {
+      key: keyOf(r.module, r.id),
+      type: r.type,
+      requires: keys(r.requires),
+      onchanges: keys(r.onchanges),
+      triggeredBy: keys(r.triggeredBy),
+      res: r,
+    };
   });
   const ordered = topoOrder(nodes);
   const mask = masker(req.mask);
@@ -95,38 +105,7 @@ async function executeOne(
   for (const node of ordered) {
     const { res } = node;
     const started = performance.now();
-    const base = { id: res.id, module: res.module, type: res.type };
-    let result: Result;
-    const blocker = node.requires.find((k) => statusOf.get(k) !== "ok" && statusOf.get(k) !== "changed");
-    if (blocker) {
-      result = {
-        ...base,
-        status: "skipped",
-        changed: false,
-        message: `skipped: requires ${blocker}, which is ${statusOf.get(blocker)}`,
-      };
-    } else if (Date.now() >= until) {
-      result = {
-        ...base,
-        status: "skipped",
-        changed: false,
-        message: "skipped: the operation's deadline was reached before this resource ran",
-      };
-    } else {
-      const spec = (res.spec ?? {}) as Record<string, unknown>;
-      // The server resolves secrets only for resources rendered with one, and sends every value it
-      // resolved: a spec holding one of them is this resource's secret.
-      const secret = mentionsAny(spec, req.mask);
-      const content = pathOf(spec, CONTENT_PATH_FIELDS[res.type]);
-      const seal = content !== undefined && (secret || (await sealed.has(content)));
-      const outcome = await traced(res, mode, () =>
-        runResource(deps.providers[res.type], res.type, mode, spec, { deadline: until, secret, sealed: seal }),
-      );
-      result = { ...base, ...(seal ? sealOutcome(outcome) : outcome) };
-      await remember(sealed, res.type, spec, mode, secret, result.status).catch((err: Error) =>
-        deps.log.warn({ err: err.message, resource: node.key }, "sealed paths not updated"),
-      );
-    }
+    const result = await settle(deps, sealed, { mode, until, mask: req.mask }, node, statusOf);
     result.durationMs = performance.now() - started;
     results.push(maskResult(result, mask));
     statusOf.set(node.key, result.status);
@@ -160,6 +139,59 @@ async function executeOne(
 }
 
 type Outcome = Omit<Result, "id" | "module" | "type">;
+type ExecNode = TriggerNode & { requires: string[]; res: ExecuteRequest["resources"][number] };
+
+/**
+ * One resource's result: skipped when a requirement did not succeed or the deadline is near, not
+ * run when its triggers say so (triggers.ts), otherwise checked or applied by its provider.
+ */
+async function settle(
+  deps: ExecuteDeps,
+  sealed: SealedPaths,
+  op: { mode: "plan" | "apply"; until: number; mask: readonly string[] },
+  node: ExecNode,
+  statusOf: ReadonlyMap<string, Status>,
+): Promise<Result> {
+  const { res } = node;
+  const base = { id: res.id, module: res.module, type: res.type };
+  const blocker = node.requires.find((k) => statusOf.get(k) !== "ok" && statusOf.get(k) !== "changed");
+  if (blocker)
+    return {
+      ...base,
+      status: "skipped",
+      changed: false,
+      message: `skipped: requires ${blocker}, which is ${statusOf.get(blocker)}`,
+    };
+  if (Date.now() >= op.until)
+    return {
+      ...base,
+      status: "skipped",
+      changed: false,
+      message: "skipped: the operation's deadline was reached before this resource ran",
+    };
+  const decision = decide(node, statusOf, op.mode);
+  if (!decision.run) return { ...base, status: decision.status, changed: false, message: decision.message };
+  const spec = (res.spec ?? {}) as Record<string, unknown>;
+  // The server resolves secrets only for resources rendered with one, and sends every value it
+  // resolved: a spec holding one of them is this resource's secret.
+  const secret = mentionsAny(spec, op.mask);
+  const content = pathOf(spec, CONTENT_PATH_FIELDS[res.type]);
+  const seal = content !== undefined && (secret || (await sealed.has(content)));
+  const outcome = await traced(res, op.mode, () =>
+    runResource(deps.providers[res.type], res.type, op.mode, spec, {
+      deadline: op.until,
+      secret,
+      sealed: seal,
+      ...(decision.refresh ? { refresh: decision.refresh } : {}),
+    }),
+  );
+  if (decision.note) outcome.message = outcome.message ? `${outcome.message}; ${decision.note}` : decision.note;
+  const result: Result = { ...base, ...(seal ? sealOutcome(outcome) : outcome) };
+  await remember(sealed, res.type, spec, op.mode, secret, result.status).catch((err: Error) =>
+    deps.log.warn({ err: err.message, resource: node.key }, "sealed paths not updated"),
+  );
+  return result;
+}
 
 /**
  * One span per resource that runs (skipped ones never reach a provider): resource.check in a plan,

@@ -1,4 +1,4 @@
-import { AgentStateService } from "@orch/contracts";
+import { AgentStateService, STATE_FEATURE_TRIGGERS, STATE_FEATURES_ATTRIBUTE } from "@orch/contracts";
 import type { Feature } from "../runtime.js";
 import { createExecute } from "./execute.js";
 import { defaultProviders } from "./providers/index.js";
@@ -16,5 +16,7 @@ export const stateFeature: Feature = async (rt) => {
     publish: (s, d) => rt.publish(s, d),
     sealed,
   });
+  // The state service sends onchanges/triggered_by only to an agent that says it understands them.
+  rt.setAttribute(STATE_FEATURES_ATTRIBUTE, [STATE_FEATURE_TRIGGERS].join(","));
   rt.serve(AgentStateService, { execute });
 };

@@ -3,12 +3,20 @@ import { AgentError } from "../runtime.js";
 export interface Node {
   key: string;
   requires: string[];
+  /** Resources whose change this one waits for (`onchanges`): it runs after them. */
+  onchanges?: string[];
+  /** Resources whose change refreshes this one (`triggered_by`): it runs after all of them. */
+  triggeredBy?: string[];
 }
 
+/** Every edge a node runs after: requires, onchanges and triggered_by. */
+const afterOf = (n: Node): string[] => [...n.requires, ...(n.onchanges ?? []), ...(n.triggeredBy ?? [])];
+
 /**
- * Orders resources so each comes after what it requires. Ties keep the request order, so the
- * same module always runs the same way. Keys are `<module>/<id>`; an unknown or cyclic
- * requirement is a malformed request (the state service validates this first).
+ * Orders resources so each comes after what it requires, waits for (onchanges) or is refreshed by
+ * (triggered_by): a service then restarts once, after every change that asked for it. Ties keep
+ * the request order, so the same module always runs the same way. Keys are `<module>/<id>`; an
+ * unknown or cyclic edge is a malformed request (the state service validates this first).
  */
 export function topoOrder<T extends Node>(nodes: readonly T[]): T[] {
   const index = new Map<string, number>();
@@ -18,7 +26,7 @@ export function topoOrder<T extends Node>(nodes: readonly T[]): T[] {
     index.set(n.key, i);
   });
   const pending = nodes.map((n) => {
-    for (const r of n.requires) {
+    for (const r of afterOf(n)) {
       if (!index.has(r))
         throw new AgentError(
           "INVALID_ARGUMENT",
@@ -27,7 +35,7 @@ export function topoOrder<T extends Node>(nodes: readonly T[]): T[] {
         );
       if (r === n.key) throw new AgentError("INVALID_ARGUMENT", "cyclic_requires", `resource ${n.key} requires itself`);
     }
-    return new Set(n.requires);
+    return new Set(afterOf(n));
   });
   const done = new Set<string>();
   const out: T[] = [];

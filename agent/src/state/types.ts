@@ -15,6 +15,11 @@ export interface ProviderContext {
    * wrote: agent/src/state/sealed-paths.ts): its content is described by size only, never diffed.
    */
   sealed?: boolean;
+  /**
+   * Resources (`<module>/<id>`) that changed in this operation and trigger this one (triggered_by):
+   * a service restarts or reloads once after enforcing its state (check: says it would).
+   */
+  refresh?: readonly string[];
 }
 
 export interface CheckResult {

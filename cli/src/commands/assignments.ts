@@ -23,6 +23,7 @@ import { listCommand } from "../list-command.js";
 import { pages } from "../pages.js";
 import { parseModules, printLines, sleep, useColor } from "./apply.js";
 import { count } from "../format/units.js";
+import { collectParams } from "../parameters.js";
 
 const POLL_MS = 500;
 
@@ -66,6 +67,9 @@ async function followRun(ctx: Context, run: Run, color: boolean): Promise<{ run:
 type Sub = (asg: Command, io: CliIO) => void;
 
 const ENFORCE_HELP = "re-apply drifted resources after a scheduled drift check (see docs/enforce.md)";
+const PARAM_HELP = "a parameter for the modules, value read as YAML (port=8080, 'hosts=[a, b]'); repeatable";
+const PARAMS_FILE_HELP = "a YAML file holding a map of parameters (--param values apply over it)";
+const collect = (v: string, prev: string[]) => [...prev, v];
 
 const create: Sub = (asg, io) =>
   asg
@@ -77,14 +81,24 @@ const create: Sub = (asg, io) =>
     .option("--description <text>", "description")
     .option("--enforce", ENFORCE_HELP)
     .option("--no-enforce", "report drift only (the default)")
+    .option("--param <name=value>", PARAM_HELP, collect, [])
+    .option("--params-file <file>", PARAMS_FILE_HELP)
     .action(
       action(
         io,
         async (
           ctx,
           name: string,
-          opts: { selector: string; modules: string; description?: string; enforce?: boolean },
+          opts: {
+            selector: string;
+            modules: string;
+            description?: string;
+            enforce?: boolean;
+            param: string[];
+            paramsFile?: string;
+          },
         ) => {
+          const parameters = await collectParams({}, opts);
           const a = unwrap(
             await ctx.api.POST("/api/v1/assignments", {
               body: {
@@ -93,6 +107,7 @@ const create: Sub = (asg, io) =>
                 modules: parseModules(opts.modules),
                 description: opts.description ?? null,
                 ...(opts.enforce !== undefined ? { enforce: opts.enforce } : {}),
+                ...(Object.keys(parameters).length ? { parameters } : {}),
               },
             }),
           );
@@ -101,14 +116,22 @@ const create: Sub = (asg, io) =>
       ),
     );
 
-const collect = (v: string, prev: string[]) => [...prev, v];
-
 interface UpdateOpts {
   selector?: string;
   modules?: string;
   module: string[];
   description?: string;
   enforce?: boolean;
+  param: string[];
+  paramsFile?: string;
+  unsetParam: string[];
+}
+
+/** The parameters an update sends: the current ones changed as told; undefined when there are none to send. */
+async function updatedParams(current: Readonly<Record<string, unknown>>, opts: UpdateOpts) {
+  const next = await collectParams(current, opts);
+  for (const n of opts.unsetParam) delete next[n];
+  return Object.keys(next).length || Object.keys(current).length ? next : undefined;
 }
 
 const update: Sub = (asg, io) =>
@@ -122,19 +145,30 @@ const update: Sub = (asg, io) =>
     .option("--description <text>", 'description ("" clears it)')
     .option("--enforce", ENFORCE_HELP)
     .option("--no-enforce", "stop enforcing: report drift only")
+    .option("--param <name=value>", `${PARAM_HELP} (the others are kept)`, collect, [])
+    .option("--params-file <file>", "replace every parameter with this YAML file's map (--param values apply over it)")
+    .option("--unset-param <name>", "drop a parameter; repeatable", collect, [])
     .action(
       action(io, async (ctx, name: string, opts: UpdateOpts) => {
         const listed =
           opts.modules !== undefined || opts.module.length
             ? [...(opts.modules !== undefined ? parseModules(opts.modules) : []), ...opts.module]
             : undefined;
-        if (opts.selector === undefined && !listed && opts.description === undefined && opts.enforce === undefined)
+        const paramsGiven = opts.param.length > 0 || opts.paramsFile !== undefined || opts.unsetParam.length > 0;
+        if (
+          opts.selector === undefined &&
+          !listed &&
+          opts.description === undefined &&
+          opts.enforce === undefined &&
+          !paramsGiven
+        )
           throw new CliError(
-            "nothing to change: give --selector, --modules/--module, --description or --enforce/--no-enforce",
+            "nothing to change: give --selector, --modules/--module, --description, --enforce/--no-enforce or --param/--params-file/--unset-param",
             "invalid_argument",
           );
         // The API replaces the whole definition: what the command was not told to change is sent back as it is.
         const current = unwrap(await ctx.api.GET("/api/v1/assignments/{name}", { params: { path: { name } } }));
+        const parameters = await updatedParams(current.parameters ?? {}, opts);
         const a = unwrap(
           await ctx.api.PUT("/api/v1/assignments/{name}", {
             params: { path: { name } },
@@ -144,6 +178,7 @@ const update: Sub = (asg, io) =>
               description: opts.description === undefined ? current.description : opts.description || null,
               // Absent keeps enforce mode as it is.
               ...(opts.enforce !== undefined ? { enforce: opts.enforce } : {}),
+              ...(parameters ? { parameters } : {}),
             },
           }),
         );

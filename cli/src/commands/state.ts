@@ -17,6 +17,7 @@ import {
 import { register as registerApply, printLines, useColor } from "./apply.js";
 import { register as registerAssignments } from "./assignments.js";
 import { register as registerModules } from "./modules.js";
+import { register as registerValues } from "./values.js";
 
 type OperationQuery = QueryParams<"/api/v1/state/operations", "get">;
 const byId = (operation_id: string) => ({ params: { path: { operation_id } } });
@@ -107,10 +108,11 @@ const opsOutput: Sub = (ops, io) =>
       }),
     );
 
-/** Every state command group: modules, assignments, apply/plan/drift, state, ops. */
+/** Every state command group: modules, assignments, values, apply/plan/drift, state, ops. */
 export function register(program: Command, io: CliIO): void {
   registerModules(program, io);
   registerAssignments(program, io);
+  registerValues(program, io);
   registerApply(program, io);
   state(program, io);
   const ops = program.command("ops").description("state operations (apply, plan, drift)");

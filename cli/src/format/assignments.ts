@@ -8,6 +8,7 @@ import type {
 } from "@orch/client";
 import { operationLines, paintStatus } from "./operations.js";
 import { count } from "./units.js";
+import { formatParams } from "../parameters.js";
 import { idsOnly, type OperatorNames } from "../operator-names.js";
 
 export const ASSIGNMENT_COLUMNS = ["NAME", "SELECTOR", "MODULES", "ENFORCE", "DESCRIPTION"];
@@ -27,6 +28,10 @@ export function assignmentFields(a: Assignment, names: OperatorNames = idsOnly):
     ["description", a.description],
     ["created_at", a.created_at],
     ["created_by", names(a.created_by)],
+    // Shown only when given: most assignments' modules declare none.
+    ...(a.parameters && Object.keys(a.parameters).length
+      ? [["parameters", formatParams(a.parameters)] as [string, unknown]]
+      : []),
   ];
 }
 

@@ -383,7 +383,8 @@ export const ERROR_CATALOGUE = {
   invalid_template: {
     status: 400,
     grpc: "INVALID_ARGUMENT",
-    meaning: "A template names an unknown namespace (a typo, e.g. `secret.` for `secrets.`).",
+    meaning:
+      "A template names an unknown namespace (a typo, e.g. `secret.` for `secrets.`); in a version-2 module also a template syntax error, an unknown tag, filter or variable, or a secret read by a computed name (`line`, `path` name where).",
   },
   secret_in_argument: {
     status: 400,
@@ -405,17 +406,39 @@ export const ERROR_CATALOGUE = {
   unknown_requirement: {
     status: 400,
     grpc: "INVALID_ARGUMENT",
-    meaning: "A resource `requires` a resource that does not exist.",
+    meaning: "A resource's `requires` (or `onchanges`, `notify`, `watch`) names a resource that does not exist.",
   },
   cyclic_requires: {
     status: 400,
     grpc: "INVALID_ARGUMENT",
-    meaning: "Resources' `requires` form a cycle (module upload, or the agent's own check).",
+    meaning:
+      "Resources' `requires` (with `onchanges`, `notify`, `watch`) form a cycle (module upload, or the agent's own check).",
   },
   module_in_use: {
     status: 409,
     grpc: "FAILED_PRECONDITION",
     meaning: "The module is used by assignments (`assignments` lists them); delete or change those first.",
+  },
+  unknown_parameter: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning: "An assignment passes a parameter none of its modules declares (`parameter` names it).",
+  },
+  missing_parameter: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning: "A module's required parameter was not given (`parameter` names it).",
+  },
+  invalid_parameter: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning: "A parameter's value is not of its declared type (`parameter` names it; the message says the type).",
+  },
+  module_breaks_assignments: {
+    status: 409,
+    grpc: "FAILED_PRECONDITION",
+    meaning:
+      "The new module version would make assignments' parameters invalid (`assignments` lists them); change those first.",
   },
   assignment_not_found: { status: 404, grpc: "NOT_FOUND", meaning: "No assignment with this name." },
   assignment_exists: { status: 409, grpc: "ALREADY_EXISTS", meaning: "An assignment with this name exists already." },
@@ -435,6 +458,28 @@ export const ERROR_CATALOGUE = {
     status: 409,
     grpc: "FAILED_PRECONDITION",
     meaning: "The agent has no successful apply to check drift against.",
+  },
+
+  // Values (layered data per agent: docs/modules.md#values).
+  invalid_values: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning:
+      "A value set or an agent's values are refused: not YAML or not a map, a key breaking the key rule, a selector on `defaults` or none on another set, a bad priority (`line`, `path` name where).",
+  },
+  secret_in_values: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning:
+      "A value holds `{{ secrets.… }}`: secrets stay in the secret store; a module reads them as `{{ secrets.x }}` itself.",
+  },
+  values_too_large: { status: 400, grpc: "INVALID_ARGUMENT", meaning: "A value set's YAML exceeds 256 KiB." },
+  value_set_not_found: { status: 404, grpc: "NOT_FOUND", meaning: "No value set with this name." },
+  value_set_scoped_operator: {
+    status: 403,
+    grpc: "PERMISSION_DENIED",
+    meaning:
+      "A scoped operator may not change value sets: a set reaches every agent its selector matches, inside the scope or not (an agent's own values are allowed).",
   },
 
   // Git sources (modules and assignments synced from a repository).

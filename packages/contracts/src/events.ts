@@ -71,6 +71,12 @@ export const EVENT_TYPES = {
     description: "An assignment's selector, modules or description was changed.",
   },
   "assignment.deleted": { severity: "info", description: "An assignment was deleted." },
+  "values.set_updated": {
+    severity: "info",
+    description: "A value set was created or replaced (its selector, priority or values).",
+  },
+  "values.set_deleted": { severity: "info", description: "A value set was deleted." },
+  "values.agent_updated": { severity: "info", description: "An agent's own values were set or cleared." },
   "source.created": { severity: "info", description: "A git source of modules and assignments was registered." },
   "source.deleted": {
     severity: "warning",

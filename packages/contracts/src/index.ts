@@ -7,6 +7,7 @@ export * from "./idempotency.js";
 export * from "./unnotified.js";
 export * from "./secret-mask.js";
 export * from "./sealed-content.js";
+export * from "./state-features.js";
 export * from "./error-catalogue.js";
 export * from "./rules/index.js";
 export * from "./console.js";

@@ -45,6 +45,7 @@ export const assignmentMsg = (a: AssignmentRow): MessageInitShape<typeof Assignm
   applyOnSync: a.apply_on_sync,
   syncBatch: a.sync_batch,
   ...(a.sync_max_failures !== null ? { syncMaxFailures: a.sync_max_failures } : {}),
+  parameters: a.parameters as JsonObject,
 });
 
 export const operationMsg = (o: OperationRow, withResults: boolean): MessageInitShape<typeof OperationSchema> => ({

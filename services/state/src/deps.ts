@@ -29,4 +29,6 @@ export interface AgentInfo {
   connected: boolean;
   tags: Record<string, string>;
   attributes: Record<string, string>;
+  /** Merged values (docs/modules.md#values), set by values/load.ts for operations that render version-2 modules. */
+  values?: Readonly<Record<string, unknown>>;
 }

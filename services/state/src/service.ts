@@ -20,6 +20,7 @@ import { operationHandlers } from "./handlers/operations.js";
 import { sourceHandlers } from "./handlers/sources.js";
 import { createSourceBox } from "./sources/seal.js";
 import { createSourceSync } from "./sources/sync.js";
+import { valueHandlers } from "./values/handlers.js";
 
 /** How long stop() waits for running operations before leaving them to the sweeper. */
 const STOP_GRACE_MS = 10_000;
@@ -53,6 +54,7 @@ export async function createStateService(deps: StateDeps): Promise<Service & { e
       ...driftHandlers(engine),
       ...commandHandlers(engine, commands),
       ...sourceHandlers(engine, sync, box),
+      ...valueHandlers(engine),
     },
   });
   // Once per interval across all replicas, under the same lock as the sweep at start.

@@ -137,6 +137,7 @@ t.test("assignments: create, duplicate, selector errors with position, unknown m
     apply_on_sync: false,
     sync_batch: null,
     sync_max_failures: null,
+    parameters: {},
   });
   t.match(created.body.created_at, /^\d{4}-\d\d-\d\dT/);
 

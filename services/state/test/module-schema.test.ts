@@ -60,6 +60,9 @@ t.test("a valid module parses into typed resources with module-local requires", 
       env: { A: 1, B: "x" },
       timeout_seconds: 30,
     },
+    onchanges: [],
+    notify: [],
+    watch: [],
   });
   t.same(m.resources[4]!.requires, ["nginx"], "a single requires string is a list of one");
   t.notOk("id" in m.resources[0]!.spec, "spec holds only the type's fields");
@@ -187,7 +190,7 @@ t.test("field errors name the field and its line", async (t) => {
   refuse(t, mod("  - type: file\n    path: /a\n"), "invalid_module", "resources[0].id", 4, /is required/);
   refuse(t, mod("  - just a string\n"), "invalid_module", "resources[0]", 4);
   refuse(t, "name: web-base\nresources: []\nextra: 1\n", "invalid_module", "extra", 3, /unknown field 'extra'/);
-  refuse(t, "name: web-base\nversion: 2\nresources: []\n", "invalid_module", "version", 2);
+  refuse(t, "name: web-base\nversion: 3\nresources: []\n", "invalid_module", "version", 2);
   refuse(t, "- a\n- b\n", "invalid_module", "(root)", 1);
 });
 

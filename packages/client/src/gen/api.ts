@@ -397,6 +397,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/agents/{node_id}/values": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * An agent's merged values with the origin of every key
+         * @description Layers, lowest first: `defaults`, the sets whose selector matches the agent (ascending priority, then name), the agent's own values. Maps merge; lists and scalars replace. Each leaf key path names its winning set and line and what it overrode.
+         *
+         *     Any authenticated operator.
+         */
+        get: operations["getAgentsNodeIdValues"];
+        /**
+         * Replace an agent's own values (the highest layer); {} clears them
+         * @description Any authenticated operator.
+         */
+        put: operations["putAgentsNodeIdValues"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agents/summary": {
         parameters: {
             query?: never;
@@ -1883,6 +1909,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/values": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List value sets by name
+         * @description Any authenticated operator.
+         */
+        get: operations["getValues"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/values/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A value set with its values and YAML text
+         * @description Any authenticated operator.
+         */
+        get: operations["getValuesName"];
+        /**
+         * Create or replace a value set
+         * @description The set named `defaults` takes no selector and is the lowest layer; every other set needs a selector and is ordered by `priority` (higher wins; equal priorities by name, the later name wins). Values may not hold `{{ secrets.… }}`. Refused input is 400 with the YAML `line` and `path`; nothing is stored.
+         *
+         *     Any authenticated operator.
+         */
+        put: operations["putValuesName"];
+        post?: never;
+        /**
+         * Delete a value set
+         * @description Any authenticated operator.
+         */
+        delete: operations["deleteValuesName"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/install/agent.sh": {
         parameters: {
             query?: never;
@@ -1996,7 +2072,7 @@ export interface components {
              * @description stable machine-readable error code; `x-error-catalogue` (and docs/errors.md) gives each one's status
              * @enum {string}
              */
-            code: "admin_cannot_be_scoped" | "admin_required" | "agent_busy" | "agent_disconnected" | "agent_not_approved" | "agent_not_connected" | "agent_not_found" | "agent_not_rejected" | "agent_packages_unavailable" | "agent_timeout" | "agent_version_not_found" | "already_exists" | "assignment_exists" | "assignment_not_found" | "body_too_large" | "bus_permission_denied" | "bus_unavailable" | "channel_credentials_unavailable" | "channel_exists" | "channel_not_found" | "channel_type_immutable" | "console_unavailable" | "csrf_token_invalid" | "cyclic_requires" | "database_unavailable" | "deadline_exceeded" | "discovery_failed" | "discovery_port_not_allowed" | "discovery_target_not_allowed" | "discovery_target_refused" | "drift_not_found" | "duplicate_resource" | "duplicate_resource_id" | "expires_at_in_past" | "expiry_extension_requires_admin" | "failed_precondition" | "headers_too_large" | "idempotency_key_in_flight" | "idempotency_key_reused" | "idempotency_store_unavailable" | "internal" | "invalid_argument" | "invalid_batch" | "invalid_channel_type" | "invalid_characters" | "invalid_command" | "invalid_config" | "invalid_cursor" | "invalid_description" | "invalid_encoding" | "invalid_expires_at" | "invalid_filter" | "invalid_idempotency_key" | "invalid_json" | "invalid_limit" | "invalid_login_code" | "invalid_max_uses" | "invalid_mode" | "invalid_module" | "invalid_name" | "invalid_name_prefix" | "invalid_node_id" | "invalid_nonce" | "invalid_passkey" | "invalid_passkey_response" | "invalid_payload" | "invalid_public_key" | "invalid_range" | "invalid_ref" | "invalid_request" | "invalid_resource" | "invalid_restriction" | "invalid_retention" | "invalid_selector" | "invalid_session_id" | "invalid_signature" | "invalid_signature_format" | "invalid_since" | "invalid_source" | "invalid_status" | "invalid_tag_key" | "invalid_tag_value" | "invalid_target" | "invalid_template" | "invalid_ticket" | "invalid_timeout" | "invalid_timestamp" | "invalid_token" | "invalid_ttl" | "invalid_until" | "invalid_url" | "invalid_value" | "invalid_version" | "invalid_webauthn_challenge" | "invalid_webhook" | "invalid_window" | "invalid_yaml" | "join_token_not_found" | "last_admin" | "login_code_expired" | "malformed_request" | "managed_by_source" | "method_not_allowed" | "module_in_use" | "module_not_found" | "module_too_large" | "name_immutable" | "name_mismatch" | "name_required" | "name_taken" | "no_metrics" | "no_shell_configured" | "no_snapshot" | "not_found" | "nothing_to_update" | "notification_not_found" | "operation_not_found" | "operator_exists" | "operator_not_found" | "operator_required" | "origin_not_allowed" | "passkey_exists" | "passkey_not_found" | "passkeys_unavailable" | "permission_denied" | "public_key_in_use" | "rate_limited" | "release_signing_unavailable" | "request_timeout" | "resource_exhausted" | "restriction_widening_requires_admin" | "route_not_found" | "run_finished" | "run_not_found" | "secret_exists" | "secret_expired" | "secret_in_argument" | "secret_in_path" | "secret_key_unavailable" | "secret_not_found" | "secret_not_permitted" | "secret_undecryptable" | "service_unavailable" | "session_exists" | "session_not_found" | "session_not_open" | "shell_not_allowed" | "shell_not_found" | "source_exists" | "source_keys_unset" | "source_not_found" | "source_ref_not_found" | "source_unreachable" | "source_url_not_allowed" | "tag_not_found" | "terminal_disabled" | "ticket_expired" | "ticket_operator_mismatch" | "ticket_required" | "timeout" | "too_deep" | "too_many_sessions" | "too_many_tags" | "transcript_not_found" | "unauthenticated" | "unavailable" | "unknown_method" | "unknown_operator" | "unknown_requirement" | "unknown_requires" | "unknown_resource_type" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "value_too_large" | "webhook_signature_invalid" | "window_not_found";
+            code: "admin_cannot_be_scoped" | "admin_required" | "agent_busy" | "agent_disconnected" | "agent_not_approved" | "agent_not_connected" | "agent_not_found" | "agent_not_rejected" | "agent_packages_unavailable" | "agent_timeout" | "agent_version_not_found" | "already_exists" | "assignment_exists" | "assignment_not_found" | "body_too_large" | "bus_permission_denied" | "bus_unavailable" | "channel_credentials_unavailable" | "channel_exists" | "channel_not_found" | "channel_type_immutable" | "console_unavailable" | "csrf_token_invalid" | "cyclic_requires" | "database_unavailable" | "deadline_exceeded" | "discovery_failed" | "discovery_port_not_allowed" | "discovery_target_not_allowed" | "discovery_target_refused" | "drift_not_found" | "duplicate_resource" | "duplicate_resource_id" | "expires_at_in_past" | "expiry_extension_requires_admin" | "failed_precondition" | "headers_too_large" | "idempotency_key_in_flight" | "idempotency_key_reused" | "idempotency_store_unavailable" | "internal" | "invalid_argument" | "invalid_batch" | "invalid_channel_type" | "invalid_characters" | "invalid_command" | "invalid_config" | "invalid_cursor" | "invalid_description" | "invalid_encoding" | "invalid_expires_at" | "invalid_filter" | "invalid_idempotency_key" | "invalid_json" | "invalid_limit" | "invalid_login_code" | "invalid_max_uses" | "invalid_mode" | "invalid_module" | "invalid_name" | "invalid_name_prefix" | "invalid_node_id" | "invalid_nonce" | "invalid_parameter" | "invalid_passkey" | "invalid_passkey_response" | "invalid_payload" | "invalid_public_key" | "invalid_range" | "invalid_ref" | "invalid_request" | "invalid_resource" | "invalid_restriction" | "invalid_retention" | "invalid_selector" | "invalid_session_id" | "invalid_signature" | "invalid_signature_format" | "invalid_since" | "invalid_source" | "invalid_status" | "invalid_tag_key" | "invalid_tag_value" | "invalid_target" | "invalid_template" | "invalid_ticket" | "invalid_timeout" | "invalid_timestamp" | "invalid_token" | "invalid_ttl" | "invalid_until" | "invalid_url" | "invalid_value" | "invalid_values" | "invalid_version" | "invalid_webauthn_challenge" | "invalid_webhook" | "invalid_window" | "invalid_yaml" | "join_token_not_found" | "last_admin" | "login_code_expired" | "malformed_request" | "managed_by_source" | "method_not_allowed" | "missing_parameter" | "module_breaks_assignments" | "module_in_use" | "module_not_found" | "module_too_large" | "name_immutable" | "name_mismatch" | "name_required" | "name_taken" | "no_metrics" | "no_shell_configured" | "no_snapshot" | "not_found" | "nothing_to_update" | "notification_not_found" | "operation_not_found" | "operator_exists" | "operator_not_found" | "operator_required" | "origin_not_allowed" | "passkey_exists" | "passkey_not_found" | "passkeys_unavailable" | "permission_denied" | "public_key_in_use" | "rate_limited" | "release_signing_unavailable" | "request_timeout" | "resource_exhausted" | "restriction_widening_requires_admin" | "route_not_found" | "run_finished" | "run_not_found" | "secret_exists" | "secret_expired" | "secret_in_argument" | "secret_in_path" | "secret_in_values" | "secret_key_unavailable" | "secret_not_found" | "secret_not_permitted" | "secret_undecryptable" | "service_unavailable" | "session_exists" | "session_not_found" | "session_not_open" | "shell_not_allowed" | "shell_not_found" | "source_exists" | "source_keys_unset" | "source_not_found" | "source_ref_not_found" | "source_unreachable" | "source_url_not_allowed" | "tag_not_found" | "terminal_disabled" | "ticket_expired" | "ticket_operator_mismatch" | "ticket_required" | "timeout" | "too_deep" | "too_many_sessions" | "too_many_tags" | "transcript_not_found" | "unauthenticated" | "unavailable" | "unknown_method" | "unknown_operator" | "unknown_parameter" | "unknown_requirement" | "unknown_requires" | "unknown_resource_type" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "value_set_not_found" | "value_set_scoped_operator" | "value_too_large" | "values_too_large" | "webhook_signature_invalid" | "window_not_found";
             detail: string;
             request_id?: string;
             status: number;
@@ -4007,6 +4083,213 @@ export interface operations {
             };
         };
     };
+    getAgentsNodeIdValues: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                node_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        node_id: string;
+                        /** @description every leaf key path of `values`, in path order */
+                        origins: {
+                            origin: {
+                                /** @enum {string} */
+                                layer: "defaults" | "set" | "agent";
+                                /** @description line in the set's YAML text */
+                                line: number | null;
+                                /** @description the key path this contribution set */
+                                path: string;
+                                priority: number;
+                                /** @description the set's name; null for the agent's own values */
+                                set: string | null;
+                            };
+                            /** @description the contributions it replaced, lowest layer first */
+                            overridden: {
+                                /** @enum {string} */
+                                layer: "defaults" | "set" | "agent";
+                                /** @description line in the set's YAML text */
+                                line: number | null;
+                                /** @description the key path this contribution set */
+                                path: string;
+                                priority: number;
+                                /** @description the set's name; null for the agent's own values */
+                                set: string | null;
+                            }[];
+                            /** @description a leaf key path, dotted */
+                            path: string;
+                            value: unknown;
+                        }[];
+                        /** @description the agent's own values (the highest layer) */
+                        own: {
+                            [key: string]: unknown;
+                        };
+                        own_content: string;
+                        /** @description the sets that apply, lowest first */
+                        sets: string[];
+                        /** @description the merged values modules read as `values` */
+                        values: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: agent_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putAgentsNodeIdValues: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                node_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the values as YAML text (a map), at most 256 KiB; kept, so origins name its lines. Give values or content, not both */
+                    content?: string;
+                    /** @description the agent's own values, the highest layer; {} clears them */
+                    values?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        name: string;
+                        node_id: string;
+                        /** @description every leaf key path of `values`, in path order */
+                        origins: {
+                            origin: {
+                                /** @enum {string} */
+                                layer: "defaults" | "set" | "agent";
+                                /** @description line in the set's YAML text */
+                                line: number | null;
+                                /** @description the key path this contribution set */
+                                path: string;
+                                priority: number;
+                                /** @description the set's name; null for the agent's own values */
+                                set: string | null;
+                            };
+                            /** @description the contributions it replaced, lowest layer first */
+                            overridden: {
+                                /** @enum {string} */
+                                layer: "defaults" | "set" | "agent";
+                                /** @description line in the set's YAML text */
+                                line: number | null;
+                                /** @description the key path this contribution set */
+                                path: string;
+                                priority: number;
+                                /** @description the set's name; null for the agent's own values */
+                                set: string | null;
+                            }[];
+                            /** @description a leaf key path, dotted */
+                            path: string;
+                            value: unknown;
+                        }[];
+                        /** @description the agent's own values (the highest layer) */
+                        own: {
+                            [key: string]: unknown;
+                        };
+                        own_content: string;
+                        /** @description the sets that apply, lowest first */
+                        sets: string[];
+                        /** @description the merged values modules read as `values` */
+                        values: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description problem codes: invalid_values, secret_in_values, values_too_large, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: agent_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     getAgentsSummary: {
         parameters: {
             query?: {
@@ -4089,6 +4372,10 @@ export interface operations {
                             enforce: boolean;
                             modules: string[];
                             name: string;
+                            /** @description values given to its modules' declared parameters (docs/modules.md#parameters); {} when none */
+                            parameters: {
+                                [key: string]: unknown;
+                            };
                             selector: string;
                             /** @description the git source managing the assignment (docs/sources.md); null when created here */
                             source: string | null;
@@ -4140,6 +4427,10 @@ export interface operations {
                     enforce?: boolean;
                     modules: string[];
                     name: string;
+                    /** @description values for the parameters its modules declare (module version 2, docs/modules.md#parameters), checked against their types; a string holding `{{ … }}` is rendered per agent. Absent = none; an update replaces them like the rest of the definition */
+                    parameters?: {
+                        [key: string]: unknown;
+                    };
                     selector: string;
                 };
             };
@@ -4163,6 +4454,10 @@ export interface operations {
                         enforce: boolean;
                         modules: string[];
                         name: string;
+                        /** @description values given to its modules' declared parameters (docs/modules.md#parameters); {} when none */
+                        parameters: {
+                            [key: string]: unknown;
+                        };
                         selector: string;
                         /** @description the git source managing the assignment (docs/sources.md); null when created here */
                         source: string | null;
@@ -4173,7 +4468,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description problem codes: invalid_selector, invalid_idempotency_key */
+            /** @description problem codes: invalid_selector, unknown_parameter, missing_parameter, invalid_parameter, invalid_idempotency_key */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4240,6 +4535,10 @@ export interface operations {
                         enforce: boolean;
                         modules: string[];
                         name: string;
+                        /** @description values given to its modules' declared parameters (docs/modules.md#parameters); {} when none */
+                        parameters: {
+                            [key: string]: unknown;
+                        };
                         selector: string;
                         /** @description the git source managing the assignment (docs/sources.md); null when created here */
                         source: string | null;
@@ -4298,6 +4597,10 @@ export interface operations {
                     /** @description enforce mode: drift a scheduled check finds is re-applied (outside maintenance windows, at most once per agent per `state.enforce_interval_seconds`); absent = false on create, unchanged on update */
                     enforce?: boolean;
                     modules: string[];
+                    /** @description values for the parameters its modules declare (module version 2, docs/modules.md#parameters), checked against their types; a string holding `{{ … }}` is rendered per agent. Absent = none; an update replaces them like the rest of the definition */
+                    parameters?: {
+                        [key: string]: unknown;
+                    };
                     selector: string;
                 };
             };
@@ -4321,6 +4624,10 @@ export interface operations {
                         enforce: boolean;
                         modules: string[];
                         name: string;
+                        /** @description values given to its modules' declared parameters (docs/modules.md#parameters); {} when none */
+                        parameters: {
+                            [key: string]: unknown;
+                        };
                         selector: string;
                         /** @description the git source managing the assignment (docs/sources.md); null when created here */
                         source: string | null;
@@ -4331,7 +4638,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description problem codes: invalid_selector, invalid_idempotency_key */
+            /** @description problem codes: invalid_selector, unknown_parameter, missing_parameter, invalid_parameter, invalid_idempotency_key */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7570,7 +7877,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description problem codes: idempotency_key_reused, idempotency_key_in_flight */
+            /** @description problem codes: module_breaks_assignments, idempotency_key_reused, idempotency_key_in_flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -10915,6 +11222,306 @@ export interface operations {
             };
             /** @description problem codes: session_not_found, transcript_not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getValues: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        has_more: boolean;
+                        next_cursor: string | null;
+                        sets: {
+                            commit: string | null;
+                            description: string;
+                            /** @description leaf key paths */
+                            key_count: number;
+                            name: string;
+                            priority: number;
+                            /** @description null for `defaults` */
+                            selector: string | null;
+                            /** @description of the YAML text */
+                            sha256: string;
+                            /** @description the git source managing the set (docs/sources.md); null when set through the API */
+                            source: string | null;
+                            /** @description RFC 3339 */
+                            updated_at: string;
+                            updated_by: string;
+                            updated_by_name: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getValuesName: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        commit: string | null;
+                        /** @description the YAML text origins' lines refer to */
+                        content: string;
+                        description: string;
+                        /** @description leaf key paths */
+                        key_count: number;
+                        name: string;
+                        priority: number;
+                        /** @description null for `defaults` */
+                        selector: string | null;
+                        /** @description of the YAML text */
+                        sha256: string;
+                        /** @description the git source managing the set (docs/sources.md); null when set through the API */
+                        source: string | null;
+                        /** @description RFC 3339 */
+                        updated_at: string;
+                        updated_by: string;
+                        updated_by_name: string;
+                        values: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: value_set_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putValuesName: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the values as YAML text (a map), at most 256 KiB; kept, so origins name its lines. Give values or content, not both */
+                    content?: string;
+                    description?: string;
+                    /** @description order among selector-bound sets: higher wins; equal priorities are ordered by name (the later name wins) */
+                    priority?: number;
+                    /** @description agents it applies to (assignment selector grammar); none for the set named `defaults`, required otherwise */
+                    selector?: string;
+                    /** @description a map; keys 1-64 characters of letters, digits, '_' or '-', starting with a letter or '_'; maps merge over lower layers, lists and scalars replace */
+                    values?: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        commit: string | null;
+                        /** @description the YAML text origins' lines refer to */
+                        content: string;
+                        description: string;
+                        /** @description leaf key paths */
+                        key_count: number;
+                        name: string;
+                        priority: number;
+                        /** @description null for `defaults` */
+                        selector: string | null;
+                        /** @description of the YAML text */
+                        sha256: string;
+                        /** @description the git source managing the set (docs/sources.md); null when set through the API */
+                        source: string | null;
+                        /** @description RFC 3339 */
+                        updated_at: string;
+                        updated_by: string;
+                        updated_by_name: string;
+                        values: {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+            /** @description problem codes: invalid_values, secret_in_values, values_too_large, invalid_request, invalid_selector, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: value_set_scoped_operator */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: managed_by_source, idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteValuesName: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success, no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem codes: invalid_request, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: value_set_scoped_operator */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: value_set_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: managed_by_source, idempotency_key_reused, idempotency_key_in_flight */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -12,3 +12,4 @@ export * from "./join-tokens.js";
 export * from "./releases.js";
 export * from "./notify.js";
 export * from "./terminal.js";
+export * from "./values.js";

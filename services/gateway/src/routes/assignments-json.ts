@@ -27,6 +27,9 @@ export const AssignmentOut = z.object({
     .int()
     .nullable()
     .describe("an apply a sync starts stops launching batches once more operations than this failed; null = no limit"),
+  parameters: z
+    .record(z.string(), z.unknown())
+    .describe("values given to its modules' declared parameters (docs/modules.md#parameters); {} when none"),
 });
 
 export const assignmentJson = (a: Assignment) => ({
@@ -42,6 +45,7 @@ export const assignmentJson = (a: Assignment) => ({
   apply_on_sync: a.applyOnSync,
   sync_batch: a.syncBatch || null,
   sync_max_failures: a.syncMaxFailures ?? null,
+  parameters: (a.parameters ?? {}) as Record<string, unknown>,
 });
 
 export const RunOut = z.object({

@@ -1,3 +1,4 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import { z } from "zod";
 import { batchField, maxFailuresField, qInt, Ulid } from "../schemas.js";
 import { NAME } from "./modules-schemas.js";
@@ -15,7 +16,15 @@ export const Definition = z.object({
     .describe(
       "enforce mode: drift a scheduled check finds is re-applied (outside maintenance windows, at most once per agent per `state.enforce_interval_seconds`); absent = false on create, unchanged on update",
     ),
+  parameters: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe(
+      "values for the parameters its modules declare (module version 2, docs/modules.md#parameters), checked against their types; a string holding `{{ … }}` is rendered per agent. Absent = none; an update replaces them like the rest of the definition",
+    ),
 });
+/** How create and update refuse parameters that do not suit the modules' declarations. */
+export const PARAMETER_ERRORS = ["unknown_parameter", "missing_parameter", "invalid_parameter"] as const;
 export const SELECTOR_GRAMMAR =
   "Selector grammar: `*`, or comma-separated terms that must all hold: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; keys are tags, or `name`, `node_id`, `attr.<attribute>`; values may use `*` globs. A parse error is 400 `invalid_selector` with the `position`.";
 export const definitionMsg = (name: string, body: z.infer<typeof Definition>) => ({
@@ -24,6 +33,7 @@ export const definitionMsg = (name: string, body: z.infer<typeof Definition>) =>
   modules: body.modules,
   ...(body.description != null ? { description: body.description } : {}),
   ...(body.enforce !== undefined ? { enforce: body.enforce } : {}),
+  ...(body.parameters !== undefined ? { parameters: body.parameters as JsonObject } : {}),
 });
 export const WaitQuery = z.object({
   wait: qInt(0, 300).optional().describe("block up to this many seconds for the whole fan-out; 200 when it finished"),

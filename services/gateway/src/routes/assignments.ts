@@ -11,6 +11,7 @@ import { AssignmentOut, RunOut, RunSummaryOut, assignmentJson, runJson, runSumma
 import {
   AssignmentName,
   Definition,
+  PARAMETER_ERRORS,
   RunBody,
   RunParams,
   SELECTOR_GRAMMAR,
@@ -54,7 +55,11 @@ function assignmentDefinitionRoutes(state: StateClient) {
       tags: ["assignments"],
       body: Definition.extend({ name: NAME }),
       responses: { 201: AssignmentOut },
-      errors: { 400: ["invalid_selector"], 404: ["module_not_found"], 409: ["assignment_exists"] },
+      errors: {
+        400: ["invalid_selector", ...PARAMETER_ERRORS],
+        404: ["module_not_found"],
+        409: ["assignment_exists"],
+      },
       async handler({ body, call }) {
         const a: Assignment = await state.createAssignment(definitionMsg(body.name, body), call);
         return assignmentJson(a);
@@ -70,7 +75,7 @@ function assignmentDefinitionRoutes(state: StateClient) {
       params: AssignmentName,
       body: Definition,
       responses: { 200: AssignmentOut },
-      errors: { 400: ["invalid_selector"], 404: ["assignment_not_found", "module_not_found"] },
+      errors: { 400: ["invalid_selector", ...PARAMETER_ERRORS], 404: ["assignment_not_found", "module_not_found"] },
       async handler({ params, body, call }) {
         return assignmentJson(await state.updateAssignment(definitionMsg(params.name, body), call));
       },

@@ -20,6 +20,7 @@ import { stateRoutes } from "./state.js";
 import { sourceRoutes } from "./sources.js";
 import { statusRoutes } from "./status.js";
 import { terminalRoutes } from "./terminal.js";
+import { valueRoutes } from "./values.js";
 
 /** Every route module, one line each. A module builds its own RPC client from ctx.nc. */
 export function allRoutes(ctx: GatewayContext): RouteSpec[] {
@@ -43,6 +44,7 @@ export function allRoutes(ctx: GatewayContext): RouteSpec[] {
     ...stateRoutes(ctx),
     ...runRoutes(ctx),
     ...sourceRoutes(ctx),
+    ...valueRoutes(ctx),
     ...installRoutes(ctx),
   ];
 }

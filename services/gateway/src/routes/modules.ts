@@ -34,6 +34,7 @@ export function moduleRoutes(ctx: GatewayContext) {
           "secret_in_argument",
           "secret_in_path",
         ],
+        409: ["module_breaks_assignments"],
       },
       async handler({ body, call }) {
         return moduleJson(await state.uploadModule({ name: body.name, content: body.content }, call));

@@ -31,6 +31,8 @@ export interface AssignmentRow {
   apply_on_sync: boolean;
   sync_batch: string;
   sync_max_failures: number | null;
+  /** What it gives its modules' declared parameters (module/parameters.ts); {} when none. */
+  parameters: Record<string, unknown>;
 }
 
 const MODULE_COLS =
@@ -38,7 +40,7 @@ const MODULE_COLS =
 const MODULE_LIST_COLS =
   "name, ''::text AS content, sha256, description, resource_count, uploaded_at, uploaded_by, uploaded_by_name, source, source_commit, removed_from_source";
 const ASSIGNMENT_COLS =
-  "name, selector, modules, description, created_at, created_by, enforce, source, source_commit, apply_on_sync, sync_batch, sync_max_failures";
+  "name, selector, modules, description, created_at, created_by, enforce, source, source_commit, apply_on_sync, sync_batch, sync_max_failures, parameters";
 
 export const modulesDb = {
   async get(db: Queryable, name: string): Promise<ModuleRow | undefined> {
@@ -128,7 +130,7 @@ export const assignmentsDb = {
   },
   async insert(db: Queryable, a: AssignmentRow): Promise<void> {
     await db.query(
-      `INSERT INTO assignments (${ASSIGNMENT_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+      `INSERT INTO assignments (${ASSIGNMENT_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
       [
         a.name,
         a.selector,
@@ -142,6 +144,7 @@ export const assignmentsDb = {
         a.apply_on_sync,
         a.sync_batch,
         a.sync_max_failures,
+        JSON.stringify(a.parameters),
       ],
     );
   },
@@ -155,7 +158,7 @@ export const assignmentsDb = {
   async update(db: Queryable, a: Omit<AssignmentRow, "created_at" | "created_by">): Promise<void> {
     await db.query(
       `UPDATE assignments SET selector = $2, modules = $3, description = $4, enforce = $5, source = $6, source_commit = $7,
-         apply_on_sync = $8, sync_batch = $9, sync_max_failures = $10 WHERE name = $1`,
+         apply_on_sync = $8, sync_batch = $9, sync_max_failures = $10, parameters = $11 WHERE name = $1`,
       [
         a.name,
         a.selector,
@@ -167,8 +170,18 @@ export const assignmentsDb = {
         a.apply_on_sync,
         a.sync_batch,
         a.sync_max_failures,
+        JSON.stringify(a.parameters),
       ],
     );
+  },
+  /** Every assignment using at least one of these modules, by name. */
+  async usingAny(db: Queryable, modules: string[]): Promise<AssignmentRow[]> {
+    return (
+      await db.query<AssignmentRow>(
+        `SELECT ${ASSIGNMENT_COLS} FROM assignments WHERE modules && $1::text[] ORDER BY name`,
+        [modules],
+      )
+    ).rows;
   },
   /** Every enforced assignment using at least one of these modules, by name. */
   async enforcedUsing(db: Queryable, modules: string[]): Promise<AssignmentRow[]> {
@@ -183,6 +196,19 @@ export const assignmentsDb = {
     return (
       await db.query<AssignmentRow>(`DELETE FROM assignments WHERE name = $1 RETURNING ${ASSIGNMENT_COLS}`, [name])
     ).rows[0];
+  },
+  /**
+   * Every assignment using the module (an upload re-checks their parameters). Not locked: a
+   * concurrent create or update locks the module first, so it waits for the upload and then reads
+   * the new version.
+   */
+  async allUsing(db: Queryable, module: string): Promise<AssignmentRow[]> {
+    return (
+      await db.query<AssignmentRow>(
+        `SELECT ${ASSIGNMENT_COLS} FROM assignments WHERE modules @> ARRAY[$1]::text[] ORDER BY name`,
+        [module],
+      )
+    ).rows;
   },
   async usingModule(db: Queryable, module: string): Promise<string[]> {
     return (

@@ -7,6 +7,9 @@ export interface SnapshotRow {
   position: number;
   attributes: Record<string, string>;
   tags: Record<string, string>;
+  /** Version 2: the values keys the module's templates read, and its resolved parameters; null for version 1. */
+  used_values?: Record<string, unknown> | null;
+  parameters?: Record<string, unknown> | null;
   operation_id: string;
   applied_at: number;
 }
@@ -40,7 +43,8 @@ export interface DriftRow {
   resources: DriftResource[];
 }
 
-const SNAP_COLS = "node_id, module, module_sha256, position, attributes, tags, operation_id, applied_at";
+const SNAP_COLS =
+  "node_id, module, module_sha256, position, attributes, tags, used_values, parameters, operation_id, applied_at";
 const DRIFT_COLS = "id, node_id, operation_id, checked_at, drifted, resources";
 
 export const snapshotsDb = {
@@ -63,9 +67,10 @@ export const snapshotsDb = {
   },
   async upsert(db: Queryable, s: SnapshotRow): Promise<void> {
     await db.query(
-      `INSERT INTO snapshots (${SNAP_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+      `INSERT INTO snapshots (${SNAP_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
        ON CONFLICT (node_id, module) DO UPDATE SET module_sha256 = EXCLUDED.module_sha256, position = EXCLUDED.position, attributes = EXCLUDED.attributes,
-         tags = EXCLUDED.tags, operation_id = EXCLUDED.operation_id, applied_at = EXCLUDED.applied_at`,
+         tags = EXCLUDED.tags, used_values = EXCLUDED.used_values, parameters = EXCLUDED.parameters,
+         operation_id = EXCLUDED.operation_id, applied_at = EXCLUDED.applied_at`,
       [
         s.node_id,
         s.module,
@@ -73,6 +78,8 @@ export const snapshotsDb = {
         s.position,
         JSON.stringify(s.attributes),
         JSON.stringify(s.tags),
+        s.used_values == null ? null : JSON.stringify(s.used_values),
+        s.parameters == null ? null : JSON.stringify(s.parameters),
         s.operation_id,
         s.applied_at,
       ],
@@ -84,9 +91,11 @@ export const snapshotsDb = {
     await db.query(
       `INSERT INTO snapshots (${SNAP_COLS})
        SELECT ${SNAP_COLS} FROM jsonb_to_recordset($1::jsonb) AS x(node_id text, module text, module_sha256 text, position int,
-                                                                  attributes jsonb, tags jsonb, operation_id text, applied_at bigint)
+                                                                  attributes jsonb, tags jsonb, used_values jsonb, parameters jsonb,
+                                                                  operation_id text, applied_at bigint)
        ON CONFLICT (node_id, module) DO UPDATE SET module_sha256 = EXCLUDED.module_sha256, position = EXCLUDED.position, attributes = EXCLUDED.attributes,
-         tags = EXCLUDED.tags, operation_id = EXCLUDED.operation_id, applied_at = EXCLUDED.applied_at`,
+         tags = EXCLUDED.tags, used_values = EXCLUDED.used_values, parameters = EXCLUDED.parameters,
+         operation_id = EXCLUDED.operation_id, applied_at = EXCLUDED.applied_at`,
       [JSON.stringify(rows)],
     );
   },

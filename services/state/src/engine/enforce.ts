@@ -8,7 +8,10 @@ import { matchAgents } from "./fanout.js";
 import { maintenanceActive } from "./maintenance.js";
 import type { ModuleCache } from "./modules.js";
 import type { Runner } from "./operation.js";
+import { withParameters } from "./assignment-parameters.js";
 import { snapshotSources } from "./snapshot-sources.js";
+import { withReactors } from "../module/triggers.js";
+import { valuesFor } from "../values/load.js";
 
 /** Who enforcement applies as: a system actor, told apart from the scheduled drift checks (`system`). */
 export const ENFORCE_ACTOR: Actor = { id: "system:enforce", name: "enforce", type: "system", role: "" };
@@ -75,14 +78,20 @@ export async function enforce(
     for (const k of keys) handled.add(k);
     const modules = new Set(keys.map((k) => k.slice(0, k.indexOf("/"))));
     log.info(context, `enforcing ${a.name} on ${who}`);
+    // The snapshot's recorded inputs render first; the assignment's parameters are the fallback.
+    const used = withParameters(
+      sources.filter((s) => modules.has(s.name)),
+      a.parameters,
+    );
+    const [valued] = await valuesFor(pool, used, [agent]);
     const { done: finished } = await runner.start({
-      agent,
+      agent: valued!,
       kind: "apply",
-      sources: sources.filter((s) => modules.has(s.name)),
+      sources: used,
       actor: ENFORCE_ACTOR,
       assignment: a.name,
       remediates: drift.id,
-      only: new Set(keys),
+      only: withReactors(used, keys),
     });
     done.push({ assignment: a.name, outcome: "applied", operation: await finished });
   }

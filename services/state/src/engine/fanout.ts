@@ -12,6 +12,7 @@ import type { Limiter } from "./limit.js";
 import type { ProgressPublisher } from "./progress.js";
 import type { ModuleSource } from "./render.js";
 import type { Runner } from "./operation.js";
+import { valuesFor } from "../values/load.js";
 
 /** Agents per batch: "" = all at once, "N" = N agents, "P%" = P percent of the matched agents (at least 1). */
 export function batchSize(spec: string, total: number): number {
@@ -186,7 +187,9 @@ export function createFanOut(deps: StateDeps, runner: Runner, limiter: Limiter, 
   const inflight = new Map<string, Promise<void>>();
 
   return {
-    async start(input) {
+    async start(given) {
+      // Values are read once for the whole fan-out (two queries), not per agent.
+      const input = { ...given, agents: await valuesFor(deps.pool, given.sources, given.agents) };
       const matched = input.agents;
       const run = planFanOut(input, ids.next(), clock.now());
       const first = matched

@@ -82,7 +82,7 @@ export function appliedState(row: OperationRow, c: Required<Pick<FinishContext, 
   const modules: Array<{ node_id: string; module: string }> = [];
   const believed: BelievedRow[] = [];
   for (const [position, s] of c.sources.entries()) {
-    const inputs = usedInputs(s, c.agent.attributes, c.agent.tags);
+    const inputs = usedInputs(s, c.agent.attributes, c.agent.tags, c.agent);
     snapshots.push({
       node_id: row.node_id,
       module: s.name,
@@ -90,6 +90,8 @@ export function appliedState(row: OperationRow, c: Required<Pick<FinishContext, 
       position,
       attributes: inputs.attributes,
       tags: inputs.tags,
+      used_values: inputs.values ?? null,
+      parameters: inputs.parameters ?? null,
       operation_id: row.id,
       applied_at: at,
     });

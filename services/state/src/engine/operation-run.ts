@@ -9,6 +9,7 @@ import {
 } from "../db/operations.js";
 import { masker, TemplateError } from "../module/template.js";
 import type { AgentInfo, Clients, StateDeps } from "../deps.js";
+import { tooOldFor } from "./agent-features.js";
 import { untilStored } from "./db-retry.js";
 import type { FinishContext } from "./finish.js";
 import type { EndWriter } from "./finish-batch.js";
@@ -43,12 +44,21 @@ export interface OperationContext {
  */
 const UNREACHABLE_REASONS = new Set(["service_unavailable", "agent_not_connected", "agent_unreachable"]);
 
-/** The resources named in `only` (all when absent), without `requires` edges to the ones left out. */
+/**
+ * The resources named in `only` (all when absent), without edges to the ones left out. One that
+ * runs only on a change (onchanges) of resources all left out is left out too: none of them can
+ * change in this operation.
+ */
 export function subset(resources: RenderedResource[], only?: ReadonlySet<string>): RenderedResource[] {
   if (!only) return resources;
   return resources
-    .filter((r) => only.has(`${r.module}/${r.id}`))
-    .map((r) => ({ ...r, requires: r.requires.filter((dep) => only.has(dep)) }));
+    .filter((r) => only.has(`${r.module}/${r.id}`) && (!r.onchanges?.length || r.onchanges.some((k) => only.has(k))))
+    .map((r) => ({
+      ...r,
+      requires: r.requires.filter((dep) => only.has(dep)),
+      ...(r.onchanges?.length ? { onchanges: r.onchanges.filter((dep) => only.has(dep)) } : {}),
+      ...(r.triggeredBy?.length ? { triggeredBy: r.triggeredBy.filter((dep) => only.has(dep)) } : {}),
+    }));
 }
 
 /** The sources with only the resources named in `only` (all when absent). */
@@ -187,6 +197,8 @@ export async function runOperation(
     if (err instanceof TemplateError) return end("failed", "template_error", mask(err.message));
     throw err;
   }
+  const tooOld = tooOldFor(resources, agent);
+  if (tooOld) return end("failed", "agent_too_old", tooOld);
 
   const startedAt = clock.now();
   const deadline = startedAt + config.state.operation_timeout_seconds * 1000;

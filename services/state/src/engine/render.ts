@@ -8,25 +8,28 @@ import {
   type RenderInputs,
   type TemplateRef,
 } from "../module/template.js";
-import type { ParsedModule } from "../module/types.js";
+import { triggerKeys } from "../module/triggers.js";
+import type { ModuleResource, ParsedModule } from "../module/types.js";
+import { contextOf, isV2, renderResourceV2, resourceSecrets, usedInputsV2 } from "./render-v2.js";
 
-/** A module as an operation uses it: the exact version, and for drift the inputs it was applied with. */
-export interface ModuleSource {
-  name: string;
-  sha256: string;
-  parsed: ParsedModule;
-  /** Attributes and tags recorded by the apply (drift); absent = the agent's current ones. */
-  inputs?: { attributes: Record<string, string>; tags: Record<string, string> };
-}
+export type { ModuleSource, RenderAgent } from "./render-types.js";
+import type { ModuleSource, RenderAgent } from "./render-types.js";
 
-export type RenderedResource = Omit<StateResource, "$typeName" | "$unknown">;
+/** onchanges and triggered_by are left out of a resource without them (as a StateResource init allows). */
+export type RenderedResource = Omit<StateResource, "$typeName" | "$unknown" | "onchanges" | "triggeredBy"> &
+  Partial<Pick<StateResource, "onchanges" | "triggeredBy">>;
 
 /** Secret names any resource of these modules reads. */
 export function secretNames(sources: readonly ModuleSource[]): string[] {
   const names = new Set<string>();
-  for (const s of sources)
-    for (const r of s.parsed.resources) for (const ref of refsIn(r.spec)) if (ref.ns === "secrets") names.add(ref.key);
+  for (const s of sources) for (const r of s.parsed.resources) for (const name of secretsOf(s, r)) names.add(name);
   return [...names].sort();
+}
+
+/** Secret names one resource reads: `{{ secrets.x }}` (version 1), or any read the analysis finds (version 2). */
+function secretsOf(s: ModuleSource, r: ModuleResource): string[] {
+  if (isV2(s)) return resourceSecrets(r);
+  return refsIn(r.spec).flatMap((ref) => (ref.ns === "secrets" ? [ref.key] : []));
 }
 
 /** Keys `<module>/<id>` of resources rendered with a secret: their hashes (a guessing oracle) are withheld. */
@@ -34,7 +37,7 @@ export function secretBearing(sources: readonly ModuleSource[]): Set<string> {
   const out = new Set<string>();
   for (const s of sources) {
     for (const r of s.parsed.resources) {
-      if (refsIn(r.spec).some((ref) => ref.ns === "secrets")) out.add(`${s.name}/${r.id}`);
+      if (secretsOf(s, r).length > 0) out.add(`${s.name}/${r.id}`);
     }
   }
   return out;
@@ -47,10 +50,7 @@ const NO_SECRETS: ReadonlyMap<string, string> = new Map();
  * SECRET_PATH_FIELDS), rendered with each module's recorded inputs. A path holds no secret
  * (secret_in_path), so none is resolved; one that cannot be rendered is left out.
  */
-export function secretPaths(
-  sources: readonly ModuleSource[],
-  agent: { attributes: Record<string, string>; tags: Record<string, string> },
-): Set<string> {
+export function secretPaths(sources: readonly ModuleSource[], agent: RenderAgent): Set<string> {
   const out = new Set<string>();
   for (const s of sources) {
     const inputs: RenderInputs = {
@@ -61,9 +61,11 @@ export function secretPaths(
     for (const r of s.parsed.resources) {
       const field = SECRET_PATH_FIELDS[r.type];
       const raw = field === undefined ? undefined : r.spec[field];
-      if (typeof raw !== "string" || !refsIn(r.spec).some((ref) => ref.ns === "secrets")) continue;
+      if (typeof raw !== "string" || secretsOf(s, r).length === 0) continue;
       try {
-        const path = renderValue(raw, inputs, `${s.name}/${r.id}`);
+        const path = isV2(s)
+          ? renderResourceV2(s, { ...r, spec: { [field!]: raw } }, contextOf(s, agent, {}))[field!]
+          : renderValue(raw, inputs, `${s.name}/${r.id}`);
         if (typeof path === "string" && path.startsWith("/")) out.add(sealKey(path));
       } catch (err) {
         if (!(err instanceof TemplateError)) throw err;
@@ -100,8 +102,23 @@ function refsOfModule(parsed: ParsedModule): TemplateRef[] {
   return refs;
 }
 
-/** The attributes and tags a module actually reads: what a snapshot must keep to re-render it. */
-export function usedInputs(source: ModuleSource, attributes: Record<string, string>, tags: Record<string, string>) {
+/**
+ * The attributes and tags a module actually reads: what a snapshot must keep to re-render it. A
+ * version-2 module also keeps the values it reads and its resolved parameters (render-v2.ts),
+ * from `agent`.
+ */
+export function usedInputs(
+  source: ModuleSource,
+  attributes: Record<string, string>,
+  tags: Record<string, string>,
+  agent?: RenderAgent,
+): {
+  attributes: Record<string, string>;
+  tags: Record<string, string>;
+  values?: Record<string, unknown>;
+  parameters?: Record<string, unknown>;
+} {
+  if (isV2(source)) return usedInputsV2(source, { ...agent, attributes, tags });
   const a: Record<string, string> = {};
   const t: Record<string, string> = {};
   for (const ref of refsOfModule(source.parsed)) {
@@ -133,23 +150,32 @@ function templated(spec: object): boolean {
  */
 export function renderResources(
   sources: readonly ModuleSource[],
-  agent: { attributes: Record<string, string>; tags: Record<string, string> },
+  agent: RenderAgent,
   secrets: ReadonlyMap<string, string>,
 ): RenderedResource[] {
   const out: RenderedResource[] = [];
+  let secretObject: Record<string, string> | undefined;
   for (const s of sources) {
     const inputs: RenderInputs = {
       attributes: s.inputs?.attributes ?? agent.attributes,
       tags: s.inputs?.tags ?? agent.tags,
       secrets,
     };
+    // Version 2: one context per module and agent, its parameters resolved once.
+    const ctx = isV2(s) ? contextOf(s, agent, (secretObject ??= Object.fromEntries(secrets))) : undefined;
     for (const r of s.parsed.resources) {
       out.push({
         id: r.id,
         module: s.name,
         type: r.type,
-        spec: (templated(r.spec) ? renderValue(r.spec, inputs, `${s.name}/${r.id}`) : r.spec) as JsonObject,
+        spec: (ctx
+          ? renderResourceV2(s, r, ctx)
+          : templated(r.spec)
+            ? renderValue(r.spec, inputs, `${s.name}/${r.id}`)
+            : r.spec) as JsonObject,
         requires: r.requires.map((dep) => `${s.name}/${dep}`),
+        // onchanges and triggered_by (version 2: module/triggers.ts expands notify and watch).
+        ...triggerKeys(s.parsed, s.name, r.id),
       });
     }
   }

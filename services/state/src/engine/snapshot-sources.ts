@@ -29,7 +29,13 @@ export async function sourcesOf(
       name: s.module,
       sha256: s.module_sha256,
       parsed,
-      inputs: { attributes: s.attributes, tags: s.tags },
+      inputs: {
+        attributes: s.attributes,
+        tags: s.tags,
+        // Version 2: rendered again with the values and parameters the apply used.
+        ...(s.used_values ? { values: s.used_values } : {}),
+        ...(s.parameters ? { parameters: s.parameters } : {}),
+      },
     });
   }
   return out;

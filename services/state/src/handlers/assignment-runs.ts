@@ -5,6 +5,7 @@ import { assignmentsDb } from "../db/catalog.js";
 import { operationsDb } from "../db/operations.js";
 import { runsDb } from "../db/runs.js";
 import { approvedAgents, matchAgents } from "../engine/fanout.js";
+import { withParameters } from "../engine/assignment-parameters.js";
 import type { Engine } from "../engine/index.js";
 import { loadSources } from "../engine/modules.js";
 import { checkMaxFailures, kindOf, runsPageLimit, waitMs } from "../validate.js";
@@ -29,7 +30,7 @@ export const runAssignment =
     checkMaxFailures(req.maxFailures);
     const assignment = await assignmentsDb.get(deps.pool, req.name);
     if (!assignment) throw notFound("assignment_not_found", `no assignment '${req.name}'`);
-    const sources = await loadSources(deps.pool, cache, assignment.modules);
+    const sources = withParameters(await loadSources(deps.pool, cache, assignment.modules), assignment.parameters);
     const agents = matchAgents(assignment.selector, await approvedAgents(clients, ctx.actor));
     const { run } = await fanout.start({
       assignment,

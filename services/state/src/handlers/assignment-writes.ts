@@ -1,22 +1,42 @@
 import type { StateService } from "@orch/contracts";
 import { conflict, isUniqueViolation, notFound, type Handlers, type Queryable } from "@orch/kit";
 import { assignmentMsg } from "../convert.js";
-import { assignmentsDb, modulesDb, type AssignmentRow } from "../db/catalog.js";
+import { assignmentsDb, modulesDb, type AssignmentRow, type ModuleRow } from "../db/catalog.js";
+import {
+  changedParameters,
+  declaringModules,
+  parametersNote,
+  requireParameters,
+} from "../engine/assignment-parameters.js";
 import type { Engine } from "../engine/index.js";
+import type { ModuleCache } from "../engine/modules.js";
 import { checkDefinition, validName } from "../validate.js";
 import { refuseManaged } from "./managed.js";
 
 type H = Handlers<typeof StateService>;
 
-/** Refuses module names that do not exist; the found modules stay locked against deletion until commit. */
-async function requireModules(db: Queryable, modules: string[]): Promise<void> {
-  const found = new Set((await modulesDb.getManyForShare(db, modules)).map((m) => m.name));
+/** Refuses module names that do not exist; the found modules stay locked against deletion (and re-upload) until commit. */
+async function requireModules(db: Queryable, modules: string[]): Promise<ModuleRow[]> {
+  const rows = await modulesDb.getManyForShare(db, modules);
+  const found = new Set(rows.map((m) => m.name));
   const missing = modules.find((m) => !found.has(m));
   if (missing) throw notFound("module_not_found", `no module '${missing}'`, { field: "modules", module: missing });
+  return rows;
+}
+
+/** The modules exist and the given parameters suit their declarations; returns the parameters to store. */
+async function requireDefinition(
+  db: Queryable,
+  cache: ModuleCache,
+  modules: string[],
+  given: unknown,
+): Promise<Record<string, unknown>> {
+  const rows = await requireModules(db, modules);
+  return requireParameters(declaringModules(cache, rows, modules), given);
 }
 
 export const createAssignment =
-  ({ deps }: Engine): H["createAssignment"] =>
+  ({ deps, cache }: Engine): H["createAssignment"] =>
   async (req, ctx) => {
     const name = validName(req.name, "name", "assignment");
     const row: AssignmentRow = {
@@ -30,18 +50,20 @@ export const createAssignment =
       apply_on_sync: false,
       sync_batch: "",
       sync_max_failures: null,
+      parameters: {},
     };
     const { modules } = row;
     try {
       await deps.events.tx(async (db, emit) => {
-        await requireModules(db, modules);
+        row.parameters = await requireDefinition(db, cache, modules, req.parameters);
         await assignmentsDb.insert(db, row);
+        const names = Object.keys(row.parameters).sort();
         await emit({
           type: "assignment.created",
-          summary: `assignment ${name} (${row.selector} → ${modules.join(", ")}) created by ${ctx.actor.name}`,
+          summary: `assignment ${name} (${row.selector} → ${modules.join(", ")}${parametersNote(names)}) created by ${ctx.actor.name}`,
           actor: ctx.actor,
           target: { id: name, name, type: "assignment" },
-          metadata: { selector: row.selector, modules, enforce: row.enforce },
+          metadata: { selector: row.selector, modules, enforce: row.enforce, parameters: names },
         });
       });
     } catch (err) {
@@ -53,26 +75,29 @@ export const createAssignment =
   };
 
 export const updateAssignment =
-  ({ deps }: Engine): H["updateAssignment"] =>
+  ({ deps, cache }: Engine): H["updateAssignment"] =>
   async (req, ctx) => {
     const def = checkDefinition(req);
     return deps.events.tx(async (db, emit) => {
       const old = await assignmentsDb.getForUpdate(db, req.name);
       if (!old) throw notFound("assignment_not_found", `no assignment '${req.name}'`);
       refuseManaged("assignment", old);
-      await requireModules(db, def.modules);
+      // Parameters are part of the definition: replaced like the modules they are given to.
+      const parameters = await requireDefinition(db, cache, def.modules, req.parameters);
       // Enforce mode is kept unless the request says otherwise.
-      const row: AssignmentRow = { ...old, ...def, enforce: req.enforce ?? old.enforce };
+      const row: AssignmentRow = { ...old, ...def, parameters, enforce: req.enforce ?? old.enforce };
       await assignmentsDb.update(db, row);
+      const changed = changedParameters(old.parameters, parameters);
       await emit({
         type: "assignment.updated",
-        summary: `assignment ${row.name} (${row.selector} → ${row.modules.join(", ")}) updated by ${ctx.actor.name}`,
+        summary: `assignment ${row.name} (${row.selector} → ${row.modules.join(", ")}${parametersNote(changed, " changed")}) updated by ${ctx.actor.name}`,
         actor: ctx.actor,
         target: { id: row.name, name: row.name, type: "assignment" },
         metadata: {
           selector: row.selector,
           modules: row.modules,
           enforce: row.enforce,
+          parameters_changed: changed,
           previous: {
             selector: old.selector,
             modules: old.modules,

@@ -5,7 +5,7 @@ import { precondition } from "@orch/kit";
  * the repository is the only place to change it (or deleting the source releases it).
  */
 export function refuseManaged(
-  kind: "module" | "assignment",
+  kind: "module" | "assignment" | "value set",
   row: { name: string; source: string | null; source_commit: string },
 ): void {
   if (row.source === null) return;

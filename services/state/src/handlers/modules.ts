@@ -4,6 +4,7 @@ import { keysetPage, notFound, pageCursor, pageLimit, precondition, type Handler
 import { checkModuleContent, validName } from "../validate.js";
 import { assignmentsDb, modulesDb, type ModuleRow } from "../db/catalog.js";
 import { moduleMsg } from "../convert.js";
+import { refuseBrokenAssignments } from "../engine/assignment-parameters.js";
 import type { Engine } from "../engine/index.js";
 import { parseModule } from "../module/parse.js";
 import { refuseManaged } from "./managed.js";
@@ -16,7 +17,7 @@ type ModuleHandlers = Pick<
   "uploadModule" | "listModules" | "getModule" | "deleteModule"
 >;
 
-export function moduleHandlers({ deps }: Engine): ModuleHandlers {
+export function moduleHandlers({ deps, cache }: Engine): ModuleHandlers {
   const { pool, events, clock } = deps;
   return {
     async uploadModule(req, ctx) {
@@ -41,6 +42,7 @@ export function moduleHandlers({ deps }: Engine): ModuleHandlers {
           // Locked: a sync cannot take the module over between this check and the write.
           const existing = await modulesDb.lockForDelete(db, name);
           if (existing) refuseManaged("module", existing);
+          if (existing) await refuseBrokenAssignments(db, cache, name, parsed);
           const replaced = await modulesDb.upsert(db, row);
           if (replaced && !existing) throw new CreatedMeanwhile();
           await emit({

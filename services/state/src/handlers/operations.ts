@@ -5,6 +5,7 @@ import { operationsDb } from "../db/operations.js";
 import type { Engine } from "../engine/index.js";
 import { loadSources } from "../engine/modules.js";
 import { approvedAgent, nodeIdForRead, reachableNodeIds, requireReachable } from "./agents.js";
+import { valuesFor } from "../values/load.js";
 import { checkModuleList, checkOperationFilter, kindOf, operationsPageLimit, waitMs } from "../validate.js";
 
 type OperationHandlers = Pick<
@@ -32,8 +33,8 @@ export function operationHandlers(engine: Engine): OperationHandlers {
       const wait = waitMs(req.waitSeconds);
       const modules = checkModuleList(req.modules);
       const sources = await loadSources(pool, cache, modules);
-      const agent = await approvedAgent(clients, req.nodeId, ctx.actor);
-      const { op } = await runner.start({ agent, kind, sources, actor: ctx.actor });
+      const [agent] = await valuesFor(pool, sources, [await approvedAgent(clients, req.nodeId, ctx.actor)]);
+      const { op } = await runner.start({ agent: agent!, kind, sources, actor: ctx.actor });
       return operationMsg((await runner.waitFor(op.id, wait)) ?? op, true);
     },
 

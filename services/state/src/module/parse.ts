@@ -2,7 +2,10 @@ import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Docume
 import type { z } from "zod";
 import type { ReasonFor } from "@orch/contracts";
 import { invalid, type OrchError } from "@orch/kit";
+import { secretReader, templateProblem } from "./liquid/check.js";
+import { parseParameterDecls, type ParameterDecl } from "./parameters.js";
 import { refsIn, scanTemplate } from "./template.js";
+import { checkTriggers, dependencyEdges, hasTriggers, idList } from "./triggers.js";
 import { ARGUMENT_FIELDS, PATH_FIELDS, RESOURCE_TYPES, isResourceType, moduleDoc, resourceBase } from "./types.js";
 import type { ModuleResource, ParsedModule, ResourceType } from "./types.js";
 
@@ -81,15 +84,14 @@ function unionMessage(branches: ReadonlyArray<ReadonlyArray<{ code: string; mess
   return branches[0]?.[0]?.message ?? "invalid value";
 }
 
-/** Reports the first cycle in `requires`, as a path of ids. */
-function findCycle(resources: ModuleResource[]): string[] | undefined {
-  const byId = new Map(resources.map((r) => [r.id, r]));
+/** Reports the first cycle in `requires` (and onchanges/notify/watch: triggers.ts), as a path of ids. */
+function findCycle(resources: ModuleResource[], edges: ReadonlyMap<string, string[]>): string[] | undefined {
   const state = new Map<string, 1 | 2>();
   const stack: string[] = [];
   const visit = (id: string): string[] | undefined => {
     state.set(id, 1);
     stack.push(id);
-    for (const dep of byId.get(id)?.requires ?? []) {
+    for (const dep of edges.get(id) ?? []) {
       if (state.get(dep) === 1) return [...stack.slice(stack.indexOf(dep)), dep];
       if (!state.has(dep)) {
         const c = visit(dep);
@@ -123,12 +125,33 @@ function checkTemplates(loc: ModuleLocator, path: Path, v: unknown): void {
   else if (v && typeof v === "object") for (const [k, x] of Object.entries(v)) checkTemplates(loc, [...path, k], x);
 }
 
+/**
+ * Version 2: every string is a template of the engine (liquid/check.ts), refused at its field's
+ * line; in a literal block (`content: |`), whose lines are the file's, also at the file's line.
+ */
+function checkTemplatesV2(loc: ModuleLocator, at: Path, type: ResourceType, spec: Record<string, unknown>): void {
+  const problem = templateProblem(type, spec);
+  if (!problem) return;
+  const path = [...at, ...problem.path];
+  const node = nodeAt(loc.doc, path);
+  const block = problem.line !== undefined && isScalar(node) && node.type === "BLOCK_LITERAL";
+  const where = block ? ` (line ${loc.at(path).line + problem.line!} of the module)` : "";
+  throw loc.error("invalid_template", path, `${problem.message}${where}`);
+}
+
+/** For a field of a spec, the first secret it reads: `{{ secrets.x }}` in version 1, any read of one in version 2. */
+type SecretIn = (field: string) => string | undefined;
+const secretInV1 =
+  (spec: Record<string, unknown>): SecretIn =>
+  (field) =>
+    refsIn(spec[field]).find((r) => r.ns === "secrets")?.key;
+
 /** Refuses a secret rendered into a field that becomes a process argument (see ARGUMENT_FIELDS). */
-function checkSecretArguments(loc: ModuleLocator, at: Path, type: ResourceType, spec: Record<string, unknown>): void {
+function checkSecretArguments(loc: ModuleLocator, at: Path, type: ResourceType, secretIn: SecretIn): void {
   for (const field of ARGUMENT_FIELDS[type]) {
-    const secret = refsIn(spec[field]).find((r) => r.ns === "secrets");
-    if (!secret) continue;
-    const expr = `{{ secrets.${secret.key} }}`;
+    const secret = secretIn(field);
+    if (secret === undefined) continue;
+    const expr = `{{ secrets.${secret} }}`;
     const via =
       type === "exec"
         ? `pass it through env (env: { SECRET: "${expr}" }) and use $SECRET, or write it with a file resource`
@@ -143,16 +166,28 @@ function checkSecretArguments(loc: ModuleLocator, at: Path, type: ResourceType, 
 }
 
 /** Refuses a secret rendered into a field that becomes a file name (see PATH_FIELDS). */
-function checkSecretPaths(loc: ModuleLocator, at: Path, type: ResourceType, spec: Record<string, unknown>): void {
+function checkSecretPaths(loc: ModuleLocator, at: Path, type: ResourceType, secretIn: SecretIn): void {
   for (const field of PATH_FIELDS[type]) {
-    const secret = refsIn(spec[field]).find((r) => r.ns === "secrets");
-    if (!secret) continue;
+    const secret = secretIn(field);
+    if (secret === undefined) continue;
     throw loc.error(
       "secret_in_path",
       [...at, field],
-      `{{ secrets.${secret.key} }} must not be rendered into '${field}', which becomes a file name any local user can list; put the secret in the file's content`,
+      `{{ secrets.${secret} }} must not be rendered into '${field}', which becomes a file name any local user can list; put the secret in the file's content`,
     );
   }
+}
+
+/** A module's `parameters:` (version 2 only), each problem at its line. */
+function declaredParameters(
+  loc: ModuleLocator,
+  top: { version?: number | undefined; parameters?: unknown },
+): Record<string, ParameterDecl> {
+  if (top.parameters !== undefined && top.version !== 2)
+    throw loc.error("invalid_module", ["parameters"], "parameters need version: 2", true);
+  return parseParameterDecls(top.parameters, (path, message, keyNode) =>
+    loc.error("invalid_module", path, message, keyNode),
+  );
 }
 
 /**
@@ -193,6 +228,7 @@ export function parseModule(content: string, expectedName?: string): ParsedModul
   if (expectedName !== undefined && top.data.name !== expectedName) {
     throw loc.error("name_mismatch", ["name"], `the module's name '${top.data.name}' does not match '${expectedName}'`);
   }
+  const parameters = declaredParameters(loc, top.data);
 
   const resources: ModuleResource[] = [];
   const seen = new Map<string, number>();
@@ -202,7 +238,7 @@ export function parseModule(content: string, expectedName?: string): ParsedModul
       throw loc.error("invalid_module", at, "a resource is a mapping with id and type");
     const base = resourceBase.safeParse(raw);
     if (!base.success) throw firstIssue(loc, at, base.error);
-    const { id, type, requires, description: _d, ...spec } = base.data;
+    const { id, type, requires, onchanges, notify, watch, description: _d, ...spec } = base.data;
     if (!isResourceType(type)) {
       throw loc.error(
         "unknown_resource_type",
@@ -219,14 +255,20 @@ export function parseModule(content: string, expectedName?: string): ParsedModul
         `resource id '${id}' is already used by resources[${seen.get(id)}]`,
       );
     seen.set(id, i);
-    checkTemplates(loc, at, spec);
-    checkSecretArguments(loc, at, type, spec);
-    checkSecretPaths(loc, at, type, spec);
+    const v2 = top.data.version === 2;
+    if (v2) checkTemplatesV2(loc, at, type, spec);
+    else checkTemplates(loc, at, spec);
+    const secretIn = v2 ? secretReader(spec) : secretInV1(spec);
+    checkSecretArguments(loc, at, type, secretIn);
+    checkSecretPaths(loc, at, type, secretIn);
     resources.push({
       id,
       type,
       requires: requires === undefined ? [] : typeof requires === "string" ? [requires] : [...new Set(requires)],
       spec,
+      onchanges: idList(onchanges),
+      notify: idList(notify),
+      watch: idList(watch),
     });
   });
 
@@ -243,15 +285,24 @@ export function parseModule(content: string, expectedName?: string): ParsedModul
       }
     });
   });
-  const cycle = findCycle(resources);
+  checkTriggers(top.data.version, resources, top.data.resources, (reason, path, message, keyNode) =>
+    loc.error(reason, path, message, keyNode),
+  );
+  const cycle = findCycle(resources, dependencyEdges(resources));
   if (cycle) {
     throw loc.error(
       "cyclic_requires",
       ["resources", seen.get(cycle[0]!)!, "requires"],
-      `requires form a cycle: ${cycle.join(" → ")}`,
+      `${resources.some(hasTriggers) ? "requires, onchanges, notify and watch" : "requires"} form a cycle: ${cycle.join(" → ")}`,
     );
   }
-  return { name: top.data.name, description: top.data.description ?? "", resources };
+  return {
+    name: top.data.name,
+    description: top.data.description ?? "",
+    version: top.data.version ?? 1,
+    parameters,
+    resources,
+  };
 }
 
 const base = (raw: unknown) => raw as { requires?: unknown };

@@ -9,7 +9,10 @@ import {
   NAME_RE,
   NAME_RULE,
 } from "@orch/contracts";
+import type { ParameterDecl } from "./parameters.js";
 import { refsIn, TEMPLATE_MARK } from "./template.js";
+
+export type { ParameterDecl };
 
 /**
  * Schema v1 of a module's resources, one zod object per type. The field lists match the agent's
@@ -126,7 +129,13 @@ export const RESOURCE_TYPES = {
     version: nonEmpty.optional(),
   }),
   service: z
-    .strictObject({ name: nonEmpty, state: oneOf(["running", "stopped"]).optional(), enabled: bool.optional() })
+    .strictObject({
+      name: nonEmpty,
+      state: oneOf(["running", "stopped"]).optional(),
+      enabled: bool.optional(),
+      /** What a notify/watch trigger does (version 2): restart (default) or reload. */
+      refresh: oneOf(["restart", "reload"]).optional(),
+    })
     .refine((r) => r.state !== undefined || r.enabled !== undefined, {
       message: "at least one of state or enabled is required",
       path: ["state"],
@@ -268,13 +277,19 @@ export const resourceBase = z.looseObject({
     ),
   type: z.string(),
   requires: z.union([nonEmpty, z.array(nonEmpty)]).optional(),
+  /** Version 2 (parse.ts refuses them otherwise): ids, as requires. */
+  onchanges: z.union([nonEmpty, z.array(nonEmpty)]).optional(),
+  notify: z.union([nonEmpty, z.array(nonEmpty)]).optional(),
+  watch: z.union([nonEmpty, z.array(nonEmpty)]).optional(),
   description: z.string().optional(),
 });
 
 export const moduleDoc = z.strictObject({
-  version: z.literal(1, "must be 1 (the only schema version)").optional(),
+  version: z.literal([1, 2], "must be 1 or 2 (2: templates, parameters, values and triggers)").optional(),
   name: z.string().regex(NAME_RE, `must be ${NAME_RULE}`),
   description: z.string().optional(),
+  /** Version 2: checked by parseParameterDecls (parameters.ts), which gives each problem its line. */
+  parameters: z.unknown().optional(),
   resources: z.array(z.unknown()).max(MAX_RESOURCES, `at most ${MAX_RESOURCES} resources`),
 });
 
@@ -284,10 +299,20 @@ export interface ModuleResource {
   type: ResourceType;
   requires: string[];
   spec: Record<string, unknown>;
+  /** Version 2: ids of this module's resources whose change re-applies this one (empty otherwise). */
+  onchanges: string[];
+  /** Version 2: ids this resource's change notifies (empty otherwise). */
+  notify: string[];
+  /** Version 2: ids this resource watches (empty otherwise). */
+  watch: string[];
 }
 
 export interface ParsedModule {
   name: string;
   description: string;
+  /** Schema version: 1 keeps the original `{{ ns.key }}` substitution, 2 renders with the template engine. */
+  version: 1 | 2;
+  /** Declared parameters (version 2; empty for version 1). */
+  parameters: Record<string, ParameterDecl>;
   resources: ModuleResource[];
 }

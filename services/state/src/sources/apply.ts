@@ -1,6 +1,7 @@
 import { count } from "@orch/contracts";
 import type { Actor, Emit, Queryable } from "@orch/kit";
 import { assignmentsDb, modulesDb, sourceCatalogDb, type AssignmentRow, type ModuleRow } from "../db/catalog.js";
+import { changedParameters, parametersNote } from "../engine/assignment-parameters.js";
 import { definitionOf, type TreeDiff } from "./diff.js";
 import type { TreeAssignment, TreeModule } from "./tree-types.js";
 
@@ -119,25 +120,33 @@ async function writeAssignments(w: Writing): Promise<void> {
     await assignmentsDb.insert(db, row);
     await emit({
       type: "assignment.created",
-      summary: `assignment ${row.name} (${row.selector} → ${row.modules.join(", ")}) created by ${by}`,
-      actor: a.actor,
-      target: { id: row.name, name: row.name, type: "assignment" },
-      metadata: { selector: row.selector, modules: row.modules, enforce: row.enforce, ...origin },
-    });
-    out.created++;
-  }
-  for (const { next, old } of a.diff.assignments.updated) {
-    const row = assignmentRow(w, next, old);
-    await assignmentsDb.update(db, row);
-    await emit({
-      type: "assignment.updated",
-      summary: `assignment ${row.name} (${row.selector} → ${row.modules.join(", ")}) updated by ${by}`,
+      summary: `assignment ${row.name} (${row.selector} → ${row.modules.join(", ")}${parametersNote(Object.keys(row.parameters).sort())}) created by ${by}`,
       actor: a.actor,
       target: { id: row.name, name: row.name, type: "assignment" },
       metadata: {
         selector: row.selector,
         modules: row.modules,
         enforce: row.enforce,
+        parameters: Object.keys(row.parameters).sort(),
+        ...origin,
+      },
+    });
+    out.created++;
+  }
+  for (const { next, old } of a.diff.assignments.updated) {
+    const row = assignmentRow(w, next, old);
+    await assignmentsDb.update(db, row);
+    const changed = changedParameters(old.parameters, row.parameters);
+    await emit({
+      type: "assignment.updated",
+      summary: `assignment ${row.name} (${row.selector} → ${row.modules.join(", ")}${parametersNote(changed, " changed")}) updated by ${by}`,
+      actor: a.actor,
+      target: { id: row.name, name: row.name, type: "assignment" },
+      metadata: {
+        selector: row.selector,
+        modules: row.modules,
+        enforce: row.enforce,
+        parameters_changed: changed,
         previous: { selector: old.selector, modules: old.modules, description: old.description, enforce: old.enforce },
         ...origin,
       },

@@ -21,6 +21,7 @@ const KEYS = new Set([
   "apply_on_sync",
   "batch",
   "max_failures",
+  "parameters",
 ]);
 /** What fanout's batchSize is asked to size: only the spec's syntax matters here. */
 const BATCH_PROBE_TOTAL = 100;
@@ -112,7 +113,10 @@ export function readAssignmentFile(
   const maxFailures = value("max_failures");
   refuseIfThrows(nodeOf("max_failures"), refuseAt, () => checkMaxFailures(maxFailures));
 
-  if (errors.length || selector === undefined || modules === undefined || batch === undefined) return { errors };
+  const parameters = readParameters(pairs.get("parameters"), value("parameters"), refuseAt, pos);
+
+  if (errors.length || selector === undefined || modules === undefined || batch === undefined || !parameters)
+    return { errors };
   return {
     errors,
     assignment: {
@@ -125,8 +129,31 @@ export function readAssignmentFile(
       apply_on_sync: applyOnSync,
       batch,
       max_failures: typeof maxFailures === "number" ? maxFailures : null,
+      ...parameters,
     },
   };
+}
+
+/**
+ * `parameters:`, a map; its values are checked against the modules' declarations once every
+ * module of the tree is parsed (tree-parameters.ts), at the lines recorded here.
+ */
+function readParameters(
+  pair: Pair | undefined,
+  v: unknown,
+  refuseAt: Fail,
+  pos: (offset: number) => { line: number; column: number },
+): Pick<TreeAssignment, "parameters" | "parameterLines"> | undefined {
+  const at = (node: unknown) => pos((node as Node | null | undefined)?.range?.[0] ?? 0);
+  if (!pair) return {};
+  const lines: Record<string, { line: number; column: number }> = { "": at(pair.key) };
+  if (v === undefined) return { parameters: {}, parameterLines: lines };
+  if (!v || typeof v !== "object" || Array.isArray(v) || !isMap(pair.value)) {
+    refuseAt((pair.value ?? pair.key) as Node, "invalid_request", "parameters must be a map from name to value");
+    return undefined;
+  }
+  for (const item of pair.value.items) if (isScalar(item.key)) lines[String(item.key.value)] = at(item.key);
+  return { parameters: v as Record<string, unknown>, parameterLines: lines };
 }
 
 type Fail = (node: Node | null | undefined, code: ErrorReason, message: string) => void;

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import type { AssignmentRow, ModuleRow } from "../db/catalog.js";
 import type { SourceFileErrorRow } from "../db/sources.js";
 import type { Tree, TreeAssignment, TreeModule } from "./tree-types.js";
@@ -11,6 +12,7 @@ export interface TreeDefinition {
   apply_on_sync: boolean;
   sync_batch: string;
   sync_max_failures: number | null;
+  parameters: Record<string, unknown>;
 }
 
 export const definitionOf = (t: TreeAssignment): TreeDefinition => ({
@@ -21,6 +23,7 @@ export const definitionOf = (t: TreeAssignment): TreeDefinition => ({
   apply_on_sync: t.apply_on_sync,
   sync_batch: t.batch,
   sync_max_failures: t.max_failures,
+  parameters: t.parameters ?? {},
 });
 
 function sameDefinition(old: AssignmentRow, d: TreeDefinition): boolean {
@@ -32,7 +35,8 @@ function sameDefinition(old: AssignmentRow, d: TreeDefinition): boolean {
     old.enforce === d.enforce &&
     old.apply_on_sync === d.apply_on_sync &&
     old.sync_batch === d.sync_batch &&
-    old.sync_max_failures === d.sync_max_failures
+    old.sync_max_failures === d.sync_max_failures &&
+    isDeepStrictEqual(old.parameters, d.parameters)
   );
 }
 

@@ -8,6 +8,7 @@ import {
   SOURCE_FILE_RE,
   SOURCE_MAX_FILES,
   SOURCE_MODULES_DIR,
+  SOURCE_VALUES_DIR,
 } from "@orch/contracts";
 import type { Logger } from "@orch/kit";
 import { MODULE_MAX_BYTES } from "../module/parse.js";
@@ -58,6 +59,8 @@ export interface GitRepoOptions {
   log: Logger;
 }
 
+/** The directories of a source's tree: everything else in the repository is not read. */
+const TREE_DIRS = [SOURCE_MODULES_DIR, SOURCE_ASSIGNMENTS_DIR, SOURCE_VALUES_DIR];
 const GIT_BIN = process.env.ORCH_GIT_BIN ?? "git";
 const FETCHED = "refs/orch/fetched";
 const FULL_SHA_RE = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
@@ -178,7 +181,7 @@ export function openGitRepo(o: GitRepoOptions): GitRepo {
       const base = dir.replace(/^\/+|\/+$/g, "");
       const prefix = base === "" ? "" : `${base}/`;
       const listing = await run(
-        ["ls-tree", "-z", "-l", commit, "--", `${prefix}${SOURCE_MODULES_DIR}/`, `${prefix}${SOURCE_ASSIGNMENTS_DIR}/`],
+        ["ls-tree", "-z", "-l", commit, "--", ...TREE_DIRS.map((d) => `${prefix}${d}/`)],
         deadline,
       );
       const entries = parseLsTree(listing, prefix)

@@ -11,6 +11,7 @@ import type { Engine } from "../engine/index.js";
 import { loadSources } from "../engine/modules.js";
 import type { ModuleSource } from "../engine/render.js";
 import { definitionOf, diffTree, referencedModules, touched } from "./diff.js";
+import { outsideParameterErrors } from "./outside-parameters.js";
 import { gitFailureError, readSourceTree } from "./read.js";
 import type { SourceBox } from "./seal.js";
 
@@ -54,7 +55,8 @@ export async function planSource(
       false,
     ),
   );
-  if (diff.errors.length) return { ...base, errors: diff.errors.map(errorMsg), complete: true };
+  const refused = [...diff.errors, ...(await outsideParameterErrors(pool, cache, name, tree, diff))];
+  if (refused.length) return { ...base, errors: refused.map(errorMsg), complete: true };
 
   const treeSources = new Map<string, ModuleSource>(
     tree.modules.map((m) => [m.name, { name: m.name, sha256: m.sha256, parsed: m.parsed }]),
@@ -84,7 +86,7 @@ export async function planSource(
       batch: "",
       maxFailures: null,
       actor,
-      sources: def.modules.map((m) => byName.get(m)!),
+      sources: def.modules.map((m) => ({ ...byName.get(m)!, parameters: def.parameters })),
       agents: matchAgents(def.selector, agents),
       origin: { source: name, commit },
     });

@@ -1,9 +1,12 @@
 import { notFound, OrchError, unavailable } from "@orch/kit";
-import { sourceCatalogDb } from "../db/catalog.js";
+import { modulesDb, sourceCatalogDb } from "../db/catalog.js";
 import type { SourceRow } from "../db/sources.js";
 import type { StateDeps } from "../deps.js";
 import { GitError, openGitRepo } from "./git.js";
 import { requireBox, type SourceBox } from "./seal.js";
+import { parseModule } from "../module/parse.js";
+import type { DeclaringModule } from "../module/parameters.js";
+import { checkTreeParameters, outsideModules } from "./tree-parameters.js";
 import { parseTree } from "./tree.js";
 import type { Tree } from "./tree-types.js";
 
@@ -37,7 +40,29 @@ export async function readSourceTree(
   const commit = await repo.fetch(ref);
   const files = await repo.readTree(commit, row.path);
   const known = new Set(await sourceCatalogDb.moduleNamesOutside(pool, row.name));
-  return { commit, tree: parseTree(files, known) };
+  const tree = parseTree(files, known);
+  checkTreeParameters(tree, await outsideDeclarations(deps, tree, known));
+  return { commit, tree };
+}
+
+/** The parameter declarations of catalog modules (outside the source) that the tree's assignments use. */
+async function outsideDeclarations(
+  { pool }: StateDeps,
+  tree: Tree,
+  known: ReadonlySet<string>,
+): Promise<Map<string, DeclaringModule>> {
+  const names = outsideModules(tree).filter((m) => known.has(m));
+  const out = new Map<string, DeclaringModule>();
+  if (names.length === 0) return out;
+  for (const m of await modulesDb.getMany(pool, names)) {
+    try {
+      out.set(m.name, { name: m.name, parameters: parseModule(m.content, m.name).parameters });
+    } catch (err) {
+      // Stored before a parser change made it invalid: its assignments fail at apply as they would anyway.
+      if (!(err instanceof OrchError)) throw err;
+    }
+  }
+  return out;
 }
 
 /** A fetch failure as the API answers it (plan): 404 for a missing ref, else 503 with git's reason. */

@@ -1,11 +1,14 @@
 import { sourceCatalogDb, assignmentsDb } from "../db/catalog.js";
 import { sourcesDb, type SourceFileErrorRow } from "../db/sources.js";
 import { approvedAgents, matchAgents } from "../engine/fanout.js";
+import { withParameters } from "../engine/assignment-parameters.js";
 import type { Engine } from "../engine/index.js";
 import { loadSources } from "../engine/modules.js";
 import { sourceActor } from "./actor.js";
 import { applyDiff } from "./apply.js";
+import { applyValueSets, diffValueSets } from "../values/source-sync.js";
 import { diffTree, referencedModules } from "./diff.js";
+import { outsideParameterErrors } from "./outside-parameters.js";
 import { isRecordable, readSourceTree } from "./read.js";
 import type { SourceBox } from "./seal.js";
 import { initialSyncState, isDone, step, type SyncEffect, type SyncEvent, type Synced } from "./sync-machine.js";
@@ -95,9 +98,14 @@ async function apply(cx: Context, e: Extract<SyncEffect, { type: "apply" }>): Pr
       await sourceCatalogDb.modules(db, name, names, true),
       await sourceCatalogDb.assignments(db, name, assignmentNames, true),
     );
-    if (diff.errors.length) throw new TreeRejected(diff.errors);
     const now = clock.now();
-    const applied = await applyDiff(db, emit, { source: name, commit, now, actor: sourceActor(name), diff });
+    const at = { source: name, commit, now, actor: sourceActor(name) };
+    const values = await diffValueSets(db, at, tree.values ?? []);
+    const outside = await outsideParameterErrors(db, cx.engine.cache, name, tree, diff);
+    const refused = [...diff.errors, ...outside, ...values.errors];
+    if (refused.length) throw new TreeRejected(refused);
+    const applied = await applyDiff(db, emit, { ...at, diff });
+    await applyValueSets(db, emit, at, values);
     const record = syncedRecord(locked, applied, { commit, tree, lease: e.lease, now, trigger: e.trigger });
     await sourcesDb.recordSuccess(db, name, { commit, now, next_sync_at: record.next_sync_at });
     if (record.event) await emit(record.event);
@@ -141,7 +149,7 @@ async function startRuns(cx: Context, name: string, commit: string, due: readonl
         batch: row.sync_batch,
         maxFailures: row.sync_max_failures,
         actor,
-        sources: await loadSources(pool, cache, row.modules),
+        sources: withParameters(await loadSources(pool, cache, row.modules), row.parameters),
         agents: matchAgents(row.selector, agents),
         origin: { source: name, commit },
       });

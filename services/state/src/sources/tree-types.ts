@@ -1,5 +1,6 @@
 import type { SourceFileErrorRow } from "../db/sources.js";
 import type { ParsedModule } from "../module/types.js";
+import type { TreeValueSet } from "../values/source-file.js";
 
 /** What a commit's tree holds once validated (tree.ts), as the diff and the apply read it. */
 
@@ -21,10 +22,16 @@ export interface TreeAssignment {
   apply_on_sync: boolean;
   batch: string;
   max_failures: number | null;
+  /** Given to its modules' declared parameters (absent: the file has none); checked by checkTreeParameters. */
+  parameters?: Record<string, unknown>;
+  /** Where each given parameter (and `parameters:` itself, under "") is in the file, for errors. */
+  parameterLines?: Record<string, { line: number; column: number }>;
 }
 
 export interface Tree {
   modules: TreeModule[];
   assignments: TreeAssignment[];
+  /** `values/<name>.yaml` (docs/modules.md#values); absent in trees built before values existed. */
+  values?: TreeValueSet[];
   errors: SourceFileErrorRow[];
 }

@@ -5,6 +5,7 @@ import {
   SOURCE_FILE_RE,
   SOURCE_MAX_FILES,
   SOURCE_MODULES_DIR,
+  SOURCE_VALUES_DIR,
 } from "@orch/contracts";
 import { OrchError } from "@orch/kit";
 import type { SourceFileErrorRow } from "../db/sources.js";
@@ -13,6 +14,7 @@ import { validName } from "../validate.js";
 import { readAssignmentFile } from "./assignment-file.js";
 import type { TreeFile } from "./git.js";
 import type { Tree, TreeModule } from "./tree-types.js";
+import { readValueFile } from "../values/source-file.js";
 
 /**
  * A commit's modules/ and assignments/ validated as a whole, before anything is applied: a sync is
@@ -20,7 +22,7 @@ import type { Tree, TreeModule } from "./tree-types.js";
  * Errors without a position (the file as a whole) carry line 0, column 0.
  */
 
-type Kind = "module" | "assignment";
+type Kind = "module" | "assignment" | "value set";
 
 interface Entry {
   file: TreeFile;
@@ -30,7 +32,7 @@ interface Entry {
 
 /** Validates every file; `known`: module names that exist outside the tree (the catalog), so references resolve. */
 export function parseTree(files: TreeFile[], known: ReadonlySet<string>): Tree {
-  const tree: Tree = { modules: [], assignments: [], errors: [] };
+  const tree: Tree = { modules: [], assignments: [], values: [], errors: [] };
   if (files.length > SOURCE_MAX_FILES) {
     const message = `more than ${SOURCE_MAX_FILES} files under ${SOURCE_MODULES_DIR}/ and ${SOURCE_ASSIGNMENTS_DIR}/`;
     tree.errors.push(treeError("", "invalid_source", message));
@@ -54,6 +56,10 @@ export function parseTree(files: TreeFile[], known: ReadonlySet<string>): Tree {
     if (kind === "module") {
       const m = readModuleFile(file, name, tree.errors);
       if (m) tree.modules.push(m);
+    } else if (kind === "value set") {
+      const v = readValueFile(file.path, name, file.content);
+      tree.errors.push(...v.errors);
+      if (v.set) tree.values!.push(v.set);
     } else {
       const r = readAssignmentFile(file.path, name, file.content, resolves);
       tree.errors.push(...r.errors);
@@ -76,7 +82,13 @@ function classify(files: readonly TreeFile[], errors: SourceFileErrorRow[]): Ent
     const dir = file.path.slice(0, slash);
     const base = file.path.slice(slash + 1);
     const kind: Kind | undefined =
-      dir === SOURCE_MODULES_DIR ? "module" : dir === SOURCE_ASSIGNMENTS_DIR ? "assignment" : undefined;
+      dir === SOURCE_MODULES_DIR
+        ? "module"
+        : dir === SOURCE_ASSIGNMENTS_DIR
+          ? "assignment"
+          : dir === SOURCE_VALUES_DIR
+            ? "value set"
+            : undefined;
     // readTree lists only these; anything else is not part of the tree's contract.
     if (slash < 0 || !kind || !SOURCE_FILE_RE.test(base)) continue;
     const name = base.replace(/\.ya?ml$/, "");

@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file orch/v1/agent_state.proto.
  */
 export const file_orch_v1_agent_state: GenFile = /*@__PURE__*/
-  fileDesc("ChlvcmNoL3YxL2FnZW50X3N0YXRlLnByb3RvEgdvcmNoLnYxInIKDVN0YXRlUmVzb3VyY2USCgoCaWQYASABKAkSDgoGbW9kdWxlGAIgASgJEgwKBHR5cGUYAyABKAkSJQoEc3BlYxgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIcmVxdWlyZXMYBSADKAkibQoORXhlY3V0ZVJlcXVlc3QSFAoMb3BlcmF0aW9uX2lkGAEgASgJEgwKBG1vZGUYAiABKAkSKQoJcmVzb3VyY2VzGAMgAygLMhYub3JjaC52MS5TdGF0ZVJlc291cmNlEgwKBG1hc2sYBCADKAki2gEKDlJlc291cmNlUmVzdWx0EgoKAmlkGAEgASgJEg4KBm1vZHVsZRgCIAEoCRIMCgR0eXBlGAMgASgJEg4KBnN0YXR1cxgEIAEoCRIPCgdjaGFuZ2VkGAUgASgIEgwKBGRpZmYYBiABKAkSDwoHbWVzc2FnZRgHIAEoCRIOCgZzdGRvdXQYCCABKAkSDgoGc3RkZXJyGAkgASgJEhMKC2R1cmF0aW9uX21zGAogASgBEikKCG9ic2VydmVkGAsgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI7Cg9FeGVjdXRlUmVzcG9uc2USKAoHcmVzdWx0cxgBIAMoCzIXLm9yY2gudjEuUmVzb3VyY2VSZXN1bHQyUQoRQWdlbnRTdGF0ZVNlcnZpY2USPAoHRXhlY3V0ZRIXLm9yY2gudjEuRXhlY3V0ZVJlcXVlc3QaGC5vcmNoLnYxLkV4ZWN1dGVSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct]);
+  fileDesc("ChlvcmNoL3YxL2FnZW50X3N0YXRlLnByb3RvEgdvcmNoLnYxIpsBCg1TdGF0ZVJlc291cmNlEgoKAmlkGAEgASgJEg4KBm1vZHVsZRgCIAEoCRIMCgR0eXBlGAMgASgJEiUKBHNwZWMYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCHJlcXVpcmVzGAUgAygJEhEKCW9uY2hhbmdlcxgGIAMoCRIUCgx0cmlnZ2VyZWRfYnkYByADKAkibQoORXhlY3V0ZVJlcXVlc3QSFAoMb3BlcmF0aW9uX2lkGAEgASgJEgwKBG1vZGUYAiABKAkSKQoJcmVzb3VyY2VzGAMgAygLMhYub3JjaC52MS5TdGF0ZVJlc291cmNlEgwKBG1hc2sYBCADKAki2gEKDlJlc291cmNlUmVzdWx0EgoKAmlkGAEgASgJEg4KBm1vZHVsZRgCIAEoCRIMCgR0eXBlGAMgASgJEg4KBnN0YXR1cxgEIAEoCRIPCgdjaGFuZ2VkGAUgASgIEgwKBGRpZmYYBiABKAkSDwoHbWVzc2FnZRgHIAEoCRIOCgZzdGRvdXQYCCABKAkSDgoGc3RkZXJyGAkgASgJEhMKC2R1cmF0aW9uX21zGAogASgBEikKCG9ic2VydmVkGAsgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCI7Cg9FeGVjdXRlUmVzcG9uc2USKAoHcmVzdWx0cxgBIAMoCzIXLm9yY2gudjEuUmVzb3VyY2VSZXN1bHQyUQoRQWdlbnRTdGF0ZVNlcnZpY2USPAoHRXhlY3V0ZRIXLm9yY2gudjEuRXhlY3V0ZVJlcXVlc3QaGC5vcmNoLnYxLkV4ZWN1dGVSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct]);
 
 /**
  * StateResource is one rendered resource of a module.
@@ -53,6 +53,25 @@ export type StateResource = Message<"orch.v1.StateResource"> & {
    * @generated from field: repeated string requires = 5;
    */
   requires: string[];
+
+  /**
+   * Keys `<module>/<id>`: when not empty, the resource runs only if at least one of them changed in
+   * this operation (would change, in a plan); otherwise it is reported ok, "not run". It runs after
+   * them. From the module's `onchanges`, and `notify`/`watch` naming an exec.
+   *
+   * @generated from field: repeated string onchanges = 6;
+   */
+  onchanges: string[];
+
+  /**
+   * Keys `<module>/<id>` whose change refreshes this service (restart, or reload when its spec says
+   * `refresh: reload`) once, after all of them, unless one failed. From `notify`/`watch`. The state
+   * service sends onchanges and triggered_by only to an agent whose `state_features` attribute lists
+   * `triggers`: an older agent would ignore them and never restart anything.
+   *
+   * @generated from field: repeated string triggered_by = 7;
+   */
+  triggeredBy: string[];
 };
 
 /**

@@ -13,7 +13,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file orch/v1/state.proto.
  */
 export const file_orch_v1_state: GenFile = /*@__PURE__*/
-  fileDesc("ChNvcmNoL3YxL3N0YXRlLnByb3RvEgdvcmNoLnYxIuUBCgZNb2R1bGUSDAoEbmFtZRgBIAEoCRITCgt1cGxvYWRlZF9hdBgCIAEoARITCgt1cGxvYWRlZF9ieRgDIAEoCRIPCgdjb250ZW50GAQgASgJEhMKC2Rlc2NyaXB0aW9uGAUgASgJEhYKDnJlc291cmNlX2NvdW50GAYgASgFEg4KBnNoYTI1NhgHIAEoCRIYChB1cGxvYWRlZF9ieV9uYW1lGAggASgJEg4KBnNvdXJjZRgJIAEoCRIOCgZjb21taXQYCiABKAkSGwoTcmVtb3ZlZF9mcm9tX3NvdXJjZRgLIAEoCCI0ChNVcGxvYWRNb2R1bGVSZXF1ZXN0EgwKBG5hbWUYASABKAkSDwoHY29udGVudBgCIAEoCSIzChJMaXN0TW9kdWxlc1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJIkwKE0xpc3RNb2R1bGVzUmVzcG9uc2USIAoHbW9kdWxlcxgBIAMoCzIPLm9yY2gudjEuTW9kdWxlEhMKC25leHRfY3Vyc29yGAIgASgJIiAKEEdldE1vZHVsZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSKhAgoKQXNzaWdubWVudBIMCgRuYW1lGAEgASgJEhAKCHNlbGVjdG9yGAIgASgJEg8KB21vZHVsZXMYAyADKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARISCgpjcmVhdGVkX2F0GAUgASgBEhIKCmNyZWF0ZWRfYnkYBiABKAkSDwoHZW5mb3JjZRgHIAEoCBIOCgZzb3VyY2UYCCABKAkSDgoGY29tbWl0GAkgASgJEhUKDWFwcGx5X29uX3N5bmMYCiABKAgSEgoKc3luY19iYXRjaBgLIAEoCRIeChFzeW5jX21heF9mYWlsdXJlcxgMIAEoBUgBiAEBQg4KDF9kZXNjcmlwdGlvbkIUChJfc3luY19tYXhfZmFpbHVyZXMilgEKF0NyZWF0ZUFzc2lnbm1lbnRSZXF1ZXN0EgwKBG5hbWUYASABKAkSEAoIc2VsZWN0b3IYAiABKAkSDwoHbW9kdWxlcxgDIAMoCRIYCgtkZXNjcmlwdGlvbhgEIAEoCUgAiAEBEhQKB2VuZm9yY2UYBSABKAhIAYgBAUIOCgxfZGVzY3JpcHRpb25CCgoIX2VuZm9yY2UiNwoWTGlzdEFzc2lnbm1lbnRzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiWAoXTGlzdEFzc2lnbm1lbnRzUmVzcG9uc2USKAoLYXNzaWdubWVudHMYASADKAsyEy5vcmNoLnYxLkFzc2lnbm1lbnQSEwoLbmV4dF9jdXJzb3IYAiABKAkiJAoUR2V0QXNzaWdubWVudFJlcXVlc3QSDAoEbmFtZRgBIAEoCSKDAQoUUnVuQXNzaWdubWVudFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIMCgRraW5kGAIgASgJEg0KBWJhdGNoGAMgASgJEhkKDG1heF9mYWlsdXJlcxgEIAEoBUgAiAEBEhQKDHdhaXRfc2Vjb25kcxgFIAEoBUIPCg1fbWF4X2ZhaWx1cmVzIjcKF0dldEFzc2lnbm1lbnRSdW5SZXF1ZXN0EgwKBG5hbWUYASABKAkSDgoGcnVuX2lkGAIgASgJIkgKGUxpc3RBc3NpZ25tZW50UnVuc1JlcXVlc3QSDAoEbmFtZRgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZjdXJzb3IYAyABKAkiVwoaTGlzdEFzc2lnbm1lbnRSdW5zUmVzcG9uc2USJAoEcnVucxgBIAMoCzIWLm9yY2gudjEuQXNzaWdubWVudFJ1bhITCgtuZXh0X2N1cnNvchgCIAEoCSJfCglSdW5UYXJnZXQSDwoHbm9kZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg0KBWJhdGNoGAMgASgFEhQKDG9wZXJhdGlvbl9pZBgEIAEoCRIOCgZzdGF0dXMYBSABKAki0wIKDUFzc2lnbm1lbnRSdW4SCgoCaWQYASABKAkSEgoKYXNzaWdubWVudBgCIAEoCRIMCgRraW5kGAMgASgJEg4KBnN0YXR1cxgEIAEoCRIQCghzZWxlY3RvchgFIAEoCRIPCgdtb2R1bGVzGAYgAygJEhIKCmJhdGNoX3NpemUYByABKAUSDwoHYmF0Y2hlcxgIIAEoBRIZCgxtYXhfZmFpbHVyZXMYCSABKAVIAIgBARIQCghmYWlsdXJlcxgKIAEoBRISCgpjcmVhdGVkX2F0GAsgASgBEhMKC2ZpbmlzaGVkX2F0GAwgASgBEhAKCGFjdG9yX2lkGA0gASgJEiMKB3RhcmdldHMYDiADKAsyEi5vcmNoLnYxLlJ1blRhcmdldBIOCgZzb3VyY2UYDyABKAkSDgoGY29tbWl0GBAgASgJQg8KDV9tYXhfZmFpbHVyZXMi0wEKC1J1blByb2dyZXNzEg4KBnJ1bl9pZBgBIAEoCRISCgphc3NpZ25tZW50GAIgASgJEgwKBGtpbmQYAyABKAkSDgoGc3RhdHVzGAQgASgJEg0KBXRvdGFsGAUgASgFEgwKBGRvbmUYBiABKAUSDgoGZmFpbGVkGAcgASgFEhMKC3VucmVhY2hhYmxlGAggASgFEg8KB3J1bm5pbmcYCSABKAUSDgoGcXVldWVkGAogASgFEhMKC25vdF9zdGFydGVkGAsgASgFEgoKAmF0GAwgASgBIlcKD1J1bkFnZW50UmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEgwKBGtpbmQYAiABKAkSDwoHbW9kdWxlcxgDIAMoCRIUCgx3YWl0X3NlY29uZHMYBCABKAUiYgoNUmVzdWx0U3VtbWFyeRIKCgJvaxgBIAEoBRIPCgdjaGFuZ2VkGAIgASgFEg4KBmZhaWxlZBgDIAEoBRIPCgdza2lwcGVkGAQgASgFEhMKC3Vuc3VwcG9ydGVkGAUgASgFIqQBCg9PcGVyYXRpb25SZXN1bHQSCgoCaWQYASABKAkSDgoGbW9kdWxlGAIgASgJEgwKBHR5cGUYAyABKAkSDgoGc3RhdHVzGAQgASgJEg8KB2NoYW5nZWQYBSABKAgSDAoEZGlmZhgGIAEoCRIPCgdtZXNzYWdlGAcgASgJEhMKC2R1cmF0aW9uX21zGAggASgBEhIKCmhhc19vdXRwdXQYCSABKAgijgMKCU9wZXJhdGlvbhIKCgJpZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEhEKCW5vZGVfbmFtZRgDIAEoCRIMCgRraW5kGAQgASgJEg8KB21vZHVsZXMYBSADKAkSDgoGc3RhdHVzGAYgASgJEhIKCmNyZWF0ZWRfYXQYByABKAESEgoKc3RhcnRlZF9hdBgIIAEoARITCgtmaW5pc2hlZF9hdBgJIAEoARIQCghhY3Rvcl9pZBgKIAEoCRISCgphY3Rvcl9uYW1lGAsgASgJEicKB3N1bW1hcnkYDCABKAsyFi5vcmNoLnYxLlJlc3VsdFN1bW1hcnkSKQoHcmVzdWx0cxgNIAMoCzIYLm9yY2gudjEuT3BlcmF0aW9uUmVzdWx0EhIKCmVycm9yX2NvZGUYDiABKAkSDQoFZXJyb3IYDyABKAkSEgoKYXNzaWdubWVudBgQIAEoCRIOCgZydW5faWQYESABKAkSEAoIZGVhZGxpbmUYEiABKAESEgoKcmVtZWRpYXRlcxgTIAEoCSKLAQoVTGlzdE9wZXJhdGlvbnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCRIPCgdub2RlX2lkGAMgASgJEgwKBGtpbmQYBCABKAkSDgoGc3RhdHVzGAUgASgJEg4KBnJ1bl9pZBgGIAEoCRIUCgx3aXRoX3Jlc3VsdHMYByABKAgiVQoWTGlzdE9wZXJhdGlvbnNSZXNwb25zZRImCgpvcGVyYXRpb25zGAEgAygLMhIub3JjaC52MS5PcGVyYXRpb24SEwoLbmV4dF9jdXJzb3IYAiABKAkiMgoTR2V0T3BlcmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJIkwKDlJlc291cmNlT3V0cHV0EgoKAmlkGAEgASgJEg4KBm1vZHVsZRgCIAEoCRIOCgZzdGRvdXQYAyABKAkSDgoGc3RkZXJyGAQgASgJImIKD09wZXJhdGlvbk91dHB1dBIUCgxvcGVyYXRpb25faWQYASABKAkSDwoHbm9kZV9pZBgCIAEoCRIoCgdvdXRwdXRzGAMgAygLMhcub3JjaC52MS5SZXNvdXJjZU91dHB1dCI6ChFDaGVja0RyaWZ0UmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEhQKDHdhaXRfc2Vjb25kcxgCIAEoBSJqCg9EcmlmdGVkUmVzb3VyY2USDgoGbW9kdWxlGAEgASgJEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDAoEZGlmZhgEIAEoCRIOCgZzdGF0dXMYBSABKAkSDwoHbWVzc2FnZRgGIAEoCSKSAQoLRHJpZnRSZWNvcmQSCgoCaWQYASABKAkSDwoHbm9kZV9pZBgCIAEoCRIUCgxvcGVyYXRpb25faWQYAyABKAkSEgoKY2hlY2tlZF9hdBgEIAEoARIPCgdkcmlmdGVkGAUgASgIEisKCXJlc291cmNlcxgGIAMoCzIYLm9yY2gudjEuRHJpZnRlZFJlc291cmNlImcKCkRyaWZ0Q2hlY2sSJQoJb3BlcmF0aW9uGAEgASgLMhIub3JjaC52MS5PcGVyYXRpb24SKAoFZHJpZnQYAiABKAsyFC5vcmNoLnYxLkRyaWZ0UmVjb3JkSACIAQFCCAoGX2RyaWZ0IkIKEExpc3REcmlmdFJlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZjdXJzb3IYAyABKAkiTwoRTGlzdERyaWZ0UmVzcG9uc2USJQoHcmVjb3JkcxgBIAMoCzIULm9yY2gudjEuRHJpZnRSZWNvcmQSEwoLbmV4dF9jdXJzb3IYAiABKAkiKAoVR2V0TGF0ZXN0RHJpZnRSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkiHQoPR2V0RHJpZnRSZXF1ZXN0EgoKAmlkGAEgASgJIioKF0dldEJlbGlldmVkU3RhdGVSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkioQEKEEJlbGlldmVkUmVzb3VyY2USDgoGbW9kdWxlGAEgASgJEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDgoGc3RhdHVzGAQgASgJEikKCG9ic2VydmVkGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIUCgxvcGVyYXRpb25faWQYBiABKAkSEgoKYXBwbGllZF9hdBgHIAEoASJOCg1CZWxpZXZlZFN0YXRlEg8KB25vZGVfaWQYASABKAkSLAoJcmVzb3VyY2VzGAIgAygLMhkub3JjaC52MS5CZWxpZXZlZFJlc291cmNlIpECChZTdGFydENvbW1hbmRSdW5SZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJEhAKCG5vZGVfaWRzGAIgAygJEgwKBGFyZ3YYAyADKAkSDgoGc2NyaXB0GAQgASgJEjUKA2VudhgFIAMoCzIoLm9yY2gudjEuU3RhcnRDb21tYW5kUnVuUmVxdWVzdC5FbnZFbnRyeRIXCg90aW1lb3V0X3NlY29uZHMYBiABKAUSDQoFYmF0Y2gYByABKAkSGQoMbWF4X2ZhaWx1cmVzGAggASgFSACIAQEaKgoIRW52RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIPCg1fbWF4X2ZhaWx1cmVzIrQCCg1Db21tYW5kVGFyZ2V0Eg8KB25vZGVfaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgViYXRjaBgDIAEoBRIOCgZzdGF0dXMYBCABKAkSFgoJZXhpdF9jb2RlGAUgASgFSACIAQESDgoGc2lnbmFsGAYgASgJEhIKCnN0YXJ0ZWRfYXQYByABKAESEwoLZmluaXNoZWRfYXQYCCABKAESEwoLZHVyYXRpb25fbXMYCSABKAESDgoGc3Rkb3V0GAogASgMEg4KBnN0ZGVychgLIAEoDBIYChBzdGRvdXRfdHJ1bmNhdGVkGAwgASgIEhgKEHN0ZGVycl90cnVuY2F0ZWQYDSABKAgSDQoFZXJyb3IYDiABKAkSDgoGam9iX2lkGA8gASgJQgwKCl9leGl0X2NvZGUijgQKCkNvbW1hbmRSdW4SCgoCaWQYASABKAkSDgoGc3RhdHVzGAIgASgJEhAKCHNlbGVjdG9yGAMgASgJEhAKCG5vZGVfaWRzGAQgAygJEgwKBGFyZ3YYBSADKAkSDgoGc2NyaXB0GAYgASgJEhAKCGVudl9rZXlzGAcgAygJEhcKD3RpbWVvdXRfc2Vjb25kcxgIIAEoBRINCgViYXRjaBgJIAEoCRISCgpiYXRjaF9zaXplGAogASgFEg8KB2JhdGNoZXMYCyABKAUSGQoMbWF4X2ZhaWx1cmVzGAwgASgFSACIAQESDQoFdG90YWwYDSABKAUSLwoGY291bnRzGA4gAygLMh8ub3JjaC52MS5Db21tYW5kUnVuLkNvdW50c0VudHJ5EhoKEm1haW50ZW5hbmNlX3dpbmRvdxgPIAEoCRIQCghhY3Rvcl9pZBgQIAEoCRISCgphY3Rvcl9uYW1lGBEgASgJEhIKCmNyZWF0ZWRfYXQYEiABKAESEwoLZmluaXNoZWRfYXQYEyABKAESFAoMY2FuY2VsbGVkX2J5GBQgASgJEicKB3RhcmdldHMYFSADKAsyFi5vcmNoLnYxLkNvbW1hbmRUYXJnZXQaLQoLQ291bnRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgFOgI4AUIPCg1fbWF4X2ZhaWx1cmVzIkcKFkxpc3RDb21tYW5kUnVuc1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJEg4KBnN0YXR1cxgDIAEoCSJRChdMaXN0Q29tbWFuZFJ1bnNSZXNwb25zZRIhCgRydW5zGAEgAygLMhMub3JjaC52MS5Db21tYW5kUnVuEhMKC25leHRfY3Vyc29yGAIgASgJIjcKFEdldENvbW1hbmRSdW5SZXF1ZXN0EgoKAmlkGAEgASgJEhMKC29taXRfb3V0cHV0GAIgASgIIlkKDUNvbW1hbmRPdXRwdXQSDwoHbm9kZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg4KBnN0cmVhbRgDIAEoCRIMCgRkYXRhGAQgASgMEgsKA3NlcRgFIAEoDSKiAQoPQ29tbWFuZFJ1bkV2ZW50Eg4KBnJ1bl9pZBgBIAEoCRIoCgZvdXRwdXQYAiABKAsyFi5vcmNoLnYxLkNvbW1hbmRPdXRwdXRIABIoCgZ0YXJnZXQYAyABKAsyFi5vcmNoLnYxLkNvbW1hbmRUYXJnZXRIABIiCgNydW4YBCABKAsyEy5vcmNoLnYxLkNvbW1hbmRSdW5IAEIHCgVldmVudCL/AgoGU291cmNlEgwKBG5hbWUYASABKAkSCwoDdXJsGAIgASgJEg4KBmJyYW5jaBgDIAEoCRIMCgRwYXRoGAQgASgJEhIKCmludGVydmFsX3MYBSABKAUSDAoEYXV0aBgGIAEoCRIOCgZzdGF0dXMYByABKAkSDgoGY29tbWl0GAggASgJEhEKCXN5bmNlZF9hdBgJIAEoARIUCgxhdHRlbXB0ZWRfYXQYCiABKAESFAoMbmV4dF9zeW5jX2F0GAsgASgBEg0KBWVycm9yGAwgASgJEigKBmVycm9ycxgNIAMoCzIYLm9yY2gudjEuU291cmNlRmlsZUVycm9yEhAKCGZhaWx1cmVzGA4gASgFEhgKEGF0dGVtcHRlZF9jb21taXQYDyABKAkSFAoMbW9kdWxlX2NvdW50GBAgASgFEhgKEGFzc2lnbm1lbnRfY291bnQYESABKAUSEgoKY3JlYXRlZF9hdBgSIAEoARISCgpjcmVhdGVkX2J5GBMgASgJIlwKD1NvdXJjZUZpbGVFcnJvchIMCgRmaWxlGAEgASgJEgwKBGxpbmUYAiABKAUSDgoGY29sdW1uGAMgASgFEgwKBGNvZGUYBCABKAkSDwoHbWVzc2FnZRgFIAEoCSI+CgpTb3VyY2VBdXRoEg0KBXRva2VuGAEgASgJEhAKCHVzZXJuYW1lGAIgASgJEg8KB3NzaF9rZXkYAyABKAki1wEKE0NyZWF0ZVNvdXJjZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRILCgN1cmwYAiABKAkSDgoGYnJhbmNoGAMgASgJEgwKBHBhdGgYBCABKAkSFwoKaW50ZXJ2YWxfcxgFIAEoBUgAiAEBEiYKBGF1dGgYBiABKAsyEy5vcmNoLnYxLlNvdXJjZUF1dGhIAYgBARIbCg53ZWJob29rX3NlY3JldBgHIAEoCUgCiAEBQg0KC19pbnRlcnZhbF9zQgcKBV9hdXRoQhEKD193ZWJob29rX3NlY3JldCJICg1DcmVhdGVkU291cmNlEh8KBnNvdXJjZRgBIAEoCzIPLm9yY2gudjEuU291cmNlEhYKDndlYmhvb2tfc2VjcmV0GAIgASgJIjMKEkxpc3RTb3VyY2VzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiTAoTTGlzdFNvdXJjZXNSZXNwb25zZRIgCgdzb3VyY2VzGAEgAygLMg8ub3JjaC52MS5Tb3VyY2USEwoLbmV4dF9jdXJzb3IYAiABKAkiIAoQR2V0U291cmNlUmVxdWVzdBIMCgRuYW1lGAEgASgJIiEKEVN5bmNTb3VyY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkiWgoRUGxhblNvdXJjZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRILCgNyZWYYAiABKAkSGQoMd2FpdF9zZWNvbmRzGAMgASgFSACIAQFCDwoNX3dhaXRfc2Vjb25kcyKOAQoUU291cmNlUGxhbkFzc2lnbm1lbnQSDAoEbmFtZRgBIAEoCRIOCgZjaGFuZ2UYAiABKAkSKAoDcnVuGAMgASgLMhYub3JjaC52MS5Bc3NpZ25tZW50UnVuSACIAQESJgoKb3BlcmF0aW9ucxgEIAMoCzISLm9yY2gudjEuT3BlcmF0aW9uQgYKBF9ydW4i8wEKClNvdXJjZVBsYW4SDgoGc291cmNlGAEgASgJEgsKA3JlZhgCIAEoCRIOCgZjb21taXQYAyABKAkSFgoOY3VycmVudF9jb21taXQYBCABKAkSKAoGZXJyb3JzGAUgAygLMhgub3JjaC52MS5Tb3VyY2VGaWxlRXJyb3ISFwoPbW9kdWxlc19jaGFuZ2VkGAYgAygJEhcKD21vZHVsZXNfcmVtb3ZlZBgHIAMoCRIyCgthc3NpZ25tZW50cxgIIAMoCzIdLm9yY2gudjEuU291cmNlUGxhbkFzc2lnbm1lbnQSEAoIY29tcGxldGUYCSABKAginwEKFFNvdXJjZVdlYmhvb2tSZXF1ZXN0EgwKBG5hbWUYASABKAkSOwoHaGVhZGVycxgCIAMoCzIqLm9yY2gudjEuU291cmNlV2ViaG9va1JlcXVlc3QuSGVhZGVyc0VudHJ5EgwKBGJvZHkYAyABKAwaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiYwoTU291cmNlV2ViaG9va1Jlc3VsdBINCgVmb3JnZRgBIAEoCRINCgVldmVudBgCIAEoCRIOCgZzeW5jZWQYAyABKAgSDgoGcmVhc29uGAQgASgJEg4KBmNvbW1pdBgFIAEoCTLeEQoMU3RhdGVTZXJ2aWNlEj0KDFVwbG9hZE1vZHVsZRIcLm9yY2gudjEuVXBsb2FkTW9kdWxlUmVxdWVzdBoPLm9yY2gudjEuTW9kdWxlEkgKC0xpc3RNb2R1bGVzEhsub3JjaC52MS5MaXN0TW9kdWxlc1JlcXVlc3QaHC5vcmNoLnYxLkxpc3RNb2R1bGVzUmVzcG9uc2USNwoJR2V0TW9kdWxlEhkub3JjaC52MS5HZXRNb2R1bGVSZXF1ZXN0Gg8ub3JjaC52MS5Nb2R1bGUSOQoMRGVsZXRlTW9kdWxlEhkub3JjaC52MS5HZXRNb2R1bGVSZXF1ZXN0Gg4ub3JjaC52MS5FbXB0eRJJChBDcmVhdGVBc3NpZ25tZW50EiAub3JjaC52MS5DcmVhdGVBc3NpZ25tZW50UmVxdWVzdBoTLm9yY2gudjEuQXNzaWdubWVudBJUCg9MaXN0QXNzaWdubWVudHMSHy5vcmNoLnYxLkxpc3RBc3NpZ25tZW50c1JlcXVlc3QaIC5vcmNoLnYxLkxpc3RBc3NpZ25tZW50c1Jlc3BvbnNlEkMKDUdldEFzc2lnbm1lbnQSHS5vcmNoLnYxLkdldEFzc2lnbm1lbnRSZXF1ZXN0GhMub3JjaC52MS5Bc3NpZ25tZW50EkEKEERlbGV0ZUFzc2lnbm1lbnQSHS5vcmNoLnYxLkdldEFzc2lnbm1lbnRSZXF1ZXN0Gg4ub3JjaC52MS5FbXB0eRJJChBVcGRhdGVBc3NpZ25tZW50EiAub3JjaC52MS5DcmVhdGVBc3NpZ25tZW50UmVxdWVzdBoTLm9yY2gudjEuQXNzaWdubWVudBJGCg1SdW5Bc3NpZ25tZW50Eh0ub3JjaC52MS5SdW5Bc3NpZ25tZW50UmVxdWVzdBoWLm9yY2gudjEuQXNzaWdubWVudFJ1bhJMChBHZXRBc3NpZ25tZW50UnVuEiAub3JjaC52MS5HZXRBc3NpZ25tZW50UnVuUmVxdWVzdBoWLm9yY2gudjEuQXNzaWdubWVudFJ1bhJdChJMaXN0QXNzaWdubWVudFJ1bnMSIi5vcmNoLnYxLkxpc3RBc3NpZ25tZW50UnVuc1JlcXVlc3QaIy5vcmNoLnYxLkxpc3RBc3NpZ25tZW50UnVuc1Jlc3BvbnNlEjgKCFJ1bkFnZW50Ehgub3JjaC52MS5SdW5BZ2VudFJlcXVlc3QaEi5vcmNoLnYxLk9wZXJhdGlvbhJRCg5MaXN0T3BlcmF0aW9ucxIeLm9yY2gudjEuTGlzdE9wZXJhdGlvbnNSZXF1ZXN0Gh8ub3JjaC52MS5MaXN0T3BlcmF0aW9uc1Jlc3BvbnNlEkAKDEdldE9wZXJhdGlvbhIcLm9yY2gudjEuR2V0T3BlcmF0aW9uUmVxdWVzdBoSLm9yY2gudjEuT3BlcmF0aW9uEkwKEkdldE9wZXJhdGlvbk91dHB1dBIcLm9yY2gudjEuR2V0T3BlcmF0aW9uUmVxdWVzdBoYLm9yY2gudjEuT3BlcmF0aW9uT3V0cHV0Ej0KCkNoZWNrRHJpZnQSGi5vcmNoLnYxLkNoZWNrRHJpZnRSZXF1ZXN0GhMub3JjaC52MS5EcmlmdENoZWNrEkIKCUxpc3REcmlmdBIZLm9yY2gudjEuTGlzdERyaWZ0UmVxdWVzdBoaLm9yY2gudjEuTGlzdERyaWZ0UmVzcG9uc2USRgoOR2V0TGF0ZXN0RHJpZnQSHi5vcmNoLnYxLkdldExhdGVzdERyaWZ0UmVxdWVzdBoULm9yY2gudjEuRHJpZnRSZWNvcmQSOgoIR2V0RHJpZnQSGC5vcmNoLnYxLkdldERyaWZ0UmVxdWVzdBoULm9yY2gudjEuRHJpZnRSZWNvcmQSTAoQR2V0QmVsaWV2ZWRTdGF0ZRIgLm9yY2gudjEuR2V0QmVsaWV2ZWRTdGF0ZVJlcXVlc3QaFi5vcmNoLnYxLkJlbGlldmVkU3RhdGUSRwoPU3RhcnRDb21tYW5kUnVuEh8ub3JjaC52MS5TdGFydENvbW1hbmRSdW5SZXF1ZXN0GhMub3JjaC52MS5Db21tYW5kUnVuElQKD0xpc3RDb21tYW5kUnVucxIfLm9yY2gudjEuTGlzdENvbW1hbmRSdW5zUmVxdWVzdBogLm9yY2gudjEuTGlzdENvbW1hbmRSdW5zUmVzcG9uc2USQwoNR2V0Q29tbWFuZFJ1bhIdLm9yY2gudjEuR2V0Q29tbWFuZFJ1blJlcXVlc3QaEy5vcmNoLnYxLkNvbW1hbmRSdW4SRgoQQ2FuY2VsQ29tbWFuZFJ1bhIdLm9yY2gudjEuR2V0Q29tbWFuZFJ1blJlcXVlc3QaEy5vcmNoLnYxLkNvbW1hbmRSdW4SRAoMQ3JlYXRlU291cmNlEhwub3JjaC52MS5DcmVhdGVTb3VyY2VSZXF1ZXN0GhYub3JjaC52MS5DcmVhdGVkU291cmNlEkgKC0xpc3RTb3VyY2VzEhsub3JjaC52MS5MaXN0U291cmNlc1JlcXVlc3QaHC5vcmNoLnYxLkxpc3RTb3VyY2VzUmVzcG9uc2USNwoJR2V0U291cmNlEhkub3JjaC52MS5HZXRTb3VyY2VSZXF1ZXN0Gg8ub3JjaC52MS5Tb3VyY2USOQoMRGVsZXRlU291cmNlEhkub3JjaC52MS5HZXRTb3VyY2VSZXF1ZXN0Gg4ub3JjaC52MS5FbXB0eRI5CgpTeW5jU291cmNlEhoub3JjaC52MS5TeW5jU291cmNlUmVxdWVzdBoPLm9yY2gudjEuU291cmNlEj0KClBsYW5Tb3VyY2USGi5vcmNoLnYxLlBsYW5Tb3VyY2VSZXF1ZXN0GhMub3JjaC52MS5Tb3VyY2VQbGFuEkwKDVNvdXJjZVdlYmhvb2sSHS5vcmNoLnYxLlNvdXJjZVdlYmhvb2tSZXF1ZXN0Ghwub3JjaC52MS5Tb3VyY2VXZWJob29rUmVzdWx0YgZwcm90bzM", [file_google_protobuf_struct, file_orch_v1_common]);
+  fileDesc("ChNvcmNoL3YxL3N0YXRlLnByb3RvEgdvcmNoLnYxIuUBCgZNb2R1bGUSDAoEbmFtZRgBIAEoCRITCgt1cGxvYWRlZF9hdBgCIAEoARITCgt1cGxvYWRlZF9ieRgDIAEoCRIPCgdjb250ZW50GAQgASgJEhMKC2Rlc2NyaXB0aW9uGAUgASgJEhYKDnJlc291cmNlX2NvdW50GAYgASgFEg4KBnNoYTI1NhgHIAEoCRIYChB1cGxvYWRlZF9ieV9uYW1lGAggASgJEg4KBnNvdXJjZRgJIAEoCRIOCgZjb21taXQYCiABKAkSGwoTcmVtb3ZlZF9mcm9tX3NvdXJjZRgLIAEoCCI0ChNVcGxvYWRNb2R1bGVSZXF1ZXN0EgwKBG5hbWUYASABKAkSDwoHY29udGVudBgCIAEoCSIzChJMaXN0TW9kdWxlc1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJIkwKE0xpc3RNb2R1bGVzUmVzcG9uc2USIAoHbW9kdWxlcxgBIAMoCzIPLm9yY2gudjEuTW9kdWxlEhMKC25leHRfY3Vyc29yGAIgASgJIiAKEEdldE1vZHVsZVJlcXVlc3QSDAoEbmFtZRgBIAEoCSLOAgoKQXNzaWdubWVudBIMCgRuYW1lGAEgASgJEhAKCHNlbGVjdG9yGAIgASgJEg8KB21vZHVsZXMYAyADKAkSGAoLZGVzY3JpcHRpb24YBCABKAlIAIgBARISCgpjcmVhdGVkX2F0GAUgASgBEhIKCmNyZWF0ZWRfYnkYBiABKAkSDwoHZW5mb3JjZRgHIAEoCBIOCgZzb3VyY2UYCCABKAkSDgoGY29tbWl0GAkgASgJEhUKDWFwcGx5X29uX3N5bmMYCiABKAgSEgoKc3luY19iYXRjaBgLIAEoCRIeChFzeW5jX21heF9mYWlsdXJlcxgMIAEoBUgBiAEBEisKCnBhcmFtZXRlcnMYDSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Qg4KDF9kZXNjcmlwdGlvbkIUChJfc3luY19tYXhfZmFpbHVyZXMiwwEKF0NyZWF0ZUFzc2lnbm1lbnRSZXF1ZXN0EgwKBG5hbWUYASABKAkSEAoIc2VsZWN0b3IYAiABKAkSDwoHbW9kdWxlcxgDIAMoCRIYCgtkZXNjcmlwdGlvbhgEIAEoCUgAiAEBEhQKB2VuZm9yY2UYBSABKAhIAYgBARIrCgpwYXJhbWV0ZXJzGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEIOCgxfZGVzY3JpcHRpb25CCgoIX2VuZm9yY2UiNwoWTGlzdEFzc2lnbm1lbnRzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiWAoXTGlzdEFzc2lnbm1lbnRzUmVzcG9uc2USKAoLYXNzaWdubWVudHMYASADKAsyEy5vcmNoLnYxLkFzc2lnbm1lbnQSEwoLbmV4dF9jdXJzb3IYAiABKAkiJAoUR2V0QXNzaWdubWVudFJlcXVlc3QSDAoEbmFtZRgBIAEoCSKDAQoUUnVuQXNzaWdubWVudFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIMCgRraW5kGAIgASgJEg0KBWJhdGNoGAMgASgJEhkKDG1heF9mYWlsdXJlcxgEIAEoBUgAiAEBEhQKDHdhaXRfc2Vjb25kcxgFIAEoBUIPCg1fbWF4X2ZhaWx1cmVzIjcKF0dldEFzc2lnbm1lbnRSdW5SZXF1ZXN0EgwKBG5hbWUYASABKAkSDgoGcnVuX2lkGAIgASgJIkgKGUxpc3RBc3NpZ25tZW50UnVuc1JlcXVlc3QSDAoEbmFtZRgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZjdXJzb3IYAyABKAkiVwoaTGlzdEFzc2lnbm1lbnRSdW5zUmVzcG9uc2USJAoEcnVucxgBIAMoCzIWLm9yY2gudjEuQXNzaWdubWVudFJ1bhITCgtuZXh0X2N1cnNvchgCIAEoCSJfCglSdW5UYXJnZXQSDwoHbm9kZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg0KBWJhdGNoGAMgASgFEhQKDG9wZXJhdGlvbl9pZBgEIAEoCRIOCgZzdGF0dXMYBSABKAki0wIKDUFzc2lnbm1lbnRSdW4SCgoCaWQYASABKAkSEgoKYXNzaWdubWVudBgCIAEoCRIMCgRraW5kGAMgASgJEg4KBnN0YXR1cxgEIAEoCRIQCghzZWxlY3RvchgFIAEoCRIPCgdtb2R1bGVzGAYgAygJEhIKCmJhdGNoX3NpemUYByABKAUSDwoHYmF0Y2hlcxgIIAEoBRIZCgxtYXhfZmFpbHVyZXMYCSABKAVIAIgBARIQCghmYWlsdXJlcxgKIAEoBRISCgpjcmVhdGVkX2F0GAsgASgBEhMKC2ZpbmlzaGVkX2F0GAwgASgBEhAKCGFjdG9yX2lkGA0gASgJEiMKB3RhcmdldHMYDiADKAsyEi5vcmNoLnYxLlJ1blRhcmdldBIOCgZzb3VyY2UYDyABKAkSDgoGY29tbWl0GBAgASgJQg8KDV9tYXhfZmFpbHVyZXMi0wEKC1J1blByb2dyZXNzEg4KBnJ1bl9pZBgBIAEoCRISCgphc3NpZ25tZW50GAIgASgJEgwKBGtpbmQYAyABKAkSDgoGc3RhdHVzGAQgASgJEg0KBXRvdGFsGAUgASgFEgwKBGRvbmUYBiABKAUSDgoGZmFpbGVkGAcgASgFEhMKC3VucmVhY2hhYmxlGAggASgFEg8KB3J1bm5pbmcYCSABKAUSDgoGcXVldWVkGAogASgFEhMKC25vdF9zdGFydGVkGAsgASgFEgoKAmF0GAwgASgBIlcKD1J1bkFnZW50UmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEgwKBGtpbmQYAiABKAkSDwoHbW9kdWxlcxgDIAMoCRIUCgx3YWl0X3NlY29uZHMYBCABKAUiYgoNUmVzdWx0U3VtbWFyeRIKCgJvaxgBIAEoBRIPCgdjaGFuZ2VkGAIgASgFEg4KBmZhaWxlZBgDIAEoBRIPCgdza2lwcGVkGAQgASgFEhMKC3Vuc3VwcG9ydGVkGAUgASgFIqQBCg9PcGVyYXRpb25SZXN1bHQSCgoCaWQYASABKAkSDgoGbW9kdWxlGAIgASgJEgwKBHR5cGUYAyABKAkSDgoGc3RhdHVzGAQgASgJEg8KB2NoYW5nZWQYBSABKAgSDAoEZGlmZhgGIAEoCRIPCgdtZXNzYWdlGAcgASgJEhMKC2R1cmF0aW9uX21zGAggASgBEhIKCmhhc19vdXRwdXQYCSABKAgijgMKCU9wZXJhdGlvbhIKCgJpZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJEhEKCW5vZGVfbmFtZRgDIAEoCRIMCgRraW5kGAQgASgJEg8KB21vZHVsZXMYBSADKAkSDgoGc3RhdHVzGAYgASgJEhIKCmNyZWF0ZWRfYXQYByABKAESEgoKc3RhcnRlZF9hdBgIIAEoARITCgtmaW5pc2hlZF9hdBgJIAEoARIQCghhY3Rvcl9pZBgKIAEoCRISCgphY3Rvcl9uYW1lGAsgASgJEicKB3N1bW1hcnkYDCABKAsyFi5vcmNoLnYxLlJlc3VsdFN1bW1hcnkSKQoHcmVzdWx0cxgNIAMoCzIYLm9yY2gudjEuT3BlcmF0aW9uUmVzdWx0EhIKCmVycm9yX2NvZGUYDiABKAkSDQoFZXJyb3IYDyABKAkSEgoKYXNzaWdubWVudBgQIAEoCRIOCgZydW5faWQYESABKAkSEAoIZGVhZGxpbmUYEiABKAESEgoKcmVtZWRpYXRlcxgTIAEoCSKLAQoVTGlzdE9wZXJhdGlvbnNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCRIPCgdub2RlX2lkGAMgASgJEgwKBGtpbmQYBCABKAkSDgoGc3RhdHVzGAUgASgJEg4KBnJ1bl9pZBgGIAEoCRIUCgx3aXRoX3Jlc3VsdHMYByABKAgiVQoWTGlzdE9wZXJhdGlvbnNSZXNwb25zZRImCgpvcGVyYXRpb25zGAEgAygLMhIub3JjaC52MS5PcGVyYXRpb24SEwoLbmV4dF9jdXJzb3IYAiABKAkiMgoTR2V0T3BlcmF0aW9uUmVxdWVzdBIKCgJpZBgBIAEoCRIPCgdub2RlX2lkGAIgASgJIkwKDlJlc291cmNlT3V0cHV0EgoKAmlkGAEgASgJEg4KBm1vZHVsZRgCIAEoCRIOCgZzdGRvdXQYAyABKAkSDgoGc3RkZXJyGAQgASgJImIKD09wZXJhdGlvbk91dHB1dBIUCgxvcGVyYXRpb25faWQYASABKAkSDwoHbm9kZV9pZBgCIAEoCRIoCgdvdXRwdXRzGAMgAygLMhcub3JjaC52MS5SZXNvdXJjZU91dHB1dCI6ChFDaGVja0RyaWZ0UmVxdWVzdBIPCgdub2RlX2lkGAEgASgJEhQKDHdhaXRfc2Vjb25kcxgCIAEoBSJqCg9EcmlmdGVkUmVzb3VyY2USDgoGbW9kdWxlGAEgASgJEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDAoEZGlmZhgEIAEoCRIOCgZzdGF0dXMYBSABKAkSDwoHbWVzc2FnZRgGIAEoCSKSAQoLRHJpZnRSZWNvcmQSCgoCaWQYASABKAkSDwoHbm9kZV9pZBgCIAEoCRIUCgxvcGVyYXRpb25faWQYAyABKAkSEgoKY2hlY2tlZF9hdBgEIAEoARIPCgdkcmlmdGVkGAUgASgIEisKCXJlc291cmNlcxgGIAMoCzIYLm9yY2gudjEuRHJpZnRlZFJlc291cmNlImcKCkRyaWZ0Q2hlY2sSJQoJb3BlcmF0aW9uGAEgASgLMhIub3JjaC52MS5PcGVyYXRpb24SKAoFZHJpZnQYAiABKAsyFC5vcmNoLnYxLkRyaWZ0UmVjb3JkSACIAQFCCAoGX2RyaWZ0IkIKEExpc3REcmlmdFJlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRINCgVsaW1pdBgCIAEoBRIOCgZjdXJzb3IYAyABKAkiTwoRTGlzdERyaWZ0UmVzcG9uc2USJQoHcmVjb3JkcxgBIAMoCzIULm9yY2gudjEuRHJpZnRSZWNvcmQSEwoLbmV4dF9jdXJzb3IYAiABKAkiKAoVR2V0TGF0ZXN0RHJpZnRSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkiHQoPR2V0RHJpZnRSZXF1ZXN0EgoKAmlkGAEgASgJIioKF0dldEJlbGlldmVkU3RhdGVSZXF1ZXN0Eg8KB25vZGVfaWQYASABKAkioQEKEEJlbGlldmVkUmVzb3VyY2USDgoGbW9kdWxlGAEgASgJEgoKAmlkGAIgASgJEgwKBHR5cGUYAyABKAkSDgoGc3RhdHVzGAQgASgJEikKCG9ic2VydmVkGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIUCgxvcGVyYXRpb25faWQYBiABKAkSEgoKYXBwbGllZF9hdBgHIAEoASJOCg1CZWxpZXZlZFN0YXRlEg8KB25vZGVfaWQYASABKAkSLAoJcmVzb3VyY2VzGAIgAygLMhkub3JjaC52MS5CZWxpZXZlZFJlc291cmNlIpECChZTdGFydENvbW1hbmRSdW5SZXF1ZXN0EhAKCHNlbGVjdG9yGAEgASgJEhAKCG5vZGVfaWRzGAIgAygJEgwKBGFyZ3YYAyADKAkSDgoGc2NyaXB0GAQgASgJEjUKA2VudhgFIAMoCzIoLm9yY2gudjEuU3RhcnRDb21tYW5kUnVuUmVxdWVzdC5FbnZFbnRyeRIXCg90aW1lb3V0X3NlY29uZHMYBiABKAUSDQoFYmF0Y2gYByABKAkSGQoMbWF4X2ZhaWx1cmVzGAggASgFSACIAQEaKgoIRW52RW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIPCg1fbWF4X2ZhaWx1cmVzIrQCCg1Db21tYW5kVGFyZ2V0Eg8KB25vZGVfaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgViYXRjaBgDIAEoBRIOCgZzdGF0dXMYBCABKAkSFgoJZXhpdF9jb2RlGAUgASgFSACIAQESDgoGc2lnbmFsGAYgASgJEhIKCnN0YXJ0ZWRfYXQYByABKAESEwoLZmluaXNoZWRfYXQYCCABKAESEwoLZHVyYXRpb25fbXMYCSABKAESDgoGc3Rkb3V0GAogASgMEg4KBnN0ZGVychgLIAEoDBIYChBzdGRvdXRfdHJ1bmNhdGVkGAwgASgIEhgKEHN0ZGVycl90cnVuY2F0ZWQYDSABKAgSDQoFZXJyb3IYDiABKAkSDgoGam9iX2lkGA8gASgJQgwKCl9leGl0X2NvZGUijgQKCkNvbW1hbmRSdW4SCgoCaWQYASABKAkSDgoGc3RhdHVzGAIgASgJEhAKCHNlbGVjdG9yGAMgASgJEhAKCG5vZGVfaWRzGAQgAygJEgwKBGFyZ3YYBSADKAkSDgoGc2NyaXB0GAYgASgJEhAKCGVudl9rZXlzGAcgAygJEhcKD3RpbWVvdXRfc2Vjb25kcxgIIAEoBRINCgViYXRjaBgJIAEoCRISCgpiYXRjaF9zaXplGAogASgFEg8KB2JhdGNoZXMYCyABKAUSGQoMbWF4X2ZhaWx1cmVzGAwgASgFSACIAQESDQoFdG90YWwYDSABKAUSLwoGY291bnRzGA4gAygLMh8ub3JjaC52MS5Db21tYW5kUnVuLkNvdW50c0VudHJ5EhoKEm1haW50ZW5hbmNlX3dpbmRvdxgPIAEoCRIQCghhY3Rvcl9pZBgQIAEoCRISCgphY3Rvcl9uYW1lGBEgASgJEhIKCmNyZWF0ZWRfYXQYEiABKAESEwoLZmluaXNoZWRfYXQYEyABKAESFAoMY2FuY2VsbGVkX2J5GBQgASgJEicKB3RhcmdldHMYFSADKAsyFi5vcmNoLnYxLkNvbW1hbmRUYXJnZXQaLQoLQ291bnRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgFOgI4AUIPCg1fbWF4X2ZhaWx1cmVzIkcKFkxpc3RDb21tYW5kUnVuc1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJEg4KBnN0YXR1cxgDIAEoCSJRChdMaXN0Q29tbWFuZFJ1bnNSZXNwb25zZRIhCgRydW5zGAEgAygLMhMub3JjaC52MS5Db21tYW5kUnVuEhMKC25leHRfY3Vyc29yGAIgASgJIjcKFEdldENvbW1hbmRSdW5SZXF1ZXN0EgoKAmlkGAEgASgJEhMKC29taXRfb3V0cHV0GAIgASgIIlkKDUNvbW1hbmRPdXRwdXQSDwoHbm9kZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg4KBnN0cmVhbRgDIAEoCRIMCgRkYXRhGAQgASgMEgsKA3NlcRgFIAEoDSKiAQoPQ29tbWFuZFJ1bkV2ZW50Eg4KBnJ1bl9pZBgBIAEoCRIoCgZvdXRwdXQYAiABKAsyFi5vcmNoLnYxLkNvbW1hbmRPdXRwdXRIABIoCgZ0YXJnZXQYAyABKAsyFi5vcmNoLnYxLkNvbW1hbmRUYXJnZXRIABIiCgNydW4YBCABKAsyEy5vcmNoLnYxLkNvbW1hbmRSdW5IAEIHCgVldmVudCL/AgoGU291cmNlEgwKBG5hbWUYASABKAkSCwoDdXJsGAIgASgJEg4KBmJyYW5jaBgDIAEoCRIMCgRwYXRoGAQgASgJEhIKCmludGVydmFsX3MYBSABKAUSDAoEYXV0aBgGIAEoCRIOCgZzdGF0dXMYByABKAkSDgoGY29tbWl0GAggASgJEhEKCXN5bmNlZF9hdBgJIAEoARIUCgxhdHRlbXB0ZWRfYXQYCiABKAESFAoMbmV4dF9zeW5jX2F0GAsgASgBEg0KBWVycm9yGAwgASgJEigKBmVycm9ycxgNIAMoCzIYLm9yY2gudjEuU291cmNlRmlsZUVycm9yEhAKCGZhaWx1cmVzGA4gASgFEhgKEGF0dGVtcHRlZF9jb21taXQYDyABKAkSFAoMbW9kdWxlX2NvdW50GBAgASgFEhgKEGFzc2lnbm1lbnRfY291bnQYESABKAUSEgoKY3JlYXRlZF9hdBgSIAEoARISCgpjcmVhdGVkX2J5GBMgASgJIlwKD1NvdXJjZUZpbGVFcnJvchIMCgRmaWxlGAEgASgJEgwKBGxpbmUYAiABKAUSDgoGY29sdW1uGAMgASgFEgwKBGNvZGUYBCABKAkSDwoHbWVzc2FnZRgFIAEoCSI+CgpTb3VyY2VBdXRoEg0KBXRva2VuGAEgASgJEhAKCHVzZXJuYW1lGAIgASgJEg8KB3NzaF9rZXkYAyABKAki1wEKE0NyZWF0ZVNvdXJjZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRILCgN1cmwYAiABKAkSDgoGYnJhbmNoGAMgASgJEgwKBHBhdGgYBCABKAkSFwoKaW50ZXJ2YWxfcxgFIAEoBUgAiAEBEiYKBGF1dGgYBiABKAsyEy5vcmNoLnYxLlNvdXJjZUF1dGhIAYgBARIbCg53ZWJob29rX3NlY3JldBgHIAEoCUgCiAEBQg0KC19pbnRlcnZhbF9zQgcKBV9hdXRoQhEKD193ZWJob29rX3NlY3JldCJICg1DcmVhdGVkU291cmNlEh8KBnNvdXJjZRgBIAEoCzIPLm9yY2gudjEuU291cmNlEhYKDndlYmhvb2tfc2VjcmV0GAIgASgJIjMKEkxpc3RTb3VyY2VzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiTAoTTGlzdFNvdXJjZXNSZXNwb25zZRIgCgdzb3VyY2VzGAEgAygLMg8ub3JjaC52MS5Tb3VyY2USEwoLbmV4dF9jdXJzb3IYAiABKAkiIAoQR2V0U291cmNlUmVxdWVzdBIMCgRuYW1lGAEgASgJIiEKEVN5bmNTb3VyY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkiWgoRUGxhblNvdXJjZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRILCgNyZWYYAiABKAkSGQoMd2FpdF9zZWNvbmRzGAMgASgFSACIAQFCDwoNX3dhaXRfc2Vjb25kcyKOAQoUU291cmNlUGxhbkFzc2lnbm1lbnQSDAoEbmFtZRgBIAEoCRIOCgZjaGFuZ2UYAiABKAkSKAoDcnVuGAMgASgLMhYub3JjaC52MS5Bc3NpZ25tZW50UnVuSACIAQESJgoKb3BlcmF0aW9ucxgEIAMoCzISLm9yY2gudjEuT3BlcmF0aW9uQgYKBF9ydW4i8wEKClNvdXJjZVBsYW4SDgoGc291cmNlGAEgASgJEgsKA3JlZhgCIAEoCRIOCgZjb21taXQYAyABKAkSFgoOY3VycmVudF9jb21taXQYBCABKAkSKAoGZXJyb3JzGAUgAygLMhgub3JjaC52MS5Tb3VyY2VGaWxlRXJyb3ISFwoPbW9kdWxlc19jaGFuZ2VkGAYgAygJEhcKD21vZHVsZXNfcmVtb3ZlZBgHIAMoCRIyCgthc3NpZ25tZW50cxgIIAMoCzIdLm9yY2gudjEuU291cmNlUGxhbkFzc2lnbm1lbnQSEAoIY29tcGxldGUYCSABKAginwEKFFNvdXJjZVdlYmhvb2tSZXF1ZXN0EgwKBG5hbWUYASABKAkSOwoHaGVhZGVycxgCIAMoCzIqLm9yY2gudjEuU291cmNlV2ViaG9va1JlcXVlc3QuSGVhZGVyc0VudHJ5EgwKBGJvZHkYAyABKAwaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiYwoTU291cmNlV2ViaG9va1Jlc3VsdBINCgVmb3JnZRgBIAEoCRINCgVldmVudBgCIAEoCRIOCgZzeW5jZWQYAyABKAgSDgoGcmVhc29uGAQgASgJEg4KBmNvbW1pdBgFIAEoCSKPAgoIVmFsdWVTZXQSDAoEbmFtZRgBIAEoCRIQCghzZWxlY3RvchgCIAEoCRIQCghwcmlvcml0eRgDIAEoBRITCgtkZXNjcmlwdGlvbhgEIAEoCRInCgZ2YWx1ZXMYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB2NvbnRlbnQYBiABKAkSEgoKdXBkYXRlZF9hdBgHIAEoARISCgp1cGRhdGVkX2J5GAggASgJEhcKD3VwZGF0ZWRfYnlfbmFtZRgJIAEoCRIOCgZzb3VyY2UYCiABKAkSDgoGY29tbWl0GAsgASgJEg4KBnNoYTI1NhgMIAEoCRIRCglrZXlfY291bnQYDSABKAUipQEKElB1dFZhbHVlU2V0UmVxdWVzdBIMCgRuYW1lGAEgASgJEhAKCHNlbGVjdG9yGAIgASgJEhAKCHByaW9yaXR5GAMgASgFEhMKC2Rlc2NyaXB0aW9uGAQgASgJEiwKBnZhbHVlcxgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIAIgBARIPCgdjb250ZW50GAYgASgJQgkKB192YWx1ZXMiNQoUTGlzdFZhbHVlU2V0c1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJIk0KFUxpc3RWYWx1ZVNldHNSZXNwb25zZRIfCgRzZXRzGAEgAygLMhEub3JjaC52MS5WYWx1ZVNldBITCgtuZXh0X2N1cnNvchgCIAEoCSIiChJHZXRWYWx1ZVNldFJlcXVlc3QSDAoEbmFtZRgBIAEoCSJyChVTZXRBZ2VudFZhbHVlc1JlcXVlc3QSDwoHbm9kZV9pZBgBIAEoCRIsCgZ2YWx1ZXMYAiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0SACIAQESDwoHY29udGVudBgDIAEoCUIJCgdfdmFsdWVzIigKFUdldEFnZW50VmFsdWVzUmVxdWVzdBIPCgdub2RlX2lkGAEgASgJIlcKC1ZhbHVlT3JpZ2luEgsKA3NldBgBIAEoCRINCgVsYXllchgCIAEoCRIQCghwcmlvcml0eRgDIAEoBRIMCgRsaW5lGAQgASgFEgwKBHBhdGgYBSABKAkiaAoIVmFsdWVLZXkSDAoEcGF0aBgBIAEoCRIkCgZvcmlnaW4YAyABKAsyFC5vcmNoLnYxLlZhbHVlT3JpZ2luEigKCm92ZXJyaWRkZW4YBCADKAsyFC5vcmNoLnYxLlZhbHVlT3JpZ2luIr8BCgtBZ2VudFZhbHVlcxIPCgdub2RlX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSJwoGdmFsdWVzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIfCgRrZXlzGAQgAygLMhEub3JjaC52MS5WYWx1ZUtleRIkCgNvd24YBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhMKC293bl9jb250ZW50GAYgASgJEgwKBHNldHMYByADKAky+xQKDFN0YXRlU2VydmljZRI9CgxVcGxvYWRNb2R1bGUSHC5vcmNoLnYxLlVwbG9hZE1vZHVsZVJlcXVlc3QaDy5vcmNoLnYxLk1vZHVsZRJICgtMaXN0TW9kdWxlcxIbLm9yY2gudjEuTGlzdE1vZHVsZXNSZXF1ZXN0Ghwub3JjaC52MS5MaXN0TW9kdWxlc1Jlc3BvbnNlEjcKCUdldE1vZHVsZRIZLm9yY2gudjEuR2V0TW9kdWxlUmVxdWVzdBoPLm9yY2gudjEuTW9kdWxlEjkKDERlbGV0ZU1vZHVsZRIZLm9yY2gudjEuR2V0TW9kdWxlUmVxdWVzdBoOLm9yY2gudjEuRW1wdHkSSQoQQ3JlYXRlQXNzaWdubWVudBIgLm9yY2gudjEuQ3JlYXRlQXNzaWdubWVudFJlcXVlc3QaEy5vcmNoLnYxLkFzc2lnbm1lbnQSVAoPTGlzdEFzc2lnbm1lbnRzEh8ub3JjaC52MS5MaXN0QXNzaWdubWVudHNSZXF1ZXN0GiAub3JjaC52MS5MaXN0QXNzaWdubWVudHNSZXNwb25zZRJDCg1HZXRBc3NpZ25tZW50Eh0ub3JjaC52MS5HZXRBc3NpZ25tZW50UmVxdWVzdBoTLm9yY2gudjEuQXNzaWdubWVudBJBChBEZWxldGVBc3NpZ25tZW50Eh0ub3JjaC52MS5HZXRBc3NpZ25tZW50UmVxdWVzdBoOLm9yY2gudjEuRW1wdHkSSQoQVXBkYXRlQXNzaWdubWVudBIgLm9yY2gudjEuQ3JlYXRlQXNzaWdubWVudFJlcXVlc3QaEy5vcmNoLnYxLkFzc2lnbm1lbnQSRgoNUnVuQXNzaWdubWVudBIdLm9yY2gudjEuUnVuQXNzaWdubWVudFJlcXVlc3QaFi5vcmNoLnYxLkFzc2lnbm1lbnRSdW4STAoQR2V0QXNzaWdubWVudFJ1bhIgLm9yY2gudjEuR2V0QXNzaWdubWVudFJ1blJlcXVlc3QaFi5vcmNoLnYxLkFzc2lnbm1lbnRSdW4SXQoSTGlzdEFzc2lnbm1lbnRSdW5zEiIub3JjaC52MS5MaXN0QXNzaWdubWVudFJ1bnNSZXF1ZXN0GiMub3JjaC52MS5MaXN0QXNzaWdubWVudFJ1bnNSZXNwb25zZRI4CghSdW5BZ2VudBIYLm9yY2gudjEuUnVuQWdlbnRSZXF1ZXN0GhIub3JjaC52MS5PcGVyYXRpb24SUQoOTGlzdE9wZXJhdGlvbnMSHi5vcmNoLnYxLkxpc3RPcGVyYXRpb25zUmVxdWVzdBofLm9yY2gudjEuTGlzdE9wZXJhdGlvbnNSZXNwb25zZRJACgxHZXRPcGVyYXRpb24SHC5vcmNoLnYxLkdldE9wZXJhdGlvblJlcXVlc3QaEi5vcmNoLnYxLk9wZXJhdGlvbhJMChJHZXRPcGVyYXRpb25PdXRwdXQSHC5vcmNoLnYxLkdldE9wZXJhdGlvblJlcXVlc3QaGC5vcmNoLnYxLk9wZXJhdGlvbk91dHB1dBI9CgpDaGVja0RyaWZ0Ehoub3JjaC52MS5DaGVja0RyaWZ0UmVxdWVzdBoTLm9yY2gudjEuRHJpZnRDaGVjaxJCCglMaXN0RHJpZnQSGS5vcmNoLnYxLkxpc3REcmlmdFJlcXVlc3QaGi5vcmNoLnYxLkxpc3REcmlmdFJlc3BvbnNlEkYKDkdldExhdGVzdERyaWZ0Eh4ub3JjaC52MS5HZXRMYXRlc3REcmlmdFJlcXVlc3QaFC5vcmNoLnYxLkRyaWZ0UmVjb3JkEjoKCEdldERyaWZ0Ehgub3JjaC52MS5HZXREcmlmdFJlcXVlc3QaFC5vcmNoLnYxLkRyaWZ0UmVjb3JkEkwKEEdldEJlbGlldmVkU3RhdGUSIC5vcmNoLnYxLkdldEJlbGlldmVkU3RhdGVSZXF1ZXN0GhYub3JjaC52MS5CZWxpZXZlZFN0YXRlEkcKD1N0YXJ0Q29tbWFuZFJ1bhIfLm9yY2gudjEuU3RhcnRDb21tYW5kUnVuUmVxdWVzdBoTLm9yY2gudjEuQ29tbWFuZFJ1bhJUCg9MaXN0Q29tbWFuZFJ1bnMSHy5vcmNoLnYxLkxpc3RDb21tYW5kUnVuc1JlcXVlc3QaIC5vcmNoLnYxLkxpc3RDb21tYW5kUnVuc1Jlc3BvbnNlEkMKDUdldENvbW1hbmRSdW4SHS5vcmNoLnYxLkdldENvbW1hbmRSdW5SZXF1ZXN0GhMub3JjaC52MS5Db21tYW5kUnVuEkYKEENhbmNlbENvbW1hbmRSdW4SHS5vcmNoLnYxLkdldENvbW1hbmRSdW5SZXF1ZXN0GhMub3JjaC52MS5Db21tYW5kUnVuEkQKDENyZWF0ZVNvdXJjZRIcLm9yY2gudjEuQ3JlYXRlU291cmNlUmVxdWVzdBoWLm9yY2gudjEuQ3JlYXRlZFNvdXJjZRJICgtMaXN0U291cmNlcxIbLm9yY2gudjEuTGlzdFNvdXJjZXNSZXF1ZXN0Ghwub3JjaC52MS5MaXN0U291cmNlc1Jlc3BvbnNlEjcKCUdldFNvdXJjZRIZLm9yY2gudjEuR2V0U291cmNlUmVxdWVzdBoPLm9yY2gudjEuU291cmNlEjkKDERlbGV0ZVNvdXJjZRIZLm9yY2gudjEuR2V0U291cmNlUmVxdWVzdBoOLm9yY2gudjEuRW1wdHkSOQoKU3luY1NvdXJjZRIaLm9yY2gudjEuU3luY1NvdXJjZVJlcXVlc3QaDy5vcmNoLnYxLlNvdXJjZRI9CgpQbGFuU291cmNlEhoub3JjaC52MS5QbGFuU291cmNlUmVxdWVzdBoTLm9yY2gudjEuU291cmNlUGxhbhJMCg1Tb3VyY2VXZWJob29rEh0ub3JjaC52MS5Tb3VyY2VXZWJob29rUmVxdWVzdBocLm9yY2gudjEuU291cmNlV2ViaG9va1Jlc3VsdBI9CgtQdXRWYWx1ZVNldBIbLm9yY2gudjEuUHV0VmFsdWVTZXRSZXF1ZXN0GhEub3JjaC52MS5WYWx1ZVNldBJOCg1MaXN0VmFsdWVTZXRzEh0ub3JjaC52MS5MaXN0VmFsdWVTZXRzUmVxdWVzdBoeLm9yY2gudjEuTGlzdFZhbHVlU2V0c1Jlc3BvbnNlEj0KC0dldFZhbHVlU2V0Ehsub3JjaC52MS5HZXRWYWx1ZVNldFJlcXVlc3QaES5vcmNoLnYxLlZhbHVlU2V0Ej0KDkRlbGV0ZVZhbHVlU2V0Ehsub3JjaC52MS5HZXRWYWx1ZVNldFJlcXVlc3QaDi5vcmNoLnYxLkVtcHR5EkYKDlNldEFnZW50VmFsdWVzEh4ub3JjaC52MS5TZXRBZ2VudFZhbHVlc1JlcXVlc3QaFC5vcmNoLnYxLkFnZW50VmFsdWVzEkYKDkdldEFnZW50VmFsdWVzEh4ub3JjaC52MS5HZXRBZ2VudFZhbHVlc1JlcXVlc3QaFC5vcmNoLnYxLkFnZW50VmFsdWVzYgZwcm90bzM", [file_google_protobuf_struct, file_orch_v1_common]);
 
 /**
  * Module is a stored YAML module.
@@ -300,6 +300,13 @@ export type Assignment = Message<"orch.v1.Assignment"> & {
    * @generated from field: optional int32 sync_max_failures = 12;
    */
   syncMaxFailures?: number;
+
+  /**
+   * Values given to its modules' declared parameters (module schema version 2; docs/modules.md#parameters).
+   *
+   * @generated from field: google.protobuf.Struct parameters = 13;
+   */
+  parameters?: JsonObject;
 };
 
 /**
@@ -349,6 +356,14 @@ export type CreateAssignmentRequest = Message<"orch.v1.CreateAssignmentRequest">
    * @generated from field: optional bool enforce = 5;
    */
   enforce?: boolean;
+
+  /**
+   * Values for its modules' declared parameters, checked against the declarations; absent = none
+   * (an update replaces them like the rest of the definition).
+   *
+   * @generated from field: google.protobuf.Struct parameters = 6;
+   */
+  parameters?: JsonObject;
 };
 
 /**
@@ -2951,6 +2966,447 @@ export const SourceWebhookResultSchema: GenMessage<SourceWebhookResult> = /*@__P
   messageDesc(file_orch_v1_state, 58);
 
 /**
+ * ValueSet is a named layer of values: `defaults` (no selector, lowest) or a set bound to a selector.
+ *
+ * @generated from message orch.v1.ValueSet
+ */
+export type ValueSet = Message<"orch.v1.ValueSet"> & {
+  /**
+   * Unique name; `defaults` is the set every agent gets first.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Selector of the agents it applies to ("" for `defaults`).
+   *
+   * @generated from field: string selector = 2;
+   */
+  selector: string;
+
+  /**
+   * Order among selector-bound sets: a higher priority wins; equal priorities are ordered by name (the later name wins).
+   *
+   * @generated from field: int32 priority = 3;
+   */
+  priority: number;
+
+  /**
+   * Optional description.
+   *
+   * @generated from field: string description = 4;
+   */
+  description: string;
+
+  /**
+   * The values (a map); only filled by GetValueSet and PutValueSet.
+   *
+   * @generated from field: google.protobuf.Struct values = 5;
+   */
+  values?: JsonObject;
+
+  /**
+   * The YAML text the values were read from (lines of origins refer to it); only filled like `values`.
+   *
+   * @generated from field: string content = 6;
+   */
+  content: string;
+
+  /**
+   * Last change, Unix ms.
+   *
+   * @generated from field: double updated_at = 7;
+   */
+  updatedAt: number;
+
+  /**
+   * Id of the operator who changed it last.
+   *
+   * @generated from field: string updated_by = 8;
+   */
+  updatedBy: string;
+
+  /**
+   * Name of that operator.
+   *
+   * @generated from field: string updated_by_name = 9;
+   */
+  updatedByName: string;
+
+  /**
+   * Name of the git source that manages it ("" when set through the API).
+   *
+   * @generated from field: string source = 10;
+   */
+  source: string;
+
+  /**
+   * Commit SHA of the source the content came from ("" when not managed).
+   *
+   * @generated from field: string commit = 11;
+   */
+  commit: string;
+
+  /**
+   * Hex SHA-256 of the content.
+   *
+   * @generated from field: string sha256 = 12;
+   */
+  sha256: string;
+
+  /**
+   * Number of leaf keys.
+   *
+   * @generated from field: int32 key_count = 13;
+   */
+  keyCount: number;
+};
+
+/**
+ * Describes the message orch.v1.ValueSet.
+ * Use `create(ValueSetSchema)` to create a new message.
+ */
+export const ValueSetSchema: GenMessage<ValueSet> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 59);
+
+/**
+ * PutValueSetRequest creates or replaces a value set: `values` or `content` (YAML text of the map), not both.
+ *
+ * @generated from message orch.v1.PutValueSetRequest
+ */
+export type PutValueSetRequest = Message<"orch.v1.PutValueSetRequest"> & {
+  /**
+   * Set name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Selector; must be empty for `defaults` and given for every other set.
+   *
+   * @generated from field: string selector = 2;
+   */
+  selector: string;
+
+  /**
+   * Priority among selector-bound sets (0 for `defaults`).
+   *
+   * @generated from field: int32 priority = 3;
+   */
+  priority: number;
+
+  /**
+   * Optional description.
+   *
+   * @generated from field: string description = 4;
+   */
+  description: string;
+
+  /**
+   * The values as a map.
+   *
+   * @generated from field: optional google.protobuf.Struct values = 5;
+   */
+  values?: JsonObject;
+
+  /**
+   * The values as YAML text (a map); kept, so origins name its lines.
+   *
+   * @generated from field: string content = 6;
+   */
+  content: string;
+};
+
+/**
+ * Describes the message orch.v1.PutValueSetRequest.
+ * Use `create(PutValueSetRequestSchema)` to create a new message.
+ */
+export const PutValueSetRequestSchema: GenMessage<PutValueSetRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 60);
+
+/**
+ * ListValueSetsRequest pages by name.
+ *
+ * @generated from message orch.v1.ListValueSetsRequest
+ */
+export type ListValueSetsRequest = Message<"orch.v1.ListValueSetsRequest"> & {
+  /**
+   * Page size (default 50, max 500).
+   *
+   * @generated from field: int32 limit = 1;
+   */
+  limit: number;
+
+  /**
+   * Name of the last set of the previous page.
+   *
+   * @generated from field: string cursor = 2;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message orch.v1.ListValueSetsRequest.
+ * Use `create(ListValueSetsRequestSchema)` to create a new message.
+ */
+export const ListValueSetsRequestSchema: GenMessage<ListValueSetsRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 61);
+
+/**
+ * ListValueSetsResponse is one page.
+ *
+ * @generated from message orch.v1.ListValueSetsResponse
+ */
+export type ListValueSetsResponse = Message<"orch.v1.ListValueSetsResponse"> & {
+  /**
+   * Sets without values and content.
+   *
+   * @generated from field: repeated orch.v1.ValueSet sets = 1;
+   */
+  sets: ValueSet[];
+
+  /**
+   * Cursor for the next page, empty at the end.
+   *
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
+};
+
+/**
+ * Describes the message orch.v1.ListValueSetsResponse.
+ * Use `create(ListValueSetsResponseSchema)` to create a new message.
+ */
+export const ListValueSetsResponseSchema: GenMessage<ListValueSetsResponse> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 62);
+
+/**
+ * GetValueSetRequest names a value set.
+ *
+ * @generated from message orch.v1.GetValueSetRequest
+ */
+export type GetValueSetRequest = Message<"orch.v1.GetValueSetRequest"> & {
+  /**
+   * Set name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message orch.v1.GetValueSetRequest.
+ * Use `create(GetValueSetRequestSchema)` to create a new message.
+ */
+export const GetValueSetRequestSchema: GenMessage<GetValueSetRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 63);
+
+/**
+ * SetAgentValuesRequest replaces one agent's own values.
+ *
+ * @generated from message orch.v1.SetAgentValuesRequest
+ */
+export type SetAgentValuesRequest = Message<"orch.v1.SetAgentValuesRequest"> & {
+  /**
+   * Node id or name.
+   *
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+
+  /**
+   * The values as a map (an empty map clears them).
+   *
+   * @generated from field: optional google.protobuf.Struct values = 2;
+   */
+  values?: JsonObject;
+
+  /**
+   * Or the values as YAML text.
+   *
+   * @generated from field: string content = 3;
+   */
+  content: string;
+};
+
+/**
+ * Describes the message orch.v1.SetAgentValuesRequest.
+ * Use `create(SetAgentValuesRequestSchema)` to create a new message.
+ */
+export const SetAgentValuesRequestSchema: GenMessage<SetAgentValuesRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 64);
+
+/**
+ * GetAgentValuesRequest names an agent.
+ *
+ * @generated from message orch.v1.GetAgentValuesRequest
+ */
+export type GetAgentValuesRequest = Message<"orch.v1.GetAgentValuesRequest"> & {
+  /**
+   * Node id or name.
+   *
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+};
+
+/**
+ * Describes the message orch.v1.GetAgentValuesRequest.
+ * Use `create(GetAgentValuesRequestSchema)` to create a new message.
+ */
+export const GetAgentValuesRequestSchema: GenMessage<GetAgentValuesRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 65);
+
+/**
+ * ValueOrigin is where one contribution to a key path came from.
+ *
+ * @generated from message orch.v1.ValueOrigin
+ */
+export type ValueOrigin = Message<"orch.v1.ValueOrigin"> & {
+  /**
+   * Set name; "" for the agent's own values.
+   *
+   * @generated from field: string set = 1;
+   */
+  set: string;
+
+  /**
+   * defaults, set or agent.
+   *
+   * @generated from field: string layer = 2;
+   */
+  layer: string;
+
+  /**
+   * The set's priority (selector-bound sets).
+   *
+   * @generated from field: int32 priority = 3;
+   */
+  priority: number;
+
+  /**
+   * Line in the set's YAML text (0 when unknown).
+   *
+   * @generated from field: int32 line = 4;
+   */
+  line: number;
+
+  /**
+   * The key path this contribution set (the overridden one may be a parent or child of the winner's path).
+   *
+   * @generated from field: string path = 5;
+   */
+  path: string;
+};
+
+/**
+ * Describes the message orch.v1.ValueOrigin.
+ * Use `create(ValueOriginSchema)` to create a new message.
+ */
+export const ValueOriginSchema: GenMessage<ValueOrigin> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 66);
+
+/**
+ * ValueKey is one leaf key path of the merged values with its winning origin and what it overrode.
+ *
+ * @generated from message orch.v1.ValueKey
+ */
+export type ValueKey = Message<"orch.v1.ValueKey"> & {
+  /**
+   * Dotted key path, e.g. `nginx.upstreams`.
+   *
+   * @generated from field: string path = 1;
+   */
+  path: string;
+
+  /**
+   * Where the winning value came from.
+   *
+   * @generated from field: orch.v1.ValueOrigin origin = 3;
+   */
+  origin?: ValueOrigin;
+
+  /**
+   * Earlier contributions it replaced, lowest layer first.
+   *
+   * @generated from field: repeated orch.v1.ValueOrigin overridden = 4;
+   */
+  overridden: ValueOrigin[];
+};
+
+/**
+ * Describes the message orch.v1.ValueKey.
+ * Use `create(ValueKeySchema)` to create a new message.
+ */
+export const ValueKeySchema: GenMessage<ValueKey> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 67);
+
+/**
+ * AgentValues is an agent's merged values with origins.
+ *
+ * @generated from message orch.v1.AgentValues
+ */
+export type AgentValues = Message<"orch.v1.AgentValues"> & {
+  /**
+   * Node id.
+   *
+   * @generated from field: string node_id = 1;
+   */
+  nodeId: string;
+
+  /**
+   * Agent name.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * The merged values (what modules read as `values`).
+   *
+   * @generated from field: google.protobuf.Struct values = 3;
+   */
+  values?: JsonObject;
+
+  /**
+   * Every leaf key path, in path order.
+   *
+   * @generated from field: repeated orch.v1.ValueKey keys = 4;
+   */
+  keys: ValueKey[];
+
+  /**
+   * The agent's own values (the highest layer).
+   *
+   * @generated from field: google.protobuf.Struct own = 5;
+   */
+  own?: JsonObject;
+
+  /**
+   * The YAML text of the agent's own values.
+   *
+   * @generated from field: string own_content = 6;
+   */
+  ownContent: string;
+
+  /**
+   * The sets that apply to the agent, lowest first (defaults, then by priority and name).
+   *
+   * @generated from field: repeated string sets = 7;
+   */
+  sets: string[];
+};
+
+/**
+ * Describes the message orch.v1.AgentValues.
+ * Use `create(AgentValuesSchema)` to create a new message.
+ */
+export const AgentValuesSchema: GenMessage<AgentValues> = /*@__PURE__*/
+  messageDesc(file_orch_v1_state, 68);
+
+/**
  * StateService owns modules, assignments, state operations, snapshots, drift records and the
  * believed machine state (schema `state`). It renders modules per agent and sends them to
  * AgentStateService.Execute through the agent link.
@@ -3277,6 +3733,66 @@ export const StateService: GenService<{
     methodKind: "unary";
     input: typeof SourceWebhookRequestSchema;
     output: typeof SourceWebhookResultSchema;
+  },
+  /**
+   * PutValueSet creates or replaces a value set (layered data: docs/modules.md#values).
+   *
+   * @generated from rpc orch.v1.StateService.PutValueSet
+   */
+  putValueSet: {
+    methodKind: "unary";
+    input: typeof PutValueSetRequestSchema;
+    output: typeof ValueSetSchema;
+  },
+  /**
+   * ListValueSets pages value sets by name (without content).
+   *
+   * @generated from rpc orch.v1.StateService.ListValueSets
+   */
+  listValueSets: {
+    methodKind: "unary";
+    input: typeof ListValueSetsRequestSchema;
+    output: typeof ListValueSetsResponseSchema;
+  },
+  /**
+   * GetValueSet returns one value set with its values and YAML text.
+   *
+   * @generated from rpc orch.v1.StateService.GetValueSet
+   */
+  getValueSet: {
+    methodKind: "unary";
+    input: typeof GetValueSetRequestSchema;
+    output: typeof ValueSetSchema;
+  },
+  /**
+   * DeleteValueSet removes a value set.
+   *
+   * @generated from rpc orch.v1.StateService.DeleteValueSet
+   */
+  deleteValueSet: {
+    methodKind: "unary";
+    input: typeof GetValueSetRequestSchema;
+    output: typeof EmptySchema;
+  },
+  /**
+   * SetAgentValues sets (or, with an empty map, clears) one agent's own values, the highest layer.
+   *
+   * @generated from rpc orch.v1.StateService.SetAgentValues
+   */
+  setAgentValues: {
+    methodKind: "unary";
+    input: typeof SetAgentValuesRequestSchema;
+    output: typeof AgentValuesSchema;
+  },
+  /**
+   * GetAgentValues returns an agent's merged values with the origin of every key.
+   *
+   * @generated from rpc orch.v1.StateService.GetAgentValues
+   */
+  getAgentValues: {
+    methodKind: "unary";
+    input: typeof GetAgentValuesRequestSchema;
+    output: typeof AgentValuesSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_orch_v1_state, 0);

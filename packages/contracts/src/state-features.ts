@@ -1,0 +1,13 @@
+/**
+ * What an agent's state feature understands beyond the first StateResource fields, reported as the
+ * comma-separated attribute `state_features`. The state service sends a field only to an agent that
+ * lists it: an agent that ignored `triggered_by` would report success and never restart anything.
+ */
+export const STATE_FEATURES_ATTRIBUTE = "state_features";
+
+/** `onchanges` and `triggered_by` (module `onchanges`, `notify`, `watch`; service `refresh`). */
+export const STATE_FEATURE_TRIGGERS = "triggers";
+
+/** The features an agent's attributes list. */
+export const stateFeaturesOf = (attributes: Readonly<Record<string, string>>): Set<string> =>
+  new Set((attributes[STATE_FEATURES_ATTRIBUTE] ?? "").split(",").filter(Boolean));
