@@ -16,6 +16,7 @@ import { onPinnedNode } from "./lib/pinned-node.mjs";
 import { agentPackagePlan, buildAgentPackageInBackground } from "./lib/up-agent-package.mjs";
 import { freePort, portOpen } from "./lib/port-open.mjs";
 import { shownPath, statePath, upStateDir } from "./lib/up-state.mjs";
+import { chooseDatabase, DEFAULT_DATABASE } from "./lib/up-database.mjs";
 
 // On Debian's Node 20 (older than .node-version): the same command again on the pinned Node.
 await onPinnedNode();
@@ -268,7 +269,7 @@ if (args["insecure-bus"]) {
 }
 
 // 3. Postgres.
-const dbUrl = process.env.DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/orch";
+let dbUrl = process.env.DATABASE_URL ?? `postgres://postgres@127.0.0.1:5432/${DEFAULT_DATABASE}`;
 const du = new URL(dbUrl);
 const pgPort = Number(du.port || 5432);
 if (!(await portOpen(du.hostname, pgPort))) {
@@ -300,7 +301,12 @@ const { default: pg } = await import("pg");
   admin.pathname = "/postgres";
   const c = new pg.Client({ connectionString: admin.toString() });
   await c.connect().catch((e) => fail(`cannot connect to Postgres: ${e.message}`));
-  const name = du.pathname.slice(1) || "orch";
+  let name = du.pathname.slice(1) || DEFAULT_DATABASE;
+  if (!process.env.DATABASE_URL) {
+    name = await databaseOfThisCheckout(pg, c, admin);
+    du.pathname = `/${name}`;
+    dbUrl = du.toString();
+  }
   const r = await c.query("SELECT 1 FROM pg_database WHERE datname = $1", [name]);
   if (!r.rowCount) {
     await c.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
@@ -308,6 +314,39 @@ const { default: pg } = await import("pg");
   }
   await c.end();
   say(`Postgres ready: ${du.hostname}:${pgPort}/${name}`);
+}
+
+/**
+ * The database this checkout's stack uses (scripts/lib/up-database.mjs): recorded in the state dir,
+ * so later runs keep it. A new checkout finding the default one set up by another takes its own.
+ */
+async function databaseOfThisCheckout(pg, c, admin) {
+  const recordFile = join(STATE, "database");
+  const recorded = existsSync(recordFile) ? readFileSync(recordFile, "utf8").trim() : undefined;
+  const freshState = !existsSync(join(STATE, "admin.key"));
+  let defaultTaken = false;
+  if (!recorded && freshState) {
+    const exists = await c.query("SELECT 1 FROM pg_database WHERE datname = $1", [DEFAULT_DATABASE]);
+    if (exists.rowCount) {
+      const url = new URL(admin.toString());
+      url.pathname = `/${DEFAULT_DATABASE}`;
+      const d = new pg.Client({ connectionString: url.toString() });
+      await d.connect();
+      const ops = await d.query("SELECT count(*)::int AS n FROM auth.operators").then(
+        (r) => r.rows[0].n,
+        () => 0,
+      );
+      await d.end();
+      defaultTaken = ops > 0;
+    }
+  }
+  const { name, own } = chooseDatabase({ recorded, freshState, defaultTaken, stateDir: STATE });
+  if (own && !recorded)
+    say(
+      `database ${DEFAULT_DATABASE} belongs to another checkout (its operators and secrets are that checkout's keys): this one uses ${name}`,
+    );
+  writeFileSync(recordFile, `${name}\n`);
+  return name;
 }
 
 // 4. Bootstrap admin key and dev secrets key (first run only).
