@@ -189,6 +189,8 @@ t.test("every {node_id} route of the gateway answers 404 for an out-of-scope age
     "GET /api/v1/agents/{node_id}/state/operations": {},
     "GET /api/v1/agents/{node_id}/state/operations/{operation_id}": {},
     "GET /api/v1/agents/{node_id}/state/operations/{operation_id}/output": {},
+    "GET /api/v1/agents/{node_id}/values": {},
+    "PUT /api/v1/agents/{node_id}/values": { body: { values: { role: "@role" } } },
     "POST /api/v1/terminal/{node_id}": {},
   };
   // Admin-only agent routes: admins are never scoped, so an operator is refused before any lookup,
