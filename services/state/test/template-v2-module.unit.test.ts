@@ -69,7 +69,10 @@ t.test("upload refuses a bad template naming the resource, field, YAML line and 
     v2("  - id: a\n    type: file\n    path: /a\n    content: |\n      one\n      {% if values.x %}\n"),
   );
   t.equal(unclosed.reason, "invalid_template");
-  t.match(unclosed.message, /^resources\[0\]\.content \(line 7\): template line 2, column 1: .*not closed \(line 9 of the module\)$/);
+  t.match(
+    unclosed.message,
+    /^resources\[0\]\.content \(line 7\): template line 2, column 1: .*not closed \(line 9 of the module\)$/,
+  );
   const filter = refusal(v2("  - id: a\n    type: file\n    path: /a\n    content: '{{ values.x | nope }}'\n"));
   t.match(filter, { reason: "invalid_template", message: /content \(line 7\).*undefined filter: nope/ });
   const typo = refusal(v2("  - id: a\n    type: exec\n    command: 'echo {{ tag.env }}'\n"));

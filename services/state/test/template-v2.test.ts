@@ -90,7 +90,10 @@ t.test("upload refuses a bad template with its line; nothing is stored", async (
   const bad = await upload("broken", SITE.replace("name: site", "name: broken").replace("{% endfor %}}", "}"));
   t.equal(bad.status, 400);
   t.equal(bad.body.code, "invalid_template");
-  t.match(bad.body.detail, /resources\[1\]\.content \(line 9\): template line 3.*for.*not closed \(line 12 of the module\)/);
+  t.match(
+    bad.body.detail,
+    /resources\[1\]\.content \(line 9\): template line 3.*for.*not closed \(line 12 of the module\)/,
+  );
   t.equal((await s.api("GET", "/modules/broken")).status, 404);
 });
 
