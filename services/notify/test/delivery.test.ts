@@ -281,7 +281,12 @@ t.test("410 Gone disables the channel (channel.disabled) and stops further deliv
   await publishEvent(nc, { type: "drift.detected", summary: "gone 2" });
   const marker = await channel(t, "after-gone", "webhook", { url: `${rx.url}/marker`, event_types: ["drift"] });
   await publishEvent(nc, { type: "drift.detected", summary: "marker" });
-  await eventually(async () => (await deliveries(marker.id, "delivered")).length === 1);
+  await eventually(async () => {
+    const got = await deliveries(marker.id);
+    if (got.length === 1 && got[0]!.status === "delivered") return true;
+    // Named in the timeout's message: which step a miss stopped at (no row, retrying, failed).
+    throw new Error(`marker deliveries: ${JSON.stringify(got.map((d) => [d.status, d.attempts, d.lastError]))}`);
+  });
   t.equal(requestsTo("/gone").length, 1, "nothing more reached the gone receiver");
   t.equal((await deliveries(c.id)).length, 1, "no new deliveries for a disabled channel");
 

@@ -12,14 +12,18 @@ import {
   type Logger,
   type NatsConnection,
 } from "@orch/kit";
-import { serviceDeps, type DbHandle, type NatsHandle } from "@orch/kit/testing";
+import { serviceDeps, waitMs, type DbHandle, type NatsHandle } from "@orch/kit/testing";
 import { notifyConfigSchema } from "../src/config.js";
 import type { NotifyOptions } from "../src/deps.js";
 import { createNotifyService } from "../src/service.js";
 
 export const NOTIFY_MIGRATIONS = fileURLToPath(new URL("../migrations", import.meta.url));
 
-/** Fast retries and polling, private targets allowed (receivers listen on 127.0.0.1). */
+/**
+ * Fast retries and polling, private targets allowed (receivers listen on 127.0.0.1). The receiver
+ * answers from the test's own process, so on a starved machine its answer can take seconds: the
+ * request timeout scales with the wait factor, or every attempt of a delivery can time out.
+ */
 export const FAST = {
   allow_private_targets: true,
   retry_base_ms: 100,
@@ -27,7 +31,7 @@ export const FAST = {
   poll_ms: 50,
   operators_cache_ms: 0,
   lease_ms: 5000,
-  request_timeout_ms: 3000,
+  request_timeout_ms: waitMs(3000),
 };
 
 /** A fixed test keyring for channel credentials (the service refuses to start without one). */
