@@ -47,7 +47,10 @@ const nodeId = identity.nodeId;
 await eventually(async () => (await c.getAgent({ id: nodeId }, as).catch(() => undefined))?.connected);
 await c.setApproval({ nodeId, status: "approved", name: "cmd-agent" }, as);
 const commands = rpcClient(nc, "", AgentCommandService, { timeoutMs: 30_000, subjectBase: `orch.agent.${nodeId}` });
-await eventually(() => commands.cancelCommand({ jobId: "01WARMUP" }).catch(() => undefined));
+// Each probe gets a short timeout of its own: one that waited out the 30 s above on a starved
+// machine would leave the wait no room for a second try once the agent is ready.
+const probe = rpcClient(nc, "", AgentCommandService, { timeoutMs: 3000, subjectBase: `orch.agent.${nodeId}` });
+await eventually(() => probe.cancelCommand({ jobId: "01WARMUP" }).catch(() => undefined), 20_000);
 
 const seen: Array<{ subject: string; chunk: CommandOutputChunk }> = [];
 const sub = nc.subscribe("orch.state.output.>", {

@@ -111,3 +111,17 @@ export function onlyKeys(spec: Spec, keys: readonly string[]): void {
       `unknown field${extra.length > 1 ? "s" : ""} ${extra.map((k) => `"${k}"`).join(", ")} (allowed: ${keys.join(", ")})`,
     );
 }
+
+/** One string or a list of one-line strings (`suites: bookworm` or `suites: [bookworm, bookworm-updates]`). */
+export function words(spec: Spec, key: string, required: boolean): string[] | undefined {
+  const v = spec[key];
+  if (v === undefined || v === null) {
+    if (required) throw new SpecError(`field "${key}" is required unless state is absent`);
+    return undefined;
+  }
+  const list = typeof v === "string" ? [v] : v;
+  if (!Array.isArray(list) || list.length === 0 || list.some((x) => typeof x !== "string" || x.trim() === ""))
+    throw new SpecError(`field "${key}" must be a non-empty string or a list of them`);
+  if (list.some((x) => /[\r\n]/.test(x as string))) throw new SpecError(`field "${key}" must be one line each`);
+  return (list as string[]).flatMap((x) => x.trim().split(/\s+/));
+}

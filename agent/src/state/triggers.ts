@@ -1,3 +1,4 @@
+import { RESTARTABLE_TYPES } from "@orch/contracts";
 /**
  * What `onchanges` and `triggered_by` decide for one resource, from the statuses of the resources
  * that ran before it in this operation. Pure: execute.ts runs the providers; this only says whether
@@ -23,7 +24,7 @@ export type Decision =
   | { run: false; status: Status; message: string };
 
 /** Types whose provider can refresh (restart/reload); the state service sends triggered_by to these only. */
-export const REFRESHABLE = new Set(["service"]);
+export const REFRESHABLE = RESTARTABLE_TYPES;
 
 const succeeded = (s: Status | undefined) => s === "ok" || s === "changed";
 

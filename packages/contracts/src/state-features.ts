@@ -11,3 +11,9 @@ export const STATE_FEATURE_TRIGGERS = "triggers";
 /** The features an agent's attributes list. */
 export const stateFeaturesOf = (attributes: Readonly<Record<string, string>>): Set<string> =>
   new Set((attributes[STATE_FEATURES_ATTRIBUTE] ?? "").split(",").filter(Boolean));
+
+/**
+ * Resource types the agent refreshes (restart, or reload with `refresh: reload`) when a resource
+ * that notifies them changed: the state service sends `triggered_by` to these only.
+ */
+export const RESTARTABLE_TYPES: ReadonlySet<string> = new Set(["service", "systemd_unit"]);

@@ -179,8 +179,8 @@ t.test("unit: refusals name the field and line", async (t) => {
     "invalid_module",
     "resources[0].refresh",
     4,
-    // The message every enum field of a module gives (the union also allows a template).
-    /must be a literal value or a \{\{ template \}\}/,
+    // Every enum field of a module names its values (a template is allowed too).
+    /must be one of restart, reload \(or a \{\{ template \}\}\)/,
   );
 });
 

@@ -165,6 +165,35 @@ const CASES: Record<ResourceType, Case> = {
     probe: () => [{ type: "cron", name: absentName("cron"), state: "absent" }],
     apply: false,
   },
+  // The system types write only world-readable files: a secret is refused in every field.
+  sysctl: {
+    base: () => ({ type: "sysctl", name: "net.orch.sealing_test", state: "absent" }),
+    content: [],
+    inert: [],
+    probe: () => [{ type: "sysctl", name: "net.orch.sealing_test", state: "absent" }],
+    apply: false,
+  },
+  apt_repository: {
+    base: () => ({ type: "apt_repository", name: absentName("apt"), state: "absent" }),
+    content: [],
+    inert: [],
+    probe: () => [{ type: "apt_repository", name: absentName("apt"), state: "absent" }],
+    apply: false,
+  },
+  yum_repository: {
+    base: () => ({ type: "yum_repository", name: absentName("yum"), state: "absent" }),
+    content: [],
+    inert: [],
+    probe: () => [{ type: "yum_repository", name: absentName("yum"), state: "absent" }],
+    apply: false,
+  },
+  systemd_unit: {
+    base: () => ({ type: "systemd_unit", name: `${absentName("unit")}.service`, state: "absent" }),
+    content: [],
+    inert: [],
+    probe: () => [{ type: "systemd_unit", name: `${absentName("unit")}.service`, state: "absent" }],
+    apply: false,
+  },
 };
 
 /** The value put into a field: the shape the field takes, holding the secret. */

@@ -10,6 +10,10 @@ import { packageProvider } from "./package.js";
 import { serviceProvider } from "./service.js";
 import { symlinkProvider } from "./symlink.js";
 import { userProvider } from "./user.js";
+import { aptRepositoryProvider } from "./apt-repository.js";
+import { sysctlProvider } from "./sysctl.js";
+import { systemdUnitProvider } from "./systemd-unit.js";
+import { yumRepositoryProvider } from "./yum-repository.js";
 
 /** Every resource type this agent enforces, by the `type` of a StateResource. */
 export interface ProviderOptions {
@@ -30,5 +34,9 @@ export function defaultProviders(opts: ProviderOptions = {}): Record<string, Pro
     line: lineProvider(),
     block: blockProvider(),
     cron: cronProvider({ dir: opts.cronDir }),
+    sysctl: sysctlProvider(),
+    apt_repository: aptRepositoryProvider(),
+    yum_repository: yumRepositoryProvider(),
+    systemd_unit: systemdUnitProvider(),
   };
 }

@@ -1,6 +1,6 @@
 import { stat } from "node:fs/promises";
 import { onlyKeys, optBool, optStr, str } from "../spec.js";
-import { budget, run } from "../proc.js";
+import { budget, run, type RunResult } from "../proc.js";
 import { listKeys } from "../triggers.js";
 import {
   SpecError,
@@ -14,7 +14,7 @@ import { CHANGE_MS, hasInitScript, QUERY_MS, sysvManager, type ServiceManager, t
 
 const FIELDS = ["name", "state", "enabled", "refresh"];
 
-type Want = {
+export type Want = {
   name: string;
   state: "running" | "stopped" | undefined;
   enabled: boolean | undefined;
@@ -44,29 +44,39 @@ export const systemdBooted = () =>
     () => false,
   );
 
-const systemctl = (args: string[], ms: number, ctx: ProviderContext) =>
-  run("systemctl", args, { timeoutMs: budget(ms, ctx.deadline) });
+/** systemd's manager, plus what only it has: re-reading unit files. */
+export interface SystemdManager extends ServiceManager {
+  daemonReload(ctx: ProviderContext): Promise<RunResult>;
+}
 
-export const systemdManager: ServiceManager = {
-  kind: "systemd",
-  async inspect(name, ctx) {
-    const load = await systemctl(["show", "--property=LoadState", "--value", "--", name], QUERY_MS, ctx);
-    if (load.code !== 0) throw new Error(`systemctl show failed (exit ${load.code ?? "none"})`);
-    if (load.stdout.trim() === "not-found") throw new SpecError(`unit ${name} not found`);
-    // is-active / is-enabled answer on stdout and signal "no" through the exit code: read stdout only.
-    const active = (await systemctl(["is-active", "--", name], QUERY_MS, ctx)).stdout.trim() || "unknown";
-    const enabled = (await systemctl(["is-enabled", "--", name], QUERY_MS, ctx)).stdout.trim() || "unknown";
-    return { active, enabled };
-  },
-  async change(verb, name, ctx) {
-    return { run: await systemctl([verb, "--", name], CHANGE_MS, ctx), command: `systemctl ${verb}` };
-  },
-};
+/** `bin` is systemctl unless a test names another. */
+export function systemdManagerFor(bin = "systemctl"): SystemdManager {
+  const systemctl = (args: string[], ms: number, ctx: ProviderContext) =>
+    run(bin, args, { timeoutMs: budget(ms, ctx.deadline) });
+  return {
+    kind: "systemd",
+    async inspect(name, ctx) {
+      const load = await systemctl(["show", "--property=LoadState", "--value", "--", name], QUERY_MS, ctx);
+      if (load.code !== 0) throw new Error(`systemctl show failed (exit ${load.code ?? "none"})`);
+      if (load.stdout.trim() === "not-found") throw new SpecError(`unit ${name} not found`);
+      // is-active / is-enabled answer on stdout and signal "no" through the exit code: read stdout only.
+      const active = (await systemctl(["is-active", "--", name], QUERY_MS, ctx)).stdout.trim() || "unknown";
+      const enabled = (await systemctl(["is-enabled", "--", name], QUERY_MS, ctx)).stdout.trim() || "unknown";
+      return { active, enabled };
+    },
+    async change(verb, name, ctx) {
+      return { run: await systemctl([verb, "--", name], CHANGE_MS, ctx), command: `systemctl ${verb}` };
+    },
+    daemonReload: (ctx) => systemctl(["daemon-reload"], CHANGE_MS, ctx),
+  };
+}
 
-type Cur = { active: string; enabled: string };
-const isRunning = (active: string) => active === "active" || active === "activating" || active === "reloading";
+export const systemdManager = systemdManagerFor();
 
-function changes(w: Want, cur: Cur): string[][] {
+export type Cur = { active: string; enabled: string };
+export const isRunning = (active: string) => active === "active" || active === "activating" || active === "reloading";
+
+export function changes(w: Want, cur: Cur): string[][] {
   const out: string[][] = [];
   if (w.enabled !== undefined) {
     const isEnabled = cur.enabled === "enabled" || cur.enabled === "enabled-runtime" || cur.enabled === "alias";
@@ -90,7 +100,7 @@ function changes(w: Want, cur: Cur): string[][] {
  * The refresh a triggering change asks for, or a note saying why there is none: a service this
  * operation starts (or stops, or that is not running and not asked to run) is not restarted on top.
  */
-function refreshOf(
+export function refreshOf(
   w: Want,
   cur: Cur,
   c: string[][],
@@ -106,7 +116,7 @@ function refreshOf(
   return [w.refresh, why];
 }
 
-const render = (c: string[][]) => c.map(([verb, what]) => `${verb}: ${what}\n`).join("");
+export const renderSteps = (c: string[][]) => c.map(([verb, what]) => `${verb}: ${what}\n`).join("");
 
 export interface ServiceOptions extends SysvOptions {
   hasSystemd?: () => Promise<boolean>;
@@ -137,7 +147,7 @@ export function serviceProvider(o: ServiceOptions = {}): Provider {
       const message = Array.isArray(r)
         ? `would ${w.refresh} ${w.name}: ${listKeys(ctx.refresh!)} ${ctx.refresh!.length > 1 ? "change" : "changes"}`
         : r;
-      return { changed: c.length > 0, diff: render(c), observed: { ...cur, manager: m.kind }, message };
+      return { changed: c.length > 0, diff: renderSteps(c), observed: { ...cur, manager: m.kind }, message };
     },
     apply: (spec, ctx) => applyService(parse(spec), ctx, managerFor),
   };
@@ -168,7 +178,7 @@ async function applyService(
       return {
         changed: true,
         failed: true,
-        diff: render(steps),
+        diff: renderSteps(steps),
         message: `${command} exited with code ${x.code ?? (x.timedOut ? "none (timed out)" : x.signal)}`,
         stdout,
         stderr,
@@ -177,5 +187,12 @@ async function applyService(
     done.push(verb === "restart" || verb === "reload" ? `${verb}ed: ${what}` : verb!);
   }
   if (note) done.push(note);
-  return { changed: true, diff: render(steps), message: done.join(", "), stdout, stderr, observed: await observe() };
+  return {
+    changed: true,
+    diff: renderSteps(steps),
+    message: done.join(", "),
+    stdout,
+    stderr,
+    observed: await observe(),
+  };
 }

@@ -13,3 +13,4 @@ export * from "./releases.js";
 export * from "./notify.js";
 export * from "./terminal.js";
 export * from "./values.js";
+export * from "./system.js";

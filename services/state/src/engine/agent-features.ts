@@ -1,4 +1,4 @@
-import { STATE_FEATURE_TRIGGERS, stateFeaturesOf } from "@orch/contracts";
+import { RESTARTABLE_TYPES, STATE_FEATURE_TRIGGERS, stateFeaturesOf } from "@orch/contracts";
 import type { AgentInfo } from "../deps.js";
 import type { RenderedResource } from "./render.js";
 
@@ -6,7 +6,7 @@ import type { RenderedResource } from "./render.js";
 const needsTriggers = (r: RenderedResource) =>
   Boolean(r.onchanges?.length) ||
   Boolean(r.triggeredBy?.length) ||
-  (r.type === "service" && r.spec?.refresh !== undefined);
+  (RESTARTABLE_TYPES.has(r.type) && r.spec?.refresh !== undefined);
 
 /**
  * Why these resources must not be sent to this agent, or undefined. An orch-agent from before

@@ -1,6 +1,6 @@
-import type { ReasonFor } from "@orch/contracts";
+import { RESTARTABLE_TYPES, type ReasonFor } from "@orch/contracts";
 import type { OrchError } from "@orch/kit";
-import type { ModuleResource, ParsedModule, ResourceType } from "./types.js";
+import type { ModuleResource, ParsedModule } from "./types.js";
 
 /**
  * `onchanges`, `notify` and `watch` (version 2): checked at upload with their YAML lines, and
@@ -12,8 +12,8 @@ import type { ModuleResource, ParsedModule, ResourceType } from "./types.js";
 export const TRIGGER_FIELDS = ["onchanges", "notify", "watch"] as const;
 export type TriggerField = (typeof TRIGGER_FIELDS)[number];
 
-/** What a notify or watch can refresh: a service (restart/reload) or an exec (run only when triggered). */
-const REFRESHABLE: ReadonlySet<ResourceType> = new Set(["service", "exec"]);
+/** What a notify or watch can refresh: a service or unit (restart/reload) or an exec (run only when triggered). */
+const REFRESHABLE: ReadonlySet<string> = new Set([...RESTARTABLE_TYPES, "exec"]);
 
 /** One id or a list, as `requires` is written; duplicates dropped. */
 export const idList = (v: string | readonly string[] | undefined): string[] =>
@@ -56,14 +56,14 @@ export function checkTriggers(
     }
     if (r.watch.length > 0 && !REFRESHABLE.has(r.type))
       throw refuse("invalid_module", ["resources", i, "watch"], refreshableOnly(`watch on a ${r.type}`), true);
-    if (r.type === "service" && r.spec.refresh !== undefined && version !== 2)
+    if (RESTARTABLE_TYPES.has(r.type) && r.spec.refresh !== undefined && version !== 2)
       throw refuse("invalid_module", ["resources", i, "refresh"], "refresh needs version: 2", true);
   });
   for (const r of resources) r.requires = [...new Set([...r.requires, ...r.watch])];
 }
 
 const refreshableOnly = (what: string) =>
-  `${what} cannot be refreshed: notify and watch work on a service (restarted, or reloaded with refresh: reload) or an exec (run only when triggered); use requires or onchanges to order anything else`;
+  `${what} cannot be refreshed: notify and watch work on a service or systemd_unit (restarted, or reloaded with refresh: reload) or an exec (run only when triggered); use requires or onchanges to order anything else`;
 
 export const hasTriggers = (r: ModuleResource) => TRIGGER_FIELDS.some((f) => r[f].length > 0);
 
@@ -106,7 +106,7 @@ export function triggerKeys(parsed: ParsedModule, module: string, id: string): P
     for (const r of parsed.resources) {
       const from = by.get(r.id) ?? [];
       if (r.onchanges.length === 0 && from.length === 0) continue;
-      const service = r.type === "service";
+      const service = RESTARTABLE_TYPES.has(r.type);
       m.set(r.id, {
         onchanges: [...new Set([...r.onchanges, ...(service ? [] : from)])],
         triggeredBy: service ? from : [],

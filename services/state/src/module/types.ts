@@ -1,13 +1,21 @@
 import { z } from "zod";
 import {
+  ARMORED_PUBLIC_KEY_RE,
+  ARMORED_PUBLIC_KEY_RULE,
   CRON_ENV_KEY_RE,
   CRON_NAME_RE,
   CRON_NAME_RULE,
   CRON_USER_RE,
   CRON_USER_RULE,
   checkCronSchedule,
+  isSystemdUnitName,
   NAME_RE,
   NAME_RULE,
+  REPOSITORY_NAME_RE,
+  REPOSITORY_NAME_RULE,
+  SYSCTL_NAME_RE,
+  SYSCTL_NAME_RULE,
+  SYSTEMD_UNIT_RULE,
 } from "@orch/contracts";
 import type { ParameterDecl } from "./parameters.js";
 import { refsIn, TEMPLATE_MARK } from "./template.js";
@@ -45,7 +53,14 @@ const mode = z.union([
     .refine((n) => /^[0-7]{3,4}$/.test(String(n)), 'must be an octal mode such as "0644"'),
   templated,
 ]);
-const oneOf = <const T extends readonly [string, ...string[]]>(values: T) => z.union([z.enum(values), templated]);
+/** An enum field, or a template rendered per agent (the agent checks the rendered value). */
+const oneOf = <const T extends readonly [string, ...string[]]>(values: T) =>
+  z
+    .string()
+    .refine(
+      (s) => (values as readonly string[]).includes(s) || s.includes(TEMPLATE_MARK),
+      `must be one of ${values.join(", ")} (or a {{ template }})`,
+    );
 const env = z.record(
   z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "must be an environment variable name"),
   z.union([z.string(), z.number(), z.boolean()]),
@@ -84,7 +99,127 @@ const cronSchedule = oneLine.superRefine((s, ctx) => {
 /** A cron.d file is readable by every local user: a secret must not be written into one. */
 const noSecret = (v: unknown) => !refsIn(v).some((r) => r.ns === "secrets");
 
+/** One string or a list of them: `suites: bookworm` and `suites: [bookworm, bookworm-updates]` both read. */
+const oneOrMany = z.union([oneLine.pipe(nonEmpty), z.array(oneLine.pipe(nonEmpty)).min(1, "must not be empty")]);
+/** Required unless `state` is absent (or templated: the agent checks the rendered value). */
+const requiredUnlessAbsent =
+  (keys: readonly string[]) => (r: Record<string, unknown> & { state?: string | undefined }, ctx: z.RefinementCtx) => {
+    if (r.state === "absent" || r.state?.includes(TEMPLATE_MARK)) return;
+    for (const k of keys)
+      if (r[k] === undefined)
+        ctx.addIssue({ code: "custom", path: [k], message: `${k} is required unless state is absent` });
+  };
+const named = (re: RegExp, rule: string) => nonEmpty.refine((s) => literalOr(s, (v) => re.test(v)), rule);
+/**
+ * Fields written into files every local user can read. The schema refuses a plain
+ * `{{ secrets.x }}` in them; liquid/check.ts catches every other way a version-2 template reads one.
+ */
+export const WORLD_READABLE = {
+  cron: { fields: ["schedule", "env"], why: "a cron.d file is readable by every local user" },
+  // The system types write nothing private: every field but the name (a process argument) and
+  // signed_by (a file name), each refused on its own grounds, is refused here.
+  sysctl: {
+    fields: ["value", "state", "persist"],
+    why: "/etc/sysctl.d and /proc/sys are readable by every local user",
+  },
+  apt_repository: {
+    fields: ["uris", "suites", "components", "types", "architectures", "key", "enabled", "update", "state"],
+    why: "sources lists are readable by every local user (put repository credentials in /etc/apt/auth.conf.d with a file resource, mode 0600)",
+  },
+  yum_repository: {
+    fields: ["description", "baseurl", "mirrorlist", "metalink", "enabled", "gpgcheck", "gpgkey", "key", "state"],
+    why: "repository files are readable by every local user",
+  },
+  systemd_unit: {
+    fields: ["content", "state", "enabled", "refresh"],
+    why: "unit files are readable by every local user and `systemctl show` prints Environment= to anyone (use EnvironmentFile= naming a file resource with mode 0600)",
+  },
+} as const;
+/** The schema's half of WORLD_READABLE: a plain `{{ secrets.x }}` in one of the fields, at its path. */
+const publicFields =
+  (type: Exclude<keyof typeof WORLD_READABLE, "cron">) => (r: Record<string, unknown>, ctx: z.RefinementCtx) => {
+    for (const f of WORLD_READABLE[type].fields)
+      if (r[f] !== undefined && !noSecret(r[f]))
+        ctx.addIssue({
+          code: "custom",
+          path: [f],
+          message: `must not hold a {{ secrets.* }}: ${WORLD_READABLE[type].why}`,
+        });
+  };
+const armoredKey = text.refine((s) => literalOr(s, (v) => ARMORED_PUBLIC_KEY_RE.test(v)), ARMORED_PUBLIC_KEY_RULE);
+
+/** The system types (sysctl, repositories, systemd units): whole files the agent owns. */
+const SYSTEM_TYPES = {
+  sysctl: z
+    .strictObject({
+      name: named(SYSCTL_NAME_RE, SYSCTL_NAME_RULE),
+      value: z.union([oneLine, z.number(), z.boolean()]).optional(),
+      state: oneOf(["present", "absent"]).optional(),
+      persist: bool.optional(),
+    })
+    .superRefine(publicFields("sysctl"))
+    .superRefine(requiredUnlessAbsent(["value"])),
+  apt_repository: z
+    .strictObject({
+      name: named(REPOSITORY_NAME_RE, REPOSITORY_NAME_RULE),
+      uris: oneOrMany.optional(),
+      suites: oneOrMany.optional(),
+      components: oneOrMany.optional(),
+      types: z.union([oneOf(["deb", "deb-src"]), z.array(oneOf(["deb", "deb-src"])).min(1)]).optional(),
+      architectures: oneOrMany.optional(),
+      key: armoredKey.optional(),
+      signed_by: absPath.optional(),
+      enabled: bool.optional(),
+      update: bool.optional(),
+      state: oneOf(["present", "absent"]).optional(),
+    })
+    .refine((r) => r.key === undefined || r.signed_by === undefined, {
+      message: "give at most one of key and signed_by",
+      path: ["signed_by"],
+    })
+    .superRefine(publicFields("apt_repository"))
+    .superRefine(requiredUnlessAbsent(["uris", "suites"])),
+  yum_repository: z
+    .strictObject({
+      name: named(REPOSITORY_NAME_RE, REPOSITORY_NAME_RULE),
+      description: oneLine.optional(),
+      baseurl: oneOrMany.optional(),
+      mirrorlist: oneLine.pipe(nonEmpty).optional(),
+      metalink: oneLine.pipe(nonEmpty).optional(),
+      enabled: bool.optional(),
+      gpgcheck: bool.optional(),
+      gpgkey: oneOrMany.optional(),
+      key: armoredKey.optional(),
+      state: oneOf(["present", "absent"]).optional(),
+    })
+    .refine((r) => r.key === undefined || r.gpgkey === undefined, {
+      message: "give at most one of key and gpgkey",
+      path: ["gpgkey"],
+    })
+    .superRefine(publicFields("yum_repository"))
+    .superRefine((r, ctx) => {
+      if (r.state === "absent" || r.state?.includes(TEMPLATE_MARK)) return;
+      if (r.baseurl === undefined && r.mirrorlist === undefined && r.metalink === undefined)
+        ctx.addIssue({
+          code: "custom",
+          path: ["baseurl"],
+          message: "one of baseurl, mirrorlist or metalink is required unless state is absent",
+        });
+    }),
+  systemd_unit: z
+    .strictObject({
+      name: nonEmpty.refine((s) => literalOr(s, isSystemdUnitName), SYSTEMD_UNIT_RULE),
+      content: text.optional(),
+      state: oneOf(["running", "stopped", "absent"]).optional(),
+      enabled: bool.optional(),
+      refresh: oneOf(["restart", "reload"]).optional(),
+    })
+    .superRefine(publicFields("systemd_unit"))
+    .superRefine(requiredUnlessAbsent(["content"])),
+} as const;
+
 export const RESOURCE_TYPES = {
+  ...SYSTEM_TYPES,
   file: z.strictObject({
     path: absPath,
     content: text.optional(),
@@ -239,6 +374,11 @@ export const ARGUMENT_FIELDS: Readonly<Record<ResourceType, readonly string[]>> 
   block: [],
   // cron runs the command as `/bin/sh -c <command>`.
   cron: ["command", "user"],
+  // Refused whole (world-readable files); the names are also systemctl/apt-get arguments.
+  sysctl: ["name"],
+  apt_repository: ["name"],
+  yum_repository: ["name"],
+  systemd_unit: ["name"],
 };
 
 /**
@@ -259,6 +399,10 @@ export const PATH_FIELDS: Readonly<Record<ResourceType, readonly string[]>> = {
   block: ["path"],
   // The file <cron dir>/<name>.
   cron: ["name"],
+  sysctl: ["name"],
+  apt_repository: ["name", "signed_by"],
+  yum_repository: ["name"],
+  systemd_unit: ["name"],
 };
 
 export const isResourceType = (t: unknown): t is ResourceType =>

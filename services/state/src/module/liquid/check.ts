@@ -1,16 +1,10 @@
-import type { ResourceType } from "../types.js";
+import { WORLD_READABLE, type ResourceType } from "../types.js";
 import { FieldTemplateError, specTemplates, type FieldPath } from "./spec.js";
 
 /**
  * Upload checks of a version-2 resource's templates: each string parses, uses only known filters
  * and tags, reads only the context's namespaces and names its secrets literally.
  */
-
-/**
- * Fields written into a file every local user can read (a cron.d file). The schema refuses a
- * plain `{{ secrets.x }}` there; this catches every other way a version-2 template reads one.
- */
-const WORLD_READABLE: Partial<Record<ResourceType, readonly string[]>> = { cron: ["schedule", "env"] };
 
 export interface TemplateProblem {
   path: FieldPath;
@@ -35,13 +29,10 @@ export function templateProblem(
     };
   }
   const secretIn = secretReader(spec);
-  for (const field of WORLD_READABLE[type] ?? []) {
+  const readable = (WORLD_READABLE as Partial<Record<ResourceType, { fields: readonly string[]; why: string }>>)[type];
+  for (const field of readable?.fields ?? []) {
     const name = secretIn(field);
-    if (name !== undefined)
-      return {
-        path: [field],
-        message: `must not read {{ secrets.${name} }}: a cron.d file is readable by every local user`,
-      };
+    if (name !== undefined) return { path: [field], message: `must not read {{ secrets.${name} }}: ${readable!.why}` };
   }
   return undefined;
 }
