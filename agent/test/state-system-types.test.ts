@@ -96,7 +96,11 @@ function signedRepository() {
   const home = dir("gnupg");
   chmodSync(home, 0o700);
   const gpg = (args: string[], input?: string) =>
-    execFileSync("gpg", ["--homedir", home, "--batch", "--yes", ...args], { input, encoding: "utf8" });
+    execFileSync("gpg", ["--homedir", home, "--batch", "--yes", "--quiet", ...args], {
+      input,
+      encoding: "utf8",
+      stdio: "pipe",
+    });
   gpg(["--passphrase", "", "--quick-gen-key", "orch test repo <repo@example.test>", "ed25519", "sign", "1d"]);
   const key = gpg(["--armor", "--export", "repo@example.test"]);
   const repo = dir("repo");
@@ -188,7 +192,10 @@ t.test("apt_repository: a deb822 source with its key; apt-get update of that sou
 function gpgKeyOf(uid: string): string {
   const home = mkdtempSync(join(root, "gnupg-"));
   const gpg = (args: string[]) =>
-    execFileSync("gpg", ["--homedir", home, "--batch", "--yes", ...args], { encoding: "utf8" });
+    execFileSync("gpg", ["--homedir", home, "--batch", "--yes", "--quiet", ...args], {
+      encoding: "utf8",
+      stdio: "pipe",
+    });
   gpg(["--passphrase", "", "--quick-gen-key", uid, "ed25519", "sign", "1d"]);
   return gpg(["--armor", "--export", uid.replace(/.*<|>.*/g, "")]);
 }
@@ -200,7 +207,7 @@ t.test("yum_repository: one .repo section and its key file; absent removes both"
   const key = gpgKeyOf("rpm repo <rpm@example.test>");
   const spec = {
     name: "orch-el",
-    description: "orch packages",
+    display_name: "orch packages",
     baseurl: ["https://rpm.example.test/el9", "https://mirror.example.test/el9"],
     key,
   };

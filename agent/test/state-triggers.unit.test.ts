@@ -52,7 +52,7 @@ t.test("unit: decide — a service refreshes on the triggers that changed, never
   t.same(decide(node({ type: "file", triggeredBy: ["m/a"] }), statuses({ "m/a": "changed" }), "apply"), {
     run: false,
     status: "failed",
-    message: "a file resource cannot be refreshed (triggered_by is for service)",
+    message: "a file resource cannot be refreshed (triggered_by is for service, systemd_unit)",
   });
   t.equal(listKeys(["a", "b", "c"]), "a, b and c");
 });

@@ -34,7 +34,16 @@ const op = {
       message: "",
       diff: "--- a\n+++ b\n@@ -1 +1 @@\n-old\n+new\n",
     },
-    { module: "users", id: "bob", type: "user", status: "ok", changed: false, message: "present", diff: "" },
+    { module: "users", id: "bob", type: "user", status: "ok", changed: false, message: "", diff: "" },
+    {
+      module: "nginx",
+      id: "reload",
+      type: "exec",
+      status: "ok",
+      changed: false,
+      message: "not run: none of nginx/conf changed",
+      diff: "",
+    },
     {
       module: "users",
       id: "eve",
@@ -47,15 +56,19 @@ const op = {
   ],
 } as unknown as StateOperation;
 
-t.test("unit: an operation prints a headline, one line per resource and the diff of what changed", async (t) => {
-  t.same(operationLines(op, false), [
-    "apply op-1 on web-1: succeeded — 1 changed, 2 ok",
-    "  changed     nginx/conf (file)",
-    "      --- a\n      +++ b\n      @@ -1 +1 @@\n      -old\n      +new",
-    "  ok          users/bob (user)",
-    "  failed      users/eve (user) — useradd: exit 9",
-  ]);
-});
+t.test(
+  "unit: an operation prints a headline, one line per resource (with why an ok one did not run) and the diff of what changed",
+  async (t) => {
+    t.same(operationLines(op, false), [
+      "apply op-1 on web-1: succeeded — 1 changed, 2 ok",
+      "  changed     nginx/conf (file)",
+      "      --- a\n      +++ b\n      @@ -1 +1 @@\n      -old\n      +new",
+      "  ok          users/bob (user)",
+      "  ok          nginx/reload (exec) — not run: none of nginx/conf changed",
+      "  failed      users/eve (user) — useradd: exit 9",
+    ]);
+  },
+);
 
 t.test("unit: an open operation has no summary; an error code is named", async (t) => {
   const open = { ...op, status: "running", results: [] } as StateOperation;

@@ -30,6 +30,8 @@ const SourceDetail = lazy(() => import("./pages/source"));
 const RunDetail = lazy(() => import("./pages/run"));
 const OperationDetail = lazy(() => import("./pages/operation"));
 const Secrets = lazy(() => import("./pages/secrets"));
+const Values = lazy(() => import("./pages/values"));
+const ValueSet = lazy(() => import("./pages/value-set"));
 const Channels = lazy(() => import("./pages/channels"));
 const ChannelDetail = lazy(() => import("./pages/channel"));
 const Maintenance = lazy(() => import("./pages/maintenance"));
@@ -81,6 +83,8 @@ export function App() {
                       <Route path="/sources/:name" component={SourceDetail} />
                       <Route path="/operations/:operationId" component={OperationDetail} />
                       <Route path="/secrets" component={Secrets} />
+                      <Route path="/values" component={Values} />
+                      <Route path="/values/:name" component={ValueSet} />
                       <Route path="/channels" component={Channels} />
                       <Route path="/channels/:id" component={ChannelDetail} />
                       <Route path="/maintenance" component={Maintenance} />

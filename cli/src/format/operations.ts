@@ -61,12 +61,16 @@ export function operationHeadline(op: Operation, color: boolean): string {
   return `${op.kind} ${op.id} on ${who}: ${paintStatus(color, op.status)}${why}${isOpen(op.status) ? "" : ` — ${summaryText(op.summary)}`}`;
 }
 
-/** Per-resource lines (and diffs of what changes) of a finished operation. */
+/**
+ * Per-resource lines (and diffs of what changes) of a finished operation. An `ok` resource's
+ * message is shown too: it says why nothing ran ("not run: none of site/config changed", an exec's
+ * guard), which is the answer to "why did it not restart?".
+ */
 export function resultLines(op: Operation, color: boolean, indent = "  "): string[] {
   const lines: string[] = [];
   for (const r of op.results ?? []) {
     lines.push(
-      `${indent}${paintStatus(color, r.status, 11)} ${r.module}/${r.id} (${r.type})${r.message && r.status !== "ok" ? ` — ${firstLine(r.message)}` : ""}`,
+      `${indent}${paintStatus(color, r.status, 11)} ${r.module}/${r.id} (${r.type})${r.message ? ` — ${firstLine(r.message)}` : ""}`,
     );
     if (r.changed && r.diff.trim()) lines.push(indentedDiff(r.diff, color, `${indent}    `));
   }

@@ -97,6 +97,9 @@ export type AuditRetention = ResponseBody<"/api/v1/audit/retention", "get">;
 
 export type ModuleInfo = ResponseBody<"/api/v1/modules/{name}", "get">;
 export type ModulePage = ResponseBody<"/api/v1/modules", "get">;
+export type ValueSet = ResponseBody<"/api/v1/values/{name}", "get">;
+export type ValueSetPage = ResponseBody<"/api/v1/values", "get">;
+export type AgentValues = ResponseBody<"/api/v1/agents/{node_id}/values", "get">;
 export type Assignment = ResponseBody<"/api/v1/assignments/{name}", "get">;
 export type AssignmentPage = ResponseBody<"/api/v1/assignments", "get">;
 export type AssignmentRun = ResponseBody<"/api/v1/assignments/{name}/runs/{run_id}", "get">;

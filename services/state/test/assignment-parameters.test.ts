@@ -123,6 +123,18 @@ t.test("each bad parameter is a 400 with its stable code, and nothing is stored"
       /parameter 'port' must be an integer .*not a string/,
     ],
     ["list expected", { site_name: "b", upstreams: "x,y" }, "invalid_parameter", /'upstreams' must be a list/],
+    [
+      "a template that cannot render",
+      { site_name: "{{ values.site | nosuchfilter }}" },
+      "invalid_parameter",
+      /parameter 'site_name' is a template that cannot render: template line 1, column \d+: .*nosuchfilter/,
+    ],
+    [
+      "a template reading a secret",
+      { site_name: "{{ secrets.db_password }}" },
+      "invalid_parameter",
+      /parameter 'site_name' is a template that cannot render: .*secrets/,
+    ],
   ];
   for (const [what, parameters, code, detail] of cases) {
     const r = await s.api("POST", "/assignments", { name: "site-b", selector: "*", modules: ["webapp"], parameters });

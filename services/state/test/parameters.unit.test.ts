@@ -1,5 +1,6 @@
 import t, { type Test } from "tap";
 import { OrchError } from "@orch/kit";
+import { parameterTemplateProblem } from "../src/module/liquid/context.js";
 import { parseModule } from "../src/module/parse.js";
 import {
   checkParameters,
@@ -129,6 +130,13 @@ t.test("unit: given parameters are checked against every module's declarations",
   t.same(checkParameters(modules, { site_name: "a.example", port: 80, upstreams: ["x"] }), [], "valid");
   t.same(checkParameters(modules, { site_name: "{{ values.site }}", port: "{{ values.port }}" }), [], "templates");
   t.same(checkParameters([{ name: "legacy", parameters: {} }], undefined), [], "none given, none declared");
+  const syntax = checkParameters(modules, { site_name: "{% if %}" }, parameterTemplateProblem);
+  t.same(
+    syntax.map((p) => [p.code, p.parameter]),
+    [["invalid_parameter", "site_name"]],
+    "a template checked when asked",
+  );
+  t.same(checkParameters(modules, { site_name: "{% if %}" }), [], "not checked without the checker");
 
   const codes = (given: unknown) => checkParameters(modules, given).map((p) => [p.code, p.parameter]);
   t.same(codes({ port: 80 }), [["missing_parameter", "site_name"]]);

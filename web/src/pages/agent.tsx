@@ -11,6 +11,7 @@ import { isMetricRange, METRIC_RANGES, type MetricRange, toSeries } from "../lib
 import { useUrlState } from "../lib/url-state";
 import { Badge, EmptyState, Field, Loading, Page, ProblemMessage, QueryStatus, Section, Time, toneOf } from "../ui";
 import { DriftSection, OperationsSection, StateSection } from "./agent/state-sections";
+import { ValuesSection } from "./agent/values-section";
 import { TagsEditor } from "./agent/tags-editor";
 import "./agent/agent.css";
 import "./pages.css";
@@ -60,6 +61,7 @@ export default function AgentDetailPage() {
               </dd>
             </dl>
             <AttributesSection nodeId={a.node_id} />
+            {a.status === "approved" ? <ValuesSection nodeId={a.node_id} /> : null}
             <TagsEditor nodeId={nodeId} tags={a.tags} />
             <MetricsSection nodeId={a.node_id} />
             {a.status === "approved" ? <StateSection nodeId={a.node_id} /> : null}

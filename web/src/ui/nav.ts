@@ -5,6 +5,7 @@ export interface NavItem {
     | "Pending"
     | "Modules"
     | "Assignments"
+    | "Values"
     | "Sources"
     | "Secrets"
     | "Sessions"
@@ -23,6 +24,7 @@ export const NAV_ITEMS: readonly NavItem[] = [
   { label: "Pending", href: "/agents/pending" },
   { label: "Modules", href: "/modules" },
   { label: "Assignments", href: "/assignments" },
+  { label: "Values", href: "/values" },
   { label: "Sources", href: "/sources" },
   { label: "Secrets", href: "/secrets" },
   { label: "Sessions", href: "/sessions" },

@@ -12,7 +12,7 @@ import { applyFiles, checkFiles, managedHeader, type OwnedFile } from "./owned-f
 
 const FIELDS = [
   "name",
-  "description",
+  "display_name",
   "baseurl",
   "mirrorlist",
   "metalink",
@@ -60,7 +60,7 @@ function parse(spec: Spec, o: Required<YumRepositoryOptions>): OwnedFile[] {
   if (!baseurl && mirrorlist === undefined && metalink === undefined)
     throw new SpecError(`one of "baseurl", "mirrorlist" or "metalink" is required unless state is absent`);
   const lines: Array<[string, string | undefined]> = [
-    ["name", oneLine(spec, "description") ?? name],
+    ["name", oneLine(spec, "display_name") ?? name],
     ["baseurl", baseurl?.join(" ")],
     ["mirrorlist", mirrorlist],
     ["metalink", metalink],

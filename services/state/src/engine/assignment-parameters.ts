@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from "node:util";
 import { precondition, type Queryable } from "@orch/kit";
 import { assignmentsDb, modulesDb, type ModuleRow } from "../db/catalog.js";
+import { parameterTemplateProblem } from "../module/liquid/context.js";
 import { checkParameters, parameterError, type DeclaringModule } from "../module/parameters.js";
 import type { ParsedModule } from "../module/types.js";
 import type { ModuleCache } from "./modules.js";
@@ -19,9 +20,9 @@ export function declaringModules(
   });
 }
 
-/** The given parameters as stored; 400 with the first problem (unknown, missing, wrong type). */
+/** The given parameters as stored; 400 with the first problem (unknown, missing, wrong type, a template that cannot render). */
 export function requireParameters(modules: readonly DeclaringModule[], given: unknown): Record<string, unknown> {
-  const problems = checkParameters(modules, given);
+  const problems = checkParameters(modules, given, parameterTemplateProblem);
   if (problems.length) throw parameterError(problems[0]!);
   return { ...((given ?? {}) as Record<string, unknown>) };
 }

@@ -147,7 +147,12 @@ const shortName = (name: string) => (name.length > 64 ? `${name.slice(0, 64)}…
  * given names in order, then the missing ones). A name is known when one of the modules declares
  * it, and its value must then suit every declaration of it.
  */
-export function checkParameters(modules: readonly DeclaringModule[], given: unknown): ParameterProblem[] {
+export function checkParameters(
+  modules: readonly DeclaringModule[],
+  given: unknown,
+  /** Why a templated value cannot render (liquid/context.ts parameterTemplateProblem); injected: that module imports this one. */
+  templateProblem: (value: string) => string | undefined = () => undefined,
+): ParameterProblem[] {
   if (given === undefined || given === null) given = {};
   if (!isMap(given)) return [{ code: "invalid_request", message: "parameters must be a map from name to value" }];
   if (JSON.stringify(given).length > MAX_PARAMETERS_BYTES)
@@ -164,7 +169,16 @@ export function checkParameters(modules: readonly DeclaringModule[], given: unkn
       });
       continue;
     }
-    if (isTemplated(value)) continue;
+    if (isTemplated(value)) {
+      const bad = templateProblem(value);
+      if (bad)
+        problems.push({
+          code: "invalid_parameter",
+          parameter: name,
+          message: `parameter '${name}' is a template that cannot render: ${bad}`,
+        });
+      continue;
+    }
     const wrong = declaring.find((m) => !matchesType(m.parameters[name]!.type, value));
     if (wrong) {
       const type = wrong.parameters[name]!.type;

@@ -127,7 +127,7 @@ export const WORLD_READABLE = {
     why: "sources lists are readable by every local user (put repository credentials in /etc/apt/auth.conf.d with a file resource, mode 0600)",
   },
   yum_repository: {
-    fields: ["description", "baseurl", "mirrorlist", "metalink", "enabled", "gpgcheck", "gpgkey", "key", "state"],
+    fields: ["display_name", "baseurl", "mirrorlist", "metalink", "enabled", "gpgcheck", "gpgkey", "key", "state"],
     why: "repository files are readable by every local user",
   },
   systemd_unit: {
@@ -182,7 +182,7 @@ const SYSTEM_TYPES = {
   yum_repository: z
     .strictObject({
       name: named(REPOSITORY_NAME_RE, REPOSITORY_NAME_RULE),
-      description: oneLine.optional(),
+      display_name: oneLine.optional(),
       baseurl: oneOrMany.optional(),
       mirrorlist: oneLine.pipe(nonEmpty).optional(),
       metalink: oneLine.pipe(nonEmpty).optional(),

@@ -1,3 +1,4 @@
+import { parameterTemplateProblem } from "../module/liquid/context.js";
 import { checkParameters, type DeclaringModule } from "../module/parameters.js";
 import type { Tree } from "./tree-types.js";
 
@@ -15,7 +16,7 @@ export function checkTreeParameters(tree: Tree, outside: ReadonlyMap<string, Dec
     const modules = a.modules.map((m) => inTree.get(m) ?? outside.get(m));
     if (modules.some((m) => m === undefined)) continue;
     const lines = a.parameterLines ?? {};
-    for (const p of checkParameters(modules as DeclaringModule[], a.parameters)) {
+    for (const p of checkParameters(modules as DeclaringModule[], a.parameters, parameterTemplateProblem)) {
       const at = (p.parameter !== undefined ? lines[p.parameter] : undefined) ?? lines[""] ?? { line: 0, column: 0 };
       tree.errors.push({ file: a.file, ...at, code: p.code, message: p.message });
       added = true;
