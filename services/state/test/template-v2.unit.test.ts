@@ -119,7 +119,13 @@ t.test("the sandbox: no process, prototypes, globals or files", async (t) => {
 
 t.test("a runaway template fails with a clear error, not a hang", async (t) => {
   const started = Date.now();
-  t.match(failure("{% for i in (1..1000000) %}x{% endfor %}"), /template render limit exceeded/);
+  t.match(failure("{% for i in (1..1000000) %}x{% endfor %}"), /template loop limit exceeded/);
+  t.match(
+    failure("{% for i in (1..400) %}{% for j in (1..400) %}x{% endfor %}{% endfor %}"),
+    /loop limit exceeded: more than 100000 loop iterations in one render/,
+    "nested loops count together",
+  );
+  t.equal(render("{% for i in (1..1000) %}x{% endfor %}").length, 1000, "an ordinary loop renders");
   t.match(
     failure("{% for i in (1..100000000) %}{% for j in (1..100000000) %}{% endfor %}{% endfor %}"),
     /limit exceeded/,

@@ -30,17 +30,20 @@ const UNSTABLE_FILTERS = ["sample"] as const;
 
 /**
  * Limits that turn a runaway template into an error instead of a hang: a string of a module is at
- * most 256 KiB, so parse is bounded by that; one string renders in at most RENDER_MS and
- * TEMPLATE_RENDERS tag/output renders (a million-iteration loop with a body is refused by count,
- * an empty one by time), and allocates at most MEMORY_LIMIT (characters of joined/appended strings
- * and array elements, as LiquidJS counts them).
+ * most 256 KiB, so parse is bounded by that; one render of a string runs at most `loopIterations`
+ * loop bodies in all (counted, so a million-iteration loop fails the same on any machine), for at
+ * most `renderMs` (a backstop: time depends on the machine), and allocates at most `memory`
+ * (characters of joined/appended strings and array elements, as LiquidJS counts them).
  */
 export const LIMITS = {
   parse: 1024 * 1024,
   renderMs: 1000,
-  templateRenders: 100_000,
+  loopIterations: 100_000,
   memory: 64 * 1024 * 1024,
 } as const;
+
+/** Loop bodies run so far by each render (a Context is one render's). */
+const iterations = new WeakMap<Context, number>();
 
 /** `{{ text | indent: 4 }}`: every line but the first (unless `first` is true), blank lines left blank. */
 export function indent(v: unknown, n: unknown = 2, first: unknown = false): string {
@@ -78,6 +81,11 @@ class StrictForTag extends ForTag {
     const collection: unknown = yield evalToken(this.collection, ctx);
     if (collection !== null && collection !== undefined && typeof collection !== "object")
       throw new Error(`for loops over a list or a map; ${this.collection.getText()} is ${kindOf(collection)}`);
+    const size = collection ? (Array.isArray(collection) ? collection.length : Object.keys(collection).length) : 0;
+    const total = (iterations.get(ctx) ?? 0) + size;
+    if (total > LIMITS.loopIterations)
+      throw new Error(`template loop limit exceeded: more than ${LIMITS.loopIterations} loop iterations in one render`);
+    iterations.set(ctx, total);
     return yield* super.render(ctx, emitter);
   }
 }
@@ -109,5 +117,5 @@ function createEngine(): Liquid {
 
 export const engine: Liquid = createEngine();
 
-/** Render options of every call: the per-render limits LiquidJS takes there rather than in its options. */
-export const RENDER_OPTIONS = { templateLimit: LIMITS.templateRenders } as const;
+/** Render options of every call: each render gets its own time and memory budget. */
+export const RENDER_OPTIONS = { renderLimit: LIMITS.renderMs, memoryLimit: LIMITS.memory } as const;
