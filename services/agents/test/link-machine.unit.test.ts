@@ -423,6 +423,26 @@ t.test("frames before the link is up are queued (bounded) and handled once live"
   t.match(up.state, { phase: "live", standing, wiring });
 });
 
+t.test("an approval noticed while connecting is not undone by the older connected row", async (t) => {
+  // The operator approves as soon as "connected" shows; the row marking it connected was read before.
+  const noticed = run(connecting, { type: "status", row: row({ status: "approved", name: "web" }) });
+  t.match(noticed.state, { phase: "registering", step: "connecting", standing: { status: "approved" }, noticed: true });
+  const up = step(noticed.state, { type: "connected", row: row({ status: "pending" }) }, NOW);
+  t.match(up.state, { phase: "live", standing: { status: "pending" } }, "the connected row is applied first");
+  t.same(up.effects.at(-1), { type: "reread_status", nodeId }, "then the registry is read again");
+  const fresh = step(up.state, { type: "status", row: row({ status: "approved", name: "web" }) }, NOW);
+  t.match(fresh.state, { phase: "live", standing: { status: "approved", name: "web" } });
+  t.same(
+    fresh.effects.map((e) => e.type),
+    ["update_link", "welcome"],
+  );
+  const quiet = step(connecting, { type: "connected", row: row({ status: "pending" }) }, NOW);
+  t.notOk(
+    quiet.effects.some((e) => e.type === "reread_status"),
+    "no notice while connecting: no second read",
+  );
+});
+
 t.test("live frames go to their handler", async (t) => {
   const cases: [FrameInit, LinkEffect<W>][] = [
     [

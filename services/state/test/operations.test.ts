@@ -109,8 +109,9 @@ t.test(
 
 t.test("without wait the answer is 202 with the pending or running operation; the detail follows", async (t) => {
   const r = await run(web1, "plan", ["site"], 0);
-  t.equal(r.status, 202);
   t.ok(["pending", "running", "succeeded"].includes(r.body.status));
+  // A plan can finish before the answer is written (an idle agent is quick): then it is 200, as documented.
+  t.equal(r.status, r.body.status === "succeeded" ? 200 : 202, `${r.body.status} → ${r.status}`);
   let detail: Awaited<ReturnType<typeof s.api>> | undefined;
   for (let i = 0; i < 100; i++) {
     detail = await s.api("GET", `/state/operations/${r.body.id}`);

@@ -44,7 +44,17 @@ interface Base {
 export type Registering<R> = Base & { phase: "registering"; up: LinkUp; queued: AgentFrame[] } & (
     | { step: "admitting" }
     | { step: "evicting" | "wiring"; standing: Standing }
-    | { step: "loading" | "connecting"; standing: Standing; wiring: R }
+    | {
+        step: "loading" | "connecting";
+        standing: Standing;
+        wiring: R;
+        /**
+         * A _Status notice came during these steps. The row that marking it connected returns may
+         * have been read before that change (an approval right after "connected" showed), so the
+         * registry is read again once live.
+         */
+        noticed?: boolean;
+      }
   );
 
 export type LinkState<R> =
@@ -87,6 +97,8 @@ export type LinkEffect<R> =
   | { type: "undo_connected"; nodeId: string }
   | { type: "update_link"; wiring: R; standing: Standing }
   | { type: "welcome"; nodeId: string; standing: Standing }
+  /** Read the registry row again and report it as a `status` event. */
+  | { type: "reread_status"; nodeId: string }
   | { type: "stop_handshake_timer" }
   | { type: "store_attributes"; wiring: R; nodeId: string; attributes: Record<string, string> }
   | { type: "record_metrics"; nodeId: string; sample: MetricsSample }
@@ -310,6 +322,7 @@ function onConnected<R>(s: LinkState<R>, row: AgentRow | undefined): Transition<
     { type: "welcome", nodeId: s.up.nodeId, standing },
     log("info", "agent link up", { status: standing.status }),
     ...s.queued.map((f) => liveFrame(live, f)),
+    ...(s.noticed ? [{ type: "reread_status" as const, nodeId: s.up.nodeId }] : []),
   );
 }
 
@@ -319,9 +332,11 @@ function onStatus<R>(s: LinkState<R>, row: AgentRow | undefined): Transition<R> 
   if (!row) return close<R>(s, "removed", REMOVED);
   if (row.status === "rejected") return close<R>(s, "rejected", REJECTED);
   const standing = { status: row.status, name: row.name ?? "" };
-  if (standing.status === s.standing.status && standing.name === s.standing.name) return go(s);
+  const noticed = s.phase === "registering" ? { noticed: true } : {};
+  if (standing.status === s.standing.status && standing.name === s.standing.name)
+    return go(s.phase === "registering" ? { ...s, noticed: true } : s);
   return go(
-    { ...s, standing },
+    { ...s, standing, ...noticed },
     { type: "update_link", wiring: s.wiring, standing },
     { type: "welcome", nodeId: s.up.nodeId, standing },
   );

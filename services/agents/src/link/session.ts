@@ -166,6 +166,9 @@ class LinkDriver {
       case "undo_connected":
         void deps.presence.disconnected(e.nodeId, this.session, deps.clock.now(), "link_lost").catch(() => undefined);
         break;
+      case "reread_status":
+        this.later(agentsDb.byNodeId(deps.pool, e.nodeId).then((row) => ({ type: "status", row })));
+        break;
       case "update_link":
         e.wiring.link.status = e.standing.status;
         e.wiring.link.name = e.standing.name;
