@@ -10,13 +10,14 @@ import {
 } from "@orch/contracts";
 import { onlyKeys, optStr, optStrMap, state, str } from "../spec.js";
 import { SpecError, UnsupportedError, type Provider, type Spec } from "../types.js";
+import { managedHeader } from "./owned-files.js";
 import { applyText, checkText } from "./text-edit.js";
 
 const FIELDS = ["name", "schedule", "command", "user", "env", "state"];
 export const DEFAULT_CRON_DIR = "/etc/cron.d";
 /** cron ignores a cron.d file that group or others may write. */
 const CRON_FILE_MODE = 0o644;
-export const CRON_HEADER = "# Managed by orch (cron resource): edits here are reverted by the next apply.";
+export const CRON_HEADER = managedHeader("cron");
 
 interface Want {
   path: string;

@@ -37,21 +37,8 @@ export async function checkFiles(files: readonly OwnedFile[]): Promise<CheckResu
   return out;
 }
 
-export interface FilesApplied extends ApplyResult {
-  /** The paths written or removed. */
-  touched: string[];
-}
-
-export async function applyFiles(files: readonly OwnedFile[]): Promise<FilesApplied> {
-  const out: FilesApplied = {
-    changed: false,
-    diff: "",
-    message: "",
-    stdout: "",
-    stderr: "",
-    observed: {},
-    touched: [],
-  };
+export async function applyFiles(files: readonly OwnedFile[]): Promise<ApplyResult> {
+  const out: ApplyResult = { changed: false, diff: "", message: "", stdout: "", stderr: "", observed: {} };
   const done: string[] = [];
   for (const f of files) {
     if (f.makeDir && f.next !== null) await mkdir(dirname(f.path), { recursive: true, mode: 0o755 });
@@ -60,7 +47,6 @@ export async function applyFiles(files: readonly OwnedFile[]): Promise<FilesAppl
     if (!r.changed) continue;
     out.changed = true;
     out.diff += r.diff;
-    out.touched.push(f.path);
     done.push(`${f.path} ${r.message}`);
   }
   out.message = done.join(", ");

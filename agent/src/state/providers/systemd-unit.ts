@@ -84,11 +84,12 @@ function steps(
   out.push(...c);
   const starting = c.some(([v]) => v === "start");
   const why: string[] = [];
-  if (fileChanged && isRunning(cur.active) && w.state !== "stopped" && !starting) why.push("its unit file changed");
+  // The new definition takes effect only through a restart: a reload would keep the old ExecStart.
+  const redefined = fileChanged && isRunning(cur.active) && w.state !== "stopped" && !starting;
+  if (redefined) why.push("its unit file changed");
   const r = refreshOf(w, cur, c, by, mode);
   if (Array.isArray(r)) why.push(r[1]!);
-  // The new definition takes effect only through a restart: a reload would keep the old ExecStart.
-  if (why.length) out.push([fileChanged && why[0] === "its unit file changed" ? "restart" : w.refresh, why.join("; ")]);
+  if (why.length) out.push([redefined ? "restart" : w.refresh, why.join("; ")]);
   return { steps: out, note: typeof r === "string" && !why.length ? r : "" };
 }
 

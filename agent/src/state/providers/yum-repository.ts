@@ -96,8 +96,7 @@ export function yumRepositoryProvider(opts: YumRepositoryOptions = {}): Provider
     async apply(spec) {
       const files = parse(spec, o);
       await requireYum();
-      const { touched: _t, ...r } = await applyFiles(files);
-      return r;
+      return applyFiles(files);
     },
   };
 }
