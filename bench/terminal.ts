@@ -24,9 +24,10 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import pty from "node-pty";
-import { createTestDatabase, eventually, freePort, startNats, startSystem } from "@orch/kit/testing";
+import { createTestDatabase, freePort, startNats, startSystem } from "@orch/kit/testing";
 import { agentPool } from "../services/agents/test/harness.js";
 import { attach } from "../services/terminal/test/harness.js";
+import { approveAgent } from "./lib/approve-agent.js";
 import { natsServerPid } from "./lib/proc-cpu.js";
 import { cpuMeter } from "./lib/terminal-cpu.js";
 
@@ -235,11 +236,7 @@ async function main() {
     const agent = agents.spawn(["--server", `127.0.0.1:${linkPort}`, "--shell", "/bin/bash"], { env: profileEnv });
     agentProc = agent;
     const nodeId = await agent.nodeId();
-    await eventually(
-      async () => (await system.api("GET", `/api/v1/agents/${nodeId}`, { token })).body?.connected === true,
-      30_000,
-    );
-    await system.api("POST", `/api/v1/agents/${nodeId}`, { token, body: { status: "approved", name: "bench-1" } });
+    await approveAgent(system, token, nodeId, "bench-1");
 
     const remote = async (): Promise<Endpoint> => {
       const o = await system.api("POST", "/api/v1/terminal/bench-1?cols=120&rows=40", { token });

@@ -15,6 +15,7 @@ import { createTestDatabase, eventually, freePort, startNats, startSystem } from
 import { agentPool } from "../../services/agents/test/harness.js";
 import { attach } from "../../services/terminal/test/harness.js";
 import { launchBrowser } from "../../test/e2e/lib/browser.js";
+import { approveAgent } from "./approve-agent.js";
 
 const WARMUP = 20;
 const BUDGET_P99_MS = 30;
@@ -163,11 +164,7 @@ export async function benchConsoleTerminal(
     const token = await sys.login(sys.admin);
     const agent = agents.spawn(["--server", `127.0.0.1:${linkPort}`, "--shell", "/bin/bash"]);
     const nodeId = await agent.nodeId();
-    await eventually(
-      async () => (await sys.api("GET", `/api/v1/agents/${nodeId}`, { token })).body?.connected === true,
-      30_000,
-    );
-    await sys.api("POST", `/api/v1/agents/${nodeId}`, { token, body: { status: "approved", name: "bench-1" } });
+    await approveAgent(sys, token, nodeId, "bench-1");
 
     process.stderr.write("bench console terminal: echo through a WebSocket client (as bench/terminal.ts)\n");
     const opened = await sys.api("POST", "/api/v1/terminal/bench-1?cols=120&rows=40", { token });

@@ -50,6 +50,25 @@ t.test("Ping reaches a real orch-agent once approved; pending agents get nothing
   t.ok(Math.abs(pong.agentTime - Date.now()) < 60_000);
 });
 
+t.test("an approval the link was never told of still lets requests through: the relay asks the registry", async (t) => {
+  const a = agents.spawn(["--server", svc.server]);
+  const nodeId = await a.nodeId();
+  await eventually(async () => (await c.getAgent({ id: nodeId }, as).catch(() => undefined))?.connected);
+  t.equal((await failure(control(nodeId).ping({ payload: "x" }))).reason, "agent_not_approved", "pending first");
+
+  // The row changes with no _Status notice: what a notice lost to a timeout leaves behind.
+  await svc.deps.pool.query("UPDATE agents SET status = 'approved', name = 'route-silent' WHERE node_id = $1", [
+    nodeId,
+  ]);
+  const pongs = await Promise.all([1, 2, 3].map((i) => control(nodeId).ping({ payload: `p${i}` })));
+  t.same(
+    pongs.map((p) => p.payload),
+    ["p1", "p2", "p3"],
+    "answered by the agent, several at once",
+  );
+  t.equal((await c.getAgent({ id: nodeId }, as)).status, "approved");
+});
+
 t.test("an agent nobody holds is unavailable at once (no responders)", async (t) => {
   const e = await failure(control("a".repeat(32), 10_000).ping({ payload: "x" }));
   t.equal(e.code, "UNAVAILABLE");

@@ -33,6 +33,13 @@ export interface RelayOptions {
   send(frame: ServerFrameInit): void;
   /** Requests are relayed only while this says the agent is approved. */
   approved(): boolean;
+  /**
+   * Asked when approved() says no, before a request is refused: reads the registry again and
+   * resolves to the fresh answer. The link's standing can trail an approval its caller has already
+   * seen committed (the _Status notice still on its way, or lost to a timeout on a busy machine);
+   * the registry, not the link, is the record.
+   */
+  recheck?(): Promise<boolean>;
   internal(method: string, msg: Msg): Promise<void>;
   observe?: RelayObserver;
   log: Logger;
@@ -94,6 +101,9 @@ export function createRelay(opts: RelayOptions): Relay {
 
   const settle = (done: Done, ok: boolean) => settleCompletion(opts.log, done, ok);
 
+  const notApproved = (msg: Msg) =>
+    respondError(msg, new OrchError("FAILED_PRECONDITION", "agent_not_approved", "the agent is not approved"));
+
   const onRequest = (msg: Msg) => {
     const method = msg.subject.slice(msg.subject.lastIndexOf(".") + 1);
     if (method.startsWith("_")) {
@@ -103,10 +113,28 @@ export function createRelay(opts: RelayOptions): Relay {
       return;
     }
     if (!msg.reply) return; // nothing would carry the answer back
-    if (!opts.approved()) {
-      respondError(msg, new OrchError("FAILED_PRECONDITION", "agent_not_approved", "the agent is not approved"));
+    if (opts.approved()) {
+      forward(msg, method);
       return;
     }
+    if (!opts.recheck) {
+      notApproved(msg);
+      return;
+    }
+    void opts.recheck().then(
+      (approved) => {
+        if (stopped) respondError(msg, new OrchError("UNAVAILABLE", "agent_disconnected", "the agent disconnected"));
+        else if (approved) forward(msg, method);
+        else notApproved(msg);
+      },
+      (err: unknown) => {
+        opts.log.warn({ err: (err as Error).message, method }, "approval recheck failed");
+        notApproved(msg);
+      },
+    );
+  };
+
+  const forward = (msg: Msg, method: string) => {
     if (pending.size >= maxPending) {
       respondError(msg, new OrchError("RESOURCE_EXHAUSTED", "agent_busy", "too many requests in flight to this agent"));
       return;

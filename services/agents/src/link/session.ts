@@ -252,11 +252,19 @@ class LinkDriver {
       log,
       withdrawn: (g) => bridge.withdraw(g),
     });
+    let rechecking: Promise<boolean> | undefined;
     const relay = createRelay({
       nc: deps.nc,
       nodeId: up.nodeId,
       send: this.send,
       approved: () => held.status === "approved",
+      // One registry read at a time, however many requests a lagging standing turns away.
+      recheck: () =>
+        (rechecking ??= this.rereadStatus()
+          .then(() => held.status === "approved")
+          .finally(() => {
+            rechecking = undefined;
+          })),
       internal: (method, msg) => this.internal(method, msg),
       observe,
       log,
@@ -273,10 +281,15 @@ class LinkDriver {
     if (method === INTERNAL.evict) {
       await this.dispatch({ type: "evict", by: new TextDecoder().decode(msg.data) });
     } else if (method === INTERNAL.status) {
-      const nodeId = heldNodeId(this.state);
-      if (nodeId) await this.dispatch({ type: "status", row: await agentsDb.byNodeId(this.deps.pool, nodeId) });
+      await this.rereadStatus();
     }
     if (msg.reply) msg.respond(new Uint8Array());
+  }
+
+  /** Feeds the registry's current row to the machine (a _Status notice, or a relay's recheck). */
+  private async rereadStatus(): Promise<void> {
+    const nodeId = heldNodeId(this.state);
+    if (nodeId) await this.dispatch({ type: "status", row: await agentsDb.byNodeId(this.deps.pool, nodeId) });
   }
 
   private release(wiring: Wiring, agentGone: boolean) {
