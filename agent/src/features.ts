@@ -1,3 +1,4 @@
+import { blobsFeature } from "./blobs/feature.js";
 import { commandsFeature } from "./commands/feature.js";
 import type { Feature } from "./runtime.js";
 import { controlFeature } from "./control.js";
@@ -6,4 +7,11 @@ import { terminalFeature } from "./terminal/feature.js";
 import { upgradeFeature } from "./upgrade/feature.js";
 
 /** Every agent-side feature, one line each (state providers and the terminal add theirs). */
-export const features: Feature[] = [controlFeature, stateFeature, commandsFeature, terminalFeature, upgradeFeature];
+export const features: Feature[] = [
+  controlFeature,
+  stateFeature,
+  blobsFeature,
+  commandsFeature,
+  terminalFeature,
+  upgradeFeature,
+];

@@ -482,6 +482,43 @@ export const ERROR_CATALOGUE = {
       "A scoped operator may not change value sets: a set reaches every agent its selector matches, inside the scope or not (an agent's own values are allowed).",
   },
 
+  // Blobs (content-addressed files that modules name as file sources).
+  invalid_digest: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning: "A blob digest is not `sha256:` followed by 64 lowercase hex digits.",
+  },
+  blob_not_found: { status: 404, grpc: "NOT_FOUND", meaning: "No blob with this digest is stored." },
+  blob_too_large: {
+    status: 413,
+    // No gRPC code has 413: the service sends INVALID_ARGUMENT and the gateway answers this status.
+    grpc: null,
+    meaning: "The upload is larger than state.blob_max_bytes (`max_bytes` says how large); nothing was stored.",
+  },
+  blob_digest_mismatch: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning:
+      "The uploaded bytes do not hash to the digest in the path (`actual` gives what they hash to); nothing was stored.",
+  },
+  blob_size_mismatch: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning:
+      "The upload ended before (or went past) its declared Content-Length: a cut-off request. Nothing was stored.",
+  },
+  upload_not_found: {
+    status: 404,
+    grpc: "NOT_FOUND",
+    meaning: "No blob upload in progress has this id (it was committed, aborted, or swept as stale).",
+  },
+  invalid_chunk: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning:
+      "A blob chunk is out of order, empty (except to finish a zero-byte blob on an agent), larger than the service takes, or past the blob's size; or an offset lies outside the blob.",
+  },
+
   // Git sources (modules and assignments synced from a repository).
   managed_by_source: {
     status: 409,

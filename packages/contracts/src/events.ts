@@ -77,6 +77,10 @@ export const EVENT_TYPES = {
   },
   "values.set_deleted": { severity: "info", description: "A value set was deleted." },
   "values.agent_updated": { severity: "info", description: "An agent's own values were set or cleared." },
+  "blob.uploaded": {
+    severity: "info",
+    description: "A content-addressed blob (a module file source) was uploaded and verified against its digest.",
+  },
   "source.created": { severity: "info", description: "A git source of modules and assignments was registered." },
   "source.deleted": {
     severity: "warning",

@@ -8,6 +8,7 @@ export * from "./unnotified.js";
 export * from "./secret-mask.js";
 export * from "./sealed-content.js";
 export * from "./state-features.js";
+export * from "./blob-digest.js";
 export * from "./error-catalogue.js";
 export * from "./rules/index.js";
 export * from "./console.js";

@@ -1,4 +1,4 @@
-import { NODE_ID_RE, ULID_RE } from "@orch/contracts";
+import { BLOB_DIGEST, NODE_ID_RE, ULID_RE } from "@orch/contracts";
 import { invalid } from "./errors.js";
 
 /** The largest page any list returns. */
@@ -24,6 +24,8 @@ export const CURSOR_KEYS = {
   node_id: NODE_ID_RE,
   /** Names (secrets, modules, assignments): the union of their grammars. */
   name: /^[A-Za-z0-9_.-]{1,128}$/,
+  /** Blob digests (`sha256:` and 64 hex digits). */
+  digest: BLOB_DIGEST,
 } as const;
 export type CursorKey = keyof typeof CURSOR_KEYS;
 

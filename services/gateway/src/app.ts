@@ -60,7 +60,8 @@ export async function buildGateway(
 
   const auth = { tokens, http: config.http };
   for (const spec of routes) {
-    installRoute(app, routeOptions(spec, auth, throttleOf(spec, login, limiter)), !!spec.rawBody);
+    const body = spec.rawBody ? "raw" : spec.streamBody ? "stream" : "json";
+    installRoute(app, routeOptions(spec, auth, throttleOf(spec, login, limiter)), body);
   }
   return { app, routes, tokens };
 }

@@ -15,7 +15,8 @@ export function idempotencyOf(
   req: FastifyRequest,
   reply: FastifyReply,
 ): Pick<CallOptions, "idempotency"> {
-  if (spec.method === "GET" || spec.auth === "public") return {};
+  // A streamed upload makes one RPC per piece: one key would replay the first piece's reply for all.
+  if (spec.method === "GET" || spec.auth === "public" || spec.streamBody) return {};
   const raw = req.headers[IDEMPOTENCY_HEADER];
   if (raw === undefined) return {};
   const key = typeof raw === "string" ? parseIdempotencyKey(raw) : undefined;

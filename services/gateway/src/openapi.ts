@@ -127,6 +127,13 @@ export function buildOpenApi(routes: RouteSpec[]): Record<string, unknown> {
         description: `the body exactly as sent, up to ${r.rawBody.maxBytes} bytes`,
         content: { "*/*": { schema: { type: "string", format: "binary" } } },
       };
+    else if (r.streamBody)
+      // Streamed to the service piece by piece (route.ts streamBody): any size up to the route's limit.
+      op.requestBody = {
+        required: true,
+        description: "the bytes, streamed (Content-Length optional); see the route's description for its limit",
+        content: { "application/octet-stream": { schema: { type: "string", format: "binary" } } },
+      };
     else if (r.body)
       op.requestBody = { required: true, content: { "application/json": { schema: jsonSchema(r.body, "input") } } };
     (paths[r.path] ??= {})[r.method.toLowerCase()] = op;

@@ -1,5 +1,5 @@
 import type { FastifyReply } from "fastify";
-import { errorStatus, type ErrorReason } from "@orch/contracts";
+import { ERROR_CATALOGUE, errorStatus, type ErrorReason } from "@orch/contracts";
 import { type OrchError, httpStatusOf } from "@orch/kit";
 
 const TITLES: Record<number, string> = {
@@ -58,7 +58,9 @@ const PROBLEM_MEMBERS = new Set(["type", "title", "status", "detail", "code"]);
 export function problemFromError(err: OrchError, requestId?: string): Problem {
   const extra: Record<string, unknown> = { ...err.details };
   if (requestId) extra.request_id = requestId;
-  return problem(err.reason, err.message, extra, httpStatusOf[err.code]);
+  // A reason catalogued with an HTTP status no gRPC code has (413) keeps that status across the bus.
+  const status = ERROR_CATALOGUE[err.reason].grpc === null ? errorStatus(err.reason) : httpStatusOf[err.code];
+  return problem(err.reason, err.message, extra, status);
 }
 
 /**

@@ -37,6 +37,14 @@ export interface RouteSpec<P = unknown, Q = unknown, B = unknown> {
    */
   rawBody?: { maxBytes: number };
   /**
+   * The handler's `body` is the request body as a stream (a Readable, not read yet), whatever its
+   * content type: for uploads of any size, which the handler passes on piece by piece and never
+   * holds whole. The handler enforces its own size limit. `body` (the schema) is then absent;
+   * declare B as Readable. An Idempotency-Key is ignored: such a route must be idempotent by its
+   * path (a blob is named by its digest), since its RPCs repeat per piece.
+   */
+  streamBody?: true;
+  /**
    * Throttles an unauthenticated route before its body is read: at most
    * gateway.auth_rate_limit_per_minute requests a minute per key (e.g. the caller's address).
    */

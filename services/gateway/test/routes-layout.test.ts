@@ -17,6 +17,7 @@ const srcDir = fileURLToPath(new URL("../src/", import.meta.url));
 /** Files in routes/ that are none of the three, each with the reason it stands apart. */
 const HELPERS: Record<string, string> = {
   "index.ts": "the route table: one line per family",
+  "blob-upload.ts": "streams an upload body to the state service in chunks (begin, put, commit, abort); no schema",
   "audit-query.ts": "the audit filter grammar, shared with the live tail (sse/audit-tail.ts)",
   "install-releases.ts": "reads and verifies the signed release directory, cached; not a schema or converter",
   "install-script.ts": "renders the install script template (install/agent.sh)",

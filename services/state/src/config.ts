@@ -44,6 +44,15 @@ export const stateConfigSchema = baseConfigSchema.extend({
        * delivery again within this window answers 202 without syncing; after it, it is accepted again.
        */
       sources_webhook_replay_window_hours: z.number().int().min(1).max(8760).default(168),
+      /** Largest blob an upload may store (module file sources); the floor is 1 GiB. */
+      blob_max_bytes: z
+        .number()
+        .int()
+        .min(1024 * 1024)
+        .max(64 * 1024 ** 3)
+        .default(1024 ** 3),
+      /** An upload no chunk has reached for this long was cut off: the sweeper drops it and its chunks. */
+      blob_upload_stale_seconds: z.number().int().min(10).max(86_400).default(3600),
       /** Timeout of one git command (fetch, ls-tree, cat-file). */
       sources_git_timeout_ms: z.number().int().min(1000).max(600_000).default(60_000),
       /** Sync period of a source created without interval_s. */

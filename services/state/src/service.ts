@@ -12,6 +12,8 @@ import { createModuleCache } from "./engine/modules.js";
 import { createProgressPublisher } from "./engine/progress.js";
 import { createRunner } from "./engine/runner.js";
 import { SWEEP_JOB, sweep, sweepStale } from "./engine/sweep.js";
+import { blobHandlers } from "./blobs/handlers.js";
+import { sweepUploads } from "./blobs/sweep.js";
 import { assignmentHandlers } from "./handlers/assignments.js";
 import { commandHandlers } from "./handlers/commands.js";
 import { driftHandlers } from "./handlers/drift.js";
@@ -55,6 +57,7 @@ export async function createStateService(deps: StateDeps): Promise<Service & { e
       ...commandHandlers(engine, commands),
       ...sourceHandlers(engine, sync, box),
       ...valueHandlers(engine),
+      ...blobHandlers(engine),
     },
   });
   // Once per interval across all replicas, under the same lock as the sweep at start.
@@ -66,7 +69,8 @@ export async function createStateService(deps: StateDeps): Promise<Service & { e
   const sources = schedulePeriodic(deps, "state.sources", config.state.sources_tick_ms, async () => {
     await sync.syncDue();
   });
-  const stops = [() => sweeper.stop(), () => sources.stop()];
+  const uploads = schedulePeriodic(deps, "state.blob-uploads", 60_000, () => sweepUploads(deps));
+  const stops = [() => sweeper.stop(), () => sources.stop(), () => uploads.stop()];
   if (config.state.drift_interval_seconds > 0) {
     // Once per interval across all replicas, whichever replica's timer comes first.
     const drift = schedulePeriodic(deps, "state.drift", config.state.drift_interval_seconds * 1000, async () => {

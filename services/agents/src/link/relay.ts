@@ -87,6 +87,27 @@ function agentError(e: NonNullable<Response["error"]>): OrchError {
   );
 }
 
+const notApproved = (msg: Msg) =>
+  respondError(msg, new OrchError("FAILED_PRECONDITION", "agent_not_approved", "the agent is not approved"));
+
+/** Runs `forward` if the agent is approved, asking the registry once more (recheck) before refusing. */
+function whenApproved(opts: RelayOptions, msg: Msg, stopped: () => boolean, forward: () => void): void {
+  if (opts.approved()) forward();
+  else if (!opts.recheck) notApproved(msg);
+  else
+    void opts.recheck().then(
+      (approved) => {
+        if (stopped()) respondError(msg, new OrchError("UNAVAILABLE", "agent_disconnected", "the agent disconnected"));
+        else if (approved) forward();
+        else notApproved(msg);
+      },
+      (err: unknown) => {
+        opts.log.warn({ err: (err as Error).message }, "approval recheck failed");
+        notApproved(msg);
+      },
+    );
+}
+
 /**
  * Serves `orch.agent.<node_id>.>` for the one link this replica holds (no queue group: only the
  * holder subscribes, so with no holder callers get no-responders). Each request becomes a Request
@@ -101,9 +122,6 @@ export function createRelay(opts: RelayOptions): Relay {
 
   const settle = (done: Done, ok: boolean) => settleCompletion(opts.log, done, ok);
 
-  const notApproved = (msg: Msg) =>
-    respondError(msg, new OrchError("FAILED_PRECONDITION", "agent_not_approved", "the agent is not approved"));
-
   const onRequest = (msg: Msg) => {
     const method = msg.subject.slice(msg.subject.lastIndexOf(".") + 1);
     if (method.startsWith("_")) {
@@ -113,24 +131,11 @@ export function createRelay(opts: RelayOptions): Relay {
       return;
     }
     if (!msg.reply) return; // nothing would carry the answer back
-    if (opts.approved()) {
-      forward(msg, method);
-      return;
-    }
-    if (!opts.recheck) {
-      notApproved(msg);
-      return;
-    }
-    void opts.recheck().then(
-      (approved) => {
-        if (stopped) respondError(msg, new OrchError("UNAVAILABLE", "agent_disconnected", "the agent disconnected"));
-        else if (approved) forward(msg, method);
-        else notApproved(msg);
-      },
-      (err: unknown) => {
-        opts.log.warn({ err: (err as Error).message, method }, "approval recheck failed");
-        notApproved(msg);
-      },
+    whenApproved(
+      opts,
+      msg,
+      () => stopped,
+      () => forward(msg, method),
     );
   };
 

@@ -29,7 +29,7 @@ function parse<T>(schema: z.ZodType<T> | undefined, value: unknown, location: st
   return r.data;
 }
 
-/** Validates path, query and body against the route's schemas; a raw-body route gets the bytes as sent. */
+/** Validates path, query and body against the route's schemas; a raw-body route gets the bytes as sent, a stream-body route the stream. */
 export function parseInput(spec: RouteSpec, req: FastifyRequest): ParsedInput {
   // NUL and lone surrogates are refused before validation, whatever the route's schema allows.
   rejectInvalidStrings(req.params, "path");
@@ -38,6 +38,7 @@ export function parseInput(spec: RouteSpec, req: FastifyRequest): ParsedInput {
   const query = parse(spec.query, req.query, "query");
   let body: unknown;
   if (spec.rawBody) body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+  else if (spec.streamBody) body = req.body ?? req.raw;
   else {
     rejectInvalidStrings(req.body, "body");
     body = parse(spec.body, req.body, "body");

@@ -30,10 +30,22 @@ export function routeOptions(spec: RouteSpec, auth: AuthenticateDeps, limit: Thr
   };
 }
 
-/** Adds the route to the app; a raw-body route in a scope of its own, where no JSON parser applies. */
-export function installRoute(app: FastifyInstance, options: RouteOptions, rawBody: boolean): void {
-  if (!rawBody) {
+/**
+ * Adds the route to the app; a raw-body or stream-body route in a scope of its own, where no JSON
+ * parser applies.
+ */
+export function installRoute(app: FastifyInstance, options: RouteOptions, body: "json" | "raw" | "stream"): void {
+  if (body === "json") {
     app.route(options);
+    return;
+  }
+  if (body === "stream") {
+    // The body is left in the request stream for the handler to read as it goes.
+    app.register(async (scope: FastifyInstance) => {
+      scope.removeAllContentTypeParsers();
+      scope.addContentTypeParser("*", (_req, payload, done) => done(null, payload));
+      scope.route(options);
+    });
     return;
   }
   // Content-type parsers are scoped: only this route keeps the bytes, every other one parses JSON.

@@ -21,6 +21,7 @@ import { sourceRoutes } from "./sources.js";
 import { statusRoutes } from "./status.js";
 import { terminalRoutes } from "./terminal.js";
 import { valueRoutes } from "./values.js";
+import { blobRoutes } from "./blobs.js";
 
 /** Every route module, one line each. A module builds its own RPC client from ctx.nc. */
 export function allRoutes(ctx: GatewayContext): RouteSpec[] {
@@ -45,6 +46,7 @@ export function allRoutes(ctx: GatewayContext): RouteSpec[] {
     ...runRoutes(ctx),
     ...sourceRoutes(ctx),
     ...valueRoutes(ctx),
+    ...blobRoutes(ctx),
     ...installRoutes(ctx),
   ];
 }

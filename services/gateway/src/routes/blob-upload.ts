@@ -1,0 +1,79 @@
+import { Readable } from "node:stream";
+import type { Blob, StateService } from "@orch/contracts";
+import type { CallOptions, Client } from "@orch/kit";
+
+/** What a streamed upload came to: the blob, and whether this request stored it. */
+export interface UploadResult {
+  blob: Blob;
+  created: boolean;
+}
+
+/** Commit verifies the whole blob by reading it back: its budget grows with the size. */
+const commitTimeoutMs = (base: number, bytes: number) => base + Math.ceil(bytes / (16 * 1024 * 1024)) * 1000;
+
+/**
+ * Sends `body` to the state service in chunks of the size it asks for, one at a time (so the request
+ * is read only as fast as the chunks are stored, and at most one chunk is held), then commits.
+ * A body cut off or refused part-way aborts the upload: nothing is stored half-way.
+ */
+export async function uploadBlob(
+  state: Client<typeof StateService>,
+  req: { digest: string; declaredSize: number; body: Readable; timeoutMs: number },
+  call: CallOptions,
+): Promise<UploadResult> {
+  const begun = await state.beginBlobUpload({ digest: req.digest, size: BigInt(req.declaredSize) }, call);
+  if (begun.existing) return { blob: begun.existing, created: false };
+  const uploadId = begun.uploadId;
+  try {
+    let seq = 0;
+    let bytes = 0;
+    for await (const chunk of chunked(req.body, begun.maxChunkBytes)) {
+      await state.putBlobChunk({ uploadId, seq: seq++, data: chunk }, call);
+      bytes += chunk.length;
+    }
+    const blob = await state.commitBlobUpload(
+      { uploadId },
+      { ...call, timeoutMs: commitTimeoutMs(req.timeoutMs, bytes) },
+    );
+    return { blob, created: true };
+  } catch (err) {
+    // A commit that refused the upload has dropped it already; aborting again is harmless.
+    await state.abortBlobUpload({ uploadId }, call).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** The stream re-cut into pieces of exactly `size` bytes (the last one shorter). */
+export async function* chunked(body: AsyncIterable<Buffer | string>, size: number): AsyncGenerator<Buffer> {
+  let parts: Buffer[] = [];
+  let held = 0;
+  for await (const piece of body) {
+    let buf = typeof piece === "string" ? Buffer.from(piece) : piece;
+    while (held + buf.length >= size) {
+      const take = size - held;
+      parts.push(buf.subarray(0, take));
+      yield Buffer.concat(parts, size);
+      buf = buf.subarray(take);
+      parts = [];
+      held = 0;
+    }
+    if (buf.length) {
+      parts.push(buf);
+      held += buf.length;
+    }
+  }
+  if (held) yield Buffer.concat(parts, held);
+}
+
+/** The request's Content-Length, or -1 for a chunked body. */
+export function declaredSize(raw: { headers: Record<string, string | string[] | undefined> }): number {
+  const h = raw.headers["content-length"];
+  const n = typeof h === "string" ? Number(h) : Number.NaN;
+  return Number.isSafeInteger(n) && n >= 0 ? n : -1;
+}
+
+/** A stream-body route's body (route.ts streamBody): the request stream itself. */
+export function streamOf(body: unknown): Readable {
+  if (body instanceof Readable) return body;
+  throw new Error("a streamBody route got no request stream");
+}
