@@ -13,6 +13,7 @@ import { stateFeature } from "../src/state/feature.js";
 export function stubRuntime(dataDir = "/nonexistent") {
   const served = new Map<string, unknown>();
   const published: { subject: string; data: unknown }[] = [];
+  const attributes = new Map<string, string>();
   const silent = { debug() {}, info() {}, warn() {}, error() {} };
   const rt: AgentRuntime = {
     nodeId: "node-test",
@@ -36,9 +37,11 @@ export function stubRuntime(dataDir = "/nonexistent") {
       published.push({ subject, data: JSON.parse(new TextDecoder().decode(data)) });
     },
     subscribe: () => () => {},
-    setAttribute() {},
+    setAttribute(key, value) {
+      attributes.set(key, value);
+    },
   };
-  return { rt, served, published };
+  return { rt, served, published, attributes };
 }
 
 export interface Res {
@@ -51,9 +54,9 @@ export interface Res {
   triggeredBy?: string[];
 }
 
-/** The served Execute handler, called the way the link calls it. */
-export async function stateHarness() {
-  const { rt, served, published } = stubRuntime();
+/** The served Execute handler, called the way the link calls it (data dir: see stubRuntime). */
+export async function stateHarness(dataDir?: string) {
+  const { rt, served, published, attributes } = stubRuntime(dataDir);
   await stateFeature(rt);
   const handlers = served.get(AgentStateService.typeName) as AgentHandlers<typeof AgentStateService> | undefined;
   if (!handlers) throw new Error("stateFeature did not serve AgentStateService");
@@ -80,7 +83,7 @@ export async function stateHarness() {
     const res = await handlers.execute(req, ctx);
     return (res.results ?? []) as ResourceResult[];
   };
-  return { execute, published, handlers };
+  return { execute, published, handlers, attributes };
 }
 
 export const byId = (results: ResourceResult[]) => Object.fromEntries(results.map((r) => [r.id, r]));

@@ -2,7 +2,10 @@ import t from "tap";
 import { createHash, randomBytes } from "node:crypto";
 import { request } from "node:http";
 import { Readable } from "node:stream";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import pg from "pg";
+import { run } from "../../cli/src/program.js";
 import { ed25519 } from "@orch/kit/testing";
 import { startStateStack } from "./lib/state-stack.js";
 
@@ -10,7 +13,7 @@ import { startStateStack } from "./lib/state-stack.js";
 // refusals that store nothing, and the bytes read back. Postgres and NATS are real; the limit is
 // lowered to 8 MiB so "over the limit" is cheap to send.
 const MAX = 8 * 1024 * 1024;
-const { system, db } = await startStateStack(t, {
+const { system, db, dir } = await startStateStack(t, {
   name: "blobs",
   extraServices: ["audit"],
   env: { ORCH_STATE_BLOB_MAX_BYTES: String(MAX) },
@@ -61,7 +64,9 @@ function put(
   };
   if (!o.chunked) headers["content-length"] = String(o.length ?? body.length);
   return new Promise((resolve, reject) => {
+    let answered = false;
     const req = request(url, { method: "PUT", headers }, (res) => {
+      answered = true;
       let text = "";
       res.on("data", (d: Buffer) => (text += d.toString()));
       res.on("end", () =>
@@ -72,7 +77,13 @@ function put(
         }),
       );
     });
-    req.on("error", (err) => (o.cutAt !== undefined ? resolve("cut") : reject(err)));
+    // A server that answers before the body is sent (already stored, too large) closes the
+    // connection: the writes still under way fail, and the answer is what counts.
+    req.on("error", (err) => {
+      if (o.cutAt !== undefined) resolve("cut");
+      else if (!answered) reject(err);
+      pieces.destroy();
+    });
     const end = o.cutAt ?? body.length;
     const pieces = Readable.from(
       (function* () {
@@ -106,7 +117,7 @@ t.test("a streamed upload is stored under its digest, once, and reads back byte 
   t.match(first.body, { digest, size: content.length, created_by_name: "olga" });
 
   const again = answer(await put(digest, content));
-  t.equal(again.status, 200, "already stored: 200, the body is not needed");
+  t.equal(again.status, 200, "already stored: 200, nothing stored again");
   t.equal(again.body.created_at, first.body.created_at);
 
   const meta = await system.api("GET", `/api/v1/blobs/${digest}`, { token });
@@ -229,4 +240,40 @@ t.test("each stored blob is one audit event, with its digest and size", async (t
   t.equal(events.length, 3, "the 5 MiB blob, the chunked one and the empty one; no refused upload");
   const big = events.find((e) => e.target.id === digest);
   t.equal(big?.metadata.size, content.length);
+});
+
+t.test("orchctl blobs put streams a file, says when it is stored already, and lists it", async (t) => {
+  const env = { HOME: dir, ORCHCTL_HOME: join(dir, "home"), ORCH_URL: system.url };
+  const orchctl = async (args: string[]) => {
+    let stdout = "";
+    let stderr = "";
+    const code = await run(args, {
+      stdout: { write: (s: string) => (stdout += s) },
+      stderr: { write: (s: string) => (stderr += s) },
+      env,
+    });
+    return { code, stdout, stderr };
+  };
+  const pem = join(dir, "admin.pem");
+  writeFileSync(pem, system.admin.privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600 });
+  t.equal((await orchctl(["login", "--key", pem])).code, 0);
+
+  const file = join(dir, "tool.bin");
+  const bytes = randomBytes(1024 * 1024 + 5);
+  writeFileSync(file, bytes);
+  const d = digestOf(bytes);
+  const first = await orchctl(["blobs", "put", file]);
+  t.equal(first.code, 0, first.stderr);
+  t.match(first.stdout, `Uploaded blob ${d} (${bytes.length} bytes)`);
+  t.match(first.stdout, `source: ${d}`, "says how a module names it");
+  const again = await orchctl(["--json", "blobs", "put", file]);
+  t.equal(again.code, 0, again.stderr);
+  t.match(JSON.parse(again.stdout), { digest: d, size: bytes.length, created: false });
+  const list = await orchctl(["blobs", "list"]);
+  t.match(list.stdout, d);
+  const show = await orchctl(["--json", "blobs", "show", d]);
+  t.match(JSON.parse(show.stdout), { digest: d, size: bytes.length, created_by_name: "admin" });
+  const missing = await orchctl(["blobs", "put", join(dir, "nope.bin")]);
+  t.equal(missing.code, 1);
+  t.match(missing.stderr, /cannot read .*nope\.bin.*file_unreadable/);
 });

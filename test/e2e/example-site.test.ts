@@ -168,7 +168,10 @@ async function suite() {
     const tag = await orchctl(["agents", "tag", `web-${e}`, `env=${e}`, "app=shop"]);
     if (tag.code !== 0) throw new Error(tag.stderr);
     // An agent not yet reporting that it understands triggers would fail the apply (agent_too_old).
-    await eventually(async () => (await get())?.attributes?.state_features === "triggers", 30_000);
+    await eventually(
+      async () => ((await get())?.attributes?.state_features ?? "").split(",").includes("triggers"),
+      30_000,
+    );
   }
 
   const secretBody = randomBytes(48).toString("base64");

@@ -54,6 +54,13 @@ export class BlobCache {
     return (await lengthOf(file)) === undefined ? undefined : file;
   }
 
+  /** Removes a complete blob (found changed since it was verified); a missing one is no error. */
+  async discard(digest: string): Promise<void> {
+    await unlink(this.completePath(hexOf(digest))).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== "ENOENT") throw e;
+    });
+  }
+
   /**
    * Appends a chunk when it starts where the partial blob ends; otherwise writes nothing and
    * answers with what is held, so a retried or duplicated chunk is harmless and the sender resumes

@@ -176,7 +176,7 @@ async function settle(
   // resolved: a spec holding one of them is this resource's secret.
   const secret = mentionsAny(spec, op.mask);
   const content = pathOf(spec, CONTENT_PATH_FIELDS[res.type]);
-  const seal = content !== undefined && (secret || (await sealed.has(content)));
+  const seal = content !== undefined && ((secret && !fromBlob(res.type, spec)) || (await sealed.has(content)));
   const outcome = await traced(res, op.mode, () =>
     runResource(deps.providers[res.type], res.type, op.mode, spec, {
       deadline: op.until,
@@ -217,6 +217,14 @@ function pathOf(spec: Record<string, unknown>, field: string | undefined): strin
   return typeof v === "string" && v.startsWith("/") ? v : undefined;
 }
 
+/**
+ * A file copied from a blob: its content is the blob's bytes as uploaded, never rendered, so no
+ * secret resolved for the operation is in it, even when another field of the spec mentions one.
+ */
+const fromBlob = (type: string, spec: Record<string, unknown>) =>
+  // Strict: a spec the provider refuses (both fields, `source: null`) is not taken for a blob copy.
+  type === "file" && typeof spec.source === "string" && spec.content === undefined;
+
 /** What a content type reports of a sealed file: attribute lines and sizes, no content, no hash. */
 function sealOutcome(o: Outcome): Outcome {
   return {
@@ -228,7 +236,8 @@ function sealOutcome(o: Outcome): Outcome {
 
 /**
  * Seals the paths a secret-bearing resource left holding its secret (content types' path, an
- * exec's `creates`); unseals a file a resource without secrets rewrote whole or removed.
+ * exec's `creates`); unseals a file a resource without secrets, or a copy of a blob, rewrote whole
+ * or removed.
  */
 async function remember(
   sealed: SealedPaths,
@@ -241,10 +250,13 @@ async function remember(
   if (status !== "ok" && status !== "changed") return;
   const path = pathOf(spec, SECRET_PATH_FIELDS[type]);
   if (path === undefined) return;
-  if (secret) await sealed.add([path]);
-  else if (mode === "apply" && type === "file" && (spec.content !== undefined || spec.state === "absent"))
-    await sealed.remove([path]);
+  if (secret && !fromBlob(type, spec)) await sealed.add([path]);
+  else if (mode === "apply" && rewritesWhole(type, spec)) await sealed.remove([path]);
 }
+
+/** A file resource that leaves the file holding only what it says (or no file): no earlier secret. */
+const rewritesWhole = (type: string, spec: Record<string, unknown>) =>
+  type === "file" && (spec.content !== undefined || fromBlob(type, spec) || spec.state === "absent");
 
 async function runResource(
   provider: Provider | undefined,

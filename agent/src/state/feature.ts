@@ -1,4 +1,10 @@
-import { AgentStateService, STATE_FEATURE_TRIGGERS, STATE_FEATURES_ATTRIBUTE } from "@orch/contracts";
+import {
+  AgentStateService,
+  STATE_FEATURE_BLOBS,
+  STATE_FEATURE_TRIGGERS,
+  STATE_FEATURES_ATTRIBUTE,
+} from "@orch/contracts";
+import { BlobCache } from "../blobs/cache.js";
 import type { Feature } from "../runtime.js";
 import { createExecute } from "./execute.js";
 import { defaultProviders } from "./providers/index.js";
@@ -11,12 +17,14 @@ export const stateFeature: Feature = async (rt) => {
     onSaveError: (err) => rt.log.warn({ err: err.message }, "sealed paths (files written from a secret) not persisted"),
   });
   const execute = createExecute({
-    providers: defaultProviders({ cronDir: rt.options.cronDir }),
+    // Its own instance over the directory blobsFeature fills: reading a complete blob needs no shared state.
+    providers: defaultProviders({ cronDir: rt.options.cronDir, blobs: new BlobCache(rt.dataDir) }),
     log: rt.log,
     publish: (s, d) => rt.publish(s, d),
     sealed,
   });
-  // The state service sends onchanges/triggered_by only to an agent that says it understands them.
-  rt.setAttribute(STATE_FEATURES_ATTRIBUTE, [STATE_FEATURE_TRIGGERS].join(","));
+  // The state service sends onchanges/triggered_by, and file sources, only to an agent that says it
+  // understands them.
+  rt.setAttribute(STATE_FEATURES_ATTRIBUTE, [STATE_FEATURE_TRIGGERS, STATE_FEATURE_BLOBS].join(","));
   rt.serve(AgentStateService, { execute });
 };

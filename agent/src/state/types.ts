@@ -1,6 +1,16 @@
 /** A resource spec as decoded from the request's Struct: plain JSON values. */
 export type Spec = Record<string, unknown>;
 
+/**
+ * The agent's verified blob cache as providers read it (agent/src/blobs/cache.ts): the file of a
+ * complete blob whose bytes hashed to its digest when it arrived, or undefined when it is not held.
+ */
+export interface BlobFiles {
+  path(digest: string): Promise<string | undefined>;
+  /** Drops a cached blob found changed after it was verified, so the server sends it again. */
+  discard(digest: string): Promise<void>;
+}
+
 /** What every provider call gets besides the spec. */
 export interface ProviderContext {
   /** Absolute Unix ms after which no command may still be running (the operation's deadline). */

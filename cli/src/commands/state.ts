@@ -16,6 +16,7 @@ import {
 } from "../format/operations.js";
 import { register as registerApply, printLines, useColor } from "./apply.js";
 import { register as registerAssignments } from "./assignments.js";
+import { register as registerBlobs } from "./blobs.js";
 import { register as registerModules } from "./modules.js";
 import { register as registerValues } from "./values.js";
 
@@ -111,6 +112,7 @@ const opsOutput: Sub = (ops, io) =>
 /** Every state command group: modules, assignments, values, apply/plan/drift, state, ops. */
 export function register(program: Command, io: CliIO): void {
   registerModules(program, io);
+  registerBlobs(program, io);
   registerAssignments(program, io);
   registerValues(program, io);
   registerApply(program, io);

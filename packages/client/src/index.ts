@@ -97,6 +97,8 @@ export type AuditRetention = ResponseBody<"/api/v1/audit/retention", "get">;
 
 export type ModuleInfo = ResponseBody<"/api/v1/modules/{name}", "get">;
 export type ModulePage = ResponseBody<"/api/v1/modules", "get">;
+export type BlobInfo = ResponseBody<"/api/v1/blobs/{digest}", "get">;
+export type BlobPage = ResponseBody<"/api/v1/blobs", "get">;
 export type ValueSet = ResponseBody<"/api/v1/values/{name}", "get">;
 export type ValueSetPage = ResponseBody<"/api/v1/values", "get">;
 export type AgentValues = ResponseBody<"/api/v1/agents/{node_id}/values", "get">;

@@ -489,6 +489,12 @@ export const ERROR_CATALOGUE = {
     meaning: "A blob digest is not `sha256:` followed by 64 lowercase hex digits.",
   },
   blob_not_found: { status: 404, grpc: "NOT_FOUND", meaning: "No blob with this digest is stored." },
+  unknown_blob: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning:
+      "A file resource's `source:` names a blob that is not stored (`path` and `line` say where): upload it first (PUT /api/v1/blobs/<digest>).",
+  },
   blob_too_large: {
     status: 413,
     // No gRPC code has 413: the service sends INVALID_ARGUMENT and the gateway answers this status.

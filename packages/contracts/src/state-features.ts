@@ -8,6 +8,12 @@ export const STATE_FEATURES_ATTRIBUTE = "state_features";
 /** `onchanges` and `triggered_by` (module `onchanges`, `notify`, `watch`; service `refresh`). */
 export const STATE_FEATURE_TRIGGERS = "triggers";
 
+/**
+ * `file` resources with `source: sha256:…` (a blob): the agent serves AgentBlobService, keeps the
+ * blobs it is sent in its cache, and writes a file from the cache only if it hashes to the digest.
+ */
+export const STATE_FEATURE_BLOBS = "blobs";
+
 /** The features an agent's attributes list. */
 export const stateFeaturesOf = (attributes: Readonly<Record<string, string>>): Set<string> =>
   new Set((attributes[STATE_FEATURES_ATTRIBUTE] ?? "").split(",").filter(Boolean));

@@ -1,4 +1,11 @@
-import { AgentCommandService, AgentStateService, AgentsService, NotifyService, SecretsService } from "@orch/contracts";
+import {
+  AgentBlobService,
+  AgentCommandService,
+  AgentStateService,
+  AgentsService,
+  NotifyService,
+  SecretsService,
+} from "@orch/contracts";
 import { rpcClient, type NatsConnection } from "@orch/kit";
 import type { Clients } from "./deps.js";
 
@@ -8,6 +15,7 @@ export function createClients(nc: NatsConnection, timeoutMs: number): Clients {
     secrets: rpcClient(nc, "secrets", SecretsService, { timeoutMs }),
     notify: rpcClient(nc, "notify", NotifyService, { timeoutMs: Math.min(timeoutMs, 2000) }),
     agentState: (nodeId) => rpcClient(nc, "", AgentStateService, { timeoutMs, subjectBase: `orch.agent.${nodeId}` }),
+    agentBlob: (nodeId) => rpcClient(nc, "", AgentBlobService, { timeoutMs, subjectBase: `orch.agent.${nodeId}` }),
     agentCommand: (nodeId) =>
       rpcClient(nc, "", AgentCommandService, { timeoutMs, subjectBase: `orch.agent.${nodeId}` }),
   };

@@ -1,4 +1,5 @@
 import type {
+  AgentBlobService,
   AgentCommandService,
   AgentStateService,
   AgentsService,
@@ -17,6 +18,8 @@ export interface Clients {
   notify: Client<typeof NotifyService>;
   /** AgentStateService of one agent, relayed by whichever agents replica holds its link. */
   agentState(nodeId: string): Client<typeof AgentStateService>;
+  /** AgentBlobService of one agent: blobs shipped to its cache before an apply. */
+  agentBlob(nodeId: string): Client<typeof AgentBlobService>;
   /** AgentCommandService of one agent (fleet command runs), relayed the same way. */
   agentCommand(nodeId: string): Client<typeof AgentCommandService>;
 }

@@ -74,6 +74,16 @@ t.test("unit: an agent that does not list the triggers feature gets nothing (age
   t.equal(tooOldFor(p, old), undefined, "a module without triggers still goes to an old agent");
 });
 
+t.test("unit: a file from a blob goes only to an agent with a blob cache (agent_too_old)", async (t) => {
+  const digest = `sha256:${"ab".repeat(32)}`;
+  const bin = parseModule(`name: b\nresources:\n  - { id: f, type: file, path: /a, source: "${digest}" }\n`, "b");
+  t.same(bin.blobs, [{ digest, path: "resources[0].source", line: 3, column: 44 }], "where the module names it: its value");
+  const r = renderResources([{ name: "b", sha256: "z", parsed: bin }], { attributes: {}, tags: {} }, new Map());
+  const agent = (features: string) => ({ name: "web-1", nodeId: "n1", attributes: { state_features: features } });
+  t.match(tooOldFor(r, agent("triggers")), /does not support file sources \(used by b\/f\)/);
+  t.equal(tooOldFor(r, agent("triggers,blobs")), undefined);
+});
+
 t.test("unit: an enforcement subset keeps trigger edges among what it sends only", async (t) => {
   const parsed = parseModule(site, "web");
   const r = renderResources([{ name: "web", sha256: "x", parsed }], { attributes: {}, tags: {} }, new Map());

@@ -70,6 +70,17 @@ export const SMOKE: Record<string, SmokeEntry> = {
     figures: [/^audit decode, 500 events: median \d+ events\/s, best \d+ events\/s/m],
     limitS: 120,
   },
+  blobs: {
+    args: ["--mib", "8", "--agents", "2"],
+    figures: [
+      /^upload \(PUT, streamed\)\s+[\d.]+ s\s+[\d.]+ MiB\/s/m,
+      /^first apply\s+[\d.]+ s\s+16\.0 MiB sent/m,
+      /^apply again \(no change\)\s+[\d.]+ s\s+0\.0 MiB sent/m,
+      /^peak RSS gateway\s+\d+ MiB/m,
+      /^goal: .*: (met|NOT met)$/m,
+    ],
+    limitS: 240,
+  },
   terminal: {
     args: ["--samples", "50", "--mib", "2", "--rounds", "1", "--idle", "1"],
     figures: [/^echo p99\s+[\d.]+ ms\s+[\d.]+ ms/m, /^cat throughput \(median\)\s+[\d.]+ MiB\/s\s+[\d.]+ MiB\/s/m],

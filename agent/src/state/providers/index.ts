@@ -1,4 +1,4 @@
-import type { Provider } from "../types.js";
+import type { BlobFiles, Provider } from "../types.js";
 import { blockProvider } from "./block.js";
 import { cronProvider } from "./cron.js";
 import { directoryProvider } from "./directory.js";
@@ -19,11 +19,15 @@ import { yumRepositoryProvider } from "./yum-repository.js";
 export interface ProviderOptions {
   /** Where `cron` resources are written (default /etc/cron.d; tests use a temp dir). */
   cronDir?: string | undefined;
+  /** The agent's blob cache, for `file` resources with a `source`; without it no blob is held. */
+  blobs?: BlobFiles | undefined;
 }
+
+const NO_BLOBS: BlobFiles = { path: async () => undefined, discard: async () => undefined };
 
 export function defaultProviders(opts: ProviderOptions = {}): Record<string, Provider> {
   return {
-    file: fileProvider(),
+    file: fileProvider({ blobs: opts.blobs ?? NO_BLOBS }),
     directory: directoryProvider(),
     symlink: symlinkProvider(),
     exec: execProvider(),

@@ -88,6 +88,12 @@ export const METRICS = {
     labels: [],
     where: "state",
   },
+  orch_blob_bytes_sent_total: {
+    type: "counter",
+    help: "Bytes of blobs sent to agents' caches before applies (0 for a blob an agent had)",
+    labels: [],
+    where: "state",
+  },
   orch_deliveries_total: {
     type: "counter",
     help: "Notification delivery attempts, by channel type and result",

@@ -1,6 +1,6 @@
 import { Readable } from "node:stream";
 import type { Blob, StateService } from "@orch/contracts";
-import type { CallOptions, Client } from "@orch/kit";
+import { invalid, type CallOptions, type Client } from "@orch/kit";
 
 /** What a streamed upload came to: the blob, and whether this request stored it. */
 export interface UploadResult {
@@ -22,7 +22,10 @@ export async function uploadBlob(
   call: CallOptions,
 ): Promise<UploadResult> {
   const begun = await state.beginBlobUpload({ digest: req.digest, size: BigInt(req.declaredSize) }, call);
-  if (begun.existing) return { blob: begun.existing, created: false };
+  if (begun.existing) {
+    await discardBody(req.body, Number(begun.existing.size));
+    return { blob: begun.existing, created: false };
+  }
   const uploadId = begun.uploadId;
   try {
     let seq = 0;
@@ -40,6 +43,20 @@ export async function uploadBlob(
     // A commit that refused the upload has dropped it already; aborting again is harmless.
     await state.abortBlobUpload({ uploadId }, call).catch(() => undefined);
     throw err;
+  }
+}
+
+/**
+ * Reads and drops the body of an upload whose blob is stored already. Answering before the body
+ * is read would close the connection under a client still sending, which most report as a failed
+ * upload; a body longer than the blob is a different upload and is refused.
+ */
+async function discardBody(body: Readable, size: number): Promise<void> {
+  let bytes = 0;
+  for await (const piece of body) {
+    bytes += (piece as Buffer).length;
+    if (bytes > size)
+      throw invalid("blob_size_mismatch", `the body is longer than the stored blob's ${size} bytes`, { size });
   }
 }
 

@@ -20,7 +20,7 @@ export function blobRoutes(ctx: GatewayContext) {
       description: [
         "The body is the file's bytes (any content type; `application/octet-stream` is usual), streamed through to storage in 256 KiB chunks and never held whole.",
         "The blob is kept only if its bytes hash to the digest in the path and end at the Content-Length (when sent); a cut-off or mismatching upload stores nothing.",
-        "Uploading a blob that is already stored answers 200 at once without reading the body; a new one answers 201.",
+        "Uploading a blob that is already stored answers 200 and stores nothing (the body is read and dropped; `GET /api/v1/blobs/{digest}` first saves sending it); a new one answers 201.",
         "Blobs may be up to `state.blob_max_bytes` (1 GiB by default); a larger Content-Length is refused before any byte is read.",
       ].join(" "),
       tags: ["blobs"],
@@ -45,7 +45,7 @@ export function blobRoutes(ctx: GatewayContext) {
           },
           call,
         );
-        if (r.created) reply.removeHeader("connection");
+        reply.removeHeader("connection"); // the body was read to its end
         return reply.code(r.created ? 201 : 200).send(blobJson(r.blob));
       },
     }),

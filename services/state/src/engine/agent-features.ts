@@ -1,4 +1,4 @@
-import { RESTARTABLE_TYPES, STATE_FEATURE_TRIGGERS, stateFeaturesOf } from "@orch/contracts";
+import { RESTARTABLE_TYPES, STATE_FEATURE_BLOBS, STATE_FEATURE_TRIGGERS, stateFeaturesOf } from "@orch/contracts";
 import type { AgentInfo } from "../deps.js";
 import type { RenderedResource } from "./render.js";
 
@@ -8,18 +8,27 @@ const needsTriggers = (r: RenderedResource) =>
   Boolean(r.triggeredBy?.length) ||
   (RESTARTABLE_TYPES.has(r.type) && r.spec?.refresh !== undefined);
 
+/** A file from a blob: only an agent with a blob cache can write it (it would refuse `source`). */
+const needsBlobs = (r: RenderedResource) => r.type === "file" && r.spec?.source !== undefined;
+
 /**
  * Why these resources must not be sent to this agent, or undefined. An orch-agent from before
  * onchanges/notify/watch would ignore the new fields: it would run an onchanges exec on every apply
  * and never restart a service, and report success. Such an agent does not list `triggers` in its
  * `state_features` attribute, so the operation fails (`agent_too_old`) before anything is sent.
+ * One without `blobs` has no blob cache to write a file `source:` from.
  */
 export function tooOldFor(
   resources: readonly RenderedResource[],
   agent: Pick<AgentInfo, "name" | "nodeId" | "attributes">,
 ): string | undefined {
-  const r = resources.find(needsTriggers);
-  if (!r || stateFeaturesOf(agent.attributes).has(STATE_FEATURE_TRIGGERS)) return undefined;
+  const features = stateFeaturesOf(agent.attributes);
   const version = agent.attributes.agent_version || "unknown";
-  return `agent ${agent.name || agent.nodeId} runs orch-agent ${version}, which does not support onchanges, notify, watch or refresh (used by ${r.module}/${r.id}): upgrade it (orchctl agents upgrade) first`;
+  const who = `agent ${agent.name || agent.nodeId} runs orch-agent ${version}, which does not support`;
+  const t = features.has(STATE_FEATURE_TRIGGERS) ? undefined : resources.find(needsTriggers);
+  if (t)
+    return `${who} onchanges, notify, watch or refresh (used by ${t.module}/${t.id}): upgrade it (orchctl agents upgrade) first`;
+  const b = features.has(STATE_FEATURE_BLOBS) ? undefined : resources.find(needsBlobs);
+  if (b) return `${who} file sources (used by ${b.module}/${b.id}): upgrade it (orchctl agents upgrade) first`;
+  return undefined;
 }

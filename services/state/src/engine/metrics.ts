@@ -17,4 +17,5 @@ export function recordOperationEnd(registry: MetricsRegistry, row: OperationRow,
 export function registerStateMetrics(registry: MetricsRegistry): void {
   metric(registry, "orch_operations_total");
   metric(registry, "orch_drift_detected_total");
+  metric(registry, "orch_blob_bytes_sent_total");
 }

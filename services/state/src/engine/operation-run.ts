@@ -1,5 +1,5 @@
 import { CONTENT_PATH_FIELDS, sealKey, type ExecuteResponse } from "@orch/contracts";
-import { OrchError } from "@orch/kit";
+import { metric, OrchError } from "@orch/kit";
 import {
   operationsDb,
   type Finish,
@@ -26,6 +26,7 @@ import {
   type RenderedResource,
 } from "./render.js";
 import { storeResults } from "./results.js";
+import { blobsOf, shipBlobs } from "./ship-blobs.js";
 import { sourcesOf } from "./snapshot-sources.js";
 
 /** What every operation of this replica shares. */
@@ -166,6 +167,30 @@ async function resolveSecrets(
   return secrets;
 }
 
+/** Ships the blobs an apply's files read to the agent's cache; how the operation ends if that failed. */
+async function deliverBlobs(
+  c: OperationContext,
+  agent: AgentInfo,
+  resources: readonly RenderedResource[],
+  timeLeft: () => number,
+): Promise<ReturnType<typeof agentFailure> | undefined> {
+  const digests = blobsOf(resources);
+  if (digests.length === 0) return undefined;
+  try {
+    const shipped = await shipBlobs(c.deps.pool, c.clients, agent.nodeId, digests, timeLeft);
+    metric(c.deps.metrics, "orch_blob_bytes_sent_total").inc(shipped.bytes);
+    if (shipped.blobs > 0)
+      c.deps.log.info(
+        { node_id: agent.nodeId, blobs: shipped.blobs, bytes: shipped.bytes },
+        "blobs sent to the agent's cache",
+      );
+    return undefined;
+  } catch (err) {
+    const f = agentFailure(err, agent, c.deps.config.state.operation_timeout_seconds);
+    return { ...f, message: `blobs not delivered to the agent: ${f.message}` };
+  }
+}
+
 /**
  * Runs one inserted operation: secrets, rendering, pending → running, Execute on the agent, and
  * its end stored. Resolves undefined when another writer moved it on first (the caller re-reads it).
@@ -204,13 +229,18 @@ export async function runOperation(
   const deadline = startedAt + config.state.operation_timeout_seconds * 1000;
   if (!(await c.writes.markRunning({ id: op.id, now: startedAt, deadline }))) return operationsDb.get(pool, op.id);
   input.onChange?.();
+  const timeLeft = () => Math.max(1, deadline - clock.now());
+  if (kind === "apply") {
+    const failed = await deliverBlobs(c, agent, resources, timeLeft);
+    if (failed) return end(failed.status, failed.code, failed.message);
+  }
   let response: ExecuteResponse;
   try {
     response = await c.clients
       .agentState(agent.nodeId)
       .execute(
         { operationId: op.id, mode: kind === "apply" ? "apply" : "plan", resources, mask: [...secrets.values()] },
-        { actor: input.actor, timeoutMs: Math.max(1, deadline - clock.now()) },
+        { actor: input.actor, timeoutMs: timeLeft() },
       );
   } catch (err) {
     const f = agentFailure(err, agent, config.state.operation_timeout_seconds);

@@ -8,6 +8,7 @@ import { refuseBrokenAssignments } from "../engine/assignment-parameters.js";
 import type { Engine } from "../engine/index.js";
 import { parseModule } from "../module/parse.js";
 import { refuseManaged } from "./managed.js";
+import { refuseUnknownBlobs } from "../blobs/referenced.js";
 
 /** The upload found no module to lock, then replaced one created meanwhile (perhaps by a sync): retried once. */
 class CreatedMeanwhile extends Error {}
@@ -24,6 +25,7 @@ export function moduleHandlers({ deps, cache }: Engine): ModuleHandlers {
       const name = validName(req.name, "name", "module");
       checkModuleContent(req.content);
       const parsed = parseModule(req.content, name);
+      await refuseUnknownBlobs(pool, parsed);
       const row: ModuleRow = {
         name,
         content: req.content,

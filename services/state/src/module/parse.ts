@@ -7,7 +7,7 @@ import { parseParameterDecls, type ParameterDecl } from "./parameters.js";
 import { refsIn, scanTemplate } from "./template.js";
 import { checkTriggers, dependencyEdges, hasTriggers, idList } from "./triggers.js";
 import { ARGUMENT_FIELDS, PATH_FIELDS, RESOURCE_TYPES, isResourceType, moduleDoc, resourceBase } from "./types.js";
-import type { ModuleResource, ParsedModule, ResourceType } from "./types.js";
+import type { BlobRef, ModuleResource, ParsedModule, ResourceType } from "./types.js";
 
 export const MODULE_MAX_BYTES = 256 * 1024;
 
@@ -231,6 +231,7 @@ export function parseModule(content: string, expectedName?: string): ParsedModul
   const parameters = declaredParameters(loc, top.data);
 
   const resources: ModuleResource[] = [];
+  const blobs: BlobRef[] = [];
   const seen = new Map<string, number>();
   top.data.resources.forEach((raw, i) => {
     const at: Path = ["resources", i];
@@ -248,6 +249,8 @@ export function parseModule(content: string, expectedName?: string): ParsedModul
     }
     const typed = RESOURCE_TYPES[type].safeParse(spec);
     if (!typed.success) throw firstIssue(loc, at, typed.error);
+    if (type === "file" && typeof spec.source === "string")
+      blobs.push({ digest: spec.source, path: `resources[${i}].source`, ...loc.at([...at, "source"]) });
     if (seen.has(id))
       throw loc.error(
         "duplicate_resource_id",
@@ -302,6 +305,7 @@ export function parseModule(content: string, expectedName?: string): ParsedModul
     version: top.data.version ?? 1,
     parameters,
     resources,
+    blobs,
   };
 }
 

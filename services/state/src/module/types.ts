@@ -1,5 +1,6 @@
 import { z } from "zod";
 import {
+  BLOB_DIGEST,
   ARMORED_PUBLIC_KEY_RE,
   ARMORED_PUBLIC_KEY_RULE,
   CRON_ENV_KEY_RE,
@@ -218,14 +219,27 @@ const SYSTEM_TYPES = {
     .superRefine(requiredUnlessAbsent(["content"])),
 } as const;
 
+/**
+ * A blob (docs/modules.md, "Blobs"), named literally: the state service ships it to the agent
+ * before an apply, so the upload checks that it is stored (unknown_blob).
+ */
+const blobDigest = z.string().regex(BLOB_DIGEST, "must be a blob digest: sha256: and 64 lowercase hex digits");
+const contentOrSource = (r: { content?: string | undefined; source?: string | undefined }, ctx: z.RefinementCtx) => {
+  if (r.content !== undefined && r.source !== undefined)
+    ctx.addIssue({ code: "custom", path: ["source"], message: "give content or source, not both" });
+};
+
 export const RESOURCE_TYPES = {
   ...SYSTEM_TYPES,
-  file: z.strictObject({
-    path: absPath,
-    content: text.optional(),
-    state: oneOf(["present", "absent"]).optional(),
-    ...owned,
-  }),
+  file: z
+    .strictObject({
+      path: absPath,
+      content: text.optional(),
+      source: blobDigest.optional(),
+      state: oneOf(["present", "absent"]).optional(),
+      ...owned,
+    })
+    .superRefine(contentOrSource),
   directory: z.strictObject({
     path: absPath,
     state: oneOf(["present", "absent"]).optional(),
@@ -459,4 +473,15 @@ export interface ParsedModule {
   /** Declared parameters (version 2; empty for version 1). */
   parameters: Record<string, ParameterDecl>;
   resources: ModuleResource[];
+  /** The blobs its file resources name (`source:`), each where it is written, for unknown_blob. */
+  blobs: BlobRef[];
+}
+
+/** A `source:` digest in a module, and where. */
+export interface BlobRef {
+  digest: string;
+  /** `resources[i].source` */
+  path: string;
+  line: number;
+  column: number;
 }

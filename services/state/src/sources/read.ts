@@ -6,6 +6,7 @@ import { GitError, openGitRepo } from "./git.js";
 import { requireBox, type SourceBox } from "./seal.js";
 import { parseModule } from "../module/parse.js";
 import type { DeclaringModule } from "../module/parameters.js";
+import { checkTreeBlobs } from "./tree-blobs.js";
 import { checkTreeParameters, outsideModules } from "./tree-parameters.js";
 import { parseTree } from "./tree.js";
 import type { Tree } from "./tree-types.js";
@@ -42,6 +43,7 @@ export async function readSourceTree(
   const known = new Set(await sourceCatalogDb.moduleNamesOutside(pool, row.name));
   const tree = parseTree(files, known);
   checkTreeParameters(tree, await outsideDeclarations(deps, tree, known));
+  await checkTreeBlobs(pool, tree);
   return { commit, tree };
 }
 

@@ -1,5 +1,6 @@
 import { parameterTemplateProblem } from "../module/liquid/context.js";
 import { checkParameters, type DeclaringModule } from "../module/parameters.js";
+import { sortTreeErrors } from "./tree-errors.js";
 import type { Tree } from "./tree-types.js";
 
 /**
@@ -22,10 +23,7 @@ export function checkTreeParameters(tree: Tree, outside: ReadonlyMap<string, Dec
       added = true;
     }
   }
-  if (added)
-    tree.errors.sort(
-      (a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0) || a.line - b.line || a.column - b.column,
-    );
+  if (added) sortTreeErrors(tree);
 }
 
 /** Names of modules the tree's assignments use that the tree does not hold (their declarations are read from the catalog). */

@@ -4163,7 +4163,8 @@ export const StateService: GenService<{
     output: typeof ListBlobsResponseSchema;
   },
   /**
-   * ReadBlobChunk returns the bytes of a stored blob from an offset (at most `max_bytes`).
+   * ReadBlobChunk returns the bytes of a stored blob from an offset: at most `max_bytes`, and no further
+   * than the end of the stored chunk holding the offset (read on from the next offset).
    *
    * @generated from rpc orch.v1.StateService.ReadBlobChunk
    */
