@@ -5,7 +5,7 @@ import { Readable } from "node:stream";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
-import { run } from "../../cli/src/program.js";
+import { cli } from "../../cli/test/helpers/cli.js";
 import { ed25519 } from "@orch/kit/testing";
 import { startStateStack } from "./lib/state-stack.js";
 
@@ -244,16 +244,7 @@ t.test("each stored blob is one audit event, with its digest and size", async (t
 
 t.test("orchctl blobs put streams a file, says when it is stored already, and lists it", async (t) => {
   const env = { HOME: dir, ORCHCTL_HOME: join(dir, "home"), ORCH_URL: system.url };
-  const orchctl = async (args: string[]) => {
-    let stdout = "";
-    let stderr = "";
-    const code = await run(args, {
-      stdout: { write: (s: string) => (stdout += s) },
-      stderr: { write: (s: string) => (stderr += s) },
-      env,
-    });
-    return { code, stdout, stderr };
-  };
+  const orchctl = (args: string[]) => cli(args, env);
   const pem = join(dir, "admin.pem");
   writeFileSync(pem, system.admin.privateKey.export({ format: "pem", type: "pkcs8" }), { mode: 0o600 });
   t.equal((await orchctl(["login", "--key", pem])).code, 0);

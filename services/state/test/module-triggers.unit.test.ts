@@ -77,7 +77,11 @@ t.test("unit: an agent that does not list the triggers feature gets nothing (age
 t.test("unit: a file from a blob goes only to an agent with a blob cache (agent_too_old)", async (t) => {
   const digest = `sha256:${"ab".repeat(32)}`;
   const bin = parseModule(`name: b\nresources:\n  - { id: f, type: file, path: /a, source: "${digest}" }\n`, "b");
-  t.same(bin.blobs, [{ digest, path: "resources[0].source", line: 3, column: 44 }], "where the module names it: its value");
+  t.same(
+    bin.blobs,
+    [{ digest, path: "resources[0].source", line: 3, column: 44 }],
+    "where the module names it: its value",
+  );
   const r = renderResources([{ name: "b", sha256: "z", parsed: bin }], { attributes: {}, tags: {} }, new Map());
   const agent = (features: string) => ({ name: "web-1", nodeId: "n1", attributes: { state_features: features } });
   t.match(tooOldFor(r, agent("triggers")), /does not support file sources \(used by b\/f\)/);

@@ -139,7 +139,10 @@ async function suite() {
     existsSync(join(dir, "reindex")) ? readFileSync(join(dir, "reindex"), "utf8").length / 4 : 0;
 
   t.test("the real agent says it understands triggers", async (t) => {
-    t.ok(info.attributes.state_features?.split(",").includes("triggers"), info.attributes.state_features);
+    t.ok(
+      info.attributes.state_features?.split(",").includes("triggers"),
+      `features: ${info.attributes.state_features}`,
+    );
   });
 
   t.test("first apply starts the stopped service, and does not restart it on top", async (t) => {
