@@ -100,14 +100,17 @@ async function main() {
   });
   const agents = agentPool();
   const nc = await nats.connect("blobs-bench");
-  const cleanup = async () => {
-    await agents.stop();
-    await nc.close();
-    await system.stop();
-    await db.drop();
-    await nats.stop();
-    rmSync(dir, { recursive: true, force: true });
-  };
+  // Once, whether a signal or the end of the run comes first (both call it).
+  let cleaning: Promise<void> | undefined;
+  const cleanup = () =>
+    (cleaning ??= (async () => {
+      await agents.stop();
+      await nc.close();
+      await system.stop();
+      await db.drop();
+      await nats.stop();
+      rmSync(dir, { recursive: true, force: true });
+    })());
   for (const sig of ["SIGINT", "SIGTERM"] as const)
     process.once(sig, () => void cleanup().finally(() => process.exit(130)));
   try {
