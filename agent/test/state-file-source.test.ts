@@ -35,7 +35,7 @@ async function run(mode: "plan" | "apply", spec: Record<string, string>, mask: s
 }
 
 t.test("the agent says it takes file sources: state_features lists blobs next to triggers", async (t) => {
-  t.same(h.attributes.get(STATE_FEATURES_ATTRIBUTE)?.split(",").sort(), ["blobs", "triggers"]);
+  t.same(h.attributes.get(STATE_FEATURES_ATTRIBUTE)?.split(",").sort(), ["archive", "blobs", "triggers"]);
 });
 
 t.test("a new file from a blob: plan without the blob, apply once it is cached, then nothing to do", async (t) => {

@@ -6,8 +6,8 @@
 // reload (SIGHUP), so reload-once is counted, not inferred. Both agents share this machine, so
 // the assignment's `root` and `service` parameters are templates over the env tag.
 import { spawn, spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createHash, randomBytes } from "node:crypto";
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import t from "tap";
@@ -15,7 +15,7 @@ import { eventually } from "@orch/kit/testing";
 import { startStateStack } from "./lib/state-stack.js";
 
 const ORCHCTL = fileURLToPath(new URL("../../cli/dist/main.js", import.meta.url));
-const EXAMPLE = fileURLToPath(new URL("../../examples/site/", import.meta.url));
+const SOURCE = fileURLToPath(new URL("../../examples/site/", import.meta.url));
 const ENVS = ["staging", "prod"] as const;
 type Env = (typeof ENVS)[number];
 
@@ -84,7 +84,7 @@ function expectedConfig(root: string, env: Env, upstreams: readonly string[]): s
 
 /** The 1-based line of `key:` in one of the example's values files (what origins must name). */
 function keyLine(file: string, key: string): number {
-  const i = readFileSync(join(EXAMPLE, "values", file), "utf8")
+  const i = readFileSync(join(SOURCE, "values", file), "utf8")
     .split("\n")
     .findIndex((l) => l.startsWith(`${key}:`));
   if (i < 0) throw new Error(`${key} not in ${file}`);
@@ -110,6 +110,21 @@ async function suite() {
   const service = `orch-t-${randomBytes(3).toString("hex")}`;
   const root = (env: Env) => join(dir, env);
   const run = (env: Env) => join(dir, `run-${env}`);
+  // The example as an operator has it after a build: its copy, with a 50 MiB backend binary in files/.
+  const EXAMPLE = join(dir, "example");
+  cpSync(SOURCE, EXAMPLE, { recursive: true });
+  mkdirSync(join(EXAMPLE, "files", "bin"), { recursive: true });
+  const backend = randomBytes(50 * 1024 * 1024);
+  const backendDigest = `sha256:${createHash("sha256").update(backend).digest("hex")}`;
+  writeFileSync(join(EXAMPLE, "files", "bin", "shop-backend"), backend);
+  const backendPath = (e: Env) => join(root(e), "opt/shop/shop-backend");
+  const sentBytes = () =>
+    system
+      .output()
+      .split("\n")
+      .filter((l) => l.includes("blobs sent to the agent's cache"))
+      .map((l) => Number(/"bytes":(\d+)/.exec(l)?.[1] ?? 0))
+      .reduce((a, b) => a + b, 0);
 
   for (const env of ENVS) {
     const script = `/etc/init.d/${service}-${env}`;
@@ -191,8 +206,9 @@ async function suite() {
   const byId = (op: OperationJson) => Object.fromEntries(op.results.map((r) => [r.id, r]));
 
   t.test("set up as the README says: module, values, secret, assignment with --param", async (t) => {
-    const push = await orchctl(["modules", "push", "module.yaml"]);
+    const push = await orchctl(["modules", "push", "."]);
     t.equal(push.code, 0, push.stderr);
+    t.match(push.stdout, /Uploaded module site \(7 resources, sha256 [0-9a-f]{12}\) with 1 file/);
     for (const [set, flags] of [
       ["defaults", []],
       ["staging", ["--selector", "env=staging", "--priority", "10"]],
@@ -233,7 +249,15 @@ async function suite() {
       );
       t.equal(events(e, "start"), 1, `${e} started once`);
       t.equal(events(e, "reload"), 0, `${e}: started, not reloaded on top`);
+      const bin = readFileSync(backendPath(e));
+      t.equal(
+        `sha256:${createHash("sha256").update(bin).digest("hex")}`,
+        backendDigest,
+        `${e}: the 50 MiB backend, exact`,
+      );
+      t.equal(statSync(backendPath(e)).mode & 0o777, 0o755);
     }
+    t.equal(sentBytes(), 2 * backend.length, "the blob went once to each agent");
   });
 
   t.test("values explain names the set and line each agent's upstreams came from", async (t) => {
@@ -272,6 +296,7 @@ async function suite() {
       t.equal(events(e, "reload"), 0, `${e}: no reload`);
       t.equal(events(e, "start"), 1, `${e}: no restart`);
     }
+    t.equal(sentBytes(), 2 * backend.length, "no byte of the backend sent again");
   });
 
   t.test(

@@ -1,5 +1,6 @@
 import {
   AgentStateService,
+  STATE_FEATURE_ARCHIVE,
   STATE_FEATURE_BLOBS,
   STATE_FEATURE_TRIGGERS,
   STATE_FEATURES_ATTRIBUTE,
@@ -18,13 +19,20 @@ export const stateFeature: Feature = async (rt) => {
   });
   const execute = createExecute({
     // Its own instance over the directory blobsFeature fills: reading a complete blob needs no shared state.
-    providers: defaultProviders({ cronDir: rt.options.cronDir, blobs: new BlobCache(rt.dataDir) }),
+    providers: defaultProviders({
+      cronDir: rt.options.cronDir,
+      blobs: new BlobCache(rt.dataDir),
+      dataDir: rt.dataDir,
+    }),
     log: rt.log,
     publish: (s, d) => rt.publish(s, d),
     sealed,
   });
-  // The state service sends onchanges/triggered_by, and file sources, only to an agent that says it
-  // understands them.
-  rt.setAttribute(STATE_FEATURES_ATTRIBUTE, [STATE_FEATURE_TRIGGERS, STATE_FEATURE_BLOBS].join(","));
+  // The state service sends onchanges/triggered_by, file sources and archives only to an agent that
+  // says it understands them.
+  rt.setAttribute(
+    STATE_FEATURES_ATTRIBUTE,
+    [STATE_FEATURE_TRIGGERS, STATE_FEATURE_BLOBS, STATE_FEATURE_ARCHIVE].join(","),
+  );
   rt.serve(AgentStateService, { execute });
 };

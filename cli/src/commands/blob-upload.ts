@@ -30,21 +30,35 @@ export async function putBlobFile(
   digest: string,
   size: number,
 ): Promise<{ blob: BlobInfo; created: boolean }> {
+  const r = await putStream<BlobInfo>(ctx, `/api/v1/blobs/${digest}`, createReadStream(file), size);
+  return { blob: r.body, created: r.status === 201 };
+}
+
+/**
+ * A streamed PUT to a stream-body route (blobs, module bundles): the generated client buffers
+ * bodies, this sends them as they are read. `size` is sent as Content-Length when known.
+ */
+export async function putStream<T>(
+  ctx: Context,
+  path: string,
+  stream: Readable,
+  size: number | undefined,
+): Promise<{ body: T; status: number }> {
   const server = await ctx.orch.server();
   const token = await ctx.orch.token(server);
-  const body = Readable.toWeb(createReadStream(file)) as ReadableStream<Uint8Array>;
-  const res = await fetch(new URL(`/api/v1/blobs/${digest}`, server), {
+  const body = Readable.toWeb(stream) as ReadableStream<Uint8Array>;
+  const res = await fetch(new URL(path, server), {
     method: "PUT",
     headers: {
       authorization: `Bearer ${token}`,
       "content-type": "application/octet-stream",
-      "content-length": String(size),
+      ...(size === undefined ? {} : { "content-length": String(size) }),
     },
     body,
     duplex: "half",
   } as RequestInit);
-  const json = (await res.json().catch(() => undefined)) as (BlobInfo & Problem) | undefined;
-  if (res.status === 200 || res.status === 201) return { blob: json as BlobInfo, created: res.status === 201 };
+  const json = (await res.json().catch(() => undefined)) as (T & Problem) | undefined;
+  if (res.status === 200 || res.status === 201) return { body: json as T, status: res.status };
   if (json?.code) throw new ProblemError(json);
   throw new CliError(`upload failed: HTTP ${res.status}`, "upload_failed");
 }

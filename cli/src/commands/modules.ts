@@ -1,5 +1,5 @@
-/** orchctl modules push <file.yaml> | list | show <name> | rm <name> */
-import { readFile } from "node:fs/promises";
+/** orchctl modules push <file.yaml | dir | archive> | list | show <name> | rm <name> */
+import { readFile, stat } from "node:fs/promises";
 import { basename, extname } from "node:path";
 import type { Command } from "commander";
 import { unwrap } from "@orch/client";
@@ -8,6 +8,7 @@ import { CliError } from "../errors.js";
 import { MODULE_COLUMNS, moduleContent, moduleFields, moduleRows, uploadedLine } from "../format/modules.js";
 import type { CliIO } from "../output.js";
 import { listCommand } from "../list-command.js";
+import { isArchiveFile, pushBundle } from "./module-bundle.js";
 
 /** The module's own `name:` (top level), else the file name without its extension. */
 export function moduleNameOf(content: string, file: string): string {
@@ -17,14 +18,28 @@ export function moduleNameOf(content: string, file: string): string {
 
 type Sub = (parent: Command, io: CliIO) => void;
 
+const isDirectory = (path: string) =>
+  stat(path).then(
+    (s) => s.isDirectory(),
+    () => false,
+  );
+
 const push: Sub = (mods, io) =>
   mods
     .command("push")
-    .description("upload a module file (creates it, or replaces the module of the same name)")
-    .argument("<file>", "module YAML file")
-    .option("--name <name>", "module name (default: the file's `name:`)")
+    .description(
+      "upload a module: a YAML file, or a bundle (a directory with module.yaml and files/, or its .tar.gz/.zip); creates it, or replaces the module of the same name",
+    )
+    .argument("<file>", "module YAML file, bundle directory, or bundle archive")
+    .option("--name <name>", "module name (default: the module's `name:`; for an archive, its file name)")
     .action(
       action(io, async (ctx, file: string, opts: { name?: string }) => {
+        if (isArchiveFile(file) || (await isDirectory(file))) {
+          const m = await pushBundle(ctx, file, opts.name, moduleNameOf);
+          const n = m.files.length;
+          ctx.out.result(m, () => ctx.out.line(`${uploadedLine(m)} with ${n} file${n === 1 ? "" : "s"}`));
+          return;
+        }
         let content: string;
         try {
           content = await readFile(file, "utf8");

@@ -495,6 +495,30 @@ export const ERROR_CATALOGUE = {
     meaning:
       "A file resource's `source:` names a blob that is not stored (`path` and `line` say where): upload it first (PUT /api/v1/blobs/<digest>).",
   },
+  unknown_bundle_file: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning:
+      "A `source: files/<path>` names a file the module's bundle does not have, or the module was uploaded as YAML, without files (`path` and `line` say where).",
+  },
+  invalid_bundle: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning:
+      "The body is not a module bundle: not a tar, tar.gz or zip archive, corrupt, without module.yaml at its root (or under one top-level directory), or holding an entry that is not a file, directory or symlink (`entry` names it). Nothing was stored.",
+  },
+  unsafe_bundle_path: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning:
+      "A bundle entry's path is absolute, has a `..` segment or appears twice, or a symlink points out of the bundle's tree (`entry` names it). Nothing was stored.",
+  },
+  bundle_too_large: {
+    status: 413,
+    grpc: null,
+    meaning:
+      "The bundle is larger than allowed, compressed or expanded, has too many entries, or expands more than 100 times its size (a zip bomb); `limit` says which. Nothing was stored.",
+  },
   blob_too_large: {
     status: 413,
     // No gRPC code has 413: the service sends INVALID_ARGUMENT and the gateway answers this status.

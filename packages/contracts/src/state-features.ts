@@ -14,6 +14,18 @@ export const STATE_FEATURE_TRIGGERS = "triggers";
  */
 export const STATE_FEATURE_BLOBS = "blobs";
 
+/**
+ * `archive` resources (a blob, a tar, tar.gz or zip, extracted into a directory): an agent with
+ * blobs but without this would fail the resource as an unknown type.
+ */
+export const STATE_FEATURE_ARCHIVE = "archive";
+
+/**
+ * Resource types whose `source:` names a blob: the upload checks it is stored, and the state service
+ * ships it into the agent's cache before an apply.
+ */
+export const BLOB_SOURCE_TYPES: ReadonlySet<string> = new Set(["file", "archive"]);
+
 /** The features an agent's attributes list. */
 export const stateFeaturesOf = (attributes: Readonly<Record<string, string>>): Set<string> =>
   new Set((attributes[STATE_FEATURES_ATTRIBUTE] ?? "").split(",").filter(Boolean));

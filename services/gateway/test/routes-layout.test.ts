@@ -18,6 +18,8 @@ const srcDir = fileURLToPath(new URL("../src/", import.meta.url));
 const HELPERS: Record<string, string> = {
   "index.ts": "the route table: one line per family",
   "blob-upload.ts": "streams an upload body to the state service in chunks (begin, put, commit, abort); no schema",
+  "module-bundle.ts":
+    "reads a module bundle archive entry by entry and stores its files as blobs (through blob-upload.ts); no schema",
   "audit-query.ts": "the audit filter grammar, shared with the live tail (sse/audit-tail.ts)",
   "install-releases.ts": "reads and verifies the signed release directory, cached; not a schema or converter",
   "install-script.ts": "renders the install script template (install/agent.sh)",

@@ -30,6 +30,7 @@ export const moduleMsg = (m: ModuleRow, withContent: boolean): MessageInitShape<
   source: m.source ?? "",
   commit: m.source_commit,
   removedFromSource: m.removed_from_source,
+  files: (m.files ?? []).map((f) => ({ path: f.path, digest: f.digest, size: BigInt(f.size) })),
 });
 
 export const assignmentMsg = (a: AssignmentRow): MessageInitShape<typeof AssignmentSchema> => ({

@@ -5,6 +5,7 @@
 // drift check of that file shows nothing of it) or as never written; a new type or field without
 // a case fails the test.
 import t from "tap";
+import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, statSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { secretVariants } from "@orch/contracts";
@@ -15,7 +16,13 @@ import { startStack } from "./harness.js";
 
 const s = await startStack(t);
 const dir = s.tempDir();
-const web1 = await s.addAgent({ name: "web-1", tags: { env: "test" } });
+// It says it has the archive type (and a blob cache, which this harness does not serve: an apply
+// that ships a blob fails, a plan does not ship).
+const web1 = await s.addAgent({
+  name: "web-1",
+  tags: { env: "test" },
+  attributes: { state_features: "triggers,blobs,archive" },
+});
 const CANARY = "canary-Zq7 value/with&symbols";
 await s.createSecret("canary", CANARY, { nodeIds: [web1] });
 const T = "{{ secrets.canary }}";
@@ -70,6 +77,18 @@ interface Case {
 }
 
 const absentName = (type: string) => `orch-sealing-test-${type}`;
+/** An archive's source must be a stored blob: an empty zip (its end record alone). */
+const EMPTY_ZIP = await (async () => {
+  const bytes = Buffer.concat([Buffer.from("PK\x05\x06", "latin1"), Buffer.alloc(18)]);
+  const digest = `sha256:${createHash("sha256").update(bytes).digest("hex")}`;
+  const r = await fetch(new URL(`/api/v1/blobs/${digest}`, s.gw.url), {
+    method: "PUT",
+    headers: { authorization: `Bearer ${s.token}`, "content-type": "application/octet-stream" },
+    body: bytes,
+  });
+  if (r.status !== 201) throw new Error(`blob upload: ${r.status} ${await r.text()}`);
+  return digest;
+})();
 const CASES: Record<ResourceType, Case> = {
   file: {
     base: (p) => ({ type: "file", path: p, content: "x" }),
@@ -111,6 +130,13 @@ const CASES: Record<ResourceType, Case> = {
       { type: "file", path: p, content: "x\n" },
     ],
     apply: true,
+  },
+  archive: {
+    base: (p) => ({ type: "archive", path: `${p}.d`, source: EMPTY_ZIP }),
+    content: [],
+    inert: ["clean"],
+    probe: (p) => [{ type: "archive", path: p, source: EMPTY_ZIP }],
+    apply: false,
   },
   directory: {
     base: (p) => ({ type: "directory", path: `${p}.d` }),

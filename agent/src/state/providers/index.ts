@@ -1,4 +1,6 @@
 import type { BlobFiles, Provider } from "../types.js";
+import { archiveProvider } from "./archive.js";
+import { recordsDir } from "./archive-record.js";
 import { blockProvider } from "./block.js";
 import { cronProvider } from "./cron.js";
 import { directoryProvider } from "./directory.js";
@@ -19,8 +21,10 @@ import { yumRepositoryProvider } from "./yum-repository.js";
 export interface ProviderOptions {
   /** Where `cron` resources are written (default /etc/cron.d; tests use a temp dir). */
   cronDir?: string | undefined;
-  /** The agent's blob cache, for `file` resources with a `source`; without it no blob is held. */
+  /** The agent's blob cache, for `file` resources with a `source` and `archive`s; without it no blob is held. */
   blobs?: BlobFiles | undefined;
+  /** The agent's data directory, where `archive` resources record what they extracted. */
+  dataDir?: string | undefined;
 }
 
 const NO_BLOBS: BlobFiles = { path: async () => undefined, discard: async () => undefined };
@@ -28,6 +32,10 @@ const NO_BLOBS: BlobFiles = { path: async () => undefined, discard: async () => 
 export function defaultProviders(opts: ProviderOptions = {}): Record<string, Provider> {
   return {
     file: fileProvider({ blobs: opts.blobs ?? NO_BLOBS }),
+    archive: archiveProvider({
+      blobs: opts.blobs ?? NO_BLOBS,
+      records: opts.dataDir === undefined ? undefined : recordsDir(opts.dataDir),
+    }),
     directory: directoryProvider(),
     symlink: symlinkProvider(),
     exec: execProvider(),

@@ -14,3 +14,4 @@ export * from "./notify.js";
 export * from "./terminal.js";
 export * from "./values.js";
 export * from "./system.js";
+export * from "./bundles.js";

@@ -17,7 +17,21 @@ export const ModuleOut = z.object({
     .boolean()
     .describe("its file left the source while assignments still use it; deleted once none does"),
 });
-export const ModuleDetailOut = ModuleOut.extend({ content: z.string() });
+export const ModuleFileOut = z.object({
+  path: z.string().describe("files/<path>, as a resource's `source:` names it"),
+  digest: z.string().describe("the blob holding its bytes, sha256:<64 hex>"),
+  size: int64().describe("bytes"),
+});
+/** A module with its bundle's files (empty for a module uploaded as YAML). */
+export const ModuleFilesOut = ModuleOut.extend({
+  files: z.array(ModuleFileOut).describe("the bundle's files (docs/modules.md#bundles); empty for a YAML upload"),
+});
+export const ModuleDetailOut = ModuleFilesOut.extend({ content: z.string() });
+
+export const moduleFilesJson = (m: Module) => ({
+  ...moduleJson(m),
+  files: m.files.map((f) => ({ path: f.path, digest: f.digest, size: Number(f.size) })),
+});
 
 export const moduleJson = (m: Module) => ({
   name: m.name,

@@ -4,7 +4,9 @@ import { rpcClient } from "@orch/kit";
 import type { GatewayContext } from "../context.js";
 import { route } from "../route.js";
 import { pageQuery } from "../schemas.js";
-import { ModuleDetailOut, ModuleOut, moduleJson } from "./modules-json.js";
+import { declaredSize, streamOf } from "./blob-upload.js";
+import { readBundle } from "./module-bundle.js";
+import { ModuleDetailOut, ModuleFilesOut, ModuleOut, moduleFilesJson, moduleJson } from "./modules-json.js";
 import { ModuleName, NAME } from "./modules-schemas.js";
 
 export function moduleRoutes(ctx: GatewayContext) {
@@ -41,6 +43,48 @@ export function moduleRoutes(ctx: GatewayContext) {
       },
     }),
     route({
+      method: "PUT",
+      path: "/api/v1/modules/{name}/bundle",
+      auth: "operator",
+      summary: "Upload a module bundle (module.yaml and files/, as tar, tar.gz or zip), streamed",
+      description: [
+        "The body is the archive (any content type): `module.yaml` and `files/` at its root or under one top-level directory.",
+        "Each file under `files/` is stored as a blob (as `PUT /api/v1/blobs/{digest}` would) and resources name it `source: files/<path>`; other entries are ignored.",
+        "Refused with nothing stored as a module: an archive that is not tar, tar.gz or zip or is corrupt, an entry with an absolute or `..` path, a symlink out of the tree, a device file, more than 1 GiB compressed or expanded, or an expansion of more than 100 times (a zip bomb).",
+        "module.yaml is checked exactly as `POST /api/v1/modules` checks content, with its YAML line; replaces a module of the same name.",
+      ].join(" "),
+      tags: ["modules"],
+      params: ModuleName,
+      streamBody: true,
+      responses: { 201: ModuleFilesOut },
+      errors: {
+        400: [
+          "invalid_bundle",
+          "unsafe_bundle_path",
+          "unknown_bundle_file",
+          "invalid_yaml",
+          "invalid_module",
+          "name_mismatch",
+          "unknown_resource_type",
+          "invalid_template",
+          "module_too_large",
+        ],
+        409: ["module_breaks_assignments"],
+        413: ["bundle_too_large"],
+      },
+      async handler({ params, body, call, raw }, reply) {
+        reply.header("connection", "close");
+        const bundle = await readBundle(state, streamOf(body), declaredSize(raw.raw), {
+          timeoutMs: ctx.timeoutMs,
+          call,
+        });
+        reply.removeHeader("connection"); // the body was read to its end
+        const files = bundle.files.map((f) => ({ path: f.path, digest: f.digest, size: BigInt(f.size) }));
+        const m = await state.uploadModule({ name: params.name, content: bundle.content, files }, call);
+        return reply.code(201).send(moduleFilesJson(m));
+      },
+    }),
+    route({
       method: "GET",
       path: "/api/v1/modules",
       auth: "operator",
@@ -66,7 +110,7 @@ export function moduleRoutes(ctx: GatewayContext) {
       errors: { 404: ["module_not_found"] },
       async handler({ params, call }) {
         const m: Module = await state.getModule({ name: params.name }, call);
-        return { ...moduleJson(m), content: m.content };
+        return { ...moduleFilesJson(m), content: m.content };
       },
     }),
     route({

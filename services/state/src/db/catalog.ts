@@ -1,3 +1,4 @@
+import type { BundleFile } from "@orch/contracts";
 import type { Queryable } from "@orch/kit";
 
 export interface ModuleRow {
@@ -13,6 +14,14 @@ export interface ModuleRow {
   source: string | null;
   source_commit: string;
   removed_from_source: boolean;
+  /** A bundle's files (sorted by path); null for a module uploaded as YAML. */
+  files: BundleFile[] | null;
+}
+
+/** A stored module version: what a snapshot's hash names. */
+export interface ModuleVersion {
+  content: string;
+  files: BundleFile[] | null;
 }
 
 export interface AssignmentRow {
@@ -36,9 +45,9 @@ export interface AssignmentRow {
 }
 
 const MODULE_COLS =
-  "name, content, sha256, description, resource_count, uploaded_at, uploaded_by, uploaded_by_name, source, source_commit, removed_from_source";
+  "name, content, sha256, description, resource_count, uploaded_at, uploaded_by, uploaded_by_name, source, source_commit, removed_from_source, files";
 const MODULE_LIST_COLS =
-  "name, ''::text AS content, sha256, description, resource_count, uploaded_at, uploaded_by, uploaded_by_name, source, source_commit, removed_from_source";
+  "name, ''::text AS content, sha256, description, resource_count, uploaded_at, uploaded_by, uploaded_by_name, source, source_commit, removed_from_source, NULL::jsonb AS files";
 const ASSIGNMENT_COLS =
   "name, selector, modules, description, created_at, created_by, enforce, source, source_commit, apply_on_sync, sync_batch, sync_max_failures, parameters";
 
@@ -68,14 +77,15 @@ export const modulesDb = {
   /** Upserts; returns whether a module of that name existed. */
   async upsert(db: Queryable, m: ModuleRow): Promise<boolean> {
     await db.query(
-      "INSERT INTO module_versions (sha256, name, content, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (sha256) DO NOTHING",
-      [m.sha256, m.name, m.content, m.uploaded_at],
+      "INSERT INTO module_versions (sha256, name, content, created_at, files) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (sha256) DO NOTHING",
+      [m.sha256, m.name, m.content, m.uploaded_at, m.files === null ? null : JSON.stringify(m.files)],
     );
     const r = await db.query<{ inserted: boolean }>(
-      `INSERT INTO modules (${MODULE_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+      `INSERT INTO modules (${MODULE_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
        ON CONFLICT (name) DO UPDATE SET content = EXCLUDED.content, sha256 = EXCLUDED.sha256, description = EXCLUDED.description,
          resource_count = EXCLUDED.resource_count, uploaded_at = EXCLUDED.uploaded_at, uploaded_by = EXCLUDED.uploaded_by, uploaded_by_name = EXCLUDED.uploaded_by_name,
-         source = EXCLUDED.source, source_commit = EXCLUDED.source_commit, removed_from_source = EXCLUDED.removed_from_source
+         source = EXCLUDED.source, source_commit = EXCLUDED.source_commit, removed_from_source = EXCLUDED.removed_from_source,
+         files = EXCLUDED.files
        RETURNING (xmax = 0) AS inserted`,
       [
         m.name,
@@ -89,6 +99,7 @@ export const modulesDb = {
         m.source,
         m.source_commit,
         m.removed_from_source,
+        m.files === null ? null : JSON.stringify(m.files),
       ],
     );
     return !r.rows[0]!.inserted;
@@ -99,9 +110,9 @@ export const modulesDb = {
   async remove(db: Queryable, name: string): Promise<void> {
     await db.query("DELETE FROM modules WHERE name = $1", [name]);
   },
-  async version(db: Queryable, sha256: string): Promise<string | undefined> {
-    return (await db.query<{ content: string }>("SELECT content FROM module_versions WHERE sha256 = $1", [sha256]))
-      .rows[0]?.content;
+  async version(db: Queryable, sha256: string): Promise<ModuleVersion | undefined> {
+    return (await db.query<ModuleVersion>("SELECT content, files FROM module_versions WHERE sha256 = $1", [sha256]))
+      .rows[0];
   },
   /** Drops versions no module and no snapshot refers to. */
   async pruneVersions(db: Queryable, olderThan: number): Promise<number> {

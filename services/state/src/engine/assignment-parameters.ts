@@ -16,7 +16,7 @@ export function declaringModules(
   const byName = new Map(rows.map((r) => [r.name, r]));
   return order.flatMap((name) => {
     const row = byName.get(name);
-    return row ? [{ name, parameters: cache.parse(name, row.sha256, row.content).parameters }] : [];
+    return row ? [{ name, parameters: cache.parse(name, row.sha256, row.content, row.files).parameters }] : [];
   });
 }
 

@@ -163,6 +163,9 @@ export function renderResources(
     };
     // Version 2: one context per module and agent, its parameters resolved once.
     const ctx = isV2(s) ? contextOf(s, agent, (secretObject ??= Object.fromEntries(secrets))) : undefined;
+    // A template source still unread would reach the agent as its raw text (module/template-files.ts).
+    if (s.parsed.templateFiles.length)
+      throw new Error(`module ${s.name}: template files were not read before rendering`);
     for (const r of s.parsed.resources) {
       out.push({
         id: r.id,

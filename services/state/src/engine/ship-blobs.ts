@@ -1,13 +1,14 @@
-import { BLOB_CHUNK_BYTES } from "@orch/contracts";
+import { BLOB_CHUNK_BYTES, BLOB_SOURCE_TYPES } from "@orch/contracts";
 import { invalid, type Queryable } from "@orch/kit";
 import { blobsDb, type BlobRow } from "../blobs/tables.js";
 import type { Clients } from "../deps.js";
 import type { RenderedResource } from "./render.js";
 
-/** The blobs the resources read (a file's `source:`), each once. */
+/** The blobs the resources read (a file's or an archive's `source:`), each once. */
 export function blobsOf(resources: readonly RenderedResource[]): string[] {
   const out = new Set<string>();
-  for (const r of resources) if (r.type === "file" && typeof r.spec?.source === "string") out.add(r.spec.source);
+  for (const r of resources)
+    if (BLOB_SOURCE_TYPES.has(r.type) && typeof r.spec?.source === "string") out.add(r.spec.source);
   return [...out];
 }
 

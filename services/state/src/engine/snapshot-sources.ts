@@ -1,5 +1,6 @@
 import { modulesDb } from "../db/catalog.js";
 import { snapshotsDb, type SnapshotRow } from "../db/snapshots.js";
+import { inlineTemplateFiles } from "../module/template-files.js";
 import type { StateDeps } from "../deps.js";
 import type { ModuleCache } from "./modules.js";
 import type { ModuleSource } from "./render.js";
@@ -21,10 +22,11 @@ export async function sourcesOf(
     // read from the database again.
     let parsed = cache.get(s.module_sha256);
     if (!parsed) {
-      const content = await modulesDb.version(deps.pool, s.module_sha256);
-      if (content === undefined) continue;
-      parsed = cache.parse(s.module, s.module_sha256, content);
+      const version = await modulesDb.version(deps.pool, s.module_sha256);
+      if (version === undefined) continue;
+      parsed = cache.parse(s.module, s.module_sha256, version.content, version.files);
     }
+    await inlineTemplateFiles(deps.pool, parsed);
     out.push({
       name: s.module,
       sha256: s.module_sha256,

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import { count, type StateService } from "@orch/contracts";
 import { keysetPage, notFound, pageCursor, pageLimit, precondition, type Handlers } from "@orch/kit";
 import { checkModuleContent, validName } from "../validate.js";
@@ -9,6 +8,9 @@ import type { Engine } from "../engine/index.js";
 import { parseModule } from "../module/parse.js";
 import { refuseManaged } from "./managed.js";
 import { refuseUnknownBlobs } from "../blobs/referenced.js";
+import { asRef, bundleFiles } from "../module/bundle-manifest.js";
+import { inlineTemplateFiles } from "../module/template-files.js";
+import { moduleSha256 } from "../module/version-hash.js";
 
 /** The upload found no module to lock, then replaced one created meanwhile (perhaps by a sync): retried once. */
 class CreatedMeanwhile extends Error {}
@@ -24,12 +26,14 @@ export function moduleHandlers({ deps, cache }: Engine): ModuleHandlers {
     async uploadModule(req, ctx) {
       const name = validName(req.name, "name", "module");
       checkModuleContent(req.content);
-      const parsed = parseModule(req.content, name);
-      await refuseUnknownBlobs(pool, parsed);
+      const files = bundleFiles(req.files);
+      const parsed = parseModule(req.content, name, files);
+      await refuseUnknownBlobs(pool, { blobs: [...parsed.blobs, ...(files ?? []).map(asRef)] });
+      await inlineTemplateFiles(pool, parsed);
       const row: ModuleRow = {
         name,
         content: req.content,
-        sha256: createHash("sha256").update(req.content).digest("hex"),
+        sha256: moduleSha256(req.content, files),
         description: parsed.description,
         resource_count: parsed.resources.length,
         uploaded_at: clock.now(),
@@ -38,6 +42,7 @@ export function moduleHandlers({ deps, cache }: Engine): ModuleHandlers {
         source: null,
         source_commit: "",
         removed_from_source: false,
+        files,
       };
       const upload = () =>
         events.tx(async (db, emit) => {
@@ -57,6 +62,7 @@ export function moduleHandlers({ deps, cache }: Engine): ModuleHandlers {
               resources: row.resource_count,
               replaced,
               bytes: Buffer.byteLength(req.content),
+              ...(files ? { files: files.length } : {}),
             },
           });
         });

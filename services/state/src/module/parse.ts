@@ -1,15 +1,15 @@
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from "yaml";
 import type { z } from "zod";
-import type { ReasonFor } from "@orch/contracts";
+import { isBundleRef, MODULE_MAX_BYTES, type BundleFile, type ReasonFor } from "@orch/contracts";
 import { invalid, type OrchError } from "@orch/kit";
 import { secretReader, templateProblem } from "./liquid/check.js";
 import { parseParameterDecls, type ParameterDecl } from "./parameters.js";
 import { refsIn, scanTemplate } from "./template.js";
 import { checkTriggers, dependencyEdges, hasTriggers, idList } from "./triggers.js";
 import { ARGUMENT_FIELDS, PATH_FIELDS, RESOURCE_TYPES, isResourceType, moduleDoc, resourceBase } from "./types.js";
-import type { BlobRef, ModuleResource, ParsedModule, ResourceType } from "./types.js";
+import type { BlobRef, ModuleResource, ParsedModule, ResourceType, TemplateFileRef } from "./types.js";
 
-export const MODULE_MAX_BYTES = 256 * 1024;
+export { MODULE_MAX_BYTES };
 
 type Path = ReadonlyArray<string | number>;
 
@@ -194,7 +194,11 @@ function declaredParameters(
  * Parses and validates a module (schema v1). Every refusal is INVALID_ARGUMENT with a stable
  * reason and details `{field: "content", path, line, column}`.
  */
-export function parseModule(content: string, expectedName?: string): ParsedModule {
+export function parseModule(
+  content: string,
+  expectedName?: string,
+  files?: readonly BundleFile[] | null,
+): ParsedModule {
   if (Buffer.byteLength(content, "utf8") > MODULE_MAX_BYTES) {
     throw invalid("module_too_large", `module content exceeds ${MODULE_MAX_BYTES} bytes (256 KiB)`, {
       field: "content",
@@ -232,6 +236,8 @@ export function parseModule(content: string, expectedName?: string): ParsedModul
 
   const resources: ModuleResource[] = [];
   const blobs: BlobRef[] = [];
+  const templateFiles: TemplateFileRef[] = [];
+  const bundle = new Map((files ?? []).map((f) => [f.path, f]));
   const seen = new Map<string, number>();
   top.data.resources.forEach((raw, i) => {
     const at: Path = ["resources", i];
@@ -249,7 +255,25 @@ export function parseModule(content: string, expectedName?: string): ParsedModul
     }
     const typed = RESOURCE_TYPES[type].safeParse(spec);
     if (!typed.success) throw firstIssue(loc, at, typed.error);
-    if (type === "file" && typeof spec.source === "string")
+    if (typeof spec.source === "string" && isBundleRef(spec.source)) {
+      const file = bundle.get(spec.source);
+      if (!file) throw loc.error("unknown_bundle_file", [...at, "source"], missingFile(spec.source, files));
+      spec.source = file.digest;
+    }
+    if (spec.template === true) {
+      if (top.data.version !== 2)
+        throw loc.error("invalid_module", [...at, "template"], "template: true needs version: 2");
+      const where = loc.at([...at, "source"]);
+      const source = String((raw as { source?: unknown }).source);
+      templateFiles.push({
+        resource: i,
+        digest: String(spec.source),
+        source,
+        path: `resources[${i}].source`,
+        ...where,
+      });
+    }
+    if ((type === "file" || type === "archive") && typeof spec.source === "string" && spec.template !== true)
       blobs.push({ digest: spec.source, path: `resources[${i}].source`, ...loc.at([...at, "source"]) });
     if (seen.has(id))
       throw loc.error(
@@ -306,7 +330,20 @@ export function parseModule(content: string, expectedName?: string): ParsedModul
     parameters,
     resources,
     blobs,
+    templateFiles,
   };
+}
+
+/** Why a `source: files/…` resolves to nothing: no bundle at all, or the bundle's nearest names. */
+function missingFile(source: string, files: readonly BundleFile[] | null | undefined): string {
+  if (!files?.length)
+    return `${source} names a bundle file, but this module has no files: upload it as a bundle (a directory with module.yaml and files/, as tar.gz or zip: orchctl modules push <dir>)`;
+  const near = files
+    .map((f) => f.path)
+    .filter((p) => p.split("/").pop() === source.split("/").pop())
+    .slice(0, 3);
+  const hint = near.length ? ` (did you mean ${near.join(", ")}?)` : "";
+  return `the bundle has no file ${source}${hint}; it has ${files.length} file${files.length === 1 ? "" : "s"} under files/`;
 }
 
 const base = (raw: unknown) => raw as { requires?: unknown };

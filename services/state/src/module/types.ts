@@ -1,6 +1,8 @@
 import { z } from "zod";
 import {
   BLOB_DIGEST,
+  BUNDLE_REF_RULE,
+  isBundleRef,
   ARMORED_PUBLIC_KEY_RE,
   ARMORED_PUBLIC_KEY_RULE,
   CRON_ENV_KEY_RE,
@@ -223,7 +225,7 @@ const SYSTEM_TYPES = {
  * A blob (docs/modules.md, "Blobs"), named literally: the state service ships it to the agent
  * before an apply, so the upload checks that it is stored (unknown_blob).
  */
-const blobDigest = z.string().regex(BLOB_DIGEST, "must be a blob digest: sha256: and 64 lowercase hex digits");
+const blobDigest = z.string().refine((s) => BLOB_DIGEST.test(s) || isBundleRef(s), `must be ${BUNDLE_REF_RULE}`);
 const contentOrSource = (r: { content?: string | undefined; source?: string | undefined }, ctx: z.RefinementCtx) => {
   if (r.content !== undefined && r.source !== undefined)
     ctx.addIssue({ code: "custom", path: ["source"], message: "give content or source, not both" });
@@ -236,10 +238,24 @@ export const RESOURCE_TYPES = {
       path: absPath,
       content: text.optional(),
       source: blobDigest.optional(),
+      /** Version 2: the source is a text template, rendered per agent like `content` (module/template-files.ts). */
+      template: z.boolean().optional(),
       state: oneOf(["present", "absent"]).optional(),
       ...owned,
     })
-    .superRefine(contentOrSource),
+    .superRefine(contentOrSource)
+    .refine((r) => !r.template || r.source !== undefined, {
+      message: "template: true renders a source: give one",
+      path: ["template"],
+    }),
+  /** A blob (tar, tar.gz or zip) extracted into a directory; the agent reads it with @orch/kit/archive. */
+  archive: z.strictObject({
+    path: absPath.refine((s) => s.replace(/\/+$/, "") !== "", "must not be /"),
+    source: blobDigest,
+    owner: nonEmpty.optional(),
+    group: nonEmpty.optional(),
+    clean: bool.optional(),
+  }),
   directory: z.strictObject({
     path: absPath,
     state: oneOf(["present", "absent"]).optional(),
@@ -377,6 +393,7 @@ export type ResourceType = keyof typeof RESOURCE_TYPES;
  */
 export const ARGUMENT_FIELDS: Readonly<Record<ResourceType, readonly string[]>> = {
   file: ["owner", "group"],
+  archive: ["owner", "group"],
   directory: ["owner", "group"],
   symlink: [],
   exec: ["command", "onlyif", "unless"],
@@ -402,6 +419,7 @@ export const ARGUMENT_FIELDS: Readonly<Record<ResourceType, readonly string[]>> 
  */
 export const PATH_FIELDS: Readonly<Record<ResourceType, readonly string[]>> = {
   file: ["path"],
+  archive: ["path"],
   directory: ["path"],
   symlink: ["path", "target"],
   exec: ["creates", "cwd"],
@@ -473,8 +491,19 @@ export interface ParsedModule {
   /** Declared parameters (version 2; empty for version 1). */
   parameters: Record<string, ParameterDecl>;
   resources: ModuleResource[];
-  /** The blobs its file resources name (`source:`), each where it is written, for unknown_blob. */
+  /** The blobs its file and archive resources name (`source:`), each where it is written, for unknown_blob. */
   blobs: BlobRef[];
+  /**
+   * Version 2: `template: true` file sources, not yet read. Each is read from its blob, checked and
+   * turned into the resource's `content` before the module renders (module/template-files.ts).
+   */
+  templateFiles: TemplateFileRef[];
+}
+
+/** A `file` with `source:` and `template: true`: where, and the source as written (files/… or a digest). */
+export interface TemplateFileRef extends BlobRef {
+  resource: number;
+  source: string;
 }
 
 /** A `source:` digest in a module, and where. */

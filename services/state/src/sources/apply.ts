@@ -71,6 +71,7 @@ const moduleRow = ({ a }: Writing, m: TreeModule): ModuleRow => ({
   source: a.source,
   source_commit: a.commit,
   removed_from_source: false,
+  files: null,
 });
 
 async function writeModules(w: Writing): Promise<void> {

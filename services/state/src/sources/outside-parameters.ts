@@ -28,7 +28,7 @@ export async function outsideParameterErrors(
   const catalog = new Map(
     (others.length ? await modulesDb.getMany(db, others) : []).map((r) => [
       r.name,
-      cache.parse(r.name, r.sha256, r.content).parameters,
+      cache.parse(r.name, r.sha256, r.content, r.files).parameters,
     ]),
   );
   const errors: SourceFileErrorRow[] = [];
