@@ -11,7 +11,7 @@
  * process (state, agents, sim, postgres backends of the bench database, nats-server), statements
  * each service sent and NATS messages, per operation. Goals: 500 agents applied in < 1.5 s, and at
  * least 1,000 operations/s at larger sizes (10,000 agents in < 10 s). Raw figures go to bench/results/.
- * ORCH_BENCH_NODE_OPTIONS is passed to the services (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+ * ORCH_BENCH_NODE_OPTIONS are node flags for the services (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
  * `--template-loop` makes the module version 2 (docs/modules.md, Templates (version 2)): its first
  * file renders a loop over a 50-item list from the `defaults` value set, and the bench prints the
  * render CPU per agent (lib/render-cpu.ts).
@@ -73,7 +73,9 @@ async function startService(
 ) {
   const output: string[] = [];
   const countFile = join(tmpdir(), `orch-bench-${name}-${process.pid}.count`);
-  const child = spawn(process.execPath, [`${ROOT}services/${name}/dist/main.js`], {
+  // On node's command line, not in NODE_OPTIONS, which refuses flags such as --cpu-prof.
+  const flags = (process.env.ORCH_BENCH_NODE_OPTIONS ?? "").split(/\s+/).filter(Boolean);
+  const child = spawn(process.execPath, [...flags, `${ROOT}services/${name}/dist/main.js`], {
     env: {
       ...process.env,
       NATS_URL: nats.url,
@@ -81,7 +83,7 @@ async function startService(
       ORCH_HEALTH_PORT: "0",
       ORCH_HEALTH_HOST: "127.0.0.1",
       ORCH_LOG_LEVEL: "warn",
-      ...countingEnv(countFile, process.env.ORCH_BENCH_NODE_OPTIONS ?? ""),
+      ...countingEnv(countFile),
       ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],

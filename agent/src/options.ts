@@ -6,6 +6,7 @@ import { JOIN_TOKEN_RE, parseFingerprint } from "@orch/contracts";
 import type { LinkTrust } from "./link/trust.js";
 import { DEFAULT_CRON_DIR } from "./state/providers/cron.js";
 import { validHostPort } from "./host-port.js";
+import { DEFAULT_BLOB_CACHE_MAX_BYTES } from "./blobs/evict.js";
 
 export const DEFAULT_DATA_DIR = "/var/lib/orch-agent";
 export const DEFAULT_DISCOVERY_PORT = 7444;
@@ -39,6 +40,8 @@ export const USAGE = `usage: orch-agent [--server host:port | --discover] [optio
   --shell PATH              allowed terminal shell, repeatable; first is the default
                             (default /bin/bash if present, else /bin/sh)  ORCH_AGENT_SHELLS=a:b
   --cron-dir DIR            where cron resources are written (${DEFAULT_CRON_DIR})  ORCH_AGENT_CRON_DIR
+  --blob-cache-max-bytes N  cap on the blob cache, least recently used evicted first
+                            (${DEFAULT_BLOB_CACHE_MAX_BYTES} = 4 GiB; 0 = no cap)  ORCH_AGENT_BLOB_CACHE_MAX_BYTES
   --log-level LEVEL         debug|info|warn|error (info)          ORCH_AGENT_LOG_LEVEL
   --packages-url URL        where upgrades download releases (the server's /install)
                                                                   ORCH_AGENT_PACKAGES_URL
@@ -54,7 +57,8 @@ export class UsageError extends Error {}
 const truthy = (v: string | undefined) => v !== undefined && /^(1|true|yes|on)$/i.test(v.trim());
 
 function num(name: string, raw: string, min: number, max: number, integer: boolean): number {
-  const n = Number(raw);
+  // Number("") is 0: a blank value must not pass as one.
+  const n = raw.trim() === "" ? Number.NaN : Number(raw);
   if (!Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n)))
     throw new UsageError(
       `${name} must be ${integer ? "an integer" : "a number"} between ${min} and ${max}, got ${JSON.stringify(raw)}`,
@@ -83,6 +87,7 @@ function readFlags(argv: string[]) {
         insecure: { type: "boolean" },
         shell: { type: "string", multiple: true },
         "cron-dir": { type: "string" },
+        "blob-cache-max-bytes": { type: "string" },
         "log-level": { type: "string" },
         "packages-url": { type: "string" },
         "release-key": { type: "string" },
@@ -135,6 +140,13 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): DaemonOpti
   const cronDir = values["cron-dir"] ?? env.ORCH_AGENT_CRON_DIR ?? DEFAULT_CRON_DIR;
   if (!cronDir.startsWith("/"))
     throw new UsageError(`--cron-dir must be an absolute path, got ${JSON.stringify(cronDir)}`);
+  const blobCacheMaxBytes = num(
+    "--blob-cache-max-bytes",
+    values["blob-cache-max-bytes"] ?? (env.ORCH_AGENT_BLOB_CACHE_MAX_BYTES || String(DEFAULT_BLOB_CACHE_MAX_BYTES)),
+    0,
+    Number.MAX_SAFE_INTEGER,
+    true,
+  );
   const logLevel = values["log-level"] ?? env.ORCH_AGENT_LOG_LEVEL ?? "info";
   if (!isLogLevel(logLevel))
     throw new UsageError(`--log-level must be debug, info, warn or error, got ${JSON.stringify(logLevel)}`);
@@ -162,6 +174,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): DaemonOpti
     metricsListen,
     trust,
     cronDir,
+    blobCacheMaxBytes,
     logLevel,
   };
 }

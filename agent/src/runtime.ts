@@ -40,6 +40,8 @@ export interface AgentOptions {
   metricsIntervalSeconds: number;
   /** How the server is authenticated (agent/src/link/trust.ts). */
   trust: LinkTrust;
+  /** Cap on the blob cache's bytes, 0 = none (default 4 GiB: agent/src/blobs/evict.ts). */
+  blobCacheMaxBytes?: number | undefined;
   /** Directory of `cron` resources' files (default /etc/cron.d). */
   cronDir?: string | undefined;
   /** Join token presented in every Hello until the agent is approved (a secret: never logged). */

@@ -1,6 +1,13 @@
 import t from "tap";
 import type { ModuleInfo } from "@orch/client";
-import { MODULE_COLUMNS, moduleContent, moduleFields, moduleRows, uploadedLine } from "../src/format/modules.js";
+import {
+  MODULE_COLUMNS,
+  moduleContent,
+  moduleFields,
+  moduleFileLines,
+  moduleRows,
+  uploadedLine,
+} from "../src/format/modules.js";
 import { formatTable } from "../src/output.js";
 
 const nginx = {
@@ -12,7 +19,11 @@ const nginx = {
   uploaded_by: "01J00000000000000000000ALC",
   uploaded_by_name: "alice",
   content: "name: nginx\nresources: []\n",
-} as ModuleInfo;
+  files: [],
+  source: null,
+  commit: null,
+  removed_from_source: false,
+} satisfies ModuleInfo;
 
 t.test("unit: modules table, and an empty one", async (t) => {
   t.equal(
@@ -41,4 +52,13 @@ t.test("unit: module fields, content without its last newline, upload line", asy
   t.equal(moduleContent(nginx), "name: nginx\nresources: []");
   t.equal(uploadedLine(nginx), "Uploaded module nginx (3 resources, sha256 0123456789ab)");
   t.equal(uploadedLine({ ...nginx, resource_count: 1 }), "Uploaded module nginx (1 resource, sha256 0123456789ab)");
+});
+
+t.test("unit: a bundle's files: counted in the fields, one line each", async (t) => {
+  const digest = `sha256:${"ab".repeat(32)}`;
+  const bundle = { ...nginx, files: [{ path: "files/bin/app", digest, size: 1048576 }] };
+  t.same(moduleFields(bundle).at(-1), ["files", 1]);
+  t.same(moduleFileLines(bundle), [`files/bin/app  1048576 bytes  ${digest}`]);
+  t.same(moduleFileLines(nginx), [], "a YAML module has none");
+  t.equal(moduleFields(nginx).length, 6, "and no files field");
 });

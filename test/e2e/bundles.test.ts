@@ -272,3 +272,50 @@ t.test("over the size limit: 413 before the body is read", async (t) => {
   t.equal(huge.status, 413);
   t.equal(huge.body.code, "bundle_too_large");
 });
+
+t.test("a templated source resolves per agent through the bundle; a file it lacks fails before sending", async (t) => {
+  const root = join(dir, "flavors");
+  mkdirSync(join(root, "files", "bin"), { recursive: true });
+  const other = randomBytes(4096);
+  writeFileSync(join(root, "files", "bin", "tool"), tool);
+  writeFileSync(join(root, "files", "bin", "other"), other);
+  const yaml = (flavor: string) =>
+    [
+      "version: 2",
+      "name: flavors",
+      "parameters:",
+      `  flavor: { type: string, default: ${flavor} }`,
+      "resources:",
+      "  - id: bin",
+      "    type: file",
+      `    path: ${out}/flavor.bin`,
+      '    source: "files/bin/{{ parameters.flavor }}"',
+      "",
+    ].join("\n");
+  const applyFlavors = () => must(api("POST", "/agents/web-1/apply?wait=60", { modules: ["flavors"] }), 200);
+  writeFileSync(join(root, "module.yaml"), yaml("other"));
+  const pushed = await orchctl(["modules", "push", root]);
+  t.equal(pushed.code, 0, pushed.stderr);
+  const ok = await applyFlavors();
+  t.equal(ok.status, "succeeded", JSON.stringify(ok.results));
+  t.equal(digestOf(readFileSync(join(out, "flavor.bin"))), digestOf(other));
+
+  writeFileSync(join(root, "module.yaml"), yaml("nope"));
+  t.equal((await orchctl(["modules", "push", root])).code, 0);
+  const bad = await applyFlavors();
+  t.equal(bad.status, "failed");
+  t.match(
+    JSON.stringify(bad),
+    /flavors\/bin: source rendered to \\"files\/bin\/nope\\", which is not a file of the module's bundle/,
+  );
+  t.equal(digestOf(readFileSync(join(out, "flavor.bin"))), digestOf(other), "the file is as it was");
+
+  const literal = await api("POST", "/modules", {
+    name: "flavors",
+    content: yaml("x")
+      .replace("version: 2", "version: 1")
+      .replace(/parameters:\n.*\n/, ""),
+  });
+  t.equal(literal.body.code, "invalid_module");
+  t.match(literal.body.detail, /a templated source needs version: 2/);
+});

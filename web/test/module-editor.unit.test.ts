@@ -2,6 +2,7 @@ import t from "tap";
 import { Text } from "@codemirror/state";
 import { ApiError } from "@orch/client";
 import { toDiagnostics } from "../src/editor/diagnostics.js";
+import { shortDigest } from "../src/lib/digest.js";
 import { moduleNameOf, MODULE_TEMPLATE, nameLineOf, yamlProblemOf } from "../src/pages/modules/yaml-source.js";
 
 const problem = (extra: Record<string, unknown>) =>
@@ -63,4 +64,29 @@ t.test("diagnostics cover the named line from the column", async (t) => {
   const [beyond] = toDiagnostics(doc, [{ line: 40, message: "m" }]);
   t.equal(beyond!.from, doc.line(4).from, "a line beyond the document marks the last line");
   t.same(toDiagnostics(doc, []), []);
+});
+
+t.test("a bundle file's digest is shortened to 12 hex digits", async (t) => {
+  const hex = "0123456789abcdef".repeat(4);
+  t.equal(shortDigest(`sha256:${hex}`), "sha256:0123456789ab…");
+  t.equal(shortDigest("sha256:0123"), "sha256:0123", "already short");
+  t.equal(shortDigest("x".repeat(30)), `${"x".repeat(19)}…`, "an unknown form is cut");
+  t.equal(shortDigest("odd"), "odd");
+});
+
+t.test("a refusal of an agent's own values points at the line the API named", async (t) => {
+  const refusal = new ApiError({
+    type: "about:blank",
+    title: "Bad Request",
+    status: 400,
+    detail: "invalid YAML at line 3: Flow sequence in block collection must end with a ]",
+    code: "invalid_values",
+    field: "content",
+    line: 3,
+  });
+  t.same(yamlProblemOf(refusal, "a: 1\nb: [2\nc: 3\n"), {
+    line: 3,
+    column: undefined,
+    message: refusal.problem.detail,
+  });
 });

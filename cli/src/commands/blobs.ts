@@ -1,4 +1,4 @@
-/** orchctl blobs put <file> | list | show <digest> */
+/** orchctl blobs put <file> | list | show <digest> | rm <digest> */
 import type { Command } from "commander";
 import { unwrap } from "@orch/client";
 import { action } from "../context.js";
@@ -54,7 +54,20 @@ const show: Sub = (blobs, io) =>
       }),
     );
 
+const remove: Sub = (blobs, io) =>
+  blobs
+    .command("rm")
+    .alias("remove")
+    .description("delete a blob (admin; refused while a module, or a version of one still kept, names it)")
+    .argument("<digest>", "sha256:<64 hex digits>")
+    .action(
+      action(io, async (ctx, digest: string) => {
+        unwrap(await ctx.api.DELETE("/api/v1/blobs/{digest}", { params: { path: { digest } } }));
+        ctx.out.result({ removed: true, digest }, () => ctx.out.line(`Deleted blob ${digest}`));
+      }),
+    );
+
 export function register(program: Command, io: CliIO): void {
   const blobs = program.command("blobs").description("content-addressed files that modules name as `source:`");
-  for (const sub of [put, list, show]) sub(blobs, io);
+  for (const sub of [put, list, show, remove]) sub(blobs, io);
 }

@@ -5,7 +5,14 @@ import type { Command } from "commander";
 import { unwrap } from "@orch/client";
 import { action } from "../context.js";
 import { CliError } from "../errors.js";
-import { MODULE_COLUMNS, moduleContent, moduleFields, moduleRows, uploadedLine } from "../format/modules.js";
+import {
+  MODULE_COLUMNS,
+  moduleContent,
+  moduleFields,
+  moduleFileLines,
+  moduleRows,
+  uploadedLine,
+} from "../format/modules.js";
 import type { CliIO } from "../output.js";
 import { listCommand } from "../list-command.js";
 import { isArchiveFile, pushBundle } from "./module-bundle.js";
@@ -77,6 +84,11 @@ const show: Sub = (mods, io) =>
           ctx.out.fields(moduleFields(m));
           ctx.out.line("");
           ctx.out.line(moduleContent(m));
+          const files = moduleFileLines(m);
+          if (files.length) {
+            ctx.out.line("");
+            for (const l of files) ctx.out.line(l);
+          }
         });
       }),
     );

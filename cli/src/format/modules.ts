@@ -20,8 +20,13 @@ export function moduleFields(m: ModuleInfo): [string, unknown][] {
     ["uploaded_at", isoSeconds(m.uploaded_at)],
     ["uploaded_by", uploadedBy(m)],
     ["sha256", m.sha256],
+    ...(m.files.length ? ([["files", m.files.length]] as [string, unknown][]) : []),
   ];
 }
+
+/** A bundle's files, one line each: path, size, digest (empty for a YAML module). */
+export const moduleFileLines = (m: Pick<ModuleInfo, "files">) =>
+  m.files.map((f) => `${f.path}  ${f.size} bytes  ${f.digest}`);
 
 /** The module's YAML as one block without its final newline. */
 export const moduleContent = (m: ModuleInfo) => (m.content ?? "").replace(/\n$/, "");

@@ -489,6 +489,12 @@ export const ERROR_CATALOGUE = {
     meaning: "A blob digest is not `sha256:` followed by 64 lowercase hex digits.",
   },
   blob_not_found: { status: 404, grpc: "NOT_FOUND", meaning: "No blob with this digest is stored." },
+  blob_in_use: {
+    status: 409,
+    grpc: "FAILED_PRECONDITION",
+    meaning:
+      "The blob is named by a module, or by a module version still kept for snapshots and drift checks (`modules` lists up to five): change or delete those modules first; an old version is kept until no snapshot uses it.",
+  },
   unknown_blob: {
     status: 400,
     grpc: "INVALID_ARGUMENT",

@@ -81,6 +81,11 @@ export const EVENT_TYPES = {
     severity: "info",
     description: "A content-addressed blob (a module file source) was uploaded and verified against its digest.",
   },
+  "blob.deleted": {
+    severity: "info",
+    description:
+      "A blob was deleted, by an admin or by the collector of blobs no module names (actor `system:blob-gc`, metadata `reason: unreferenced`).",
+  },
   "source.created": { severity: "info", description: "A git source of modules and assignments was registered." },
   "source.deleted": {
     severity: "warning",

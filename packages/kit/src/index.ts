@@ -150,3 +150,4 @@ export {
 export { registerConsumerMetrics } from "./metrics/jetstream.js";
 export { createMetricsRegistry } from "./health.js";
 export type { Registry as MetricsRegistry } from "prom-client";
+export { chunked } from "./rechunk.js";

@@ -1,5 +1,5 @@
 import t from "tap";
-import { chunked } from "../src/routes/blob-upload.js";
+import { chunked } from "@orch/kit";
 
 async function cut(pieces: Array<Buffer | string>, size: number): Promise<number[]> {
   const out: number[] = [];

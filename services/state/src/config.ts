@@ -53,6 +53,11 @@ export const stateConfigSchema = baseConfigSchema.extend({
         .default(1024 ** 3),
       /** An upload no chunk has reached for this long was cut off: the sweeper drops it and its chunks. */
       blob_upload_stale_seconds: z.number().int().min(10).max(86_400).default(3600),
+      /**
+       * A blob no module and no kept module version names is deleted once it was stored this long
+       * ago (hourly, blobs/sweep.ts): long enough for the module that will name it to be uploaded.
+       */
+      blob_gc_grace_seconds: z.number().int().min(60).max(31_536_000).default(604_800),
       /** Timeout of one git command (fetch, ls-tree, cat-file). */
       sources_git_timeout_ms: z.number().int().min(1000).max(600_000).default(60_000),
       /** Sync period of a source created without interval_s. */

@@ -13,7 +13,7 @@ import { createProgressPublisher } from "./engine/progress.js";
 import { createRunner } from "./engine/runner.js";
 import { SWEEP_JOB, sweep, sweepStale } from "./engine/sweep.js";
 import { blobHandlers } from "./blobs/handlers.js";
-import { sweepUploads } from "./blobs/sweep.js";
+import { BLOB_GC_INTERVAL_MS, collectBlobs, sweepUploads } from "./blobs/sweep.js";
 import { assignmentHandlers } from "./handlers/assignments.js";
 import { commandHandlers } from "./handlers/commands.js";
 import { driftHandlers } from "./handlers/drift.js";
@@ -70,7 +70,11 @@ export async function createStateService(deps: StateDeps): Promise<Service & { e
     await sync.syncDue();
   });
   const uploads = schedulePeriodic(deps, "state.blob-uploads", 60_000, () => sweepUploads(deps));
-  const stops = [() => sweeper.stop(), () => sources.stop(), () => uploads.stop()];
+  // Blobs no module names any more, once past their grace period (one replica per interval).
+  const blobGc = schedulePeriodic(deps, "state.blob-gc", BLOB_GC_INTERVAL_MS, async () => {
+    await collectBlobs(deps);
+  });
+  const stops = [() => sweeper.stop(), () => sources.stop(), () => uploads.stop(), () => blobGc.stop()];
   if (config.state.drift_interval_seconds > 0) {
     // Once per interval across all replicas, whichever replica's timer comes first.
     const drift = schedulePeriodic(deps, "state.drift", config.state.drift_interval_seconds * 1000, async () => {

@@ -5,6 +5,7 @@ import { api, unwrap } from "./client";
 
 export type { AgentValues, ValueSet, ValueSetPage };
 export type ValueSetBody = RequestBody<"/api/v1/values/{name}", "put">;
+export type AgentValuesBody = RequestBody<"/api/v1/agents/{node_id}/values", "put">;
 export type ValueOrigin = AgentValues["origins"][number];
 
 export const VALUE_SETS_PAGE_SIZE = 100;
@@ -56,5 +57,22 @@ export function useAgentValues(nodeId: string) {
     queryKey: [...KEY, "agent", nodeId],
     queryFn: async (): Promise<AgentValues> =>
       unwrap(await api.GET("/api/v1/agents/{node_id}/values", { params: { path: { node_id: nodeId } } })),
+  });
+}
+
+/**
+ * Replaces an agent's own values (the highest layer) with YAML text; "" clears them. The answer is
+ * the new merged view, cached at once; on success every values query is stale (a refusal changed
+ * nothing, and refetching then could turn a 404 into a page error under the message).
+ */
+export function usePutAgentValues(nodeId: string) {
+  const qc = useQueryClient();
+  return useMutation({
+    mutationFn: async (body: AgentValuesBody & { content: string }): Promise<AgentValues> =>
+      unwrap(await api.PUT("/api/v1/agents/{node_id}/values", { params: { path: { node_id: nodeId } }, body })),
+    onSuccess: (merged) => {
+      qc.setQueryData([...KEY, "agent", nodeId], merged);
+      return qc.invalidateQueries({ queryKey: KEY });
+    },
   });
 }

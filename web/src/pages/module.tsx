@@ -1,7 +1,8 @@
 /**
- * One module (/modules/:name): its YAML (highlighted, read-only, with line numbers), what it is, the
- * assignments that use it, and its upload history. Operators and admins may upload a new version or
- * delete it (the API refuses deleting a module an assignment still uses, and says which).
+ * One module (/modules/:name): its YAML (highlighted, read-only, with line numbers), a bundle's
+ * files, what it is, the assignments that use it, and its upload history. Operators and admins may
+ * upload a new version or delete it (the API refuses deleting a module an assignment still uses,
+ * and says which).
  */
 import { Suspense } from "react";
 import { Link, useLocation, useParams } from "wouter";
@@ -9,6 +10,7 @@ import { useAssignments } from "../api/assignments";
 import { type ModuleInfo, useDeleteModule, useModule } from "../api/modules";
 import { YamlEditor } from "../editor";
 import { Banner, DeleteWithConfirm, Loading, Page, QueryStatus, Section, Time } from "../ui";
+import { BundleFiles } from "./modules/bundle-files";
 import { VersionHistory } from "./modules/version-history";
 import "./pages.css";
 import { ManagedByBanner, ownerOf } from "./sources/managed-by";
@@ -89,6 +91,7 @@ function ModuleBody({ module: m }: { module: ModuleInfo }) {
           <YamlEditor value={m.content} label={`${m.name} YAML`} readOnly />
         </Suspense>
       </Section>
+      <BundleFiles files={m.files} />
       <VersionHistory name={m.name} currentSha256={m.sha256} />
     </>
   );

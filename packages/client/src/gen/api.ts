@@ -1005,7 +1005,13 @@ export interface paths {
          */
         put: operations["putBlobsDigest"];
         post?: never;
-        delete?: never;
+        /**
+         * Delete a blob no module names
+         * @description Removes the blob and its bytes. Refused with 409 `blob_in_use` while a module, or a module version still kept for snapshots and drift checks, names it: in its YAML (`source: sha256:…`) or in its bundle's files (the problem lists up to five modules). Blobs nothing names are also deleted by the state service on their own once older than `state.blob_gc_grace_seconds` (7 days by default).
+         *
+         *     Requires the admin role.
+         */
+        delete: operations["deleteBlobsDigest"];
         options?: never;
         head?: never;
         patch?: never;
@@ -2160,7 +2166,7 @@ export interface components {
              * @description stable machine-readable error code; `x-error-catalogue` (and docs/errors.md) gives each one's status
              * @enum {string}
              */
-            code: "admin_cannot_be_scoped" | "admin_required" | "agent_busy" | "agent_disconnected" | "agent_not_approved" | "agent_not_connected" | "agent_not_found" | "agent_not_rejected" | "agent_packages_unavailable" | "agent_timeout" | "agent_version_not_found" | "already_exists" | "assignment_exists" | "assignment_not_found" | "blob_digest_mismatch" | "blob_not_found" | "blob_size_mismatch" | "blob_too_large" | "body_too_large" | "bundle_too_large" | "bus_permission_denied" | "bus_unavailable" | "channel_credentials_unavailable" | "channel_exists" | "channel_not_found" | "channel_type_immutable" | "console_unavailable" | "csrf_token_invalid" | "cyclic_requires" | "database_unavailable" | "deadline_exceeded" | "discovery_failed" | "discovery_port_not_allowed" | "discovery_target_not_allowed" | "discovery_target_refused" | "drift_not_found" | "duplicate_resource" | "duplicate_resource_id" | "expires_at_in_past" | "expiry_extension_requires_admin" | "failed_precondition" | "headers_too_large" | "idempotency_key_in_flight" | "idempotency_key_reused" | "idempotency_store_unavailable" | "internal" | "invalid_argument" | "invalid_batch" | "invalid_bundle" | "invalid_channel_type" | "invalid_characters" | "invalid_chunk" | "invalid_command" | "invalid_config" | "invalid_cursor" | "invalid_description" | "invalid_digest" | "invalid_encoding" | "invalid_expires_at" | "invalid_filter" | "invalid_idempotency_key" | "invalid_json" | "invalid_limit" | "invalid_login_code" | "invalid_max_uses" | "invalid_mode" | "invalid_module" | "invalid_name" | "invalid_name_prefix" | "invalid_node_id" | "invalid_nonce" | "invalid_parameter" | "invalid_passkey" | "invalid_passkey_response" | "invalid_payload" | "invalid_public_key" | "invalid_range" | "invalid_ref" | "invalid_request" | "invalid_resource" | "invalid_restriction" | "invalid_retention" | "invalid_selector" | "invalid_session_id" | "invalid_signature" | "invalid_signature_format" | "invalid_since" | "invalid_source" | "invalid_status" | "invalid_tag_key" | "invalid_tag_value" | "invalid_target" | "invalid_template" | "invalid_ticket" | "invalid_timeout" | "invalid_timestamp" | "invalid_token" | "invalid_ttl" | "invalid_until" | "invalid_url" | "invalid_value" | "invalid_values" | "invalid_version" | "invalid_webauthn_challenge" | "invalid_webhook" | "invalid_window" | "invalid_yaml" | "join_token_not_found" | "last_admin" | "login_code_expired" | "malformed_request" | "managed_by_source" | "method_not_allowed" | "missing_parameter" | "module_breaks_assignments" | "module_in_use" | "module_not_found" | "module_too_large" | "name_immutable" | "name_mismatch" | "name_required" | "name_taken" | "no_metrics" | "no_shell_configured" | "no_snapshot" | "not_found" | "nothing_to_update" | "notification_not_found" | "operation_not_found" | "operator_exists" | "operator_not_found" | "operator_required" | "origin_not_allowed" | "passkey_exists" | "passkey_not_found" | "passkeys_unavailable" | "permission_denied" | "public_key_in_use" | "rate_limited" | "release_signing_unavailable" | "request_timeout" | "resource_exhausted" | "restriction_widening_requires_admin" | "route_not_found" | "run_finished" | "run_not_found" | "secret_exists" | "secret_expired" | "secret_in_argument" | "secret_in_path" | "secret_in_values" | "secret_key_unavailable" | "secret_not_found" | "secret_not_permitted" | "secret_undecryptable" | "service_unavailable" | "session_exists" | "session_not_found" | "session_not_open" | "shell_not_allowed" | "shell_not_found" | "source_exists" | "source_keys_unset" | "source_not_found" | "source_ref_not_found" | "source_unreachable" | "source_url_not_allowed" | "tag_not_found" | "terminal_disabled" | "ticket_expired" | "ticket_operator_mismatch" | "ticket_required" | "timeout" | "too_deep" | "too_many_sessions" | "too_many_tags" | "transcript_not_found" | "unauthenticated" | "unavailable" | "unknown_blob" | "unknown_bundle_file" | "unknown_method" | "unknown_operator" | "unknown_parameter" | "unknown_requirement" | "unknown_requires" | "unknown_resource_type" | "unsafe_bundle_path" | "unsupported_media_type" | "upgrade_required" | "upload_not_found" | "uri_too_long" | "value_set_not_found" | "value_set_scoped_operator" | "value_too_large" | "values_too_large" | "webhook_signature_invalid" | "window_not_found";
+            code: "admin_cannot_be_scoped" | "admin_required" | "agent_busy" | "agent_disconnected" | "agent_not_approved" | "agent_not_connected" | "agent_not_found" | "agent_not_rejected" | "agent_packages_unavailable" | "agent_timeout" | "agent_version_not_found" | "already_exists" | "assignment_exists" | "assignment_not_found" | "blob_digest_mismatch" | "blob_in_use" | "blob_not_found" | "blob_size_mismatch" | "blob_too_large" | "body_too_large" | "bundle_too_large" | "bus_permission_denied" | "bus_unavailable" | "channel_credentials_unavailable" | "channel_exists" | "channel_not_found" | "channel_type_immutable" | "console_unavailable" | "csrf_token_invalid" | "cyclic_requires" | "database_unavailable" | "deadline_exceeded" | "discovery_failed" | "discovery_port_not_allowed" | "discovery_target_not_allowed" | "discovery_target_refused" | "drift_not_found" | "duplicate_resource" | "duplicate_resource_id" | "expires_at_in_past" | "expiry_extension_requires_admin" | "failed_precondition" | "headers_too_large" | "idempotency_key_in_flight" | "idempotency_key_reused" | "idempotency_store_unavailable" | "internal" | "invalid_argument" | "invalid_batch" | "invalid_bundle" | "invalid_channel_type" | "invalid_characters" | "invalid_chunk" | "invalid_command" | "invalid_config" | "invalid_cursor" | "invalid_description" | "invalid_digest" | "invalid_encoding" | "invalid_expires_at" | "invalid_filter" | "invalid_idempotency_key" | "invalid_json" | "invalid_limit" | "invalid_login_code" | "invalid_max_uses" | "invalid_mode" | "invalid_module" | "invalid_name" | "invalid_name_prefix" | "invalid_node_id" | "invalid_nonce" | "invalid_parameter" | "invalid_passkey" | "invalid_passkey_response" | "invalid_payload" | "invalid_public_key" | "invalid_range" | "invalid_ref" | "invalid_request" | "invalid_resource" | "invalid_restriction" | "invalid_retention" | "invalid_selector" | "invalid_session_id" | "invalid_signature" | "invalid_signature_format" | "invalid_since" | "invalid_source" | "invalid_status" | "invalid_tag_key" | "invalid_tag_value" | "invalid_target" | "invalid_template" | "invalid_ticket" | "invalid_timeout" | "invalid_timestamp" | "invalid_token" | "invalid_ttl" | "invalid_until" | "invalid_url" | "invalid_value" | "invalid_values" | "invalid_version" | "invalid_webauthn_challenge" | "invalid_webhook" | "invalid_window" | "invalid_yaml" | "join_token_not_found" | "last_admin" | "login_code_expired" | "malformed_request" | "managed_by_source" | "method_not_allowed" | "missing_parameter" | "module_breaks_assignments" | "module_in_use" | "module_not_found" | "module_too_large" | "name_immutable" | "name_mismatch" | "name_required" | "name_taken" | "no_metrics" | "no_shell_configured" | "no_snapshot" | "not_found" | "nothing_to_update" | "notification_not_found" | "operation_not_found" | "operator_exists" | "operator_not_found" | "operator_required" | "origin_not_allowed" | "passkey_exists" | "passkey_not_found" | "passkeys_unavailable" | "permission_denied" | "public_key_in_use" | "rate_limited" | "release_signing_unavailable" | "request_timeout" | "resource_exhausted" | "restriction_widening_requires_admin" | "route_not_found" | "run_finished" | "run_not_found" | "secret_exists" | "secret_expired" | "secret_in_argument" | "secret_in_path" | "secret_in_values" | "secret_key_unavailable" | "secret_not_found" | "secret_not_permitted" | "secret_undecryptable" | "service_unavailable" | "session_exists" | "session_not_found" | "session_not_open" | "shell_not_allowed" | "shell_not_found" | "source_exists" | "source_keys_unset" | "source_not_found" | "source_ref_not_found" | "source_unreachable" | "source_url_not_allowed" | "tag_not_found" | "terminal_disabled" | "ticket_expired" | "ticket_operator_mismatch" | "ticket_required" | "timeout" | "too_deep" | "too_many_sessions" | "too_many_tags" | "transcript_not_found" | "unauthenticated" | "unavailable" | "unknown_blob" | "unknown_bundle_file" | "unknown_method" | "unknown_operator" | "unknown_parameter" | "unknown_requirement" | "unknown_requires" | "unknown_resource_type" | "unsafe_bundle_path" | "unsupported_media_type" | "upgrade_required" | "upload_not_found" | "uri_too_long" | "value_set_not_found" | "value_set_scoped_operator" | "value_too_large" | "values_too_large" | "webhook_signature_invalid" | "window_not_found";
             detail: string;
             request_id?: string;
             status: number;
@@ -6696,6 +6702,75 @@ export interface operations {
             };
             /** @description problem codes: blob_too_large */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteBlobsDigest: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /** @description `sha256:` and 64 lowercase hex digits */
+                digest: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success, no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem codes: invalid_digest, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: blob_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: blob_in_use, idempotency_key_reused, idempotency_key_in_flight */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,6 +1,6 @@
 import { Readable } from "node:stream";
 import type { Blob, StateService } from "@orch/contracts";
-import { invalid, type CallOptions, type Client } from "@orch/kit";
+import { chunked, invalid, type CallOptions, type Client } from "@orch/kit";
 
 /** What a streamed upload came to: the blob, and whether this request stored it. */
 export interface UploadResult {
@@ -58,28 +58,6 @@ async function discardBody(body: Readable, size: number): Promise<void> {
     if (bytes > size)
       throw invalid("blob_size_mismatch", `the body is longer than the stored blob's ${size} bytes`, { size });
   }
-}
-
-/** The stream re-cut into pieces of exactly `size` bytes (the last one shorter). */
-export async function* chunked(body: AsyncIterable<Buffer | string>, size: number): AsyncGenerator<Buffer> {
-  let parts: Buffer[] = [];
-  let held = 0;
-  for await (const piece of body) {
-    let buf = typeof piece === "string" ? Buffer.from(piece) : piece;
-    while (held + buf.length >= size) {
-      const take = size - held;
-      parts.push(buf.subarray(0, take));
-      yield Buffer.concat(parts, size);
-      buf = buf.subarray(take);
-      parts = [];
-      held = 0;
-    }
-    if (buf.length) {
-      parts.push(buf);
-      held += buf.length;
-    }
-  }
-  if (held) yield Buffer.concat(parts, held);
 }
 
 /** The request's Content-Length, or -1 for a chunked body. */

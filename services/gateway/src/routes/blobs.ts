@@ -78,6 +78,24 @@ export function blobRoutes(ctx: GatewayContext) {
       },
     }),
     route({
+      method: "DELETE",
+      path: "/api/v1/blobs/{digest}",
+      auth: "admin",
+      summary: "Delete a blob no module names",
+      description: [
+        "Removes the blob and its bytes.",
+        "Refused with 409 `blob_in_use` while a module, or a module version still kept for snapshots and drift checks, names it: in its YAML (`source: sha256:…`) or in its bundle's files (the problem lists up to five modules).",
+        "Blobs nothing names are also deleted by the state service on their own once older than `state.blob_gc_grace_seconds` (7 days by default).",
+      ].join(" "),
+      tags: ["blobs"],
+      params: DigestParam,
+      responses: { 204: null },
+      errors: { 400: ["invalid_digest"], 404: ["blob_not_found"], 409: ["blob_in_use"] },
+      async handler({ params, call }) {
+        await state.deleteBlob({ digest: params.digest }, call);
+      },
+    }),
+    route({
       method: "GET",
       path: "/api/v1/blobs/{digest}/content",
       auth: "operator",

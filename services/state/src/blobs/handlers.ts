@@ -2,6 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { BLOB_CHUNK_BYTES, type BlobSchema, type StateService } from "@orch/contracts";
 import { OrchError, invalid, keysetPage, notFound, pageCursor, pageLimit, type Actor, type Handlers } from "@orch/kit";
 import type { Engine } from "../engine/index.js";
+import { blobNotFound, deleteBlobHandler } from "./delete.js";
 import { checkDigest, hashChunks } from "./digest.js";
 import { blobsDb, uploadsDb, type BlobRow, type UploadRow } from "./tables.js";
 import { withUploadLocked } from "./upload-lock.js";
@@ -15,6 +16,7 @@ type BlobHandlers = Pick<
   | "getBlob"
   | "listBlobs"
   | "readBlobChunk"
+  | "deleteBlob"
 >;
 
 export const blobMsg = (b: BlobRow): MessageInitShape<typeof BlobSchema> => ({
@@ -25,10 +27,8 @@ export const blobMsg = (b: BlobRow): MessageInitShape<typeof BlobSchema> => ({
   createdByName: b.created_by_name,
 });
 
-const blobNotFound = (digest: string) => notFound("blob_not_found", `no blob ${digest} is stored`);
-
 /** INVALID_ARGUMENT on the bus; the gateway answers the catalogue's 413 (problem.ts). */
-const tooLarge = (max: number) =>
+export const tooLarge = (max: number) =>
   new OrchError("INVALID_ARGUMENT", "blob_too_large", `a blob may be at most ${max} bytes (state.blob_max_bytes)`, {
     max_bytes: max,
   });
@@ -56,10 +56,11 @@ function chunkRefusal(up: UploadRow, seq: number, size: number, max: number): Er
   return undefined;
 }
 
-export function blobHandlers({ deps }: Engine): BlobHandlers {
-  const { pool, clock, ids, events, config } = deps;
+export function blobHandlers(engine: Engine): BlobHandlers {
+  const { pool, clock, ids, events, config } = engine.deps;
   const max = config.state.blob_max_bytes;
   return {
+    deleteBlob: deleteBlobHandler(engine),
     async beginBlobUpload(req, ctx) {
       const digest = checkDigest(req.digest);
       const size = Number(req.size);

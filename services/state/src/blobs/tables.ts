@@ -48,6 +48,32 @@ export const blobsDb = {
     return r.rowCount === 1;
   },
 
+  /** The blob, locked until the transaction ends: a module write naming it (FOR KEY SHARE) waits, or waits for it. */
+  async lockForDelete(db: Queryable, digest: string): Promise<BlobRow | undefined> {
+    const r = await db.query<BlobRow>(`SELECT ${BLOB_COLS} FROM blobs WHERE digest = $1 FOR UPDATE`, [digest]);
+    return r.rows[0];
+  },
+
+  /** Those of `digests` stored before `before`, locked; one a module write holds right now is skipped. */
+  async lockOlder(db: Queryable, digests: readonly string[], before: number): Promise<BlobRow[]> {
+    const r = await db.query<BlobRow>(
+      `SELECT ${BLOB_COLS} FROM blobs WHERE digest = ANY($1) AND created_at < $2
+       ORDER BY digest FOR UPDATE SKIP LOCKED`,
+      [digests, before],
+    );
+    return r.rows;
+  },
+
+  /** Deletes the (locked) blobs with their chunks and the git objects mapped to them. */
+  async remove(db: Queryable, rows: readonly BlobRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    const digests = rows.map((b) => b.digest);
+    await db.query("DELETE FROM blobs WHERE digest = ANY($1)", [digests]);
+    await db.query("DELETE FROM blob_chunks WHERE content_id = ANY($1)", [rows.map((b) => b.content_id)]);
+    // A later sync of a source holding the same file streams it out of git and stores it again.
+    await db.query("DELETE FROM source_blob_digests WHERE digest = ANY($1)", [digests]);
+  },
+
   /** Chunks of `contentId` from chunk `fromSeq`, at most `limit`, in order. */
   async chunks(db: Queryable, contentId: string, fromSeq: number, limit: number): Promise<Buffer[]> {
     const r = await db.query<{ data: Buffer }>(
@@ -63,6 +89,8 @@ export const blobsDb = {
     contentId: string,
     offset: number,
   ): Promise<{ start: number; data: Buffer } | undefined> {
+    // Text results, bytea as hex: node-postgres's binary result mode reads fields as UTF-8 strings,
+    // which would corrupt any byte sequence that is not valid UTF-8.
     const r = await db.query<{ start: number; data: Buffer }>(
       `SELECT start::float8 AS start, data FROM blob_chunks
        WHERE content_id = $1 AND start <= $2 ORDER BY start DESC LIMIT 1`,

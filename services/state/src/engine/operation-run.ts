@@ -27,6 +27,7 @@ import {
 } from "./render.js";
 import { storeResults } from "./results.js";
 import { blobsOf, shipBlobs } from "./ship-blobs.js";
+import type { ChunkReads } from "../blobs/chunk-reads.js";
 import { sourcesOf } from "./snapshot-sources.js";
 
 /** What every operation of this replica shares. */
@@ -36,6 +37,8 @@ export interface OperationContext {
   cache: ModuleCache;
   ends: EndWriter;
   writes: OperationWrites;
+  /** Blob chunks read once for all the operations shipping them at the same time. */
+  chunks: ChunkReads;
 }
 
 /**
@@ -177,7 +180,7 @@ async function deliverBlobs(
   const digests = blobsOf(resources);
   if (digests.length === 0) return undefined;
   try {
-    const shipped = await shipBlobs(c.deps.pool, c.clients, agent.nodeId, digests, timeLeft);
+    const shipped = await shipBlobs(c.deps.pool, c.clients, agent.nodeId, digests, timeLeft, c.chunks);
     metric(c.deps.metrics, "orch_blob_bytes_sent_total").inc(shipped.bytes);
     if (shipped.blobs > 0)
       c.deps.log.info(

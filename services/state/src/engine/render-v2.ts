@@ -1,8 +1,9 @@
+import { BLOB_DIGEST, BLOB_SOURCE_TYPES, isBundleRef } from "@orch/contracts";
 import type { TemplateContext } from "../module/liquid/compile.js";
 import { moduleParameters, moduleReads, pick } from "../module/liquid/context.js";
 import { FieldTemplateError, renderSpec, specSecrets } from "../module/liquid/spec.js";
 import { formatPath } from "../module/parse.js";
-import { masker, TemplateError } from "../module/template.js";
+import { masker, TEMPLATE_MARK, TemplateError } from "../module/template.js";
 import type { ModuleResource } from "../module/types.js";
 import type { ModuleSource, RenderAgent } from "./render-types.js";
 
@@ -43,7 +44,7 @@ export function contextOf(
  */
 export function renderResourceV2(s: ModuleSource, r: ModuleResource, ctx: TemplateContext): Record<string, unknown> {
   try {
-    return renderSpec(r.spec, ctx);
+    return resolveSource(s, r, renderSpec(r.spec, ctx));
   } catch (err) {
     if (!(err instanceof FieldTemplateError)) throw err;
     const mask = masker(Object.values(ctx.secrets));
@@ -51,6 +52,29 @@ export function renderResourceV2(s: ModuleSource, r: ModuleResource, ctx: Templa
       mask(`${s.name}/${r.id}: field '${formatPath(err.path)}' template line ${err.line}: ${err.message}`),
     );
   }
+}
+
+/**
+ * A templated `source:` (say `files/bin/{{ attributes.arch }}/app`) names a bundle file or a blob
+ * only once rendered: a bundle path becomes the file's digest here, so the blob is shipped and the
+ * agent reads a digest as always. A source the bundle lacks fails this agent's render, before
+ * anything is sent; a digest that is not stored fails the shipping step, also before the apply.
+ */
+function resolveSource(s: ModuleSource, r: ModuleResource, spec: Record<string, unknown>): Record<string, unknown> {
+  const raw = r.spec.source;
+  if (typeof raw !== "string" || !raw.includes(TEMPLATE_MARK) || !BLOB_SOURCE_TYPES.has(r.type)) return spec;
+  const source = spec.source;
+  if (typeof source === "string" && BLOB_DIGEST.test(source)) return spec;
+  const file = typeof source === "string" && isBundleRef(source) ? s.parsed.bundle.get(source) : undefined;
+  if (!file)
+    throw new TemplateError(
+      `${s.name}/${r.id}: source rendered to ${JSON.stringify(source)}, which is ${
+        typeof source === "string" && isBundleRef(source)
+          ? `not a file of the module's bundle (${s.parsed.bundle.size} files)`
+          : "neither files/<path> nor a blob digest"
+      }`,
+    );
+  return { ...spec, source: file.digest };
 }
 
 /**

@@ -6,6 +6,7 @@ import type { ModuleCache } from "./modules.js";
 import type { Runner } from "./operation.js";
 import { runOperation, type OperationContext } from "./operation-run.js";
 import { createOperationWrites } from "./operation-writes.js";
+import { createChunkReads } from "../blobs/chunk-reads.js";
 
 /** Runs operations on this replica (operation-run.ts does each one) and keeps track of those in flight. */
 export function createRunner(deps: StateDeps, clients: Clients, cache: ModuleCache): Runner {
@@ -19,6 +20,7 @@ export function createRunner(deps: StateDeps, clients: Clients, cache: ModuleCac
     cache,
     ends: createEndWriter(deps),
     writes: createOperationWrites(deps),
+    chunks: createChunkReads(),
   };
 
   const runner: Runner = {

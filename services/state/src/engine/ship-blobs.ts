@@ -1,5 +1,6 @@
 import { BLOB_CHUNK_BYTES, BLOB_SOURCE_TYPES } from "@orch/contracts";
 import { invalid, type Queryable } from "@orch/kit";
+import type { ChunkReads } from "../blobs/chunk-reads.js";
 import { blobsDb, type BlobRow } from "../blobs/tables.js";
 import type { Clients } from "../deps.js";
 import type { RenderedResource } from "./render.js";
@@ -30,6 +31,7 @@ export async function shipBlobs(
   nodeId: string,
   digests: readonly string[],
   timeoutMs: () => number,
+  reads: ChunkReads,
 ): Promise<Shipped> {
   const shipped: Shipped = { blobs: 0, bytes: 0 };
   if (digests.length === 0) return shipped;
@@ -38,7 +40,7 @@ export async function shipBlobs(
   for (const m of missing) {
     const row = await blobsDb.get(db, m.digest);
     if (!row) throw invalid("unknown_blob", `blob ${m.digest} is not stored: upload it first`);
-    shipped.bytes += await sendBlob(db, agent, row, Number(m.have), timeoutMs);
+    shipped.bytes += await sendBlob(db, agent, row, Number(m.have), timeoutMs, reads);
     shipped.blobs++;
   }
   return shipped;
@@ -51,13 +53,14 @@ async function sendBlob(
   row: BlobRow,
   from: number,
   timeoutMs: () => number,
+  reads: ChunkReads,
 ): Promise<number> {
   let offset = Math.min(Math.max(0, from), row.size);
   let sent = 0;
   // A chunk the agent did not take (it restarted and lost a partial, or holds more) moves the
   // offset to what it holds; several in a row without progress is a confused agent: stop.
   for (let stalls = 0; ; ) {
-    const data = await readAt(db, row, offset);
+    const data = await readAt(db, row, offset, reads);
     const r = await agent.writeBlobChunk(
       { digest: row.digest, size: BigInt(row.size), offset: BigInt(offset), data },
       { timeoutMs: timeoutMs() },
@@ -73,9 +76,9 @@ async function sendBlob(
 }
 
 /** Up to BLOB_CHUNK_BYTES of the blob from `offset` (empty at the end, or for a zero-byte blob). */
-async function readAt(db: Queryable, row: BlobRow, offset: number): Promise<Buffer> {
+async function readAt(db: Queryable, row: BlobRow, offset: number, reads: ChunkReads): Promise<Buffer> {
   if (offset >= row.size) return Buffer.alloc(0);
-  const chunk = await blobsDb.chunkAt(db, row.content_id, offset);
+  const chunk = await reads.at(db, row.content_id, offset);
   if (!chunk) throw new Error(`blob ${row.digest} has no chunk at offset ${offset}`);
   return chunk.data.subarray(offset - chunk.start, offset - chunk.start + BLOB_CHUNK_BYTES);
 }

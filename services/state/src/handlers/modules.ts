@@ -28,7 +28,8 @@ export function moduleHandlers({ deps, cache }: Engine): ModuleHandlers {
       checkModuleContent(req.content);
       const files = bundleFiles(req.files);
       const parsed = parseModule(req.content, name, files);
-      await refuseUnknownBlobs(pool, { blobs: [...parsed.blobs, ...(files ?? []).map(asRef)] });
+      const blobs = { blobs: [...parsed.blobs, ...(files ?? []).map(asRef)] };
+      await refuseUnknownBlobs(pool, blobs);
       await inlineTemplateFiles(pool, parsed);
       const row: ModuleRow = {
         name,
@@ -50,6 +51,8 @@ export function moduleHandlers({ deps, cache }: Engine): ModuleHandlers {
           const existing = await modulesDb.lockForDelete(db, name);
           if (existing) refuseManaged("module", existing);
           if (existing) await refuseBrokenAssignments(db, cache, name, parsed);
+          // Again under lock: a blob deleted since the check above is refused, not named.
+          await refuseUnknownBlobs(db, blobs, { lock: true });
           const replaced = await modulesDb.upsert(db, row);
           if (replaced && !existing) throw new CreatedMeanwhile();
           await emit({

@@ -4,7 +4,7 @@ import { isBundleRef, MODULE_MAX_BYTES, type BundleFile, type ReasonFor } from "
 import { invalid, type OrchError } from "@orch/kit";
 import { secretReader, templateProblem } from "./liquid/check.js";
 import { parseParameterDecls, type ParameterDecl } from "./parameters.js";
-import { refsIn, scanTemplate } from "./template.js";
+import { refsIn, scanTemplate, TEMPLATE_MARK } from "./template.js";
 import { checkTriggers, dependencyEdges, hasTriggers, idList } from "./triggers.js";
 import { ARGUMENT_FIELDS, PATH_FIELDS, RESOURCE_TYPES, isResourceType, moduleDoc, resourceBase } from "./types.js";
 import type { BlobRef, ModuleResource, ParsedModule, ResourceType, TemplateFileRef } from "./types.js";
@@ -255,26 +255,7 @@ export function parseModule(
     }
     const typed = RESOURCE_TYPES[type].safeParse(spec);
     if (!typed.success) throw firstIssue(loc, at, typed.error);
-    if (typeof spec.source === "string" && isBundleRef(spec.source)) {
-      const file = bundle.get(spec.source);
-      if (!file) throw loc.error("unknown_bundle_file", [...at, "source"], missingFile(spec.source, files));
-      spec.source = file.digest;
-    }
-    if (spec.template === true) {
-      if (top.data.version !== 2)
-        throw loc.error("invalid_module", [...at, "template"], "template: true needs version: 2");
-      const where = loc.at([...at, "source"]);
-      const source = String((raw as { source?: unknown }).source);
-      templateFiles.push({
-        resource: i,
-        digest: String(spec.source),
-        source,
-        path: `resources[${i}].source`,
-        ...where,
-      });
-    }
-    if ((type === "file" || type === "archive") && typeof spec.source === "string" && spec.template !== true)
-      blobs.push({ digest: spec.source, path: `resources[${i}].source`, ...loc.at([...at, "source"]) });
+    readSource(loc, { at, i, type, spec, version: top.data.version, bundle, files }, blobs, templateFiles);
     if (seen.has(id))
       throw loc.error(
         "duplicate_resource_id",
@@ -299,19 +280,7 @@ export function parseModule(
     });
   });
 
-  resources.forEach((r, i) => {
-    const raw = base(top.data.resources[i]);
-    r.requires.forEach((dep) => {
-      if (!seen.has(dep)) {
-        const j = Array.isArray(raw.requires) ? raw.requires.indexOf(dep) : -1;
-        throw loc.error(
-          "unknown_requirement",
-          ["resources", i, "requires", ...(j >= 0 ? [j] : [])],
-          `requires '${dep}', which is not a resource of this module`,
-        );
-      }
-    });
-  });
+  checkRequires(loc, resources, top.data.resources, seen);
   checkTriggers(top.data.version, resources, top.data.resources, (reason, path, message, keyNode) =>
     loc.error(reason, path, message, keyNode),
   );
@@ -331,7 +300,77 @@ export function parseModule(
     resources,
     blobs,
     templateFiles,
+    bundle,
   };
+}
+
+/**
+ * A `file` or `archive` resource's `source:`: a bundle path becomes its file's digest; a literal
+ * blob is listed for shipping (and for unknown_blob); a `template: true` source is listed to be read
+ * and rendered instead; a templated source (version 2) is resolved per agent once rendered.
+ */
+function readSource(
+  loc: ModuleLocator,
+  r: {
+    at: Path;
+    i: number;
+    type: ResourceType;
+    spec: Record<string, unknown>;
+    version: number | undefined;
+    bundle: ReadonlyMap<string, BundleFile>;
+    files: readonly BundleFile[] | null | undefined;
+  },
+  blobs: BlobRef[],
+  templateFiles: TemplateFileRef[],
+): void {
+  const { at, i, spec } = r;
+  if (typeof spec.source !== "string") return;
+  const written = spec.source;
+  const where = loc.at([...at, "source"]);
+  if (written.includes(TEMPLATE_MARK)) {
+    if (r.version !== 2) throw loc.error("invalid_module", [...at, "source"], "a templated source needs version: 2");
+    if (spec.template === true)
+      throw loc.error(
+        "invalid_module",
+        [...at, "source"],
+        "template: true needs a literal source (files/… or a digest)",
+      );
+    return;
+  }
+  if (isBundleRef(written)) {
+    const file = r.bundle.get(written);
+    if (!file) throw loc.error("unknown_bundle_file", [...at, "source"], missingFile(written, r.files));
+    spec.source = file.digest;
+  }
+  const ref = { digest: String(spec.source), path: `resources[${i}].source`, ...where };
+  if (spec.template !== true) {
+    if (r.type === "file" || r.type === "archive") blobs.push(ref);
+    return;
+  }
+  if (r.version !== 2) throw loc.error("invalid_module", [...at, "template"], "template: true needs version: 2");
+  templateFiles.push({ ...ref, resource: i, source: written });
+}
+
+/** Each `requires` names a resource of this module (at the requirement's line). */
+function checkRequires(
+  loc: ModuleLocator,
+  resources: readonly ModuleResource[],
+  raws: readonly unknown[],
+  seen: ReadonlyMap<string, number>,
+): void {
+  resources.forEach((r, i) => {
+    const raw = base(raws[i]);
+    r.requires.forEach((dep) => {
+      if (!seen.has(dep)) {
+        const j = Array.isArray(raw.requires) ? raw.requires.indexOf(dep) : -1;
+        throw loc.error(
+          "unknown_requirement",
+          ["resources", i, "requires", ...(j >= 0 ? [j] : [])],
+          `requires '${dep}', which is not a resource of this module`,
+        );
+      }
+    });
+  });
 }
 
 /** Why a `source: files/…` resolves to nothing: no bundle at all, or the bundle's nearest names. */

@@ -3,6 +3,7 @@ import {
   BLOB_DIGEST,
   BUNDLE_REF_RULE,
   isBundleRef,
+  type BundleFile,
   ARMORED_PUBLIC_KEY_RE,
   ARMORED_PUBLIC_KEY_RULE,
   CRON_ENV_KEY_RE,
@@ -225,7 +226,12 @@ const SYSTEM_TYPES = {
  * A blob (docs/modules.md, "Blobs"), named literally: the state service ships it to the agent
  * before an apply, so the upload checks that it is stored (unknown_blob).
  */
-const blobDigest = z.string().refine((s) => BLOB_DIGEST.test(s) || isBundleRef(s), `must be ${BUNDLE_REF_RULE}`);
+const blobDigest = z
+  .string()
+  .refine(
+    (s) => BLOB_DIGEST.test(s) || isBundleRef(s) || s.includes(TEMPLATE_MARK),
+    `must be ${BUNDLE_REF_RULE} (or, in version 2, a {{ template }} rendering to one)`,
+  );
 const contentOrSource = (r: { content?: string | undefined; source?: string | undefined }, ctx: z.RefinementCtx) => {
   if (r.content !== undefined && r.source !== undefined)
     ctx.addIssue({ code: "custom", path: ["source"], message: "give content or source, not both" });
@@ -498,6 +504,8 @@ export interface ParsedModule {
    * turned into the resource's `content` before the module renders (module/template-files.ts).
    */
   templateFiles: TemplateFileRef[];
+  /** The bundle's files by path (files/…): a templated `source:` resolves through it once rendered. */
+  bundle: ReadonlyMap<string, BundleFile>;
 }
 
 /** A `file` with `source:` and `template: true`: where, and the source as written (files/… or a digest). */

@@ -71,7 +71,7 @@ const moduleRow = ({ a }: Writing, m: TreeModule): ModuleRow => ({
   source: a.source,
   source_commit: a.commit,
   removed_from_source: false,
-  files: null,
+  files: m.files,
 });
 
 async function writeModules(w: Writing): Promise<void> {

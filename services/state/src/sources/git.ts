@@ -8,6 +8,9 @@ import {
   SOURCE_FILE_RE,
   SOURCE_MAX_FILES,
   SOURCE_MODULES_DIR,
+  BUNDLE_FILES_DIR,
+  BUNDLE_MAX_FILES,
+  BUNDLE_MODULE_FILE,
   SOURCE_VALUES_DIR,
 } from "@orch/contracts";
 import type { Logger } from "@orch/kit";
@@ -35,9 +38,15 @@ export class GitError extends Error {
 export interface TreeFile {
   /** Relative to the source path, e.g. "modules/web.yaml". */
   path: string;
-  /** "" when bytes > MODULE_MAX_BYTES (not read: the validator reports the size). */
+  /** "" when bytes > MODULE_MAX_BYTES (not read: the validator reports the size), and for bundle files. */
   content: string;
   bytes: number;
+  /**
+   * A bundle's file (`modules/<name>/files/…`, docs/modules.md#bundles): not read here, since it
+   * may be of any size; its git object id, streamed by `readBlob` when its digest is not known yet.
+   * `link`: a symlink, which a source does not ship.
+   */
+  blob?: { oid: string; link: boolean };
 }
 
 export interface GitRepo {
@@ -48,6 +57,8 @@ export interface GitRepo {
    * SOURCE_FILE_RE, sorted by path; at most SOURCE_MAX_FILES + 1, so a caller can tell "too many".
    */
   readTree(commit: string, dir: string): Promise<TreeFile[]>;
+  /** A blob's bytes as git streams them (a bundle file of any size: never held whole). */
+  readBlob(oid: string): AsyncIterable<Buffer>;
 }
 
 export interface GitRepoOptions {
@@ -176,39 +187,70 @@ export function openGitRepo(o: GitRepoOptions): GitRepo {
       });
     },
 
-    async readTree(commit, dir) {
-      const deadline = Date.now() + o.timeoutMs;
-      const base = dir.replace(/^\/+|\/+$/g, "");
-      const prefix = base === "" ? "" : `${base}/`;
-      const listing = await run(
-        ["ls-tree", "-z", "-l", commit, "--", ...TREE_DIRS.map((d) => `${prefix}${d}/`)],
-        deadline,
-      );
-      const entries = parseLsTree(listing, prefix)
-        .sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))
-        .slice(0, SOURCE_MAX_FILES + 1);
-      const wanted = entries.filter((e) => e.bytes <= MODULE_MAX_BYTES);
-      const contents = wanted.length
-        ? parseCatFileBatch(
-            await run(["cat-file", "--batch"], deadline, {}, Buffer.from(wanted.map((e) => `${e.oid}\n`).join(""))),
-          )
-        : new Map<string, Buffer>();
-      return entries.map((e) => ({
-        path: e.path,
-        bytes: e.bytes,
-        content: e.bytes <= MODULE_MAX_BYTES ? (contents.get(e.oid)?.toString("utf8") ?? "") : "",
-      }));
+    readTree: (commit, dir) => readTreeAt(run, commit, dir, Date.now() + o.timeoutMs),
+
+    readBlob(oid) {
+      return streamGit(["cat-file", "blob", oid], {
+        cwd: gitDir,
+        env: baseEnv(),
+        deadline: Date.now() + o.timeoutMs,
+        secrets,
+      });
     },
   };
+}
+
+/** GitRepo.readTree: one ls-tree of the tree's directories, then one cat-file batch of the YAML files. */
+async function readTreeAt(
+  run: (args: string[], deadline: number, extraEnv?: NodeJS.ProcessEnv, input?: Buffer) => Promise<Buffer>,
+  commit: string,
+  dir: string,
+  deadline: number,
+): Promise<TreeFile[]> {
+  const base = dir.replace(/^\/+|\/+$/g, "");
+  const prefix = base === "" ? "" : `${base}/`;
+  const listing = await run(
+    ["ls-tree", "-r", "-z", "-l", commit, "--", ...TREE_DIRS.map((d) => `${prefix}${d}/`)],
+    deadline,
+  );
+  const all = parseLsTree(listing, prefix).sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+  const bundleFiles = all.filter((e) => e.bundleFile).slice(0, BUNDLE_MAX_FILES + 1);
+  const entries = all.filter((e) => !e.bundleFile).slice(0, SOURCE_MAX_FILES + 1);
+  const wanted = entries.filter((e) => e.bytes <= MODULE_MAX_BYTES);
+  const contents = wanted.length
+    ? parseCatFileBatch(
+        await run(["cat-file", "--batch"], deadline, {}, Buffer.from(wanted.map((e) => `${e.oid}\n`).join(""))),
+      )
+    : new Map<string, Buffer>();
+  return [
+    ...entries.map((e) => ({
+      path: e.path,
+      bytes: e.bytes,
+      content: e.bytes <= MODULE_MAX_BYTES ? (contents.get(e.oid)?.toString("utf8") ?? "") : "",
+    })),
+    ...bundleFiles.map((e) => ({
+      path: e.path,
+      bytes: e.bytes,
+      content: "",
+      blob: { oid: e.oid, link: e.link },
+    })),
+  ];
 }
 
 interface LsEntry {
   oid: string;
   path: string;
   bytes: number;
+  /** Under modules/<name>/files/: a bundle file (docs/modules.md#bundles). */
+  bundleFile: boolean;
+  link: boolean;
 }
 
-/** `<mode> <type> <oid> <size>\t<path>\0`: regular files only (no symlinks, submodules or trees). */
+/**
+ * `<mode> <type> <oid> <size>\t<path>\0`, listed recursively: the YAML files directly in each
+ * directory, `modules/<name>/module.yaml` (a bundle), and every file under `modules/<name>/files/`
+ * (symlinks too, so that the tree can refuse them). No submodules.
+ */
 function parseLsTree(out: Buffer, prefix: string): LsEntry[] {
   const entries: LsEntry[] = [];
   for (const rec of out.toString("utf8").split("\0")) {
@@ -216,11 +258,16 @@ function parseLsTree(out: Buffer, prefix: string): LsEntry[] {
     if (tab < 0) continue;
     const [mode, type, oid, size] = rec.slice(0, tab).split(/ +/);
     const full = rec.slice(tab + 1);
-    if (type !== "blob" || (mode !== "100644" && mode !== "100755") || !oid || !full.startsWith(prefix)) continue;
+    const link = mode === "120000";
+    if (type !== "blob" || (mode !== "100644" && mode !== "100755" && !link) || !oid || !full.startsWith(prefix))
+      continue;
     const path = full.slice(prefix.length);
-    const slash = path.indexOf("/");
-    if (slash < 0 || !SOURCE_FILE_RE.test(path.slice(slash + 1))) continue;
-    entries.push({ oid, path, bytes: Number(size) });
+    const parts = path.split("/");
+    const direct = parts.length === 2 && SOURCE_FILE_RE.test(parts[1]!) && !link;
+    const bundle = parts.length === 3 && parts[0] === SOURCE_MODULES_DIR && parts[2] === BUNDLE_MODULE_FILE && !link;
+    const bundleFile = parts.length >= 4 && parts[0] === SOURCE_MODULES_DIR && parts[2] === BUNDLE_FILES_DIR;
+    if (!direct && !bundle && !bundleFile) continue;
+    entries.push({ oid, path, bytes: link ? 0 : Number(size), bundleFile, link });
   }
   return entries;
 }
@@ -367,4 +414,50 @@ function runGit(
       reject(new GitError(classifyGitFailure(stderr), scrubGitMessage(stderr, o.secrets)));
     });
   });
+}
+
+/**
+ * runGit for output of any size: stdout as it comes, read at the consumer's pace (the pipe's
+ * back-pressure holds git), under the same deadline; a failure is thrown after the last chunk.
+ */
+async function* streamGit(
+  args: string[],
+  o: { cwd: string; env: NodeJS.ProcessEnv; deadline: number; secrets: readonly string[] },
+): AsyncGenerator<Buffer> {
+  const left = o.deadline - Date.now();
+  if (left <= 0) throw new GitError("timeout", `git ${args[0]} did not start before the time limit`);
+  const child = spawn(GIT_BIN, args, { cwd: o.cwd, env: o.env, stdio: ["ignore", "pipe", "pipe"], detached: true });
+  const err: Buffer[] = [];
+  child.stderr.on("data", (c: Buffer) => err.push(c));
+  const kill = () => {
+    try {
+      if (child.pid) process.kill(-child.pid, "SIGKILL");
+    } catch {
+      child.kill("SIGKILL");
+    }
+  };
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    kill();
+  }, left);
+  const closed = new Promise<number | null>((resolve, reject) => {
+    child.on("error", (e) => reject(new GitError("unreachable", `git could not be started: ${e.message}`)));
+    child.on("close", resolve);
+  });
+  let done = false;
+  try {
+    for await (const chunk of child.stdout) yield chunk as Buffer;
+    const code = await closed;
+    done = true;
+    if (timedOut) throw new GitError("timeout", `git ${args[0]} took longer than the time limit and was stopped`);
+    if (code !== 0) {
+      const stderr = Buffer.concat(err).toString("utf8");
+      throw new GitError(classifyGitFailure(stderr), scrubGitMessage(stderr, o.secrets));
+    }
+  } finally {
+    clearTimeout(timer);
+    // The consumer stopped early (or failed): git must not be left writing into a full pipe.
+    if (!done) kill();
+  }
 }

@@ -6,7 +6,8 @@ import { GitError, openGitRepo } from "./git.js";
 import { requireBox, type SourceBox } from "./seal.js";
 import { parseModule } from "../module/parse.js";
 import type { DeclaringModule } from "../module/parameters.js";
-import { checkTreeBlobs } from "./tree-blobs.js";
+import { checkTreeBlobs, checkTreeTemplateFiles } from "./tree-blobs.js";
+import { bundleDigests } from "./tree-bundles.js";
 import { checkTreeParameters, outsideModules } from "./tree-parameters.js";
 import { parseTree } from "./tree.js";
 import type { Tree } from "./tree-types.js";
@@ -41,9 +42,10 @@ export async function readSourceTree(
   const commit = await repo.fetch(ref);
   const files = await repo.readTree(commit, row.path);
   const known = new Set(await sourceCatalogDb.moduleNamesOutside(pool, row.name));
-  const tree = parseTree(files, known);
+  const tree = parseTree(files, known, await bundleDigests(deps, repo, row.name, files));
   checkTreeParameters(tree, await outsideDeclarations(deps, tree, known));
   await checkTreeBlobs(pool, tree);
+  await checkTreeTemplateFiles(pool, tree);
   return { commit, tree };
 }
 

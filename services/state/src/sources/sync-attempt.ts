@@ -13,6 +13,7 @@ import { isRecordable, readSourceTree } from "./read.js";
 import type { SourceBox } from "./seal.js";
 import { initialSyncState, isDone, step, type SyncEffect, type SyncEvent, type Synced } from "./sync-machine.js";
 import { failureRecord, syncedRecord, type SyncTrigger } from "./sync-records.js";
+import { lockTreeBlobs } from "./tree-blobs.js";
 import type { TreeAssignment } from "./tree-types.js";
 
 /**
@@ -102,7 +103,8 @@ async function apply(cx: Context, e: Extract<SyncEffect, { type: "apply" }>): Pr
     const at = { source: name, commit, now, actor: sourceActor(name) };
     const values = await diffValueSets(db, at, tree.values ?? []);
     const outside = await outsideParameterErrors(db, cx.engine.cache, name, tree, diff);
-    const refused = [...diff.errors, ...outside, ...values.errors];
+    const gone = await lockTreeBlobs(db, [...diff.modules.created, ...diff.modules.updated]);
+    const refused = [...diff.errors, ...outside, ...values.errors, ...gone];
     if (refused.length) throw new TreeRejected(refused);
     const applied = await applyDiff(db, emit, { ...at, diff });
     await applyValueSets(db, emit, at, values);

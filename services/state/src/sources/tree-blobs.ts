@@ -1,7 +1,10 @@
-import type { Queryable } from "@orch/kit";
+import { OrchError, type Queryable } from "@orch/kit";
+import { inlineTemplateFiles } from "../module/template-files.js";
 import { unknownBlobMessage, unknownBlobRefs } from "../blobs/referenced.js";
+import type { SourceFileErrorRow } from "../db/sources.js";
+import { asRef } from "../module/bundle-manifest.js";
 import { sortTreeErrors } from "./tree-errors.js";
-import type { Tree } from "./tree-types.js";
+import type { Tree, TreeModule } from "./tree-types.js";
 
 /**
  * A module file whose `source:` names a blob that is not stored is refused as the upload API
@@ -18,6 +21,56 @@ export async function checkTreeBlobs(db: Queryable, tree: Tree): Promise<void> {
         column: ref.column,
         code: "unknown_blob",
         message: unknownBlobMessage(ref),
+      });
+      added = true;
+    }
+  }
+  if (added) sortTreeErrors(tree);
+}
+
+/**
+ * Inside the apply's transaction: locks the blobs the modules about to be written name (their
+ * sources and bundle files) against deletion, and returns unknown_blob for any deleted since the
+ * tree was read (by an admin or the collector), so the sync fails as if it had not been stored.
+ */
+export async function lockTreeBlobs(db: Queryable, modules: readonly TreeModule[]): Promise<SourceFileErrorRow[]> {
+  const errors: SourceFileErrorRow[] = [];
+  for (const m of modules) {
+    const blobs = [...m.parsed.blobs, ...(m.files ?? []).map(asRef)];
+    const seen = new Set<string>();
+    for (const ref of await unknownBlobRefs(db, { blobs }, { lock: true })) {
+      if (seen.has(ref.digest)) continue;
+      seen.add(ref.digest);
+      errors.push({
+        file: m.file,
+        line: ref.line,
+        column: ref.column,
+        code: "unknown_blob",
+        message: unknownBlobMessage(ref),
+      });
+    }
+  }
+  return errors;
+}
+
+/**
+ * `template: true` sources are read and checked as an upload checks them: an error is the file's,
+ * at the source's line, and the sync keeps its last good commit.
+ */
+export async function checkTreeTemplateFiles(db: Queryable, tree: Tree): Promise<void> {
+  let added = false;
+  for (const m of tree.modules) {
+    try {
+      await inlineTemplateFiles(db, m.parsed);
+    } catch (err) {
+      if (!(err instanceof OrchError)) throw err;
+      const { line, column } = err.details;
+      tree.errors.push({
+        file: m.file,
+        line: typeof line === "number" ? line : 0,
+        column: typeof column === "number" ? column : 0,
+        code: err.reason,
+        message: err.message,
       });
       added = true;
     }

@@ -1,3 +1,4 @@
+import type { BundleFile } from "@orch/contracts";
 import type { SourceFileErrorRow } from "../db/sources.js";
 import type { ParsedModule } from "../module/types.js";
 import type { TreeValueSet } from "../values/source-file.js";
@@ -10,6 +11,8 @@ export interface TreeModule {
   content: string;
   sha256: string;
   parsed: ParsedModule;
+  /** A bundle's files (modules/<name>/files/…, as blobs); null for a modules/<name>.yaml module. */
+  files: BundleFile[] | null;
 }
 
 export interface TreeAssignment {

@@ -1,5 +1,7 @@
-import { createHash } from "node:crypto";
 import {
+  BUNDLE_MAX_FILES,
+  BUNDLE_MODULE_FILE,
+  type BundleFile,
   type ErrorReason,
   SOURCE_ASSIGNMENTS_DIR,
   SOURCE_FILE_RE,
@@ -13,6 +15,8 @@ import { MODULE_MAX_BYTES, parseModule } from "../module/parse.js";
 import { validName } from "../validate.js";
 import { readAssignmentFile } from "./assignment-file.js";
 import type { TreeFile } from "./git.js";
+import type { BundleDigests } from "./tree-bundles.js";
+import { moduleSha256 } from "../module/version-hash.js";
 import type { Tree, TreeModule } from "./tree-types.js";
 import { readValueFile } from "../values/source-file.js";
 
@@ -30,9 +34,14 @@ interface Entry {
   name: string;
 }
 
-/** Validates every file; `known`: module names that exist outside the tree (the catalog), so references resolve. */
-export function parseTree(files: TreeFile[], known: ReadonlySet<string>): Tree {
+/**
+ * Validates every file; `known`: module names that exist outside the tree (the catalog), so
+ * references resolve; `digests`: the stored blob of each bundle file's git object (tree-bundles.ts).
+ */
+export function parseTree(all: TreeFile[], known: ReadonlySet<string>, digests: BundleDigests = new Map()): Tree {
   const tree: Tree = { modules: [], assignments: [], values: [], errors: [] };
+  const files = all.filter((f) => !f.blob);
+  const bundles = bundleFilesByModule(all, digests, tree.errors);
   if (files.length > SOURCE_MAX_FILES) {
     const message = `more than ${SOURCE_MAX_FILES} files under ${SOURCE_MODULES_DIR}/ and ${SOURCE_ASSIGNMENTS_DIR}/`;
     tree.errors.push(treeError("", "invalid_source", message));
@@ -54,8 +63,10 @@ export function parseTree(files: TreeFile[], known: ReadonlySet<string>): Tree {
       continue;
     }
     if (kind === "module") {
-      const m = readModuleFile(file, name, tree.errors);
+      const bundle = file.path.endsWith(`/${BUNDLE_MODULE_FILE}`);
+      const m = readModuleFile(file, name, tree.errors, bundle ? (bundles.get(name) ?? []) : null);
       if (m) tree.modules.push(m);
+      bundles.delete(name);
     } else if (kind === "value set") {
       const v = readValueFile(file.path, name, file.content);
       tree.errors.push(...v.errors);
@@ -66,10 +77,44 @@ export function parseTree(files: TreeFile[], known: ReadonlySet<string>): Tree {
       if (r.assignment) tree.assignments.push(r.assignment);
     }
   }
+  for (const name of bundles.keys())
+    tree.errors.push(
+      treeError(
+        `${SOURCE_MODULES_DIR}/${name}/files`,
+        "invalid_bundle",
+        `files/ without ${SOURCE_MODULES_DIR}/${name}/${BUNDLE_MODULE_FILE}: a bundle is a directory with ${BUNDLE_MODULE_FILE} and files/`,
+      ),
+    );
   tree.errors.sort(
     (a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0) || a.line - b.line || a.column - b.column,
   );
   return tree;
+}
+
+/** modules/<name>/files/… grouped by module, as manifests (path files/…); links and unstored files are errors. */
+function bundleFilesByModule(
+  files: readonly TreeFile[],
+  digests: BundleDigests,
+  errors: SourceFileErrorRow[],
+): Map<string, BundleFile[]> {
+  const out = new Map<string, BundleFile[]>();
+  const blobs = files.filter((f) => f.blob);
+  if (blobs.length > BUNDLE_MAX_FILES) {
+    errors.push(treeError("", "bundle_too_large", `more than ${BUNDLE_MAX_FILES} files under modules/*/files/`));
+    return out;
+  }
+  for (const f of blobs) {
+    const [, name, ...rest] = f.path.split("/");
+    const list = out.get(name!) ?? [];
+    out.set(name!, list);
+    const known = digests.get(f.blob!.oid);
+    if (f.blob!.link)
+      errors.push(treeError(f.path, "invalid_bundle", "a symlink: a source ships files only (commit the file itself)"));
+    else if (!known)
+      errors.push(treeError(f.path, "blob_too_large", `the file is ${f.bytes} bytes, more than state.blob_max_bytes`));
+    else list.push({ path: rest.join("/"), digest: known.digest, size: known.size });
+  }
+  return out;
 }
 
 /** Which files are modules or assignments, with valid and unique names; the rest become errors. */
@@ -89,9 +134,11 @@ function classify(files: readonly TreeFile[], errors: SourceFileErrorRow[]): Ent
           : dir === SOURCE_VALUES_DIR
             ? "value set"
             : undefined;
+    // modules/<name>/module.yaml: a bundle (its files/ come with it).
+    const bundle = kind === "module" && base.endsWith(`/${BUNDLE_MODULE_FILE}`) && base.split("/").length === 2;
     // readTree lists only these; anything else is not part of the tree's contract.
-    if (slash < 0 || !kind || !SOURCE_FILE_RE.test(base)) continue;
-    const name = base.replace(/\.ya?ml$/, "");
+    if (slash < 0 || !kind || (!bundle && !SOURCE_FILE_RE.test(base))) continue;
+    const name = bundle ? base.slice(0, base.indexOf("/")) : base.replace(/\.ya?ml$/, "");
     try {
       validName(name, "file name", kind);
     } catch (err) {
@@ -110,12 +157,18 @@ function classify(files: readonly TreeFile[], errors: SourceFileErrorRow[]): Ent
   return out;
 }
 
-function readModuleFile(file: TreeFile, name: string, errors: SourceFileErrorRow[]): TreeModule | undefined {
+function readModuleFile(
+  file: TreeFile,
+  name: string,
+  errors: SourceFileErrorRow[],
+  bundle: BundleFile[] | null,
+): TreeModule | undefined {
+  const files = bundle?.length ? bundle : null;
   try {
     // The upload API's parser: a file is refused with the same reason, message and position.
-    const parsed = parseModule(file.content, name);
-    const sha256 = createHash("sha256").update(file.content).digest("hex");
-    return { file: file.path, name, content: file.content, sha256, parsed };
+    const parsed = parseModule(file.content, name, files);
+    const sha256 = moduleSha256(file.content, files);
+    return { file: file.path, name, content: file.content, sha256, parsed, files };
   } catch (err) {
     if (!(err instanceof OrchError)) throw err;
     const { line, column } = err.details;
