@@ -1,6 +1,6 @@
 /**
  * Puppet on the peers job: `puppet apply` of each host's manifest, all hosts at once (xargs -P N),
- * each with its own confdir/vardir so runs never wait on each other's locks.
+ * each with its own confdir/vardir/ssldir so runs never wait on (or race to create) each other's files.
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -23,7 +23,7 @@ export function puppetTool(dir: string, hosts: string[]): PeerTool {
     const one = [
       "d=hosts/$0;",
       "puppet apply --color=false --detailed-exitcodes",
-      "--confdir $d/conf --vardir $d/var --logdir $d/log --rundir $d/run --codedir $d/code",
+      "--confdir $d/conf --vardir $d/var --logdir $d/log --rundir $d/run --codedir $d/code --ssldir $d/ssl",
       `${flags} $d/site.pp > $d/out.log 2>&1; echo $? > $d/rc`,
     ].join(" ");
     const m = await runMeasured(`xargs -P ${hosts.length} -n 1 sh -c '${one}' < hosts.txt`, {}, dir);
