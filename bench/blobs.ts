@@ -181,7 +181,8 @@ async function run(
       .reduce((sum, l) => sum + Number(/"bytes":(\d+)/.exec(l)?.[1] ?? 0), 0);
   const apply = async () => {
     const t = performance.now();
-    let r = await api("POST", "/assignments/blob-bench/apply?wait=300", {});
+    // The test client gives up after 30 s: wait less, then follow the run.
+    let r = await api("POST", "/assignments/blob-bench/apply?wait=20", {});
     // A large blob to many agents may outlast one wait: follow the run until it ends.
     const runId = r.body?.run_id as string;
     while (r.status === 202 || (r.status === 200 && r.body.status === "running")) {
