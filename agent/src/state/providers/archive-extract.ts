@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
-import type { Stats } from "node:fs";
-import { chmod, chown, lchown, lstat, mkdir, open, readdir, rename, rm, symlink } from "node:fs/promises";
+import { chmod, chown, lchown, mkdir, open, readdir, rename, rm, symlink } from "node:fs/promises";
 import { join, posix } from "node:path";
 import { ArchiveError, readArchive } from "@orch/kit/archive";
 import type { ResolvedOwner } from "../ownership.js";
 import { SpecError } from "../types.js";
 import type { RecordEntry } from "./archive-record.js";
+import { lstatOrNull } from "../lstat.js";
 
 // How an `archive` resource writes: the whole archive is first extracted into a private temp
 // directory inside the destination (the same filesystem even when the destination is a mount
@@ -17,15 +17,6 @@ import type { RecordEntry } from "./archive-record.js";
 export const TEMP_PREFIX = ".orch-archive-";
 
 const parentOf = (rel: string) => posix.dirname(rel).replace(/^\.$/, "");
-
-async function lstatOrNull(p: string): Promise<Stats | null> {
-  try {
-    return await lstat(p);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw e;
-  }
-}
 
 /** A fresh private directory in `dest` to extract into (after removing any a crashed apply left). */
 export async function makeTemp(dest: string): Promise<string> {

@@ -1,5 +1,5 @@
 import type { Stats } from "node:fs";
-import { chmod, chown, lstat, mkdir, rm, rmdir, stat } from "node:fs/promises";
+import { chmod, chown, mkdir, rm, rmdir, stat } from "node:fs/promises";
 import { dirname } from "node:path";
 import { sha256OfFile } from "../../blobs/file-digest.js";
 import { attrChanges, observeAttrs, resolveOwner } from "../ownership.js";
@@ -9,6 +9,7 @@ import { capped, driftOf } from "./archive-drift.js";
 import { extractTo, extrasIn, makeTemp, placeInto, removeExtras } from "./archive-extract.js";
 import { loadRecord, saveRecord, type ArchiveRecord } from "./archive-record.js";
 import { optSource, type Source } from "./file-source.js";
+import { lstatOrNull } from "../lstat.js";
 
 // `archive`: a blob (tar, tar.gz or zip) extracted into a directory, read with @orch/kit/archive
 // (the same rules as a module bundle upload). Idempotent by the blob's digest: the agent records
@@ -38,15 +39,6 @@ function parse(spec: Spec): Want {
   };
   if (w.path === "/") throw new SpecError(`field "path" must not be /`);
   return w;
-}
-
-async function lstatOrNull(p: string): Promise<Stats | null> {
-  try {
-    return await lstat(p);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw e;
-  }
 }
 
 interface Plan {

@@ -4,6 +4,7 @@ import { dirname, join } from "node:path";
 import { absPath, fmtMode, onlyKeys, optBool, optMode, optStr, state } from "../spec.js";
 import { attrChanges, observeAttrs, resolveOwner, type ResolvedOwner, type WantedAttrs } from "../ownership.js";
 import { SpecError, type Provider, type Spec } from "../types.js";
+import { lstatOrNull } from "../lstat.js";
 
 const FIELDS = ["path", "mode", "owner", "group", "state", "recurse", "force"];
 const NEW_DIR_MODE = 0o755;
@@ -28,15 +29,6 @@ function parse(spec: Spec): Want {
   };
   if (w.path === "/") throw new SpecError(`field "path" must not be /`);
   return w;
-}
-
-async function lstatOrNull(p: string): Promise<Stats | null> {
-  try {
-    return await lstat(p);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw e;
-  }
 }
 
 /** Entries below `dir` (not following symlinks) whose owner or group differ from the wanted ids. */

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { lstat, readFile, unlink, chmod, chown } from "node:fs/promises";
+import { readFile, unlink, chmod, chown } from "node:fs/promises";
 import type { Stats } from "node:fs";
 import { dirname } from "node:path";
 import { createTwoFilesPatch } from "diff";
@@ -16,6 +16,7 @@ import {
   type Spec,
 } from "../types.js";
 import { type ContentChange, optSource, planSource, sha256Hex, type Source, writeSource } from "./file-source.js";
+import { lstatOrNull } from "../lstat.js";
 
 const FIELDS = ["path", "content", "source", "mode", "owner", "group", "state"];
 /** Above this either side is summarised by its hash instead of a line diff. */
@@ -54,15 +55,6 @@ function parse(spec: Spec, ctx: ProviderContext): Want {
     owner: optStr(spec, "owner"),
     group: optStr(spec, "group"),
   };
-}
-
-async function lstatOrNull(p: string): Promise<Stats | null> {
-  try {
-    return await lstat(p);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw e;
-  }
 }
 
 const sha256 = (b: Buffer) => createHash("sha256").update(b).digest("hex");

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { lstat, readlink, rename, symlink, unlink } from "node:fs/promises";
-import type { Stats } from "node:fs";
+import { readlink, rename, symlink, unlink } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join } from "node:path";
 import { absPath, hasDotDot, normalisePath, onlyKeys, state, str } from "../spec.js";
 import { SpecError, type Provider, type Spec } from "../types.js";
+import { lstatOrNull } from "../lstat.js";
 
 const FIELDS = ["path", "target", "state"];
 
@@ -22,15 +22,6 @@ function target(spec: Spec): string {
   if (t.includes("\0")) throw new SpecError(`field "target" must not contain NUL`);
   if (hasDotDot(t)) throw new SpecError(`field "target" must not contain '..' segments (rendered: ${t})`);
   return isAbsolute(t) ? normalisePath(t) : t;
-}
-
-async function lstatOrNull(p: string): Promise<Stats | null> {
-  try {
-    return await lstat(p);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return null;
-    throw e;
-  }
 }
 
 async function inspect(path: string): Promise<{ exists: boolean; target?: string }> {
