@@ -97,3 +97,28 @@ t.test("uploads nobody finished are swept with their chunks", async (t) => {
   await sweepUploads({ ...deps, clock: { now: () => deps.clock.now() + 2 * 3600_000 } } as typeof deps);
   t.same([await count("blob_uploads"), await count("blob_chunks")], [0, 3]);
 });
+
+t.test("a template source stored in many small chunks is read whole", async (t) => {
+  // 300 KiB of text in 4 KiB chunks (75 of them); an {% if %} opened on the first line is closed
+  // only on the last, so a read that stopped early would leave it unclosed (invalid_template).
+  const body = `{% if true %}\n${"x".repeat(299 * 1024)}\n{% endif %}\n`;
+  const text = Buffer.from(body);
+  const d = digestOf(text);
+  const { uploadId } = await rpc.beginBlobUpload({ digest: d, size: BigInt(text.length) }, as);
+  for (let seq = 0, at = 0; at < text.length; seq++, at += 4096)
+    await rpc.putBlobChunk({ uploadId, seq, data: text.subarray(at, at + 4096) }, as);
+  await rpc.commitBlobUpload({ uploadId }, as);
+  const content = [
+    "version: 2",
+    "name: tpl-chunks",
+    "resources:",
+    "  - id: f",
+    "    type: file",
+    "    path: /tmp/orch-tpl-chunks",
+    `    source: ${d}`,
+    "    template: true",
+    "",
+  ].join("\n");
+  const m = await rpc.uploadModule({ name: "tpl-chunks", content }, as);
+  t.equal(m.name, "tpl-chunks", "the whole template parsed");
+});

@@ -6,6 +6,7 @@ import { blobNotFound, deleteBlobHandler } from "./delete.js";
 import { checkDigest, hashChunks } from "./digest.js";
 import { blobsDb, uploadsDb, type BlobRow, type UploadRow } from "./tables.js";
 import { withUploadLocked } from "./upload-lock.js";
+import { adoptUpload } from "./adopt.js";
 
 type BlobHandlers = Pick<
   Handlers<typeof StateService>,
@@ -126,17 +127,7 @@ export function blobHandlers(engine: Engine): BlobHandlers {
           created_by: ctx.actor.id,
           created_by_name: ctx.actor.name,
         };
-        const inserted = await blobsDb.insert(db, row);
-        await uploadsDb.remove(db, up.id, inserted);
-        if (!inserted) return (await blobsDb.get(db, up.digest))!;
-        await emit({
-          type: "blob.uploaded",
-          summary: `blob ${up.digest.slice(0, 19)}… (${row.size} bytes) uploaded by ${ctx.actor.name}`,
-          actor: ctx.actor,
-          target: { id: up.digest, name: up.digest, type: "blob" },
-          metadata: { digest: up.digest, size: row.size },
-        });
-        return row;
+        return (await adoptUpload(db, emit, row, ctx.actor)).blob;
       });
       return blobMsg(stored);
     },

@@ -3,7 +3,8 @@ import { BLOB_CHUNK_BYTES } from "@orch/contracts";
 import { chunked, type Actor } from "@orch/kit";
 import type { StateDeps } from "../deps.js";
 import { tooLarge } from "./handlers.js";
-import { blobsDb, uploadsDb, type BlobRow, type UploadRow } from "./tables.js";
+import { adoptUpload } from "./adopt.js";
+import { uploadsDb, type BlobRow, type UploadRow } from "./tables.js";
 
 /**
  * Stores bytes the state service reads itself (a git source's bundle file) as a blob, exactly as
@@ -49,25 +50,14 @@ export async function storeBlobStream(
     throw err;
   }
   const digest = `sha256:${hash.digest("hex")}`;
-  return events.tx(async (db, emit) => {
-    const row: BlobRow = {
-      digest,
-      content_id: id,
-      size: up.received,
-      created_at: clock.now(),
-      created_by: actor.id,
-      created_by_name: actor.name,
-    };
-    const created = await blobsDb.insert(db, row);
-    await uploadsDb.remove(db, id, created);
-    if (created)
-      await emit({
-        type: "blob.uploaded",
-        summary: `blob ${digest.slice(0, 19)}… (${row.size} bytes) uploaded by ${actor.name}`,
-        actor,
-        target: { id: digest, name: digest, type: "blob" },
-        metadata: { digest, size: row.size },
-      });
-    return { digest, size: up.received, created };
-  });
+  const row: BlobRow = {
+    digest,
+    content_id: id,
+    size: up.received,
+    created_at: clock.now(),
+    created_by: actor.id,
+    created_by_name: actor.name,
+  };
+  const { created } = await events.tx((db, emit) => adoptUpload(db, emit, row, actor));
+  return { digest, size: up.received, created };
 }

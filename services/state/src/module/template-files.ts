@@ -45,7 +45,14 @@ async function readTemplate(db: Queryable, ref: TemplateFileRef): Promise<string
       `${ref.source} is ${blob.size} bytes: a template file is at most ${TEMPLATE_FILE_MAX_BYTES} bytes (1 MiB); ship larger files without template: true`,
       where,
     );
-  const chunks = await blobsDb.chunks(db, blob.content_id, 0, 1 + Math.ceil(TEMPLATE_FILE_MAX_BYTES / 65536));
+  // Chunks are as the uploader sent them (any size up to BLOB_CHUNK_BYTES): read until the size.
+  const chunks: Buffer[] = [];
+  for (let bytes = 0; bytes < blob.size; ) {
+    const more = await blobsDb.chunks(db, blob.content_id, chunks.length, 64);
+    if (more.length === 0) break;
+    chunks.push(...more);
+    bytes += more.reduce((n, c) => n + c.length, 0);
+  }
   try {
     return new TextDecoder("utf-8", { fatal: true }).decode(Buffer.concat(chunks));
   } catch {

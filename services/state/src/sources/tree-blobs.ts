@@ -3,7 +3,7 @@ import { inlineTemplateFiles } from "../module/template-files.js";
 import { unknownBlobMessage, unknownBlobRefs } from "../blobs/referenced.js";
 import type { SourceFileErrorRow } from "../db/sources.js";
 import { asRef } from "../module/bundle-manifest.js";
-import { sortTreeErrors } from "./tree-errors.js";
+import { fileError, sortTreeErrors } from "./tree-errors.js";
 import type { Tree, TreeModule } from "./tree-types.js";
 
 /**
@@ -64,14 +64,7 @@ export async function checkTreeTemplateFiles(db: Queryable, tree: Tree): Promise
       await inlineTemplateFiles(db, m.parsed);
     } catch (err) {
       if (!(err instanceof OrchError)) throw err;
-      const { line, column } = err.details;
-      tree.errors.push({
-        file: m.file,
-        line: typeof line === "number" ? line : 0,
-        column: typeof column === "number" ? column : 0,
-        code: err.reason,
-        message: err.message,
-      });
+      tree.errors.push(fileError(m.file, err));
       added = true;
     }
   }

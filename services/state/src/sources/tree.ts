@@ -17,6 +17,7 @@ import { readAssignmentFile } from "./assignment-file.js";
 import type { TreeFile } from "./git.js";
 import type { BundleDigests } from "./tree-bundles.js";
 import { moduleSha256 } from "../module/version-hash.js";
+import { fileError } from "./tree-errors.js";
 import type { Tree, TreeModule } from "./tree-types.js";
 import { readValueFile } from "../values/source-file.js";
 
@@ -171,14 +172,7 @@ function readModuleFile(
     return { file: file.path, name, content: file.content, sha256, parsed, files };
   } catch (err) {
     if (!(err instanceof OrchError)) throw err;
-    const { line, column } = err.details;
-    errors.push({
-      file: file.path,
-      line: typeof line === "number" ? line : 0,
-      column: typeof column === "number" ? column : 0,
-      code: err.reason,
-      message: err.message,
-    });
+    errors.push(fileError(file.path, err));
     return undefined;
   }
 }
