@@ -1,4 +1,8 @@
+import { BLOB_DIGEST } from "@orch/contracts";
 import type { Queryable } from "@orch/kit";
+
+/** The digest grammar (contracts) without its anchors: a digest anywhere in a module's text. */
+const DIGEST_IN_TEXT = BLOB_DIGEST.source.replace(/^\^|\$$/g, "");
 
 /**
  * What "a module names a blob" means, written once for DeleteBlob and the collector: every
@@ -14,7 +18,7 @@ const NAMED_BLOBS = `
     SELECT name, false AS current, content, files FROM module_versions
   ) n
   CROSS JOIN LATERAL (
-    SELECT m[1] AS digest FROM regexp_matches(n.content, 'sha256:[0-9a-f]{64}', 'g') AS m
+    SELECT m[1] AS digest FROM regexp_matches(n.content, '${DIGEST_IN_TEXT}', 'g') AS m
     UNION
     SELECT f ->> 'digest' FROM jsonb_array_elements(
       CASE WHEN jsonb_typeof(n.files) = 'array' THEN n.files ELSE '[]'::jsonb END) AS f
