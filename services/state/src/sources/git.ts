@@ -190,12 +190,7 @@ export function openGitRepo(o: GitRepoOptions): GitRepo {
     readTree: (commit, dir) => readTreeAt(run, commit, dir, Date.now() + o.timeoutMs),
 
     readBlob(oid) {
-      return streamGit(["cat-file", "blob", oid], {
-        cwd: gitDir,
-        env: baseEnv(),
-        deadline: Date.now() + o.timeoutMs,
-        secrets,
-      });
+      return streamGit(["cat-file", "blob", oid], { cwd: gitDir, env: baseEnv(), idleMs: o.timeoutMs, secrets });
     },
   };
 }
@@ -418,14 +413,15 @@ function runGit(
 
 /**
  * runGit for output of any size: stdout as it comes, read at the consumer's pace (the pipe's
- * back-pressure holds git), under the same deadline; a failure is thrown after the last chunk.
+ * back-pressure holds git); a failure is thrown after the last chunk. The time limit is on
+ * silence, not on the whole: a 1 GiB file stored at the database's pace may take minutes, and
+ * only git going `idleMs` without a byte the consumer could take means it is stuck.
  */
 async function* streamGit(
   args: string[],
-  o: { cwd: string; env: NodeJS.ProcessEnv; deadline: number; secrets: readonly string[] },
+  o: { cwd: string; env: NodeJS.ProcessEnv; idleMs: number; secrets: readonly string[] },
 ): AsyncGenerator<Buffer> {
-  const left = o.deadline - Date.now();
-  if (left <= 0) throw new GitError("timeout", `git ${args[0]} did not start before the time limit`);
+  const left = o.idleMs;
   const child = spawn(GIT_BIN, args, { cwd: o.cwd, env: o.env, stdio: ["ignore", "pipe", "pipe"], detached: true });
   const err: Buffer[] = [];
   child.stderr.on("data", (c: Buffer) => err.push(c));
@@ -447,10 +443,13 @@ async function* streamGit(
   });
   let done = false;
   try {
-    for await (const chunk of child.stdout) yield chunk as Buffer;
+    for await (const chunk of child.stdout) {
+      yield chunk as Buffer;
+      timer.refresh(); // the consumer took it: git's silence is counted from here
+    }
     const code = await closed;
     done = true;
-    if (timedOut) throw new GitError("timeout", `git ${args[0]} took longer than the time limit and was stopped`);
+    if (timedOut) throw new GitError("timeout", `git ${args[0]} sent nothing for ${o.idleMs} ms and was stopped`);
     if (code !== 0) {
       const stderr = Buffer.concat(err).toString("utf8");
       throw new GitError(classifyGitFailure(stderr), scrubGitMessage(stderr, o.secrets));
