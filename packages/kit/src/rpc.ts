@@ -15,6 +15,7 @@ import { busError, sendSoon } from "./nats.js";
 import { request } from "./request-inbox.js";
 import type { Logger } from "./logger.js";
 import { observeClient, observeServer, type RpcCallInfo } from "./rpc-observers.js";
+import { bulkMoved } from "./bulk-pacer.js";
 
 /** Who is calling, carried in headers on every request. */
 export interface Actor {
@@ -175,6 +176,7 @@ export function serveRpc<S extends GenService<GenServiceMethods>>(opts: RpcServe
       try {
         // The caller has given up; doing the work would only add load.
         if (Date.now() > deadline) return "DEADLINE_EXCEEDED";
+        bulkMoved(msg.data.length);
         const req = codec.decode(method.input, msg.data);
         // One gate for every handler: a NUL would otherwise reach Postgres and come back as a 500.
         rejectInvalidStrings(req);
@@ -284,6 +286,7 @@ export function rpcClient<S extends GenService<GenServiceMethods>>(
       let reply: Msg;
       try {
         const data = codec.encode(method.input, req);
+        bulkMoved(data.length);
         reply = await observeClient(
           info,
           hdrs,
@@ -301,6 +304,7 @@ export function rpcClient<S extends GenService<GenServiceMethods>>(
       } catch (err) {
         throw busError(err);
       }
+      bulkMoved(reply.data.length);
       if (reply.headers?.get(IDEMPOTENCY_HDR.replayed)) call.idempotency?.onReplay?.();
       const err = decodeError(reply);
       if (err) throw err;

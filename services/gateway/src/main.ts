@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 import { runMain } from "@orch/kit";
 import { countBuffersInHeapLimit } from "@orch/kit/bulk-gc";
+import { paceBulkTransfers } from "@orch/kit/bulk-pacer";
 import { buildGateway } from "./app.js";
 import { gatewayConfigSchema } from "./config.js";
 
 // Process-wide, so set here: every session's output crosses this process (NATS → WebSocket).
 countBuffersInHeapLimit();
+paceBulkTransfers();
 
 await runMain({
   name: "gateway",

@@ -76,7 +76,7 @@ export const SMOKE: Record<string, SmokeEntry> = {
       /^upload \(PUT, streamed\)\s+[\d.]+ s\s+[\d.]+ MiB\/s/m,
       /^first apply\s+[\d.]+ s\s+16\.0 MiB sent/m,
       /^apply again \(no change\)\s+[\d.]+ s\s+0\.0 MiB sent/m,
-      /^peak RSS gateway\s+\d+ MiB/m,
+      /^peak RSS gateway\s+\d+ MiB .*CPU [\d.]+ s$/m,
       /^goal: .*: (met|NOT met)$/m,
     ],
     limitS: 240,

@@ -2,6 +2,7 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import type { Msg, NatsConnection, Subscription } from "@nats-io/transport-node";
 import { isErrorReason, ServerFrameSchema, type Response } from "@orch/contracts";
 import { H, OrchError, encodeError, isCode, type Logger } from "@orch/kit";
+import { bulkMoved } from "@orch/kit/bulk-pacer";
 import { startRelaySpan, type RelaySpan } from "./relay-trace.js";
 
 type ServerFrameInit = MessageInitShape<typeof ServerFrameSchema>;
@@ -164,6 +165,7 @@ export function createRelay(opts: RelayOptions): Relay {
     }, deadline - now);
     timer.unref();
     pending.set(id, { msg, timer, done, span });
+    bulkMoved(msg.data.length);
     opts.send({
       frame: {
         case: "request",
@@ -185,6 +187,7 @@ export function createRelay(opts: RelayOptions): Relay {
   return {
     ready: opts.nc.flush(),
     resolve(res) {
+      bulkMoved(res.payload.length);
       const p = pending.get(res.id);
       if (!p) return; // timed out already, or a confused agent
       pending.delete(res.id);
