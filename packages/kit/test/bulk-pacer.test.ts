@@ -1,7 +1,7 @@
 import t from "tap";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { BULK_BUFFER_BUDGET, newPacerState, pace } from "../src/bulk-pacer.js";
+import { BULK_BUFFER_BUDGET, BULK_MIN_PIECE, newPacerState, pace } from "../src/bulk-pacer.js";
 
 const MiB = 1024 * 1024;
 
@@ -43,22 +43,19 @@ t.test("pace: a low that young collections leave rising by two budgets calls for
  * Runs the streaming workload of fixtures/pacer-workload.ts in a fresh node (pacing is process-wide) and
  * returns what it measured.
  */
-function workload(paced: boolean): { peakMiB: number; minors: number; majors: number } {
+function workload(mode: "unpaced" | "paced" | "small"): { peakMiB: number; minors: number; majors: number } {
   const script = fileURLToPath(new URL("./fixtures/pacer-workload.ts", import.meta.url));
-  const out = execFileSync(
-    process.execPath,
-    ["--conditions=orch-source", "--import=tsx", script, paced ? "paced" : "unpaced"],
-    {
-      encoding: "utf8",
-      timeout: 120_000,
-    },
-  );
+  const out = execFileSync(process.execPath, ["--conditions=orch-source", "--import=tsx", script, mode], {
+    encoding: "utf8",
+    timeout: 120_000,
+  });
   return JSON.parse(out.trim().split("\n").pop()!) as { peakMiB: number; minors: number; majors: number };
 }
 
 t.test("a paced transfer's dead buffers stay within its budget; unpaced they pile up", async (t) => {
-  const unpaced = workload(false);
-  const paced = workload(true);
+  const unpaced = workload("unpaced");
+  const paced = workload("paced");
+  const small = workload("small");
   t.ok(paced.minors > 0, `the pacer collected the young generation (${paced.minors} times)`);
   t.ok(
     paced.peakMiB < 3 * (BULK_BUFFER_BUDGET / MiB) + 8,
@@ -67,5 +64,9 @@ t.test("a paced transfer's dead buffers stay within its budget; unpaced they pil
   t.ok(
     unpaced.peakMiB > paced.peakMiB * 1.5,
     `unpaced peak ${unpaced.peakMiB.toFixed(0)} MiB, paced ${paced.peakMiB.toFixed(0)} MiB`,
+  );
+  t.ok(
+    small.peakMiB > paced.peakMiB * 1.5,
+    `pieces under ${BULK_MIN_PIECE / 1024} KiB are not paced: peak ${small.peakMiB.toFixed(0)} MiB`,
   );
 });
