@@ -379,6 +379,16 @@ if (!notifyKeys) {
     `ORCH_NOTIFY_CREDENTIALS_KEYS is not set: using the generated DEVELOPMENT key in ${shownPath(p)} (set ORCH_NOTIFY_CREDENTIALS_KEYS in production)`,
   );
 }
+// Single sign-on seals client secrets and refresh tokens; without a key adding a provider is refused.
+let ssoKeys = process.env.ORCH_AUTH_SSO_KEYS;
+if (!ssoKeys) {
+  const p = join(STATE, "auth-sso.keys");
+  if (!existsSync(p)) writeFileSync(p, `dev1:${randomBytes(32).toString("base64")}\n`, { mode: 0o600 });
+  ssoKeys = readFileSync(p, "utf8").trim();
+  say(
+    `ORCH_AUTH_SSO_KEYS is not set: using the generated DEVELOPMENT key in ${shownPath(p)} (set ORCH_AUTH_SSO_KEYS in production)`,
+  );
+}
 // Git sources seal their credentials and webhook secrets; without a key creating a source is refused.
 let sourceKeys = process.env.ORCH_STATE_SOURCE_KEYS;
 if (!sourceKeys) {
@@ -480,6 +490,7 @@ const env = {
   ORCH_SECRETS_KEYS: secretsKeys,
   ORCH_NOTIFY_CREDENTIALS_KEYS: notifyKeys,
   ORCH_STATE_SOURCE_KEYS: sourceKeys,
+  ORCH_AUTH_SSO_KEYS: ssoKeys,
   ORCH_STATE_SOURCES_ALLOW_FILE_URLS: allowFileSources,
   ORCH_NOTIFY_ALLOW_PRIVATE_TARGETS: allowPrivateTargets,
   ORCH_HEALTH_PORT: process.env.ORCH_HEALTH_PORT ?? "0",

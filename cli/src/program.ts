@@ -21,6 +21,7 @@ import { register as registerConsole } from "./commands/console.js";
 import { register as registerMaintenance } from "./commands/maintenance.js";
 import { register as registerNotifications } from "./commands/notifications.js";
 import { register as registerDiscover } from "./commands/discover.js";
+import { register as registerIdentityProviders } from "./commands/identity-providers.js";
 import { register as registerJoinTokens } from "./commands/join-tokens.js";
 import { register as registerKeygen } from "./commands/keygen.js";
 import { register as registerOperators } from "./commands/operators.js";
@@ -29,6 +30,7 @@ import { register as registerRuns } from "./commands/runs.js";
 import { register as registerSecrets } from "./commands/secrets.js";
 import { register as registerSources } from "./commands/sources.js";
 import { register as registerSsh } from "./commands/ssh.js";
+import { register as registerSso } from "./commands/sso.js";
 import { register as registerState } from "./commands/state.js";
 import { register as registerStatus } from "./commands/status.js";
 import { register as registerTags } from "./commands/tags.js";
@@ -44,6 +46,8 @@ export const commandGroups: RegisterFn[] = [
   registerPasskeys,
   registerStatus,
   registerOperators,
+  registerIdentityProviders,
+  registerSso,
   registerAgents,
   registerJoinTokens,
   registerTags,

@@ -20,6 +20,8 @@ const alice: Operator = {
   agent_selector: null,
   created_at: "2025-06-01T12:00:00.000Z",
   created_by: "root",
+  source: "key",
+  sso_rule: null,
 };
 const bob: Operator = {
   ...alice,
@@ -49,11 +51,13 @@ t.test("unit: operator and whoami fields", async (t) => {
     ["id", "op-2"],
     ["role", "operator"],
     ["active", false],
+    ["source", "key"],
     ["public_key", "ab".repeat(32)],
     ["agent_selector", "env in (stage,test)"],
     ["created_at", "2025-06-01T12:00:00.000Z"],
     ["created_by", "root"],
   ]);
+  t.same(operatorFields({ ...bob, source: "sso:corp", sso_rule: "ops" })[4], ["source", "sso:corp (rule ops)"]);
   t.same(whoamiFields(alice as Whoami, "http://127.0.0.1:8080").at(-1), ["server", "http://127.0.0.1:8080"]);
   t.equal(whoamiFields(alice as Whoami, "x").length, 8);
 });

@@ -19,6 +19,8 @@ const Audit = lazy(() => import("./pages/audit"));
 const Inbox = lazy(() => import("./pages/inbox"));
 const Operators = lazy(() => import("./pages/operators"));
 const Account = lazy(() => import("./pages/account"));
+const IdentityProviders = lazy(() => import("./pages/identity-providers"));
+const IdentityProvider = lazy(() => import("./pages/identity-provider"));
 const Modules = lazy(() => import("./pages/modules"));
 const ModuleDetail = lazy(() => import("./pages/module"));
 const ModuleUpload = lazy(() => import("./pages/module-upload"));
@@ -94,6 +96,8 @@ export function App() {
                       <Route path="/audit" component={Audit} />
                       <Route path="/inbox" component={Inbox} />
                       <Route path="/operators" component={Operators} />
+                      <Route path="/identity-providers" component={IdentityProviders} />
+                      <Route path="/identity-providers/:name" component={IdentityProvider} />
                       <Route path="/account" component={Account} />
                       <Route component={NotFound} />
                     </Switch>

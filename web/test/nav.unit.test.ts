@@ -18,6 +18,7 @@ t.test("Operators is listed for admins only", async (t) => {
       "Audit",
       "Inbox",
       "Operators",
+      "Identity providers",
       "Account",
     ],
   );

@@ -10,6 +10,7 @@ import { serverClient } from "../http.js";
 import { loadSigners, type Signer } from "../keys/index.js";
 import type { CliIO } from "../output.js";
 import { count } from "../format/units.js";
+import { ssoLogin } from "./sso.js";
 
 /** Challenge → sign the raw nonce bytes → verify. Returns the new session (not yet stored). */
 export async function authenticate(ctx: Context, server: string, signer: Signer): Promise<Session> {
@@ -59,39 +60,28 @@ type Sub = (parent: Command, io: CliIO) => void;
 const login: Sub = (program, io) =>
   program
     .command("login")
-    .description("authenticate with an Ed25519 key and store the session token")
+    .description("authenticate with an Ed25519 key (or --sso, an identity provider) and store the session token")
     .option("--key <path>", "private key (PKCS#8 PEM or OpenSSH), or a public key file choosing an ssh-agent key")
     .option("--ssh-agent", "sign with a key held by ssh-agent ($SSH_AUTH_SOCK)")
+    .option(
+      "--sso [provider]",
+      "sign in through an identity provider (device flow when offered, else a loopback redirect); the provider may be left out when only one is enabled",
+    )
+    .option("--open", "with --sso: open the sign-in URL in a browser")
+    .option("--loopback", "with --sso: use the loopback redirect even when the provider offers the device flow")
     .action(
-      action(io, async (ctx, opts: { key?: string; sshAgent?: boolean }) => {
-        const signers = await loadSigners({
-          key: opts.key,
-          sshAgent: opts.sshAgent,
-          home: ctx.home,
-          env: ctx.env,
-          timeoutMs: ctx.timeoutMs,
-        });
+      action(io, async (ctx, opts: LoginOptions) => {
+        if (opts.sso !== undefined && (opts.key || opts.sshAgent))
+          throw new CliError("--sso signs in without a key: drop --key / --ssh-agent", "invalid_argument");
         const server = await ctx.orch.server();
-        let session: Session | undefined;
-        const rejected: string[] = [];
-        let last: ProblemError | undefined;
-        for (const signer of signers) {
-          try {
-            session = await authenticate(ctx, server, signer);
-            break;
-          } catch (err) {
-            if (signers.length === 1 || !keyRejected(err)) throw err;
-            last = err;
-            // Each line names its key already: the server's own words are enough.
-            rejected.push(`  ${signer.publicKeyHex} ${signer.source}: ${err.problem.detail}`);
-          }
-        }
-        if (!session) {
-          throw new CliError(
-            `${server} accepted none of the ${count(signers.length, "Ed25519 key")} in ssh-agent:\n${rejected.join("\n")}`,
-            last?.code ?? "login_failed",
-          );
-        }
+        const session =
+          opts.sso !== undefined
+            ? await ssoLogin(ctx, server, {
+                provider: typeof opts.sso === "string" ? opts.sso : undefined,
+                open: opts.open,
+                loopback: opts.loopback,
+              })
+            : await keyLogin(ctx, server, opts);
         const path = await writeSession(ctx.home, session);
         ctx.out.result(
           { server: session.server, expires_at: session.expires_at, operator: session.operator, session_file: path },
@@ -102,6 +92,46 @@ const login: Sub = (program, io) =>
         );
       }),
     );
+
+interface LoginOptions {
+  key?: string;
+  sshAgent?: boolean;
+  sso?: string | boolean;
+  open?: boolean;
+  loopback?: boolean;
+}
+
+/** Tries each key the options name (or ssh-agent holds) until the server accepts one. */
+async function keyLogin(ctx: Context, server: string, opts: LoginOptions): Promise<Session> {
+  const signers = await loadSigners({
+    key: opts.key,
+    sshAgent: opts.sshAgent,
+    home: ctx.home,
+    env: ctx.env,
+    timeoutMs: ctx.timeoutMs,
+  });
+  let session: Session | undefined;
+  const rejected: string[] = [];
+  let last: ProblemError | undefined;
+  for (const signer of signers) {
+    try {
+      session = await authenticate(ctx, server, signer);
+      break;
+    } catch (err) {
+      if (signers.length === 1 || !keyRejected(err)) throw err;
+      last = err;
+      // Each line names its key already: the server's own words are enough.
+      rejected.push(`  ${signer.publicKeyHex} ${signer.source}: ${err.problem.detail}`);
+    }
+  }
+  if (!session) {
+    throw new CliError(
+      `${server} accepted none of the ${count(signers.length, "Ed25519 key")} in ssh-agent:\n${rejected.join("\n")}`,
+      last?.code ?? "login_failed",
+    );
+  }
+  return session;
+}
 
 const logout: Sub = (program, io) =>
   program

@@ -14,12 +14,17 @@ export function operatorRows(ops: readonly Operator[]): unknown[][] {
   return ops.map((o) => [o.name, o.id, o.role, o.active ? "yes" : "no", scope(o), o.created_at]);
 }
 
+/** `key`, or `sso:<provider> (rule <name>)` for an operator single sign-on provisioned. */
+const source = (o: Pick<Operator, "source" | "sso_rule">) =>
+  o.sso_rule ? `${o.source} (rule ${o.sso_rule})` : o.source;
+
 export function operatorFields(op: Operator, names: OperatorNames = idsOnly): [string, unknown][] {
   return [
     ["name", op.name],
     ["id", op.id],
     ["role", op.role],
     ["active", op.active],
+    ["source", source(op)],
     ["public_key", op.public_key],
     ["agent_selector", scope(op)],
     ["created_at", op.created_at],

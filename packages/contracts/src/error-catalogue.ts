@@ -212,6 +212,84 @@ export const ERROR_CATALOGUE = {
   },
   passkey_exists: { status: 409, grpc: "ALREADY_EXISTS", meaning: "This authenticator is already registered." },
   passkey_not_found: { status: 404, grpc: "NOT_FOUND", meaning: "No such passkey for this operator." },
+  identity_provider_not_found: { status: 404, grpc: "NOT_FOUND", meaning: "No identity provider has this name." },
+  sso_unavailable: {
+    status: 409,
+    grpc: "FAILED_PRECONDITION",
+    meaning:
+      "Single sign-on needs `auth.sso_keys` (ORCH_AUTH_SSO_KEYS), the keyring sealing client secrets, and `http.public_url` for the redirect.",
+  },
+  issuer_discovery_failed: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning: "The issuer's /.well-known/openid-configuration could not be read or does not name this issuer.",
+  },
+  sso_provider_disabled: {
+    status: 409,
+    grpc: "FAILED_PRECONDITION",
+    meaning: "The identity provider is disabled for sign-in; an admin can enable it.",
+  },
+  sso_provider_unreachable: {
+    status: 503,
+    grpc: "UNAVAILABLE",
+    meaning: "The identity provider did not answer; sign-in cannot complete now. Existing sessions follow docs/sso.md.",
+  },
+  sso_state_invalid: {
+    status: 401,
+    grpc: "UNAUTHENTICATED",
+    meaning: "The sign-in's state is unknown, used or expired (a replayed or forged redirect); sign in again.",
+  },
+  sso_code_invalid: {
+    status: 401,
+    grpc: "UNAUTHENTICATED",
+    meaning: "The provider refused the authorization code (used already, expired, or for another client).",
+  },
+  sso_token_invalid: {
+    status: 401,
+    grpc: "UNAUTHENTICATED",
+    meaning:
+      "The provider's ID token did not validate (signature, algorithm, issuer, audience, expiry or nonce); nothing was created.",
+  },
+  sso_claims_invalid: {
+    status: 401,
+    grpc: "UNAUTHENTICATED",
+    meaning:
+      "The ID token's claims lack a subject or carry unexpected types (groups not a list of strings, email not a string).",
+  },
+  sso_login_refused: {
+    status: 401,
+    grpc: "UNAUTHENTICATED",
+    meaning: "The identity provider answered the sign-in with an error (the user cancelled or was refused there).",
+  },
+  sso_mapping_refused: {
+    status: 403,
+    grpc: "PERMISSION_DENIED",
+    meaning:
+      "No mapping rule of the provider matches the user's claims, or the email domain is not allowed; ask an admin.",
+  },
+  sso_device_expired: {
+    status: 409,
+    grpc: "FAILED_PRECONDITION",
+    meaning: "The device code expired or was denied at the provider; run `orchctl login --sso` again.",
+  },
+  sso_device_unsupported: {
+    status: 409,
+    grpc: "FAILED_PRECONDITION",
+    meaning:
+      "The provider does not offer the device authorization grant; `orchctl login --sso` uses a loopback redirect instead.",
+  },
+  invalid_logout_token: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning:
+      "The back-channel logout token did not validate (signature, issuer, audience, events claim, or a nonce present).",
+  },
+  sso_required: {
+    status: 403,
+    grpc: "PERMISSION_DENIED",
+    meaning:
+      "Operators of this role sign in through single sign-on (`auth.require_sso_for_roles`); key login is refused.",
+  },
   invalid_nonce: {
     status: 401,
     grpc: "UNAUTHENTICATED",

@@ -23,6 +23,41 @@ export const EVENT_TYPES = {
     severity: "warning",
     description: "A passkey was removed (by its operator or an admin) and the console sessions it opened revoked.",
   },
+  "auth.sso.login_succeeded": {
+    severity: "info",
+    description:
+      "An operator signed in through an identity provider (console or CLI); metadata names the provider and the matched rule.",
+  },
+  "auth.sso.login_failed": {
+    severity: "warning",
+    description:
+      "A single sign-on attempt was refused (bad state, code or ID token, provider error or down); metadata carries the problem code. Nothing was created.",
+  },
+  "auth.sso.mapping_refused": {
+    severity: "warning",
+    description:
+      "A user authenticated at the provider but no mapping rule matched (or the email domain is not allowed).",
+  },
+  "auth.sso.logout": {
+    severity: "info",
+    description: "An identity provider's back-channel logout ended an operator's sessions.",
+  },
+  "identity_provider.created": { severity: "info", description: "An admin added an identity provider." },
+  "identity_provider.updated": { severity: "info", description: "An admin changed an identity provider." },
+  "identity_provider.deleted": {
+    severity: "warning",
+    description: "An admin removed an identity provider; the operators it provisioned were deprovisioned.",
+  },
+  "operator.provisioned": {
+    severity: "info",
+    description:
+      "Single sign-on created an operator on first sign-in (just-in-time), or changed its role or scope on a later one.",
+  },
+  "operator.deprovisioned": {
+    severity: "warning",
+    description:
+      "An SSO operator lost access: the provider refused a refresh (user disabled or removed), no rule maps its claims any more, or its provider was removed. Its sessions, streams and terminals ended.",
+  },
   "operator.created": { severity: "info", description: "An operator was added." },
   "operator.removed": { severity: "warning", description: "An operator was removed and its tokens revoked." },
   "operator.updated": {

@@ -9,6 +9,8 @@ export interface ConsoleSessionOpts {
   remoteAddress: string;
   /** The passkey that opened the session: removing it ends the session. */
   passkeyId?: string;
+  /** False when the caller audits the sign-in itself (single sign-on: `auth.sso.login_succeeded`). */
+  audit?: boolean;
 }
 
 /**
@@ -35,6 +37,7 @@ export function consoleSessionOpener(deps: Pick<AuthDeps, "clock" | "config">) {
       via: opts.via,
       ...(opts.passkeyId ? { passkeyId: opts.passkeyId } : {}),
     });
+    if (opts.audit === false) return { token, expiresAt };
     const actor = { id: o.id, name: o.name, type: "operator" };
     await emit({
       type: "auth.login.succeeded",

@@ -6,11 +6,13 @@ export function toOperator(r: OperatorRow): Operator {
     $typeName: "orch.v1.Operator",
     id: r.id,
     name: r.name,
-    publicKey: r.public_key,
+    publicKey: r.public_key ?? "",
     role: r.role,
     active: r.active,
     createdAt: Number(r.created_at),
     createdBy: r.created_by,
     agentSelector: r.agent_selector ?? "",
+    source: r.sso_source ?? (r.created_by.startsWith("sso:") ? r.created_by : "key"),
+    ssoRule: r.sso_rule ?? "",
   };
 }

@@ -1,4 +1,4 @@
-import { AuthService } from "@orch/contracts";
+import { AuthService, SsoService } from "@orch/contracts";
 import { SYSTEM_ACTOR, schedulePeriodic, serveRpc, withJobLock, type Service } from "@orch/kit";
 import { operatorsDb } from "./db/operators.js";
 import { sessionsDb } from "./db/sessions.js";
@@ -8,6 +8,15 @@ import { loginHandlers } from "./handlers/login.js";
 import { operatorHandlers } from "./handlers/operators.js";
 import { passkeyHandlers } from "./handlers/passkeys.js";
 import { normaliseKey } from "./keys.js";
+import { loginsDb } from "./sso/logins-db.js";
+import {
+  backchannelHandlers,
+  deviceHandlers,
+  providerHandlers,
+  ssoContext,
+  ssoLoginHandlers,
+  startRefresher,
+} from "./sso/index.js";
 
 /** Creates the first admin from ORCH_BOOTSTRAP_ADMIN_KEY when no admin exists yet. */
 export async function bootstrapAdmin(deps: AuthDeps): Promise<void> {
@@ -58,10 +67,32 @@ export async function createAuthService(deps: AuthDeps): Promise<Service> {
       ...passkeyHandlers(deps),
     },
   });
-  const purge = schedulePeriodic(deps, "auth.purge", 600_000, (c) => sessionsDb.purgeExpired(c, deps.clock.now()));
+  const sso = ssoContext(deps);
+  if (sso.ring) deps.log.info({ active_key: sso.ring.active, key_ids: sso.ring.ids }, "sso keyring loaded");
+  const ssoRpc = serveRpc({
+    nc: deps.nc,
+    idempotency: deps.idempotency,
+    name: "auth",
+    service: SsoService,
+    log: deps.log,
+    // Spread here, not built elsewhere: the route map (scripts/lib/route-map.ts) reads this literal.
+    handlers: {
+      ...providerHandlers(sso),
+      ...ssoLoginHandlers(sso),
+      ...deviceHandlers(sso),
+      ...backchannelHandlers(sso),
+    },
+  });
+  const refresher = startRefresher(sso);
+  const purge = schedulePeriodic(deps, "auth.purge", 600_000, async (c) => {
+    await sessionsDb.purgeExpired(c, deps.clock.now());
+    await loginsDb.purgeExpired(c, deps.clock.now());
+  });
   return {
     async stop() {
       purge.stop();
+      await refresher.stop();
+      await ssoRpc.stop();
       await rpc.stop();
     },
   };

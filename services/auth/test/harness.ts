@@ -31,7 +31,16 @@ export function manualClock(start = Date.now()): Clock & { advance(ms: number): 
 }
 
 /** One in-process auth service whose bootstrap admin is `admin`. */
-export async function startAuth(nats: NatsHandle, db: DbHandle, admin: KeyPair, clock: Clock = systemClock) {
+/** A fixed SSO keyring for tests (`auth.sso_keys`). */
+export const TEST_SSO_KEYS = `t1:${Buffer.alloc(32, 0x5a).toString("base64")}`;
+
+export async function startAuth(
+  nats: NatsHandle,
+  db: DbHandle,
+  admin: KeyPair,
+  clock: Clock = systemClock,
+  auth: Record<string, unknown> = {},
+) {
   const deps = await serviceDeps({
     name: "auth",
     nats,
@@ -39,7 +48,7 @@ export async function startAuth(nats: NatsHandle, db: DbHandle, admin: KeyPair, 
     schema: "auth",
     migrations: AUTH_MIGRATIONS,
     clock,
-    config: authConfigSchema.parse({ auth: { bootstrap_admin_key: admin.publicKeyHex } }),
+    config: authConfigSchema.parse({ auth: { bootstrap_admin_key: admin.publicKeyHex, ...auth } }),
   });
   const svc = await createAuthService(deps);
   return {
@@ -56,11 +65,14 @@ export async function startAuth(nats: NatsHandle, db: DbHandle, admin: KeyPair, 
  * The setup every auth test file shares: a private NATS, a fresh database and a running auth service,
  * all torn down with the test file.
  */
-export async function authTestbed(t: { teardown(fn: () => Promise<void>): void }, o: { clock?: Clock } = {}) {
+export async function authTestbed(
+  t: { teardown(fn: () => Promise<void>): void },
+  o: { clock?: Clock; auth?: Record<string, unknown> } = {},
+) {
   const nats = await startNats();
   const db = await createTestDatabase();
   const admin = ed25519();
-  const auth = await startAuth(nats, db, admin, o.clock);
+  const auth = await startAuth(nats, db, admin, o.clock, o.auth);
   t.teardown(async () => {
     await auth.stop();
     await db.drop();

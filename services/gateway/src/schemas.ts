@@ -79,6 +79,12 @@ export const OperatorOut = z.object({
     .string()
     .nullable()
     .describe("agent selector limiting the agents the operator reaches; null = unscoped (docs/access.md)"),
+  source: z
+    .string()
+    .describe(
+      "how the operator signs in: `key` (created by an admin), or `sso:<provider>` (provisioned by single sign-on; docs/sso.md)",
+    ),
+  sso_rule: z.string().nullable().describe("for an SSO operator, the mapping rule its last sign-in or refresh matched"),
 });
 
 /**

@@ -1,12 +1,16 @@
 /**
- * Sign-in. Two ways in: the one-time link `orchctl console` prints (`/login#code=…`, exchanged
- * automatically; the fragment never reaches a server log) or a passkey registered on the Account page.
+ * Sign-in. Three ways in: the one-time link `orchctl console` prints (`/login#code=…`, exchanged
+ * automatically; the fragment never reaches a server log), a passkey registered on the Account page,
+ * or an identity provider ("Sign in with …", single sign-on: the gateway and the provider handle
+ * the rest and come back here with `?sso_error=<code>` when it failed).
  * Afterwards the operator goes back to `next`, a same-origin path only.
  */
 import { useEffect, useRef } from "react";
 import { useLocation, useSearch } from "wouter";
 import { usePasskeySignIn } from "../api/passkeys";
 import { useExchangeCode } from "../api/session";
+import { type SignInProvider, ssoLoginHref, useSignInProviders } from "../api/sso";
+import { ssoErrorOf } from "../lib/sso";
 import { ProblemMessage } from "../ui/problem";
 import { codeFromHash, safeNext } from "../ui/redirect";
 
@@ -16,6 +20,8 @@ export default function LoginPage() {
   const next = safeNext(new URLSearchParams(search).get("next"));
   const exchange = useExchangeCode();
   const passkey = usePasskeySignIn();
+  const providers = useSignInProviders().data ?? [];
+  const ssoError = ssoErrorOf(search);
   const exchanged = useRef<string | undefined>(undefined);
 
   useEffect(() => {
@@ -63,13 +69,30 @@ export default function LoginPage() {
             Sign in with a passkey
           </button>
         </div>
+        {providers.length ? <SsoButtons providers={providers} next={next} /> : null}
         {busy ? (
           <p className="loading" role="status">
             Signing in…
           </p>
         ) : null}
-        <ProblemMessage error={exchange.error ?? passkey.error} />
+        <ProblemMessage error={exchange.error ?? passkey.error ?? ssoError} />
       </section>
     </main>
+  );
+}
+
+/** One link per enabled identity provider: a plain navigation, the gateway redirects to the provider. */
+function SsoButtons({ providers, next }: { providers: SignInProvider[]; next: string }) {
+  return (
+    <>
+      <p>Or with your organisation's account:</p>
+      <div className="toolbar">
+        {providers.map((p) => (
+          <a key={p.name} className="btn" href={ssoLoginHref(p.name, next)}>
+            Sign in with {p.display_name}
+          </a>
+        ))}
+      </div>
+    </>
   );
 }

@@ -9,6 +9,7 @@ import { useAddOperator, useOperators, useRemoveOperator } from "../api/operator
 import { useSession } from "../api/session";
 import { operatorNameError } from "../lib/rules";
 import { checkSelector } from "../lib/selector";
+import { operatorSource } from "../lib/sso";
 import { useUrlState } from "../lib/url-state";
 import {
   Badge,
@@ -32,6 +33,8 @@ export default function OperatorsPage() {
   const list = useOperators(cursor);
   const remove = useRemoveOperator();
   const operators = list.data?.operators ?? [];
+  // Shown once the API says where operators come from (a key, or single sign-on and its rule).
+  const withSource = operators.some((o) => operatorSource(o) !== undefined);
 
   return (
     <Page title="Operators">
@@ -40,7 +43,7 @@ export default function OperatorsPage() {
         <QueryStatus query={list}>
           <PagedTable
             label="Operators"
-            columns={["Name", "Role", "Scope", "Created", "Public key", isAdmin && "Actions"]}
+            columns={["Name", "Role", "Scope", withSource && "Source", "Created", "Public key", isAdmin && "Actions"]}
             items={operators}
             empty={<EmptyState title="No operators." />}
             cursor={cursor}
@@ -58,6 +61,7 @@ export default function OperatorsPage() {
                   <Badge tone={o.role === "admin" ? "info" : "neutral"}>{o.role}</Badge>
                 </td>
                 <td className="mono">{o.agent_selector ?? <span className="muted">all agents</span>}</td>
+                {withSource ? <td>{operatorSource(o) ?? <span className="muted">—</span>}</td> : null}
                 <td>
                   <Time value={o.created_at} />
                   {o.created_by ? <span className="muted"> by {o.created_by}</span> : null}

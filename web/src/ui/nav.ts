@@ -14,6 +14,7 @@ export interface NavItem {
     | "Audit"
     | "Inbox"
     | "Operators"
+    | "Identity providers"
     | "Account";
   href: string;
   adminOnly?: boolean;
@@ -33,6 +34,7 @@ export const NAV_ITEMS: readonly NavItem[] = [
   { label: "Audit", href: "/audit" },
   { label: "Inbox", href: "/inbox" },
   { label: "Operators", href: "/operators", adminOnly: true },
+  { label: "Identity providers", href: "/identity-providers", adminOnly: true },
   { label: "Account", href: "/account" },
 ];
 

@@ -925,6 +925,172 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/auth/sso/{provider}/authorize": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a CLI sign-in with an identity provider through a loopback redirect (RFC 8252)
+         * @description No authentication.
+         */
+        post: operations["postAuthSsoProviderAuthorize"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/sso/{provider}/backchannel-logout": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * An identity provider ends a user's sessions (OIDC Back-Channel Logout 1.0)
+         * @description Called by the provider, not by people: an `application/x-www-form-urlencoded` body with `logout_token`, a JWT signed by the provider. 200 once the sessions it names have ended; 400 when the token does not validate.
+         *
+         *     No authentication.
+         */
+        post: operations["postAuthSsoProviderBackchannelLogout"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/sso/{provider}/device": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a CLI sign-in with the device authorization grant (RFC 8628)
+         * @description No authentication.
+         */
+        post: operations["postAuthSsoProviderDevice"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/sso/{provider}/login": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Start a console sign-in with an identity provider: redirects the browser to it
+         * @description Answers 302 to the provider's authorization URL (code flow with PKCE, state and nonce); on failure 302 to the console's sign-in page with `?sso_error=<problem code>`.
+         *
+         *     No authentication.
+         */
+        get: operations["getAuthSsoProviderLogin"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/sso/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The identity provider's redirect after a console sign-in; sets the console session cookies
+         * @description Answers 302 to the console page the sign-in began from (its home by default) with the session cookies set, or 302 to the sign-in page with `?sso_error=<problem code>`. A top-level navigation from the provider, so there is no Origin check: the single-use state, PKCE and the nonce bind it to the browser that began it.
+         *
+         *     No authentication.
+         */
+        get: operations["getAuthSsoCallback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/sso/device/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask once whether the user approved a device sign-in: pending, or the session token
+         * @description No authentication.
+         */
+        post: operations["postAuthSsoDeviceToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/sso/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The enabled identity providers, for the sign-in page's buttons
+         * @description No authentication.
+         */
+        get: operations["getAuthSsoProviders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/auth/sso/token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Finish a CLI sign-in: redeem the provider's redirect for a session token
+         * @description No authentication.
+         */
+        post: operations["postAuthSsoToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/auth/verify": {
         parameters: {
             query?: never;
@@ -1169,6 +1335,76 @@ export interface paths {
         get: operations["getDriftDriftId"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/identity-providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the identity providers (OIDC), by name
+         * @description Requires the admin role.
+         */
+        get: operations["getIdentityProviders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/identity-providers/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One identity provider (never its client secret)
+         * @description Requires the admin role.
+         */
+        get: operations["getIdentityProvidersName"];
+        /**
+         * Create or replace an identity provider; its issuer is discovered first
+         * @description The client secret is write-only: absent keeps the stored one, "" clears it. An issuer whose discovery document cannot be read, or names another issuer, is refused with 400 issuer_discovery_failed and nothing is stored.
+         *
+         *     Requires the admin role.
+         */
+        put: operations["putIdentityProvidersName"];
+        post?: never;
+        /**
+         * Remove an identity provider; the operators it provisioned are deactivated and their sessions end
+         * @description Requires the admin role.
+         */
+        delete: operations["deleteIdentityProvidersName"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/identity-providers/{name}/test-mapping": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Which mapping rule a set of claims would hit (nothing is created)
+         * @description Requires the admin role.
+         */
+        post: operations["postIdentityProvidersNameTestMapping"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2166,7 +2402,7 @@ export interface components {
              * @description stable machine-readable error code; `x-error-catalogue` (and docs/errors.md) gives each one's status
              * @enum {string}
              */
-            code: "admin_cannot_be_scoped" | "admin_required" | "agent_busy" | "agent_disconnected" | "agent_not_approved" | "agent_not_connected" | "agent_not_found" | "agent_not_rejected" | "agent_packages_unavailable" | "agent_timeout" | "agent_version_not_found" | "already_exists" | "assignment_exists" | "assignment_not_found" | "blob_digest_mismatch" | "blob_in_use" | "blob_not_found" | "blob_size_mismatch" | "blob_too_large" | "body_too_large" | "bundle_too_large" | "bus_permission_denied" | "bus_unavailable" | "channel_credentials_unavailable" | "channel_exists" | "channel_not_found" | "channel_type_immutable" | "console_unavailable" | "csrf_token_invalid" | "cyclic_requires" | "database_unavailable" | "deadline_exceeded" | "discovery_failed" | "discovery_port_not_allowed" | "discovery_target_not_allowed" | "discovery_target_refused" | "drift_not_found" | "duplicate_resource" | "duplicate_resource_id" | "expires_at_in_past" | "expiry_extension_requires_admin" | "failed_precondition" | "headers_too_large" | "idempotency_key_in_flight" | "idempotency_key_reused" | "idempotency_store_unavailable" | "internal" | "invalid_argument" | "invalid_batch" | "invalid_bundle" | "invalid_channel_type" | "invalid_characters" | "invalid_chunk" | "invalid_command" | "invalid_config" | "invalid_cursor" | "invalid_description" | "invalid_digest" | "invalid_encoding" | "invalid_expires_at" | "invalid_filter" | "invalid_idempotency_key" | "invalid_json" | "invalid_limit" | "invalid_login_code" | "invalid_max_uses" | "invalid_mode" | "invalid_module" | "invalid_name" | "invalid_name_prefix" | "invalid_node_id" | "invalid_nonce" | "invalid_parameter" | "invalid_passkey" | "invalid_passkey_response" | "invalid_payload" | "invalid_public_key" | "invalid_range" | "invalid_ref" | "invalid_request" | "invalid_resource" | "invalid_restriction" | "invalid_retention" | "invalid_selector" | "invalid_session_id" | "invalid_signature" | "invalid_signature_format" | "invalid_since" | "invalid_source" | "invalid_status" | "invalid_tag_key" | "invalid_tag_value" | "invalid_target" | "invalid_template" | "invalid_ticket" | "invalid_timeout" | "invalid_timestamp" | "invalid_token" | "invalid_ttl" | "invalid_until" | "invalid_url" | "invalid_value" | "invalid_values" | "invalid_version" | "invalid_webauthn_challenge" | "invalid_webhook" | "invalid_window" | "invalid_yaml" | "join_token_not_found" | "last_admin" | "login_code_expired" | "malformed_request" | "managed_by_source" | "method_not_allowed" | "missing_parameter" | "module_breaks_assignments" | "module_in_use" | "module_not_found" | "module_too_large" | "name_immutable" | "name_mismatch" | "name_required" | "name_taken" | "no_metrics" | "no_shell_configured" | "no_snapshot" | "not_found" | "nothing_to_update" | "notification_not_found" | "operation_not_found" | "operator_exists" | "operator_not_found" | "operator_required" | "origin_not_allowed" | "passkey_exists" | "passkey_not_found" | "passkeys_unavailable" | "permission_denied" | "public_key_in_use" | "rate_limited" | "release_signing_unavailable" | "request_timeout" | "resource_exhausted" | "restriction_widening_requires_admin" | "route_not_found" | "run_finished" | "run_not_found" | "secret_exists" | "secret_expired" | "secret_in_argument" | "secret_in_path" | "secret_in_values" | "secret_key_unavailable" | "secret_not_found" | "secret_not_permitted" | "secret_undecryptable" | "service_unavailable" | "session_exists" | "session_not_found" | "session_not_open" | "shell_not_allowed" | "shell_not_found" | "source_exists" | "source_keys_unset" | "source_not_found" | "source_ref_not_found" | "source_unreachable" | "source_url_not_allowed" | "tag_not_found" | "terminal_disabled" | "ticket_expired" | "ticket_operator_mismatch" | "ticket_required" | "timeout" | "too_deep" | "too_many_sessions" | "too_many_tags" | "transcript_not_found" | "unauthenticated" | "unavailable" | "unknown_blob" | "unknown_bundle_file" | "unknown_method" | "unknown_operator" | "unknown_parameter" | "unknown_requirement" | "unknown_requires" | "unknown_resource_type" | "unsafe_bundle_path" | "unsupported_media_type" | "upgrade_required" | "upload_not_found" | "uri_too_long" | "value_set_not_found" | "value_set_scoped_operator" | "value_too_large" | "values_too_large" | "webhook_signature_invalid" | "window_not_found";
+            code: "admin_cannot_be_scoped" | "admin_required" | "agent_busy" | "agent_disconnected" | "agent_not_approved" | "agent_not_connected" | "agent_not_found" | "agent_not_rejected" | "agent_packages_unavailable" | "agent_timeout" | "agent_version_not_found" | "already_exists" | "assignment_exists" | "assignment_not_found" | "blob_digest_mismatch" | "blob_in_use" | "blob_not_found" | "blob_size_mismatch" | "blob_too_large" | "body_too_large" | "bundle_too_large" | "bus_permission_denied" | "bus_unavailable" | "channel_credentials_unavailable" | "channel_exists" | "channel_not_found" | "channel_type_immutable" | "console_unavailable" | "csrf_token_invalid" | "cyclic_requires" | "database_unavailable" | "deadline_exceeded" | "discovery_failed" | "discovery_port_not_allowed" | "discovery_target_not_allowed" | "discovery_target_refused" | "drift_not_found" | "duplicate_resource" | "duplicate_resource_id" | "expires_at_in_past" | "expiry_extension_requires_admin" | "failed_precondition" | "headers_too_large" | "idempotency_key_in_flight" | "idempotency_key_reused" | "idempotency_store_unavailable" | "identity_provider_not_found" | "internal" | "invalid_argument" | "invalid_batch" | "invalid_bundle" | "invalid_channel_type" | "invalid_characters" | "invalid_chunk" | "invalid_command" | "invalid_config" | "invalid_cursor" | "invalid_description" | "invalid_digest" | "invalid_encoding" | "invalid_expires_at" | "invalid_filter" | "invalid_idempotency_key" | "invalid_json" | "invalid_limit" | "invalid_login_code" | "invalid_logout_token" | "invalid_max_uses" | "invalid_mode" | "invalid_module" | "invalid_name" | "invalid_name_prefix" | "invalid_node_id" | "invalid_nonce" | "invalid_parameter" | "invalid_passkey" | "invalid_passkey_response" | "invalid_payload" | "invalid_public_key" | "invalid_range" | "invalid_ref" | "invalid_request" | "invalid_resource" | "invalid_restriction" | "invalid_retention" | "invalid_selector" | "invalid_session_id" | "invalid_signature" | "invalid_signature_format" | "invalid_since" | "invalid_source" | "invalid_status" | "invalid_tag_key" | "invalid_tag_value" | "invalid_target" | "invalid_template" | "invalid_ticket" | "invalid_timeout" | "invalid_timestamp" | "invalid_token" | "invalid_ttl" | "invalid_until" | "invalid_url" | "invalid_value" | "invalid_values" | "invalid_version" | "invalid_webauthn_challenge" | "invalid_webhook" | "invalid_window" | "invalid_yaml" | "issuer_discovery_failed" | "join_token_not_found" | "last_admin" | "login_code_expired" | "malformed_request" | "managed_by_source" | "method_not_allowed" | "missing_parameter" | "module_breaks_assignments" | "module_in_use" | "module_not_found" | "module_too_large" | "name_immutable" | "name_mismatch" | "name_required" | "name_taken" | "no_metrics" | "no_shell_configured" | "no_snapshot" | "not_found" | "nothing_to_update" | "notification_not_found" | "operation_not_found" | "operator_exists" | "operator_not_found" | "operator_required" | "origin_not_allowed" | "passkey_exists" | "passkey_not_found" | "passkeys_unavailable" | "permission_denied" | "public_key_in_use" | "rate_limited" | "release_signing_unavailable" | "request_timeout" | "resource_exhausted" | "restriction_widening_requires_admin" | "route_not_found" | "run_finished" | "run_not_found" | "secret_exists" | "secret_expired" | "secret_in_argument" | "secret_in_path" | "secret_in_values" | "secret_key_unavailable" | "secret_not_found" | "secret_not_permitted" | "secret_undecryptable" | "service_unavailable" | "session_exists" | "session_not_found" | "session_not_open" | "shell_not_allowed" | "shell_not_found" | "source_exists" | "source_keys_unset" | "source_not_found" | "source_ref_not_found" | "source_unreachable" | "source_url_not_allowed" | "sso_claims_invalid" | "sso_code_invalid" | "sso_device_expired" | "sso_device_unsupported" | "sso_login_refused" | "sso_mapping_refused" | "sso_provider_disabled" | "sso_provider_unreachable" | "sso_required" | "sso_state_invalid" | "sso_token_invalid" | "sso_unavailable" | "tag_not_found" | "terminal_disabled" | "ticket_expired" | "ticket_operator_mismatch" | "ticket_required" | "timeout" | "too_deep" | "too_many_sessions" | "too_many_tags" | "transcript_not_found" | "unauthenticated" | "unavailable" | "unknown_blob" | "unknown_bundle_file" | "unknown_method" | "unknown_operator" | "unknown_parameter" | "unknown_requirement" | "unknown_requires" | "unknown_resource_type" | "unsafe_bundle_path" | "unsupported_media_type" | "upgrade_required" | "upload_not_found" | "uri_too_long" | "value_set_not_found" | "value_set_scoped_operator" | "value_too_large" | "values_too_large" | "webhook_signature_invalid" | "window_not_found";
             detail: string;
             request_id?: string;
             status: number;
@@ -5900,6 +6136,10 @@ export interface operations {
                             public_key: string;
                             /** @enum {string} */
                             role: "admin" | "operator";
+                            /** @description how the operator signs in: `key` (created by an admin), or `sso:<provider>` (provisioned by single sign-on; docs/sso.md) */
+                            source: string;
+                            /** @description for an SSO operator, the mapping rule its last sign-in or refresh matched */
+                            sso_rule: string | null;
                         };
                     };
                 };
@@ -6247,6 +6487,10 @@ export interface operations {
                             public_key: string;
                             /** @enum {string} */
                             role: "admin" | "operator";
+                            /** @description how the operator signs in: `key` (created by an admin), or `sso:<provider>` (provisioned by single sign-on; docs/sso.md) */
+                            source: string;
+                            /** @description for an SSO operator, the mapping rule its last sign-in or refresh matched */
+                            sso_rule: string | null;
                         };
                     };
                 };
@@ -6394,6 +6638,525 @@ export interface operations {
             };
         };
     };
+    postAuthSsoProviderAuthorize: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                provider: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description where the provider sends the browser back: the CLI's loopback listener */
+                    redirect_uri: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description open this in a browser */
+                        authorization_url: string;
+                        /** @description the redirect carries this state; anything else is not this sign-in */
+                        state: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: identity_provider_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: sso_unavailable, sso_provider_disabled */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: sso_provider_unreachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postAuthSsoProviderBackchannelLogout: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                provider: string;
+            };
+            cookie?: never;
+        };
+        /** @description the body exactly as sent, up to 65536 bytes */
+        requestBody: {
+            content: {
+                "*/*": string;
+            };
+        };
+        responses: {
+            /** @description success, no body */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem codes: invalid_logout_token */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: body_too_large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postAuthSsoProviderDevice: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                provider: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description poll POST /api/v1/auth/sso/device/token with this */
+                        device_id: string;
+                        expires_at: string;
+                        /** @description seconds between polls */
+                        interval: number;
+                        user_code: string;
+                        verification_uri: string;
+                        /** @description the verification URI with the code filled in, if given */
+                        verification_uri_complete: string | null;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: identity_provider_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: sso_unavailable, sso_provider_disabled, sso_device_unsupported */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: sso_provider_unreachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAuthSsoProviderLogin: {
+        parameters: {
+            query?: {
+                /** @description console path to land on after sign-in (same origin only; anything else is ignored) */
+                return_to?: string;
+            };
+            header?: never;
+            path: {
+                provider: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success, no body */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem codes: invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAuthSsoCallback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success, no body */
+            302: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem codes: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postAuthSsoDeviceToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    device_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description seconds to wait before asking again */
+                        interval: number;
+                        /** @constant */
+                        status: "pending";
+                    } | {
+                        expires_at: string;
+                        operator: {
+                            active: boolean;
+                            /** @description agent selector limiting the agents the operator reaches; null = unscoped (docs/access.md) */
+                            agent_selector: string | null;
+                            created_at: string;
+                            created_by: string;
+                            id: string;
+                            name: string;
+                            public_key: string;
+                            /** @enum {string} */
+                            role: "admin" | "operator";
+                            /** @description how the operator signs in: `key` (created by an admin), or `sso:<provider>` (provisioned by single sign-on; docs/sso.md) */
+                            source: string;
+                            /** @description for an SSO operator, the mapping rule its last sign-in or refresh matched */
+                            sso_rule: string | null;
+                        };
+                        /** @constant */
+                        status: "complete";
+                        token: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: sso_state_invalid, sso_code_invalid, sso_token_invalid, sso_claims_invalid, sso_login_refused */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: sso_mapping_refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: sso_unavailable, sso_provider_disabled, sso_device_expired */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: sso_provider_unreachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getAuthSsoProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        providers: {
+                            /** @description `orchctl login --sso` can use the device authorization grant */
+                            device_flow: boolean;
+                            /** @description the sign-in button says "Sign in with <display_name>" */
+                            display_name: string;
+                            name: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description problem codes: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postAuthSsoToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the full URL the provider redirected the browser to */
+                    callback_url: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        expires_at: string;
+                        operator: {
+                            active: boolean;
+                            /** @description agent selector limiting the agents the operator reaches; null = unscoped (docs/access.md) */
+                            agent_selector: string | null;
+                            created_at: string;
+                            created_by: string;
+                            id: string;
+                            name: string;
+                            public_key: string;
+                            /** @enum {string} */
+                            role: "admin" | "operator";
+                            /** @description how the operator signs in: `key` (created by an admin), or `sso:<provider>` (provisioned by single sign-on; docs/sso.md) */
+                            source: string;
+                            /** @description for an SSO operator, the mapping rule its last sign-in or refresh matched */
+                            sso_rule: string | null;
+                        };
+                        token: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: sso_state_invalid, sso_code_invalid, sso_token_invalid, sso_claims_invalid, sso_login_refused */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: sso_mapping_refused */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: sso_unavailable, sso_provider_disabled */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: rate_limited */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: sso_provider_unreachable */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     postAuthVerify: {
         parameters: {
             query?: never;
@@ -6430,6 +7193,10 @@ export interface operations {
                             public_key: string;
                             /** @enum {string} */
                             role: "admin" | "operator";
+                            /** @description how the operator signs in: `key` (created by an admin), or `sso:<provider>` (provisioned by single sign-on; docs/sso.md) */
+                            source: string;
+                            /** @description for an SSO operator, the mapping rule its last sign-in or refresh matched */
+                            sso_rule: string | null;
                         };
                         token: string;
                     };
@@ -6490,6 +7257,10 @@ export interface operations {
                         public_key: string;
                         /** @enum {string} */
                         role: "admin" | "operator";
+                        /** @description how the operator signs in: `key` (created by an admin), or `sso:<provider>` (provisioned by single sign-on; docs/sso.md) */
+                        source: string;
+                        /** @description for an SSO operator, the mapping rule its last sign-in or refresh matched */
+                        sso_rule: string | null;
                     };
                 };
             };
@@ -7516,6 +8287,444 @@ export interface operations {
             };
             /** @description problem codes: drift_not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getIdentityProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        providers: {
+                            allowed_domains: string[];
+                            client_id: string;
+                            created_at: string;
+                            /** @description the provider offers the device authorization grant (from its discovery document) */
+                            device_flow: boolean;
+                            display_name: string;
+                            enabled: boolean;
+                            groups_claim: string;
+                            has_client_secret: boolean;
+                            id: string;
+                            issuer: string;
+                            name: string;
+                            refresh_interval_seconds: number;
+                            rules: {
+                                /** @description null = unscoped */
+                                agent_selector: string | null;
+                                domains: string[];
+                                email: string | null;
+                                groups: string[];
+                                name: string;
+                                /** @enum {string} */
+                                role: "admin" | "operator";
+                            }[];
+                            scopes: string[];
+                            updated_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getIdentityProvidersName: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        allowed_domains: string[];
+                        client_id: string;
+                        created_at: string;
+                        /** @description the provider offers the device authorization grant (from its discovery document) */
+                        device_flow: boolean;
+                        display_name: string;
+                        enabled: boolean;
+                        groups_claim: string;
+                        has_client_secret: boolean;
+                        id: string;
+                        issuer: string;
+                        name: string;
+                        refresh_interval_seconds: number;
+                        rules: {
+                            /** @description null = unscoped */
+                            agent_selector: string | null;
+                            domains: string[];
+                            email: string | null;
+                            groups: string[];
+                            name: string;
+                            /** @enum {string} */
+                            role: "admin" | "operator";
+                        }[];
+                        scopes: string[];
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: identity_provider_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putIdentityProvidersName: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description only verified emails in these domains may sign in; empty = any */
+                    allowed_domains?: string[];
+                    client_id: string;
+                    /** @description write-only, sealed at rest: absent keeps the stored one, "" clears it; never returned */
+                    client_secret?: string;
+                    /** @description sign-in button label ("Sign in with …"); default the name */
+                    display_name?: string;
+                    /** @description enabled for sign-in; default true */
+                    enabled?: boolean;
+                    /** @description the claim carrying the user's groups; default `groups` */
+                    groups_claim?: string;
+                    /** @description issuer URL; its /.well-known/openid-configuration is read */
+                    issuer: string;
+                    /** @description seconds between refreshes of a signed-in operator against the provider; 0 or absent = the default (300) */
+                    refresh_interval_seconds?: number;
+                    /** @description ordered mapping rules, first match wins; none = nobody may sign in */
+                    rules?: {
+                        /** @description agent selector scoping an operator mapped by this rule; null or absent = unscoped; never for admins */
+                        agent_selector?: string | null;
+                        /** @description matches when the email's domain is one of these; absent = no condition */
+                        domains?: string[];
+                        /** @description matches when the email equals this or fits this glob (`*@example.com`); absent = no condition */
+                        email?: string;
+                        /** @description matches when the groups claim holds any of these; empty or absent = no group condition */
+                        groups?: string[];
+                        /** @description label shown on the operator and in audit events (default `rule <n>`) */
+                        name?: string;
+                        /** @enum {string} */
+                        role: "admin" | "operator";
+                    }[];
+                    /** @description scopes requested; default openid, email, profile */
+                    scopes?: string[];
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        allowed_domains: string[];
+                        client_id: string;
+                        created_at: string;
+                        /** @description the provider offers the device authorization grant (from its discovery document) */
+                        device_flow: boolean;
+                        display_name: string;
+                        enabled: boolean;
+                        groups_claim: string;
+                        has_client_secret: boolean;
+                        id: string;
+                        issuer: string;
+                        name: string;
+                        refresh_interval_seconds: number;
+                        rules: {
+                            /** @description null = unscoped */
+                            agent_selector: string | null;
+                            domains: string[];
+                            email: string | null;
+                            groups: string[];
+                            name: string;
+                            /** @enum {string} */
+                            role: "admin" | "operator";
+                        }[];
+                        scopes: string[];
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description problem codes: issuer_discovery_failed, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: sso_unavailable, idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteIdentityProvidersName: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description operators deactivated because they signed in through this provider */
+                        deprovisioned: number;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: identity_provider_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postIdentityProvidersNameTestMapping: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the claims to map, as in an ID token's payload */
+                    claims: {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description null = unscoped (or nothing matched) */
+                        agent_selector: string | null;
+                        matched: boolean;
+                        /** @description the operator name these claims would provision */
+                        operator_name: string | null;
+                        /** @description why nothing matched, or why the email domain was refused */
+                        reason: string | null;
+                        role: ("admin" | "operator") | null;
+                        /** @description index of the matching rule, from 0; null when none matched */
+                        rule_index: number | null;
+                        rule_name: string | null;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: identity_provider_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: idempotency_key_reused, idempotency_key_in_flight */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8772,6 +9981,10 @@ export interface operations {
                             public_key: string;
                             /** @enum {string} */
                             role: "admin" | "operator";
+                            /** @description how the operator signs in: `key` (created by an admin), or `sso:<provider>` (provisioned by single sign-on; docs/sso.md) */
+                            source: string;
+                            /** @description for an SSO operator, the mapping rule its last sign-in or refresh matched */
+                            sso_rule: string | null;
                         }[];
                     };
                 };
@@ -8838,6 +10051,10 @@ export interface operations {
                         public_key: string;
                         /** @enum {string} */
                         role: "admin" | "operator";
+                        /** @description how the operator signs in: `key` (created by an admin), or `sso:<provider>` (provisioned by single sign-on; docs/sso.md) */
+                        source: string;
+                        /** @description for an SSO operator, the mapping rule its last sign-in or refresh matched */
+                        sso_rule: string | null;
                     };
                 };
             };
@@ -8907,6 +10124,10 @@ export interface operations {
                         public_key: string;
                         /** @enum {string} */
                         role: "admin" | "operator";
+                        /** @description how the operator signs in: `key` (created by an admin), or `sso:<provider>` (provisioned by single sign-on; docs/sso.md) */
+                        source: string;
+                        /** @description for an SSO operator, the mapping rule its last sign-in or refresh matched */
+                        sso_rule: string | null;
                     };
                 };
             };
@@ -9044,6 +10265,10 @@ export interface operations {
                         public_key: string;
                         /** @enum {string} */
                         role: "admin" | "operator";
+                        /** @description how the operator signs in: `key` (created by an admin), or `sso:<provider>` (provisioned by single sign-on; docs/sso.md) */
+                        source: string;
+                        /** @description for an SSO operator, the mapping rule its last sign-in or refresh matched */
+                        sso_rule: string | null;
                     };
                 };
             };

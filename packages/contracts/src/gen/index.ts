@@ -10,5 +10,6 @@ export * from "./orch/v1/auth_pb.js";
 export * from "./orch/v1/common_pb.js";
 export * from "./orch/v1/notify_pb.js";
 export * from "./orch/v1/secrets_pb.js";
+export * from "./orch/v1/sso_pb.js";
 export * from "./orch/v1/state_pb.js";
 export * from "./orch/v1/terminal_pb.js";

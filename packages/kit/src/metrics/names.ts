@@ -100,6 +100,18 @@ export const METRICS = {
     labels: ["channel_type", "result"],
     where: "notify",
   },
+  orch_sso_logins_total: {
+    type: "counter",
+    help: "Single sign-on attempts (code and device flows) by provider and outcome (ok or the problem code)",
+    labels: ["provider", "outcome"],
+    where: "auth",
+  },
+  orch_sso_refreshes_total: {
+    type: "counter",
+    help: "Refreshes of signed-in SSO operators against their provider, by outcome",
+    labels: ["provider", "outcome"],
+    where: "auth",
+  },
   orch_terminal_sessions_open: {
     type: "gauge",
     help: "Terminal sessions open on this replica",

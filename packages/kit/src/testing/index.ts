@@ -14,3 +14,4 @@ export * from "./git.js";
 export * from "./releases.js";
 export * from "./private-postgres.js";
 export * from "./nats-cluster.js";
+export * from "./oidc-provider.js";

@@ -101,6 +101,8 @@ function systemEnv(
     ORCH_GATEWAY_SERVICES: JSON.stringify(opts.services.filter((s) => s !== "gateway")),
     // notify refuses to start without a key for channel credentials.
     ORCH_NOTIFY_CREDENTIALS_KEYS: `e2e:${Buffer.alloc(32, 0x6e).toString("base64")}`,
+    // Single sign-on seals identity providers' client secrets and users' refresh tokens with this keyring.
+    ORCH_AUTH_SSO_KEYS: `e2e:${Buffer.alloc(32, 0x61).toString("base64")}`,
     // Git sources seal their credentials and webhook secrets with this keyring.
     ORCH_STATE_SOURCE_KEYS: `e2e:${Buffer.alloc(32, 0x73).toString("base64")}`,
     ...(publicUrl ? { ORCH_HTTP_PUBLIC_URL: publicUrl } : {}),

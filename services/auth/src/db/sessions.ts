@@ -1,8 +1,8 @@
 import type { Queryable } from "@orch/kit";
-import type { OperatorRow } from "./operators.js";
+import { ssoOriginCols, type OperatorRow } from "./operators.js";
 
 /** How a console session was opened (the `tokens.via` column). */
-export type ConsoleVia = "login_code" | "passkey";
+export type ConsoleVia = "login_code" | "passkey" | "sso";
 
 export const sessionsDb = {
   async addChallenge(db: Queryable, nonce: string, publicKey: string, expiresAt: number): Promise<void> {
@@ -21,13 +21,25 @@ export const sessionsDb = {
       )
     ).rows[0];
   },
-  async addToken(db: Queryable, hash: string, operatorId: string, createdAt: number, expiresAt: number): Promise<void> {
-    await db.query("INSERT INTO tokens (hash, operator_id, created_at, expires_at) VALUES ($1, $2, $3, $4)", [
+  async addToken(
+    db: Queryable,
+    hash: string,
+    operatorId: string,
+    createdAt: number,
+    expiresAt: number,
+    via: "key" | "sso" = "key",
+  ): Promise<void> {
+    await db.query("INSERT INTO tokens (hash, operator_id, created_at, expires_at, via) VALUES ($1, $2, $3, $4, $5)", [
       hash,
       operatorId,
       createdAt,
       expiresAt,
+      via,
     ]);
+  },
+  /** Ends every session of the operator; returns how many there were. */
+  async removeOperatorTokens(db: Queryable, operatorId: string): Promise<number> {
+    return (await db.query("DELETE FROM tokens WHERE operator_id = $1", [operatorId])).rowCount ?? 0;
   },
   /** A web console session: a token like any other, marked with how it was opened. */
   async addConsoleToken(
@@ -48,7 +60,8 @@ export const sessionsDb = {
     return (
       await db.query<OperatorRow & { expires_at: number }>({
         name: "auth.principal",
-        text: `SELECT o.id, o.name, o.public_key, o.role, o.active, o.created_at, o.created_by, o.agent_selector, t.expires_at
+        text: `SELECT o.id, o.name, o.public_key, o.role, o.active, o.created_at, o.created_by, o.agent_selector, t.expires_at,
+                ${ssoOriginCols("o")}
            FROM tokens t JOIN operators o ON o.id = t.operator_id
           WHERE t.hash = $1 AND t.expires_at > $2 AND o.active`,
         values: [hash, now],

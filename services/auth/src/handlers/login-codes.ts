@@ -6,21 +6,24 @@ import { operatorsDb, type OperatorRow } from "../db/operators.js";
 import { toOperator } from "../convert.js";
 import type { AuthDeps } from "../deps.js";
 import { loginFailureRecorder } from "../login-failures.js";
+import { ssoRequired, ssoRequiredError } from "../sso/require.js";
 import { hashToken, newSecret } from "./login.js";
 
 type LoginCodeHandlers = Pick<Handlers<typeof AuthService>, "createLoginCode" | "exchangeLoginCode">;
 
-type Failure = "invalid_login_code" | "login_code_expired" | "unknown_operator";
+type Failure = "invalid_login_code" | "login_code_expired" | "unknown_operator" | "sso_required";
 type Outcome =
   | { failure: Failure; operatorId?: string }
   | { failure?: undefined; session: { token: string; expiresAt: number }; operator: OperatorRow };
 
 const refusal = (reason: Failure) =>
-  reason === "invalid_login_code"
-    ? unauthenticated(reason, "the login code is unknown or was already used; run `orchctl console` again")
-    : reason === "login_code_expired"
-      ? unauthenticated(reason, "the login code has expired; run `orchctl console` again")
-      : unauthenticated(reason, "unknown or inactive operator");
+  reason === "sso_required"
+    ? ssoRequiredError()
+    : reason === "invalid_login_code"
+      ? unauthenticated(reason, "the login code is unknown or was already used; run `orchctl console` again")
+      : reason === "login_code_expired"
+        ? unauthenticated(reason, "the login code has expired; run `orchctl console` again")
+        : unauthenticated(reason, "unknown or inactive operator");
 
 /** One-time console login links (`orchctl console`): a short-lived code exchanged once for a session. */
 export function loginCodeHandlers(deps: AuthDeps): LoginCodeHandlers {
@@ -66,6 +69,7 @@ export function loginCodeHandlers(deps: AuthDeps): LoginCodeHandlers {
         if (code.expires_at <= now) return { failure: "login_code_expired", operatorId };
         const o = await operatorsDb.byId(db, operatorId);
         if (!o?.active) return { failure: "unknown_operator", operatorId };
+        if (ssoRequired(config.auth, o)) return { failure: "sso_required", operatorId };
         const session = await openSession(db, emit, o, { via: "login_code", remoteAddress: req.remoteAddress });
         return { session, operator: o };
       });

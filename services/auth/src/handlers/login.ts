@@ -7,6 +7,7 @@ import { sessionsDb } from "../db/sessions.js";
 import { normaliseKey, publicKeyObject, verifySignature } from "../keys.js";
 import { loginFailureRecorder } from "../login-failures.js";
 import { toOperator } from "../convert.js";
+import { ssoRequired, ssoRequiredError } from "../sso/require.js";
 import type { AuthDeps } from "../deps.js";
 
 export const REVOCATION_SUBJECT = "orch.auth.revoked";
@@ -74,6 +75,7 @@ export function loginHandlers(deps: AuthDeps): LoginHandlers {
       const op = await events.tx(async (db, emit) => {
         const o = await operatorsDb.byKey(db, publicKey);
         if (!o?.active) return undefined;
+        if (ssoRequired(config.auth, o)) return "sso_required" as const;
         await sessionsDb.addToken(db, hash, o.id, now, expiresAt);
         const actor = { id: o.id, name: o.name, type: "operator" };
         await emit({
@@ -85,9 +87,9 @@ export function loginHandlers(deps: AuthDeps): LoginHandlers {
         });
         return o;
       });
-      if (!op) {
-        await loginFailed("unknown_operator", publicKey, req.remoteAddress);
-        throw unknownOperator();
+      if (!op || op === "sso_required") {
+        await loginFailed(op ?? "unknown_operator", publicKey, req.remoteAddress);
+        throw op ? ssoRequiredError() : unknownOperator();
       }
       return { token, expiresAt, operator: toOperator(op) };
     },

@@ -3,6 +3,7 @@ import { generateAuthenticationOptions, verifyAuthenticationResponse } from "@si
 import { operatorsDb } from "../db/operators.js";
 import { passkeysDb } from "../db/passkeys.js";
 import { toOperator } from "../convert.js";
+import { ssoRequired, ssoRequiredError } from "../sso/require.js";
 import { parseWebAuthnResponse, requireRp } from "../webauthn.js";
 import {
   badChallenge,
@@ -76,6 +77,7 @@ export function finishPasskeyLogin(c: PasskeyContext): PasskeyHandlers["finishPa
     const r = await events.tx(async (db, emit) => {
       const o = await operatorsDb.byId(db, operatorId);
       if (!o?.active) return undefined;
+      if (ssoRequired(c.deps.config.auth, o)) return "sso_required" as const;
       // False when the passkey was removed meanwhile: no session may outlive its removal.
       if (!(await passkeysDb.markUsed(db, passkey.id, verified.newCounter, verified.credentialBackedUp, clock.now()))) {
         return "removed" as const;
@@ -87,6 +89,10 @@ export function finishPasskeyLogin(c: PasskeyContext): PasskeyHandlers["finishPa
       });
       return { session, operator: o };
     });
+    if (r === "sso_required") {
+      await passkeyFailed("sso_required", remote, { operatorId, credential: parsed.credentialId });
+      throw ssoRequiredError();
+    }
     if (r === "removed") {
       await passkeyFailed("unknown_passkey", remote, { operatorId, credential: parsed.credentialId });
       throw badPasskey();

@@ -14,6 +14,8 @@ import { moduleRoutes } from "./modules.js";
 import { notificationRoutes } from "./notifications.js";
 import { operatorRoutes } from "./operators.js";
 import { passkeyRoutes } from "./passkeys.js";
+import { ssoRoutes } from "./sso.js";
+import { identityProviderRoutes } from "./identity-providers.js";
 import { runRoutes } from "./runs.js";
 import { secretRoutes } from "./secrets.js";
 import { stateRoutes } from "./state.js";
@@ -32,6 +34,8 @@ export function allRoutes(ctx: GatewayContext): RouteSpec[] {
     ...maintenanceRoutes(ctx),
     ...authRoutes(ctx),
     ...passkeyRoutes(ctx),
+    ...ssoRoutes(ctx),
+    ...identityProviderRoutes(ctx),
     ...operatorRoutes(ctx),
     ...agentRoutes(ctx),
     ...agentUpgradeRoutes(ctx),

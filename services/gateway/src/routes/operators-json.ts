@@ -12,5 +12,7 @@ export function operatorJson(o: Operator): z.infer<typeof OperatorOut> {
     created_at: iso(o.createdAt),
     created_by: o.createdBy,
     agent_selector: o.agentSelector || null,
+    source: o.source || "key",
+    sso_rule: o.ssoRule || null,
   };
 }
