@@ -261,6 +261,59 @@ t.test("the CLI routes refuse a replayed or forged redirect with a problem code"
   t.equal(notLoopback.status, 400, "the CLI's redirect must be a loopback address");
 });
 
+t.test("the console's redirect is bound to the browser that began it (login CSRF)", async (t) => {
+  op.setUser("ida", { email: "ida@example.com", preferredUsername: "ida", groups: ["ops"] });
+  const get = (path: string, cookie?: string) =>
+    fetch(path.startsWith("http") ? path : `${stack.url}${path}`, {
+      redirect: "manual",
+      headers: cookie ? { cookie } : {},
+      signal: AbortSignal.timeout(30_000),
+    });
+  const begin = async () => {
+    const r = await get("/api/v1/auth/sso/corp/login?return_to=/agents");
+    t.equal(r.status, 302);
+    const set = r.headers.getSetCookie().find((c) => c.startsWith("orch_sso_state="));
+    t.match(set, /HttpOnly/, "the state cookie is HttpOnly");
+    t.match(set, /SameSite=Lax/, "and Lax: it must come back with the provider's cross-site redirect");
+    const back = await op.signInViaHttp(r.headers.get("location")!, "ida");
+    return { back, cookie: set!.split(";")[0]! };
+  };
+  const signInError = (r: Response) => new URL(r.headers.get("location")!, stack.url).searchParams.get("sso_error");
+
+  // The attacker's redirect, opened in the victim's browser (which holds no state cookie, or its own).
+  const attacker = await begin();
+  const victim = await get(attacker.back);
+  t.equal(signInError(victim), "sso_state_invalid", "no cookie: refused");
+  t.notOk(
+    victim.headers.getSetCookie().some((c) => /^orch_session=[^;]/.test(c)),
+    "no session cookie",
+  );
+  const other = await begin();
+  const mixed = await get(other.back, attacker.cookie);
+  t.equal(signInError(mixed), "sso_state_invalid", "another sign-in's cookie: refused");
+
+  const own = await begin();
+  const done = await get(own.back, own.cookie);
+  t.equal(done.headers.get("location"), `${stack.url}/agents`, "the browser that began it lands where it began");
+  const cookies = done.headers.getSetCookie();
+  t.ok(
+    cookies.some((c) => /^orch_sso_state=;.*Max-Age=0/.test(c)),
+    "the state cookie is cleared",
+  );
+  t.ok(
+    cookies.some((c) => /^orch_session=[^;]/.test(c)),
+    "a session cookie is set",
+  );
+  const failed = await eventually(async () => {
+    const r = await stack.api("GET", "/api/v1/audit?event_type=auth.sso.login_failed&limit=50");
+    const hits = (r.body.events as { metadata: { code?: string } }[]).filter(
+      (e) => e.metadata.code === "sso_state_invalid",
+    );
+    return hits.length >= 2 ? hits : undefined;
+  });
+  t.ok(failed.length >= 2, "each refusal is audited");
+});
+
 t.test("back-channel logout ends the user's sessions at once; a forged token is refused", async (t: Test) => {
   op.setUser("eve", { email: "eve@example.com", preferredUsername: "eve", groups: ["ops"] });
   const token = await ssoToken("eve");

@@ -162,6 +162,30 @@ t.test("state: single use, unknown refused", async (t) => {
   await refused(t, sso.finishSsoLogin({ callbackUrl: forged.href, remoteAddress: "" }), "sso_state_invalid");
 });
 
+t.test(
+  "state bound to the browser: a redirect finished without the beginning browser's cookie is refused, and spent",
+  async (t) => {
+    const { begun, back } = await authorize(sso, op, "ann");
+    const elsewhere = { callbackUrl: back, remoteAddress: "", bindBrowser: true };
+    await refused(t, sso.finishSsoLogin({ ...elsewhere, browserState: "" }), "sso_state_invalid");
+    const again = await authorize(sso, op, "ann");
+    await refused(
+      t,
+      sso.finishSsoLogin({ ...elsewhere, callbackUrl: again.back, browserState: begun.state }),
+      "sso_state_invalid",
+    );
+    // The right browser cannot finish a redirect that was shown to another one: it was spent.
+    await refused(
+      t,
+      sso.finishSsoLogin({ ...elsewhere, callbackUrl: again.back, browserState: again.begun.state }),
+      "sso_state_invalid",
+    );
+    const third = await authorize(sso, op, "ann");
+    const ok = await sso.finishSsoLogin({ ...elsewhere, callbackUrl: third.back, browserState: third.begun.state });
+    t.match(ok, { client: "console", operator: { name: "ann" } }, "the browser that began it finishes it");
+  },
+);
+
 t.test("a code replayed under a new state is refused by the provider", async (t) => {
   const first = await authorize(sso, op, "ann");
   await sso.finishSsoLogin({ callbackUrl: first.back, remoteAddress: "" });

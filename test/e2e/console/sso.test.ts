@@ -138,11 +138,19 @@ t.test("a user no rule maps is sent back with sso_mapping_refused and no operato
   t.ok(params.get("state") && params.get("nonce"), "state and nonce");
   t.equal(params.get("redirect_uri"), `${stack.url}/api/v1/auth/sso/callback`);
 
+  // The browser that began the sign-in carries its state cookie back (test/e2e/sso.test.ts: without it, refused).
+  const stateCookie = start.headers
+    .getSetCookie()
+    .find((c) => c.startsWith("orch_sso_state="))!
+    .split(";")[0]!;
   const back = await op.signInViaHttp(authorizationUrl, "dave");
-  const done = await fetch(back, { redirect: "manual" });
+  const done = await fetch(back, { redirect: "manual", headers: { cookie: stateCookie } });
   t.equal(done.status, 302);
   t.equal(done.headers.get("location"), `${stack.url}/login?sso_error=sso_mapping_refused`);
-  t.notOk(done.headers.get("set-cookie"), "no session cookie");
+  t.notOk(
+    done.headers.getSetCookie().some((c) => /^orch_session=[^;]/.test(c)),
+    "no session cookie (only the spent state cookie is cleared)",
+  );
   t.equal((await stack.api("GET", "/api/v1/operators?limit=500")).body.operators.length, before, "no operator");
 
   const unknown = await fetch(`${stack.url}/api/v1/auth/sso/nope/login`, { redirect: "manual" });

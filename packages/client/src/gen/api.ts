@@ -1018,7 +1018,7 @@ export interface paths {
         };
         /**
          * The identity provider's redirect after a console sign-in; sets the console session cookies
-         * @description Answers 302 to the console page the sign-in began from (its home by default) with the session cookies set, or 302 to the sign-in page with `?sso_error=<problem code>`. A top-level navigation from the provider, so there is no Origin check: the single-use state, PKCE and the nonce bind it to the browser that began it.
+         * @description Answers 302 to the console page the sign-in began from (its home by default) with the session cookies set, or 302 to the sign-in page with `?sso_error=<problem code>`. A top-level navigation from the provider, so there is no Origin check: the single-use state must equal the `orch_sso_state` cookie set on the browser that began the sign-in (SameSite=Lax), and PKCE and the nonce bind the code and the ID token to that sign-in.
          *
          *     No authentication.
          */

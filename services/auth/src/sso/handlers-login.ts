@@ -1,5 +1,6 @@
 // Browser sign-in: the authorization code flow with PKCE, state and nonce (console and the CLI's
 // loopback redirect, RFC 8252).
+import { timingSafeEqual } from "node:crypto";
 import type { SsoService } from "@orch/contracts";
 import { invalid, OrchError, precondition, unauthenticated, type Handlers } from "@orch/kit";
 import * as oidc from "openid-client";
@@ -119,6 +120,10 @@ function beginLogin(c: SsoContext): LoginHandlers["beginSsoLogin"] {
   };
 }
 
+/** Compares hashes, so the time taken says nothing about how much of the state matched. */
+const sameState = (a: string, b: string) =>
+  a !== "" && timingSafeEqual(Buffer.from(hashToken(a), "hex"), Buffer.from(hashToken(b), "hex"));
+
 const badState = () =>
   unauthenticated("sso_state_invalid", "the sign-in's state is unknown, used or expired; sign in again");
 
@@ -143,6 +148,14 @@ function finishLogin(c: SsoContext): LoginHandlers["finishSsoLogin"] {
     const pending = state ? await loginsDb.take(pool, hashToken(state)) : undefined;
     const p = pending ? await providersDb.byId(pool, pending.provider_id) : undefined;
     if (!pending || !p || pending.expires_at < clock.now()) throw await c.refuse(p, badState(), req.remoteAddress);
+    // Taken (so spent) before this check: a redirect shown to another browser is burnt, not retried.
+    if (req.bindBrowser && !sameState(req.browserState, state)) {
+      const refusal = unauthenticated(
+        "sso_state_invalid",
+        "this sign-in was begun in another browser (its state cookie is missing or differs); sign in again",
+      );
+      throw await c.refuse(p, refusal, req.remoteAddress);
+    }
     const error = received.searchParams.get("error");
     if (error) {
       const why = `${error}${received.searchParams.get("error_description") ? `: ${received.searchParams.get("error_description")}` : ""}`;

@@ -20,13 +20,18 @@ export interface CookieAttributes {
   maxAgeSeconds: number;
   httpOnly: boolean;
   secure: boolean;
+  /**
+   * Strict unless said otherwise. Lax only for a cookie that must come back on a top-level
+   * navigation from another site (the identity provider's redirect) and grants nothing by itself.
+   */
+  sameSite?: "Strict" | "Lax";
 }
 
-/** One Set-Cookie value; always SameSite=Strict and Path=/ (the console is the whole origin). */
+/** One Set-Cookie value; Path=/ (the console is the whole origin). */
 export function serializeCookie(name: string, value: string, a: CookieAttributes): string {
   const parts = [`${name}=${value}`];
   if (a.httpOnly) parts.push("HttpOnly");
   if (a.secure) parts.push("Secure");
-  parts.push("SameSite=Strict", "Path=/", `Max-Age=${Math.max(0, Math.floor(a.maxAgeSeconds))}`);
+  parts.push(`SameSite=${a.sameSite ?? "Strict"}`, "Path=/", `Max-Age=${Math.max(0, Math.floor(a.maxAgeSeconds))}`);
   return parts.join("; ");
 }

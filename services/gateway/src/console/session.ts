@@ -52,3 +52,30 @@ export function clearSessionCookies(reply: FastifyReply, http: HttpConfig): void
     serializeCookie(CSRF_COOKIE, "", { maxAgeSeconds: 0, httpOnly: false, secure }),
   ]);
 }
+
+/**
+ * The single sign-on state of the sign-in this browser began: set with the redirect to the
+ * provider, sent back with its redirect (SameSite=Lax: a top-level navigation from the provider's
+ * site), compared there by the auth service, then cleared. It binds the flow to the browser.
+ */
+const SSO_STATE_COOKIE = "orch_sso_state";
+const SSO_STATE_MAX_AGE_S = 900;
+
+export function setSsoStateCookie(reply: FastifyReply, http: HttpConfig, state: string): void {
+  const attrs = {
+    maxAgeSeconds: SSO_STATE_MAX_AGE_S,
+    httpOnly: true,
+    secure: isSecure(http),
+    sameSite: "Lax",
+  } as const;
+  reply.header("set-cookie", serializeCookie(SSO_STATE_COOKIE, state, attrs));
+}
+
+/** The cookie's value, and a Set-Cookie that clears it (to send with whatever answers the callback). */
+export function takeSsoStateCookie(req: FastifyRequest, http: HttpConfig): { state: string; clear: string } {
+  const attrs = { maxAgeSeconds: 0, httpOnly: true, secure: isSecure(http), sameSite: "Lax" } as const;
+  return {
+    state: parseCookies(req.headers.cookie).get(SSO_STATE_COOKIE) ?? "",
+    clear: serializeCookie(SSO_STATE_COOKIE, "", attrs),
+  };
+}

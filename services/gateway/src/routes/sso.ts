@@ -2,7 +2,7 @@ import type { FastifyReply } from "fastify";
 import { AuthService, SsoService, type ErrorReason } from "@orch/contracts";
 import { OrchError, rpcClient, type CallOptions, type Client } from "@orch/kit";
 import type { GatewayContext } from "../context.js";
-import { setSessionCookies } from "../console/session.js";
+import { setSessionCookies, setSsoStateCookie, takeSsoStateCookie } from "../console/session.js";
 import { publicBaseUrl } from "../public-url.js";
 import { route } from "../route.js";
 import {
@@ -106,7 +106,9 @@ function consoleSsoRoutes(ctx: GatewayContext, sso: Sso, auth: Auth) {
             returnTo: safeReturnTo(query.return_to),
             remoteAddress: raw.ip,
           };
-          return reply.redirect((await sso.beginSsoLogin(req, call)).authorizationUrl, 302);
+          const begun = await sso.beginSsoLogin(req, call);
+          setSsoStateCookie(reply, ctx.config.http, begun.state);
+          return reply.redirect(begun.authorizationUrl, 302);
         } catch (err) {
           return toSignInError(reply, base, err);
         }
@@ -118,15 +120,24 @@ function consoleSsoRoutes(ctx: GatewayContext, sso: Sso, auth: Auth) {
       auth: "public",
       summary: "The identity provider's redirect after a console sign-in; sets the console session cookies",
       description:
-        "Answers 302 to the console page the sign-in began from (its home by default) with the session cookies set, or 302 to the sign-in page with `?sso_error=<problem code>`. A top-level navigation from the provider, so there is no Origin check: the single-use state, PKCE and the nonce bind it to the browser that began it.",
+        "Answers 302 to the console page the sign-in began from (its home by default) with the session cookies set, or 302 to the sign-in page with `?sso_error=<problem code>`. A top-level navigation from the provider, so there is no Origin check: the single-use state must equal the `orch_sso_state` cookie set on the browser that began the sign-in (SameSite=Lax), and PKCE and the nonce bind the code and the ID token to that sign-in.",
       tags: ["auth"],
       rateLimitKey: byAddress,
       responses: { 302: null },
       errors: { 429: ["rate_limited"] },
       async handler({ call, raw }, reply) {
         const base = publicBaseUrl(ctx.config.http, raw);
+        const bound = takeSsoStateCookie(raw, ctx.config.http);
+        // Spent whatever the outcome (fastify appends Set-Cookie values: the session's come after).
+        reply.header("set-cookie", bound.clear);
         try {
-          const s = await sso.finishSsoLogin({ callbackUrl: base + raw.url, remoteAddress: raw.ip }, call);
+          const req = {
+            callbackUrl: base + raw.url,
+            remoteAddress: raw.ip,
+            bindBrowser: true,
+            browserState: bound.state,
+          };
+          const s = await sso.finishSsoLogin(req, call);
           await requireClient(auth, call, s.token, s.client, "console");
           setSessionCookies(reply, ctx.config.http, ctx.clock, s.token, s.expiresAt);
           return reply.redirect(base + (safeReturnTo(s.returnTo) || "/"), 302);
