@@ -18,7 +18,6 @@ t.test("Operators is listed for admins only", async (t) => {
       "Audit",
       "Inbox",
       "Operators",
-      "Identity providers",
       "Account",
     ],
   );
@@ -65,6 +64,8 @@ t.test("activeNav maps a location to its nav entry", async (t) => {
     ["/audit", "Audit"],
     ["/inbox", "Inbox"],
     ["/operators", "Operators"],
+    ["/identity-providers", "Operators"],
+    ["/identity-providers/corp", "Operators"],
     ["/account", "Account"],
     ["/accounting", undefined],
     ["/nowhere", undefined],

@@ -4,6 +4,7 @@
  * non-admins a 403.
  */
 import { type FormEvent, useState } from "react";
+import { Link } from "wouter";
 import { ApiError } from "../api/client";
 import { useAddOperator, useOperators, useRemoveOperator } from "../api/operators";
 import { useSession } from "../api/session";
@@ -39,6 +40,12 @@ export default function OperatorsPage() {
   return (
     <Page title="Operators">
       {isAdmin ? <AddOperatorForm /> : null}
+      {isAdmin ? (
+        <p className="muted">
+          Operators who sign in with single sign-on are created by their provider's mapping rules:{" "}
+          <Link href="/identity-providers">Identity providers</Link>.
+        </p>
+      ) : null}
       <Section title="All operators">
         <QueryStatus query={list}>
           <PagedTable

@@ -14,7 +14,6 @@ export interface NavItem {
     | "Audit"
     | "Inbox"
     | "Operators"
-    | "Identity providers"
     | "Account";
   href: string;
   adminOnly?: boolean;
@@ -34,7 +33,6 @@ export const NAV_ITEMS: readonly NavItem[] = [
   { label: "Audit", href: "/audit" },
   { label: "Inbox", href: "/inbox" },
   { label: "Operators", href: "/operators", adminOnly: true },
-  { label: "Identity providers", href: "/identity-providers", adminOnly: true },
   { label: "Account", href: "/account" },
 ];
 
@@ -44,13 +42,17 @@ export function navItemsFor(isAdmin: boolean): NavItem[] {
 
 /**
  * The nav entry a path belongs to: /agents and agent pages (and an agent's terminal) are Fleet,
- * /agents/pending is Pending, a live terminal (/terminal/:id) belongs with its recordings (Sessions).
+ * /agents/pending is Pending, a live terminal (/terminal/:id) belongs with its recordings (Sessions),
+ * identity providers belong with Operators.
  */
 export function activeNav(path: string): NavItem["label"] | undefined {
   const p = path.split(/[?#]/)[0]?.replace(/\/+$/, "") || "/";
   if (p === "/agents/pending" || p.startsWith("/agents/pending/")) return "Pending";
   if (p === "/" || p === "/agents" || p.startsWith("/agents/")) return "Fleet";
   if (p.startsWith("/terminal/")) return "Sessions";
+  // Single sign-on's providers are reached from the Operators page: one more top-level entry
+  // would wrap the desktop navigation onto a second row.
+  if (p === "/identity-providers" || p.startsWith("/identity-providers/")) return "Operators";
   for (const item of NAV_ITEMS) {
     if (item.href !== "/" && (p === item.href || p.startsWith(`${item.href}/`))) return item.label;
   }
