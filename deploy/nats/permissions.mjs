@@ -90,13 +90,24 @@ export const USERS = {
     subscribe: [TERMINAL_DATA, REVOKED, AUDIT_FEED, RUN_PROGRESS, COMMAND_RUNS],
     // Secrets are resolved only for the state service; revocations come only from auth; audit
     // events only from the services that made the change.
-    deny: { publish: [rpc("secrets", "Resolve"), REVOKED, "audit.>", "$JS.>"], subscribe: [] },
+    // Change requests are submitted and executed only by the services that hold and run them.
+    deny: {
+      publish: [
+        rpc("secrets", "Resolve"),
+        rpc("auth", "SubmitChangeRequest"),
+        rpc("state", "ExecuteChangeRequest"),
+        REVOKED,
+        "audit.>",
+        "$JS.>",
+      ],
+      subscribe: [],
+    },
     jetstream: [],
   },
   auth: {
-    note: "operators, challenges, tokens; broadcasts revocations",
+    note: "operators, challenges, tokens, approvals; broadcasts revocations; executes approved change requests",
     serves: [rpc("auth", ">")],
-    requests: [],
+    requests: [rpc("state", "ExecuteChangeRequest")],
     publish: [REVOKED],
     subscribe: [],
     deny: { publish: [], subscribe: [] },
@@ -115,7 +126,14 @@ export const USERS = {
   state: {
     note: "modules, assignments, operations; resolves secrets for templates",
     serves: [rpc("state", ">")],
-    requests: [rpc("secrets", "Resolve"), AGENT_LINK, rpc("agents", ">"), rpc("notify", "GetMaintenanceStatus")],
+    requests: [
+      rpc("secrets", "Resolve"),
+      AGENT_LINK,
+      rpc("agents", ">"),
+      rpc("notify", "GetMaintenanceStatus"),
+      rpc("auth", "EvaluateApproval"),
+      rpc("auth", "SubmitChangeRequest"),
+    ],
     publish: [RUN_PROGRESS, COMMAND_RUNS],
     subscribe: [COMMAND_OUTPUT],
     deny: { publish: [], subscribe: [] },

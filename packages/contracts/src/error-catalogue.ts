@@ -290,6 +290,72 @@ export const ERROR_CATALOGUE = {
     meaning:
       "Operators of this role sign in through single sign-on (`auth.require_sso_for_roles`); key login is refused.",
   },
+  // Approval policies and change requests (docs/approvals.md).
+  invalid_approval_policy: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning:
+      "An approval policy is malformed: approvals_required outside 1..10, an unknown action, a bad selector, no approvers, or an expiry outside 60..2592000 seconds (`field` names it).",
+  },
+  unknown_approver: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning:
+      "An approver is not `operator:<existing operator>`, `role:admin`, `role:operator`, or `group:<group>` named by an identity provider's mapping rule or an SSO identity.",
+  },
+  approval_policy_not_found: { status: 404, grpc: "NOT_FOUND", meaning: "No approval policy has this name." },
+  approval_not_required: {
+    status: 409,
+    grpc: "FAILED_PRECONDITION",
+    meaning: "No approval policy matches this action and these agents: execute it directly.",
+  },
+  change_request_not_found: { status: 404, grpc: "NOT_FOUND", meaning: "No change request has this id." },
+  change_request_not_pending: {
+    status: 409,
+    grpc: "FAILED_PRECONDITION",
+    meaning: "The change request was already approved, denied, cancelled, expired or executed.",
+  },
+  change_request_expired: {
+    status: 409,
+    grpc: "FAILED_PRECONDITION",
+    meaning: "The change request was not decided in time and is now expired; submit it again.",
+  },
+  not_an_approver: {
+    status: 403,
+    grpc: "PERMISSION_DENIED",
+    meaning: "The caller is not among the approvers of the policy that holds this change request.",
+  },
+  own_change_request: {
+    status: 403,
+    grpc: "PERMISSION_DENIED",
+    meaning: "The requester may not approve their own change request (the policy's requester_may_approve is false).",
+  },
+  not_change_requester: {
+    status: 403,
+    grpc: "PERMISSION_DENIED",
+    meaning: "Only the requester or an admin may cancel a change request.",
+  },
+  already_decided: {
+    status: 409,
+    grpc: "FAILED_PRECONDITION",
+    meaning: "The caller already approved or denied this change request.",
+  },
+  plan_changed: {
+    status: 409,
+    grpc: "FAILED_PRECONDITION",
+    meaning:
+      "The request's content changed since it was submitted (modules, values or targets); nothing was executed and the approval was not recorded: re-submit it.",
+  },
+  break_glass_forbidden: {
+    status: 403,
+    grpc: "PERMISSION_DENIED",
+    meaning: "Only an admin may execute without the approval a policy asks for (break-glass).",
+  },
+  break_glass_reason_required: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning: "A break-glass execution needs a reason (`reason`, up to 500 characters): it is audited as critical.",
+  },
   invalid_nonce: {
     status: 401,
     grpc: "UNAUTHENTICATED",

@@ -42,6 +42,46 @@ export const EVENT_TYPES = {
     severity: "info",
     description: "An identity provider's back-channel logout ended an operator's sessions.",
   },
+  "approval_policy.created": { severity: "info", description: "An admin added an approval policy." },
+  "approval_policy.updated": { severity: "info", description: "An admin changed an approval policy." },
+  "approval_policy.deleted": { severity: "warning", description: "An admin removed an approval policy." },
+  "change_request.created": {
+    severity: "info",
+    description:
+      "An action matched an approval policy and is held as a pending change request; `notify_operator_ids` names the operators who may approve it.",
+  },
+  "change_request.approval_recorded": {
+    severity: "info",
+    description: "An approver approved a change request that needs more approvals; it stays pending.",
+  },
+  "change_request.approved": {
+    severity: "info",
+    description:
+      "The last approval a change request needed was given; metadata names the requester and the approvers. Without an executor in the auth service it waits for the executing service.",
+  },
+  "change_request.denied": { severity: "info", description: "An approver denied a change request; it ends." },
+  "change_request.cancelled": {
+    severity: "info",
+    description: "The requester (or an admin) withdrew a change request.",
+  },
+  "change_request.expired": {
+    severity: "info",
+    description: "A change request was not decided before its expiry; nothing was executed.",
+  },
+  "change_request.executed": {
+    severity: "info",
+    description:
+      "An approved change request was executed once, as its requester; metadata names the requester and the approvers.",
+  },
+  "change_request.failed": {
+    severity: "error",
+    description: "An approved change request's execution failed; `error` says why.",
+  },
+  "approval.bypassed": {
+    severity: "critical",
+    description:
+      "An admin executed an action that an approval policy holds without approval (break-glass), with the mandatory `reason`; `notify_operator_ids` names the policy's approvers, who are notified.",
+  },
   "identity_provider.created": { severity: "info", description: "An admin added an identity provider." },
   "identity_provider.updated": { severity: "info", description: "An admin changed an identity provider." },
   "identity_provider.deleted": {

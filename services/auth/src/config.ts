@@ -34,6 +34,8 @@ export const authConfigSchema = baseConfigSchema.extend({
       require_sso_for_roles: z.array(z.enum(["admin", "operator"])).default([]),
       /** Operators (by name) without an SSO identity that may still sign in with a key: the break-glass admin. */
       break_glass_operators: z.array(z.string()).default(["admin"]),
+      /** Seconds between runs of the job that expires pending change requests past their expiry (docs/approvals.md). */
+      approvals_expiry_interval_seconds: z.number().int().positive().default(30),
     })
     .prefault({})
     .superRefine((a, ctx) => {

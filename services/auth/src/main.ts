@@ -3,11 +3,13 @@ import { fileURLToPath } from "node:url";
 import { runMain } from "@orch/kit";
 import { authConfigSchema } from "./config.js";
 import { createAuthService } from "./service.js";
+import { stateExecutors } from "./approvals/state-executor.js";
 
 await runMain({
   name: "auth",
   schema: "auth",
   configSchema: authConfigSchema,
   migrations: fileURLToPath(new URL("../migrations", import.meta.url)),
-  start: createAuthService,
+  // The last approval a change request needs executes it through the service that owns the action.
+  start: (deps) => createAuthService(deps, { executors: stateExecutors(deps) }),
 });

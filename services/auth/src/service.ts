@@ -1,4 +1,4 @@
-import { AuthService, SsoService } from "@orch/contracts";
+import { ApprovalService, AuthService, SsoService } from "@orch/contracts";
 import { SYSTEM_ACTOR, schedulePeriodic, serveRpc, withJobLock, type Service } from "@orch/kit";
 import { operatorsDb } from "./db/operators.js";
 import { sessionsDb } from "./db/sessions.js";
@@ -8,6 +8,14 @@ import { loginHandlers } from "./handlers/login.js";
 import { operatorHandlers } from "./handlers/operators.js";
 import { passkeyHandlers } from "./handlers/passkeys.js";
 import { normaliseKey } from "./keys.js";
+import {
+  approvalsContext,
+  decideHandlers,
+  policyHandlers,
+  requestHandlers,
+  startExpiry,
+  type ChangeExecutors,
+} from "./approvals/index.js";
 import { loginsDb } from "./sso/logins-db.js";
 import {
   backchannelHandlers,
@@ -52,7 +60,36 @@ export async function bootstrapAdmin(deps: AuthDeps): Promise<void> {
   });
 }
 
-export async function createAuthService(deps: AuthDeps): Promise<Service> {
+export interface AuthServiceOptions {
+  /** Executors of approved change requests, by action (docs/approvals.md); none by default. */
+  executors?: ChangeExecutors;
+}
+
+function startApprovals(deps: AuthDeps, executors: ChangeExecutors | undefined) {
+  const approvals = approvalsContext(deps, executors);
+  const rpc = serveRpc({
+    nc: deps.nc,
+    idempotency: deps.idempotency,
+    name: "auth",
+    service: ApprovalService,
+    log: deps.log,
+    // Spread here, not built elsewhere: the route map (scripts/lib/route-map.ts) reads this literal.
+    handlers: {
+      ...policyHandlers(approvals),
+      ...requestHandlers(approvals),
+      ...decideHandlers(approvals),
+    },
+  });
+  const expiry = startExpiry(approvals);
+  return {
+    async stop() {
+      expiry.stop();
+      await rpc.stop();
+    },
+  };
+}
+
+export async function createAuthService(deps: AuthDeps, options: AuthServiceOptions = {}): Promise<Service> {
   await bootstrapAdmin(deps);
   const rpc = serveRpc({
     nc: deps.nc,
@@ -84,6 +121,7 @@ export async function createAuthService(deps: AuthDeps): Promise<Service> {
     },
   });
   const refresher = startRefresher(sso);
+  const approvals = startApprovals(deps, options.executors);
   const purge = schedulePeriodic(deps, "auth.purge", 600_000, async (c) => {
     await sessionsDb.purgeExpired(c, deps.clock.now());
     await loginsDb.purgeExpired(c, deps.clock.now());
@@ -91,6 +129,7 @@ export async function createAuthService(deps: AuthDeps): Promise<Service> {
   return {
     async stop() {
       purge.stop();
+      await approvals.stop();
       await refresher.stop();
       await ssoRpc.stop();
       await rpc.stop();

@@ -20,7 +20,7 @@ import {
 } from "@orch/kit/testing";
 import { authConfigSchema } from "../src/config.js";
 import { operatorHandlers } from "../src/handlers/operators.js";
-import { createAuthService } from "../src/service.js";
+import { createAuthService, type AuthServiceOptions } from "../src/service.js";
 
 export const AUTH_MIGRATIONS = fileURLToPath(new URL("../migrations", import.meta.url));
 
@@ -40,6 +40,7 @@ export async function startAuth(
   admin: KeyPair,
   clock: Clock = systemClock,
   auth: Record<string, unknown> = {},
+  options: AuthServiceOptions = {},
 ) {
   const deps = await serviceDeps({
     name: "auth",
@@ -50,7 +51,7 @@ export async function startAuth(
     clock,
     config: authConfigSchema.parse({ auth: { bootstrap_admin_key: admin.publicKeyHex, ...auth } }),
   });
-  const svc = await createAuthService(deps);
+  const svc = await createAuthService(deps, options);
   return {
     deps,
     svc,
@@ -67,12 +68,12 @@ export async function startAuth(
  */
 export async function authTestbed(
   t: { teardown(fn: () => Promise<void>): void },
-  o: { clock?: Clock; auth?: Record<string, unknown> } = {},
+  o: { clock?: Clock; auth?: Record<string, unknown>; options?: AuthServiceOptions } = {},
 ) {
   const nats = await startNats();
   const db = await createTestDatabase();
   const admin = ed25519();
-  const auth = await startAuth(nats, db, admin, o.clock, o.auth);
+  const auth = await startAuth(nats, db, admin, o.clock, o.auth, o.options);
   t.teardown(async () => {
     await auth.stop();
     await db.drop();

@@ -1,6 +1,6 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { DeliverPolicy } from "@nats-io/jetstream";
-import { AuditEventSchema, isUnnotified } from "@orch/contracts";
+import { addressedTo, AuditEventSchema, isUnnotified } from "@orch/contracts";
 import {
   AUDIT_STREAM,
   createDurableConsumer,
@@ -74,12 +74,21 @@ export async function startAuditConsumer(
   await retryStartup(() => consumer.ensure(), log, "audit consumer");
   registerConsumerMetrics(deps.metrics, nc, { stream: AUDIT_STREAM, durable: CONSUMER_NAME });
 
+  /** An event addressed to named operators reaches those (still active) whatever its severity. */
+  async function inboxFor(ev: EventJson): Promise<string[]> {
+    const named = addressedTo(ev.metadata);
+    if (named) {
+      const active = new Set(await operators.ids());
+      return [...new Set(named)].filter((id) => active.has(id));
+    }
+    return atLeast(ev.severity, config.notify.min_severity) ? operators.ids() : [];
+  }
+
   async function handle(ev: EventJson): Promise<void> {
     if (ev.event_type === "operator.created" || ev.event_type === "operator.removed") operators.invalidate();
     // Flagged events are recorded by audit only, whatever severity the inbox or a channel asks for.
     const quiet = isUnnotified(ev.metadata);
-    const notify = !quiet && atLeast(ev.severity, config.notify.min_severity);
-    const operatorIds = notify ? await operators.ids() : [];
+    const operatorIds = quiet ? [] : await inboxFor(ev);
     const channels = (quiet ? [] : await channelsDb.enabled(pool)).filter(
       (c) =>
         channelWants(c.config, ev.event_type, ev.severity) &&

@@ -27,7 +27,7 @@ nc.subscribe("audit.>", { callback: (_e, m) => void seen.push(fromBinary(AuditEv
 
 const adminToken = await login(gw.url, admin);
 const opKey = ed25519();
-await call(gw.url, "POST", "/api/v1/operators", {
+const olivia = await call(gw.url, "POST", "/api/v1/operators", {
   token: adminToken,
   body: { name: "olivia", public_key: opKey.publicKeyHex, role: "operator" },
 });
@@ -271,6 +271,33 @@ t.test("maintenance windows: admin-only changes, invalid_window, end early, stat
     "window_not_found",
   );
   await eventually(() => ["created", "updated", "deleted"].every((k) => seen.includes(`maintenance.window.${k}`)));
+});
+
+t.test("an event addressed to named operators reaches only them, whatever its severity", async (t) => {
+  const ev = await publishEvent(nc, {
+    type: "agent.connected",
+    summary: "please approve",
+    metadata: { notify_operator_ids: [olivia.body.id, olivia.body.id, "01GONE", 7] },
+  });
+  await eventually(async () => (await list(opToken)).body.notifications[0]?.event_id === ev.id);
+  const mine = (await list(opToken)).body.notifications.filter((n: { event_id: string }) => n.event_id === ev.id);
+  t.equal(mine.length, 1, "one notification, though the id was named twice");
+  t.equal(mine[0].severity, "info", "below the inbox minimum, yet delivered: it was addressed");
+  // A later broadcast event proves the consumer got past the addressed one without notifying the admin.
+  const later = await publishEvent(nc, { type: "drift.detected", summary: "for everyone" });
+  await eventually(async () => (await list(adminToken)).body.notifications[0]?.event_id === later.id);
+  const adminN = (await list(adminToken)).body.notifications;
+  t.notOk(
+    adminN.some((n: { event_id: string }) => n.event_id === ev.id),
+    "not addressed to the admin",
+  );
+  t.equal(
+    Number(
+      (await notify.deps.pool.query("SELECT count(*) AS n FROM notifications WHERE event_id = $1", [ev.id])).rows[0].n,
+    ),
+    1,
+    "unknown and malformed ids are dropped",
+  );
 });
 
 t.test("a removed operator's notifications go with it", async (t) => {

@@ -3,6 +3,7 @@ import {
   AgentCommandService,
   AgentStateService,
   AgentsService,
+  ApprovalService,
   NotifyService,
   SecretsService,
 } from "@orch/contracts";
@@ -14,6 +15,7 @@ export function createClients(nc: NatsConnection, timeoutMs: number): Clients {
     agents: rpcClient(nc, "agents", AgentsService, { timeoutMs }),
     secrets: rpcClient(nc, "secrets", SecretsService, { timeoutMs }),
     notify: rpcClient(nc, "notify", NotifyService, { timeoutMs: Math.min(timeoutMs, 2000) }),
+    approvals: rpcClient(nc, "auth", ApprovalService, { timeoutMs }),
     agentState: (nodeId) => rpcClient(nc, "", AgentStateService, { timeoutMs, subjectBase: `orch.agent.${nodeId}` }),
     agentBlob: (nodeId) => rpcClient(nc, "", AgentBlobService, { timeoutMs, subjectBase: `orch.agent.${nodeId}` }),
     agentCommand: (nodeId) =>

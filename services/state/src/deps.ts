@@ -3,6 +3,7 @@ import type {
   AgentCommandService,
   AgentStateService,
   AgentsService,
+  ApprovalService,
   NotifyService,
   SecretsService,
 } from "@orch/contracts";
@@ -16,6 +17,8 @@ export interface Clients {
   agents: Client<typeof AgentsService>;
   secrets: Client<typeof SecretsService>;
   notify: Client<typeof NotifyService>;
+  /** Approval policies and change requests, held by the auth service (docs/approvals.md). */
+  approvals: Client<typeof ApprovalService>;
   /** AgentStateService of one agent, relayed by whichever agents replica holds its link. */
   agentState(nodeId: string): Client<typeof AgentStateService>;
   /** AgentBlobService of one agent: blobs shipped to its cache before an apply. */

@@ -445,6 +445,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/approval-policies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the approval policies, by name
+         * @description Requires the admin role.
+         */
+        get: operations["getApprovalPolicies"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/approval-policies/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One approval policy
+         * @description Requires the admin role.
+         */
+        get: operations["getApprovalPoliciesName"];
+        /**
+         * Create or replace an approval policy
+         * @description Pending change requests keep the approvers and approvals_required they were submitted under; the new rules apply to later requests.
+         *
+         *     Requires the admin role.
+         */
+        put: operations["putApprovalPoliciesName"];
+        post?: never;
+        /**
+         * Remove an approval policy (pending requests it held stay pending)
+         * @description Requires the admin role.
+         */
+        delete: operations["deleteApprovalPoliciesName"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/assignments": {
         parameters: {
             query?: never;
@@ -512,7 +562,7 @@ export interface paths {
         put?: never;
         /**
          * Apply an assignment on every approved agent its selector matches
-         * @description Fans out with a concurrency limit (`state.fanout_concurrency`). With `batch` the agents run in rolling batches (sorted by name); once more than `max_failures` operations failed no further batch starts and the remaining agents are listed as `not_started`. Follow progress with GET /assignments/{name}/runs/{run_id}.
+         * @description Fans out with a concurrency limit (`state.fanout_concurrency`). With `batch` the agents run in rolling batches (sorted by name); once more than `max_failures` operations failed no further batch starts and the remaining agents are listed as `not_started`. Follow progress with GET /assignments/{name}/runs/{run_id}. When an approval policy covers a matched agent the apply does not run: it becomes a change request (`change_request_id`, 202) and the run returned is the plan of what it would do; it executes once approved (docs/approvals.md). An admin may pass `break_glass: true` with a `reason` instead.
          *
          *     Any authenticated operator.
          */
@@ -1197,6 +1247,108 @@ export interface paths {
         get: operations["getBlobsDigestContent"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/change-requests": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List change requests, newest first
+         * @description Any authenticated operator.
+         */
+        get: operations["getChangeRequests"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/change-requests/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One change request with what it would do and its decisions
+         * @description Any authenticated operator.
+         */
+        get: operations["getChangeRequestsId"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/change-requests/{id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve a pending change request; the last approval needed executes it
+         * @description Refused with 409 plan_changed when what the request would do changed since it was submitted: nothing is executed, the approval is not recorded, and the requester re-submits.
+         *
+         *     Any authenticated operator.
+         */
+        post: operations["postChangeRequestsIdApprove"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/change-requests/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Withdraw a pending change request (its requester or an admin)
+         * @description Any authenticated operator.
+         */
+        post: operations["postChangeRequestsIdCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/change-requests/{id}/deny": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deny a pending change request; it ends
+         * @description Any authenticated operator.
+         */
+        post: operations["postChangeRequestsIdDeny"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2402,7 +2554,7 @@ export interface components {
              * @description stable machine-readable error code; `x-error-catalogue` (and docs/errors.md) gives each one's status
              * @enum {string}
              */
-            code: "admin_cannot_be_scoped" | "admin_required" | "agent_busy" | "agent_disconnected" | "agent_not_approved" | "agent_not_connected" | "agent_not_found" | "agent_not_rejected" | "agent_packages_unavailable" | "agent_timeout" | "agent_version_not_found" | "already_exists" | "assignment_exists" | "assignment_not_found" | "blob_digest_mismatch" | "blob_in_use" | "blob_not_found" | "blob_size_mismatch" | "blob_too_large" | "body_too_large" | "bundle_too_large" | "bus_permission_denied" | "bus_unavailable" | "channel_credentials_unavailable" | "channel_exists" | "channel_not_found" | "channel_type_immutable" | "console_unavailable" | "csrf_token_invalid" | "cyclic_requires" | "database_unavailable" | "deadline_exceeded" | "discovery_failed" | "discovery_port_not_allowed" | "discovery_target_not_allowed" | "discovery_target_refused" | "drift_not_found" | "duplicate_resource" | "duplicate_resource_id" | "expires_at_in_past" | "expiry_extension_requires_admin" | "failed_precondition" | "headers_too_large" | "idempotency_key_in_flight" | "idempotency_key_reused" | "idempotency_store_unavailable" | "identity_provider_not_found" | "internal" | "invalid_argument" | "invalid_batch" | "invalid_bundle" | "invalid_channel_type" | "invalid_characters" | "invalid_chunk" | "invalid_command" | "invalid_config" | "invalid_cursor" | "invalid_description" | "invalid_digest" | "invalid_encoding" | "invalid_expires_at" | "invalid_filter" | "invalid_idempotency_key" | "invalid_json" | "invalid_limit" | "invalid_login_code" | "invalid_logout_token" | "invalid_max_uses" | "invalid_mode" | "invalid_module" | "invalid_name" | "invalid_name_prefix" | "invalid_node_id" | "invalid_nonce" | "invalid_parameter" | "invalid_passkey" | "invalid_passkey_response" | "invalid_payload" | "invalid_public_key" | "invalid_range" | "invalid_ref" | "invalid_request" | "invalid_resource" | "invalid_restriction" | "invalid_retention" | "invalid_selector" | "invalid_session_id" | "invalid_signature" | "invalid_signature_format" | "invalid_since" | "invalid_source" | "invalid_status" | "invalid_tag_key" | "invalid_tag_value" | "invalid_target" | "invalid_template" | "invalid_ticket" | "invalid_timeout" | "invalid_timestamp" | "invalid_token" | "invalid_ttl" | "invalid_until" | "invalid_url" | "invalid_value" | "invalid_values" | "invalid_version" | "invalid_webauthn_challenge" | "invalid_webhook" | "invalid_window" | "invalid_yaml" | "issuer_discovery_failed" | "join_token_not_found" | "last_admin" | "login_code_expired" | "malformed_request" | "managed_by_source" | "method_not_allowed" | "missing_parameter" | "module_breaks_assignments" | "module_in_use" | "module_not_found" | "module_too_large" | "name_immutable" | "name_mismatch" | "name_required" | "name_taken" | "no_metrics" | "no_shell_configured" | "no_snapshot" | "not_found" | "nothing_to_update" | "notification_not_found" | "operation_not_found" | "operator_exists" | "operator_not_found" | "operator_required" | "origin_not_allowed" | "passkey_exists" | "passkey_not_found" | "passkeys_unavailable" | "permission_denied" | "public_key_in_use" | "rate_limited" | "release_signing_unavailable" | "request_timeout" | "resource_exhausted" | "restriction_widening_requires_admin" | "route_not_found" | "run_finished" | "run_not_found" | "secret_exists" | "secret_expired" | "secret_in_argument" | "secret_in_path" | "secret_in_values" | "secret_key_unavailable" | "secret_not_found" | "secret_not_permitted" | "secret_undecryptable" | "service_unavailable" | "session_exists" | "session_not_found" | "session_not_open" | "shell_not_allowed" | "shell_not_found" | "source_exists" | "source_keys_unset" | "source_not_found" | "source_ref_not_found" | "source_unreachable" | "source_url_not_allowed" | "sso_claims_invalid" | "sso_code_invalid" | "sso_device_expired" | "sso_device_unsupported" | "sso_login_refused" | "sso_mapping_refused" | "sso_provider_disabled" | "sso_provider_unreachable" | "sso_required" | "sso_state_invalid" | "sso_token_invalid" | "sso_unavailable" | "tag_not_found" | "terminal_disabled" | "ticket_expired" | "ticket_operator_mismatch" | "ticket_required" | "timeout" | "too_deep" | "too_many_sessions" | "too_many_tags" | "transcript_not_found" | "unauthenticated" | "unavailable" | "unknown_blob" | "unknown_bundle_file" | "unknown_method" | "unknown_operator" | "unknown_parameter" | "unknown_requirement" | "unknown_requires" | "unknown_resource_type" | "unsafe_bundle_path" | "unsupported_media_type" | "upgrade_required" | "upload_not_found" | "uri_too_long" | "value_set_not_found" | "value_set_scoped_operator" | "value_too_large" | "values_too_large" | "webhook_signature_invalid" | "window_not_found";
+            code: "admin_cannot_be_scoped" | "admin_required" | "agent_busy" | "agent_disconnected" | "agent_not_approved" | "agent_not_connected" | "agent_not_found" | "agent_not_rejected" | "agent_packages_unavailable" | "agent_timeout" | "agent_version_not_found" | "already_decided" | "already_exists" | "approval_not_required" | "approval_policy_not_found" | "assignment_exists" | "assignment_not_found" | "blob_digest_mismatch" | "blob_in_use" | "blob_not_found" | "blob_size_mismatch" | "blob_too_large" | "body_too_large" | "break_glass_forbidden" | "break_glass_reason_required" | "bundle_too_large" | "bus_permission_denied" | "bus_unavailable" | "change_request_expired" | "change_request_not_found" | "change_request_not_pending" | "channel_credentials_unavailable" | "channel_exists" | "channel_not_found" | "channel_type_immutable" | "console_unavailable" | "csrf_token_invalid" | "cyclic_requires" | "database_unavailable" | "deadline_exceeded" | "discovery_failed" | "discovery_port_not_allowed" | "discovery_target_not_allowed" | "discovery_target_refused" | "drift_not_found" | "duplicate_resource" | "duplicate_resource_id" | "expires_at_in_past" | "expiry_extension_requires_admin" | "failed_precondition" | "headers_too_large" | "idempotency_key_in_flight" | "idempotency_key_reused" | "idempotency_store_unavailable" | "identity_provider_not_found" | "internal" | "invalid_approval_policy" | "invalid_argument" | "invalid_batch" | "invalid_bundle" | "invalid_channel_type" | "invalid_characters" | "invalid_chunk" | "invalid_command" | "invalid_config" | "invalid_cursor" | "invalid_description" | "invalid_digest" | "invalid_encoding" | "invalid_expires_at" | "invalid_filter" | "invalid_idempotency_key" | "invalid_json" | "invalid_limit" | "invalid_login_code" | "invalid_logout_token" | "invalid_max_uses" | "invalid_mode" | "invalid_module" | "invalid_name" | "invalid_name_prefix" | "invalid_node_id" | "invalid_nonce" | "invalid_parameter" | "invalid_passkey" | "invalid_passkey_response" | "invalid_payload" | "invalid_public_key" | "invalid_range" | "invalid_ref" | "invalid_request" | "invalid_resource" | "invalid_restriction" | "invalid_retention" | "invalid_selector" | "invalid_session_id" | "invalid_signature" | "invalid_signature_format" | "invalid_since" | "invalid_source" | "invalid_status" | "invalid_tag_key" | "invalid_tag_value" | "invalid_target" | "invalid_template" | "invalid_ticket" | "invalid_timeout" | "invalid_timestamp" | "invalid_token" | "invalid_ttl" | "invalid_until" | "invalid_url" | "invalid_value" | "invalid_values" | "invalid_version" | "invalid_webauthn_challenge" | "invalid_webhook" | "invalid_window" | "invalid_yaml" | "issuer_discovery_failed" | "join_token_not_found" | "last_admin" | "login_code_expired" | "malformed_request" | "managed_by_source" | "method_not_allowed" | "missing_parameter" | "module_breaks_assignments" | "module_in_use" | "module_not_found" | "module_too_large" | "name_immutable" | "name_mismatch" | "name_required" | "name_taken" | "no_metrics" | "no_shell_configured" | "no_snapshot" | "not_an_approver" | "not_change_requester" | "not_found" | "nothing_to_update" | "notification_not_found" | "operation_not_found" | "operator_exists" | "operator_not_found" | "operator_required" | "origin_not_allowed" | "own_change_request" | "passkey_exists" | "passkey_not_found" | "passkeys_unavailable" | "permission_denied" | "plan_changed" | "public_key_in_use" | "rate_limited" | "release_signing_unavailable" | "request_timeout" | "resource_exhausted" | "restriction_widening_requires_admin" | "route_not_found" | "run_finished" | "run_not_found" | "secret_exists" | "secret_expired" | "secret_in_argument" | "secret_in_path" | "secret_in_values" | "secret_key_unavailable" | "secret_not_found" | "secret_not_permitted" | "secret_undecryptable" | "service_unavailable" | "session_exists" | "session_not_found" | "session_not_open" | "shell_not_allowed" | "shell_not_found" | "source_exists" | "source_keys_unset" | "source_not_found" | "source_ref_not_found" | "source_unreachable" | "source_url_not_allowed" | "sso_claims_invalid" | "sso_code_invalid" | "sso_device_expired" | "sso_device_unsupported" | "sso_login_refused" | "sso_mapping_refused" | "sso_provider_disabled" | "sso_provider_unreachable" | "sso_required" | "sso_state_invalid" | "sso_token_invalid" | "sso_unavailable" | "tag_not_found" | "terminal_disabled" | "ticket_expired" | "ticket_operator_mismatch" | "ticket_required" | "timeout" | "too_deep" | "too_many_sessions" | "too_many_tags" | "transcript_not_found" | "unauthenticated" | "unavailable" | "unknown_approver" | "unknown_blob" | "unknown_bundle_file" | "unknown_method" | "unknown_operator" | "unknown_parameter" | "unknown_requirement" | "unknown_requires" | "unknown_resource_type" | "unsafe_bundle_path" | "unsupported_media_type" | "upgrade_required" | "upload_not_found" | "uri_too_long" | "value_set_not_found" | "value_set_scoped_operator" | "value_too_large" | "values_too_large" | "webhook_signature_invalid" | "window_not_found";
             detail: string;
             request_id?: string;
             status: number;
@@ -4671,6 +4823,304 @@ export interface operations {
             };
         };
     };
+    getApprovalPolicies: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        has_more: boolean;
+                        next_cursor: string | null;
+                        policies: {
+                            actions: string[];
+                            approvals_required: number;
+                            approvers: string[];
+                            created_at: string;
+                            /** @description id of the operator who created it */
+                            created_by: string;
+                            description: string;
+                            expires_after_seconds: number;
+                            name: string;
+                            requester_may_approve: boolean;
+                            selector: string;
+                            updated_at: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description problem codes: invalid_limit, invalid_cursor */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getApprovalPoliciesName: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        actions: string[];
+                        approvals_required: number;
+                        approvers: string[];
+                        created_at: string;
+                        /** @description id of the operator who created it */
+                        created_by: string;
+                        description: string;
+                        expires_after_seconds: number;
+                        name: string;
+                        requester_may_approve: boolean;
+                        selector: string;
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: approval_policy_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    putApprovalPoliciesName: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description actions the policy holds for approval: assignment.apply, agent.apply, command.run, terminal.open, secret.write, catalog.write */
+                    actions: string[];
+                    /** @description approvals needed, 1..10 */
+                    approvals_required: number;
+                    /** @description `operator:<name>`, `role:admin`, `role:operator` (every operator) or `group:<sso group>` */
+                    approvers: string[];
+                    description?: string;
+                    /** @description seconds a request stays pending before it expires, 60..2592000; default 86400 */
+                    expires_after_seconds?: number;
+                    /** @description whether the requester may approve; default false */
+                    requester_may_approve?: boolean;
+                    /** @description agent selector (assignment grammar); `*` or absent = every agent and actions without agents */
+                    selector?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        actions: string[];
+                        approvals_required: number;
+                        approvers: string[];
+                        created_at: string;
+                        /** @description id of the operator who created it */
+                        created_by: string;
+                        description: string;
+                        expires_after_seconds: number;
+                        name: string;
+                        requester_may_approve: boolean;
+                        selector: string;
+                        updated_at: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_approval_policy, unknown_approver, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteApprovalPoliciesName: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success, no body */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description problem codes: invalid_request, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: admin_required */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: approval_policy_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     getAssignments: {
         parameters: {
             query?: {
@@ -5085,8 +5535,12 @@ export interface operations {
                 "application/json": {
                     /** @description rolling apply: agents per batch, or a percentage of the matched agents */
                     batch?: number | string;
+                    /** @description apply only, admins: execute without the approval a policy asks for; needs `reason`, audited as critical */
+                    break_glass?: boolean;
                     /** @description stop launching batches once more operations than this failed */
                     max_failures?: number;
+                    /** @description apply only: why (kept with the change request an approval policy turns the apply into) */
+                    reason?: string;
                 };
             };
         };
@@ -5101,6 +5555,8 @@ export interface operations {
                         assignment: string;
                         batch_size: number;
                         batches: number;
+                        /** @description present when an approval policy held the apply: this run is the plan of what it would do, and the apply waits for the change request's approval */
+                        change_request_id?: string;
                         /** @description the source's commit the run applied or planned */
                         commit: string | null;
                         created_at: string;
@@ -5138,6 +5594,8 @@ export interface operations {
                         assignment: string;
                         batch_size: number;
                         batches: number;
+                        /** @description present when an approval policy held the apply: this run is the plan of what it would do, and the apply waits for the change request's approval */
+                        change_request_id?: string;
                         /** @description the source's commit the run applied or planned */
                         commit: string | null;
                         created_at: string;
@@ -5165,7 +5623,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description problem codes: invalid_batch, invalid_idempotency_key */
+            /** @description problem codes: invalid_batch, break_glass_reason_required, invalid_idempotency_key */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5176,6 +5634,15 @@ export interface operations {
             };
             /** @description problem codes: unauthenticated, invalid_token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: break_glass_forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5223,8 +5690,12 @@ export interface operations {
                 "application/json": {
                     /** @description rolling apply: agents per batch, or a percentage of the matched agents */
                     batch?: number | string;
+                    /** @description apply only, admins: execute without the approval a policy asks for; needs `reason`, audited as critical */
+                    break_glass?: boolean;
                     /** @description stop launching batches once more operations than this failed */
                     max_failures?: number;
+                    /** @description apply only: why (kept with the change request an approval policy turns the apply into) */
+                    reason?: string;
                 };
             };
         };
@@ -5239,6 +5710,8 @@ export interface operations {
                         assignment: string;
                         batch_size: number;
                         batches: number;
+                        /** @description present when an approval policy held the apply: this run is the plan of what it would do, and the apply waits for the change request's approval */
+                        change_request_id?: string;
                         /** @description the source's commit the run applied or planned */
                         commit: string | null;
                         created_at: string;
@@ -5276,6 +5749,8 @@ export interface operations {
                         assignment: string;
                         batch_size: number;
                         batches: number;
+                        /** @description present when an approval policy held the apply: this run is the plan of what it would do, and the apply waits for the change request's approval */
+                        change_request_id?: string;
                         /** @description the source's commit the run applied or planned */
                         commit: string | null;
                         created_at: string;
@@ -5368,6 +5843,8 @@ export interface operations {
                             assignment: string;
                             batch_size: number;
                             batches: number;
+                            /** @description present when an approval policy held the apply: this run is the plan of what it would do, and the apply waits for the change request's approval */
+                            change_request_id?: string;
                             /** @description the source's commit the run applied or planned */
                             commit: string | null;
                             created_at: string;
@@ -5430,6 +5907,8 @@ export interface operations {
                         assignment: string;
                         batch_size: number;
                         batches: number;
+                        /** @description present when an approval policy held the apply: this run is the plan of what it would do, and the apply waits for the change request's approval */
+                        change_request_id?: string;
                         /** @description the source's commit the run applied or planned */
                         commit: string | null;
                         created_at: string;
@@ -7592,6 +8071,511 @@ export interface operations {
             };
             /** @description problem codes: blob_not_found */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getChangeRequests: {
+        parameters: {
+            query?: {
+                cursor?: string;
+                limit?: number;
+                /** @description only the caller's own requests */
+                mine?: boolean;
+                status?: "pending" | "approved" | "denied" | "cancelled" | "expired" | "executed" | "failed";
+                /** @description only pending requests the caller may approve and has not decided */
+                to_approve?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        has_more: boolean;
+                        next_cursor: string | null;
+                        requests: {
+                            action: string;
+                            approvals_required: number;
+                            /** @description what it would do, frozen at submission */
+                            content: {
+                                [key: string]: unknown;
+                            };
+                            content_hash: string;
+                            created_at: string;
+                            decided_at: string | null;
+                            decisions: {
+                                at: string;
+                                comment: string;
+                                /** @enum {string} */
+                                decision: "approve" | "deny";
+                                operator_id: string;
+                                operator_name: string;
+                            }[];
+                            error: string | null;
+                            executed_at: string | null;
+                            expires_at: string;
+                            id: string;
+                            policy: string;
+                            reason: string;
+                            requester: {
+                                id: string;
+                                name: string;
+                            };
+                            /** @description what execution produced, e.g. a run id */
+                            result: string | null;
+                            /** @description pending, approved, denied, cancelled, expired, executed or failed */
+                            status: string;
+                            summary: string;
+                            target_name: string;
+                            target_type: string;
+                        }[];
+                    };
+                };
+            };
+            /** @description problem codes: invalid_limit, invalid_cursor */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getChangeRequestsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        action: string;
+                        approvals_required: number;
+                        /** @description what it would do, frozen at submission */
+                        content: {
+                            [key: string]: unknown;
+                        };
+                        content_hash: string;
+                        created_at: string;
+                        decided_at: string | null;
+                        decisions: {
+                            at: string;
+                            comment: string;
+                            /** @enum {string} */
+                            decision: "approve" | "deny";
+                            operator_id: string;
+                            operator_name: string;
+                        }[];
+                        error: string | null;
+                        executed_at: string | null;
+                        expires_at: string;
+                        id: string;
+                        policy: string;
+                        reason: string;
+                        requester: {
+                            id: string;
+                            name: string;
+                        };
+                        /** @description what execution produced, e.g. a run id */
+                        result: string | null;
+                        /** @description pending, approved, denied, cancelled, expired, executed or failed */
+                        status: string;
+                        summary: string;
+                        target_name: string;
+                        target_type: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: change_request_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postChangeRequestsIdApprove: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description recorded with the decision and in its audit event */
+                    comment?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        action: string;
+                        approvals_required: number;
+                        /** @description what it would do, frozen at submission */
+                        content: {
+                            [key: string]: unknown;
+                        };
+                        content_hash: string;
+                        created_at: string;
+                        decided_at: string | null;
+                        decisions: {
+                            at: string;
+                            comment: string;
+                            /** @enum {string} */
+                            decision: "approve" | "deny";
+                            operator_id: string;
+                            operator_name: string;
+                        }[];
+                        error: string | null;
+                        executed_at: string | null;
+                        expires_at: string;
+                        id: string;
+                        policy: string;
+                        reason: string;
+                        requester: {
+                            id: string;
+                            name: string;
+                        };
+                        /** @description what execution produced, e.g. a run id */
+                        result: string | null;
+                        /** @description pending, approved, denied, cancelled, expired, executed or failed */
+                        status: string;
+                        summary: string;
+                        target_name: string;
+                        target_type: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: not_an_approver, own_change_request */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: change_request_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: change_request_not_pending, change_request_expired, already_decided, plan_changed, idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postChangeRequestsIdCancel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description recorded with the decision and in its audit event */
+                    comment?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        action: string;
+                        approvals_required: number;
+                        /** @description what it would do, frozen at submission */
+                        content: {
+                            [key: string]: unknown;
+                        };
+                        content_hash: string;
+                        created_at: string;
+                        decided_at: string | null;
+                        decisions: {
+                            at: string;
+                            comment: string;
+                            /** @enum {string} */
+                            decision: "approve" | "deny";
+                            operator_id: string;
+                            operator_name: string;
+                        }[];
+                        error: string | null;
+                        executed_at: string | null;
+                        expires_at: string;
+                        id: string;
+                        policy: string;
+                        reason: string;
+                        requester: {
+                            id: string;
+                            name: string;
+                        };
+                        /** @description what execution produced, e.g. a run id */
+                        result: string | null;
+                        /** @description pending, approved, denied, cancelled, expired, executed or failed */
+                        status: string;
+                        summary: string;
+                        target_name: string;
+                        target_type: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: not_change_requester */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: change_request_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: change_request_not_pending, change_request_expired, idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postChangeRequestsIdDeny: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description recorded with the decision and in its audit event */
+                    comment?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        action: string;
+                        approvals_required: number;
+                        /** @description what it would do, frozen at submission */
+                        content: {
+                            [key: string]: unknown;
+                        };
+                        content_hash: string;
+                        created_at: string;
+                        decided_at: string | null;
+                        decisions: {
+                            at: string;
+                            comment: string;
+                            /** @enum {string} */
+                            decision: "approve" | "deny";
+                            operator_id: string;
+                            operator_name: string;
+                        }[];
+                        error: string | null;
+                        executed_at: string | null;
+                        expires_at: string;
+                        id: string;
+                        policy: string;
+                        reason: string;
+                        requester: {
+                            id: string;
+                            name: string;
+                        };
+                        /** @description what execution produced, e.g. a run id */
+                        result: string | null;
+                        /** @description pending, approved, denied, cancelled, expired, executed or failed */
+                        status: string;
+                        summary: string;
+                        target_name: string;
+                        target_type: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: not_an_approver, own_change_request */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: change_request_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: change_request_not_pending, change_request_expired, already_decided, idempotency_key_reused, idempotency_key_in_flight */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11956,6 +12940,8 @@ export interface operations {
                                 assignment: string;
                                 batch_size: number;
                                 batches: number;
+                                /** @description present when an approval policy held the apply: this run is the plan of what it would do, and the apply waits for the change request's approval */
+                                change_request_id?: string;
                                 /** @description the source's commit the run applied or planned */
                                 commit: string | null;
                                 created_at: string;

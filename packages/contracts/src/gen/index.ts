@@ -5,6 +5,7 @@ export * from "./orch/v1/agent_link_pb.js";
 export * from "./orch/v1/agent_state_pb.js";
 export * from "./orch/v1/agent_upgrade_pb.js";
 export * from "./orch/v1/agents_pb.js";
+export * from "./orch/v1/approvals_pb.js";
 export * from "./orch/v1/audit_pb.js";
 export * from "./orch/v1/auth_pb.js";
 export * from "./orch/v1/common_pb.js";

@@ -64,6 +64,12 @@ export const RunOut = z.object({
   started_by: z.string(),
   source: z.string().nullable().describe("the git source whose sync or plan started the run"),
   commit: z.string().nullable().describe("the source's commit the run applied or planned"),
+  change_request_id: z
+    .string()
+    .optional()
+    .describe(
+      "present when an approval policy held the apply: this run is the plan of what it would do, and the apply waits for the change request's approval",
+    ),
   operations: z.array(
     z.object({
       operation_id: z.string().nullable(),
@@ -93,6 +99,7 @@ export const runJson = (r: AssignmentRun) => ({
   started_by: r.actorId,
   source: r.source || null,
   commit: r.commit || null,
+  ...(r.changeRequestId ? { change_request_id: r.changeRequestId } : {}),
   operations: r.targets.map((t) => ({
     operation_id: t.operationId || null,
     node_id: t.nodeId,

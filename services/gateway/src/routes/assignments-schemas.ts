@@ -42,5 +42,16 @@ export const RunBody = z
   .object({
     batch: batchField("rolling apply: agents per batch, or a percentage of the matched agents"),
     max_failures: maxFailuresField("stop launching batches once more operations than this failed"),
+    reason: z
+      .string()
+      .max(500)
+      .optional()
+      .describe("apply only: why (kept with the change request an approval policy turns the apply into)"),
+    break_glass: z
+      .boolean()
+      .optional()
+      .describe(
+        "apply only, admins: execute without the approval a policy asks for; needs `reason`, audited as critical",
+      ),
   })
   .optional();

@@ -25,7 +25,8 @@ type StateClient = Client<typeof StateService>;
 
 /** 202 while the fan-out runs; 200 when `wait` saw it end. */
 function sendRun(reply: FastifyReply, run: AssignmentRun) {
-  reply.code(run.status === "running" ? 202 : 200).send(runJson(run));
+  // A held apply has not run: 202 like any work still to come.
+  reply.code(run.status === "running" || run.changeRequestId ? 202 : 200).send(runJson(run));
   return reply;
 }
 
@@ -141,13 +142,23 @@ function assignmentRunRoutes(ctx: GatewayContext, state: StateClient) {
       auth: "operator",
       summary: `${kind === "apply" ? "Apply" : "Plan"} an assignment on every approved agent its selector matches`,
       description:
-        "Fans out with a concurrency limit (`state.fanout_concurrency`). With `batch` the agents run in rolling batches (sorted by name); once more than `max_failures` operations failed no further batch starts and the remaining agents are listed as `not_started`. Follow progress with GET /assignments/{name}/runs/{run_id}.",
+        "Fans out with a concurrency limit (`state.fanout_concurrency`). With `batch` the agents run in rolling batches (sorted by name); once more than `max_failures` operations failed no further batch starts and the remaining agents are listed as `not_started`. Follow progress with GET /assignments/{name}/runs/{run_id}." +
+        (kind === "apply"
+          ? " When an approval policy covers a matched agent the apply does not run: it becomes a change request (`change_request_id`, 202) and the run returned is the plan of what it would do; it executes once approved (docs/approvals.md). An admin may pass `break_glass: true` with a `reason` instead."
+          : ""),
       tags: ["assignments"],
       params: AssignmentName,
       query: WaitQuery,
       body: RunBody,
       responses: { 202: RunOut, 200: RunOut },
-      errors: { 400: ["invalid_batch"], 404: ["assignment_not_found", "module_not_found"] },
+      errors:
+        kind === "apply"
+          ? {
+              400: ["invalid_batch", "break_glass_reason_required"],
+              403: ["break_glass_forbidden"],
+              404: ["assignment_not_found", "module_not_found"],
+            }
+          : { 400: ["invalid_batch"], 404: ["assignment_not_found", "module_not_found"] },
       async handler({ params, query, body, call }, reply) {
         const wait = query.wait ?? 0;
         const run = await state.runAssignment(
@@ -156,6 +167,8 @@ function assignmentRunRoutes(ctx: GatewayContext, state: StateClient) {
             kind,
             batch: body?.batch === undefined ? "" : String(body.batch),
             ...(body?.max_failures !== undefined ? { maxFailures: body.max_failures } : {}),
+            reason: body?.reason ?? "",
+            breakGlass: body?.break_glass ?? false,
             waitSeconds: wait,
           },
           { ...call, timeoutMs: ctx.timeoutMs + wait * 1000 },

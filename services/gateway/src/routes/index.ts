@@ -16,6 +16,8 @@ import { operatorRoutes } from "./operators.js";
 import { passkeyRoutes } from "./passkeys.js";
 import { ssoRoutes } from "./sso.js";
 import { identityProviderRoutes } from "./identity-providers.js";
+import { approvalPolicyRoutes } from "./approval-policies.js";
+import { changeRequestRoutes } from "./change-requests.js";
 import { runRoutes } from "./runs.js";
 import { secretRoutes } from "./secrets.js";
 import { stateRoutes } from "./state.js";
@@ -36,6 +38,8 @@ export function allRoutes(ctx: GatewayContext): RouteSpec[] {
     ...passkeyRoutes(ctx),
     ...ssoRoutes(ctx),
     ...identityProviderRoutes(ctx),
+    ...approvalPolicyRoutes(ctx),
+    ...changeRequestRoutes(ctx),
     ...operatorRoutes(ctx),
     ...agentRoutes(ctx),
     ...agentUpgradeRoutes(ctx),

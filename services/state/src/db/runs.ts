@@ -28,6 +28,8 @@ export interface RunRow {
   /** The git source whose sync or plan started the run, and its commit ("" otherwise). */
   source: string;
   source_commit: string;
+  /** The approved change request this apply carries out (null otherwise). */
+  change_request_id: string | null;
 }
 
 /** What a run's progress needs: its head, its number of targets and its operations counted by status. */
@@ -42,12 +44,12 @@ export interface RunTally {
 }
 
 const COLS =
-  "id, assignment, kind, status, selector, modules, batch_size, batches, max_failures, failures, targets, actor_id, actor_name, created_at, updated_at, finished_at, source, source_commit";
+  "id, assignment, kind, status, selector, modules, batch_size, batches, max_failures, failures, targets, actor_id, actor_name, created_at, updated_at, finished_at, source, source_commit, change_request_id";
 
 export const runsDb = {
   async insert(db: Queryable, r: RunRow): Promise<void> {
     await db.query(
-      `INSERT INTO runs (${COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+      `INSERT INTO runs (${COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
       [
         r.id,
         r.assignment,
@@ -67,11 +69,15 @@ export const runsDb = {
         r.finished_at,
         r.source,
         r.source_commit,
+        r.change_request_id,
       ],
     );
   },
   async get(db: Queryable, id: string): Promise<RunRow | undefined> {
     return (await db.query<RunRow>(`SELECT ${COLS} FROM runs WHERE id = $1`, [id])).rows[0];
+  },
+  async byChangeRequest(db: Queryable, changeRequestId: string): Promise<RunRow | undefined> {
+    return (await db.query<RunRow>(`SELECT ${COLS} FROM runs WHERE change_request_id = $1`, [changeRequestId])).rows[0];
   },
   /**
    * A run's progress counted by Postgres: the targets list and every operation row stay in the

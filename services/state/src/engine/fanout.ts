@@ -56,6 +56,8 @@ export interface RunInput {
   agents: AgentInfo[];
   /** The git source (and commit) whose sync or plan starts this run. */
   origin?: { source: string; commit: string };
+  /** The approved change request this apply carries out, and who approved it. */
+  approval?: { changeRequestId: string; approvers: string[] };
 }
 
 export interface FanOut {
@@ -93,6 +95,7 @@ export function planFanOut(input: RunInput, id: string, now: number): RunRow {
     finished_at: matched.length ? null : now,
     source: input.origin?.source ?? "",
     source_commit: input.origin?.commit ?? "",
+    change_request_id: input.approval?.changeRequestId ?? null,
   };
 }
 
@@ -114,6 +117,9 @@ function fanOutStarted(run: RunRow, input: RunInput): EventInput {
       batches: run.batches,
       max_failures: run.max_failures,
       ...(input.origin ? { source: input.origin.source, commit: input.origin.commit } : {}),
+      ...(input.approval
+        ? { change_request_id: input.approval.changeRequestId, approved_by: input.approval.approvers }
+        : {}),
     },
   };
 }

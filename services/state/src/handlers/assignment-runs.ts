@@ -10,6 +10,7 @@ import type { Engine } from "../engine/index.js";
 import { loadSources } from "../engine/modules.js";
 import { checkMaxFailures, kindOf, runsPageLimit, waitMs } from "../validate.js";
 import { reachableNodeIds } from "./agents.js";
+import { gateApply } from "../approvals/gate.js";
 
 type H = Handlers<typeof StateService>;
 
@@ -23,8 +24,9 @@ async function runView(pool: Pool, id: string, reach?: readonly string[]) {
 }
 
 export const runAssignment =
-  ({ deps, clients, fanout, cache }: Engine): H["runAssignment"] =>
+  (engine: Engine): H["runAssignment"] =>
   async (req, ctx) => {
+    const { deps, clients, fanout, cache } = engine;
     const kind = kindOf(req.kind);
     const wait = waitMs(req.waitSeconds);
     checkMaxFailures(req.maxFailures);
@@ -32,15 +34,23 @@ export const runAssignment =
     if (!assignment) throw notFound("assignment_not_found", `no assignment '${req.name}'`);
     const sources = withParameters(await loadSources(deps.pool, cache, assignment.modules), assignment.parameters);
     const agents = matchAgents(assignment.selector, await approvedAgents(clients, ctx.actor));
-    const { run } = await fanout.start({
-      assignment,
-      kind,
-      batch: req.batch.trim(),
-      maxFailures: req.maxFailures ?? null,
-      actor: ctx.actor,
-      sources,
-      agents,
-    });
+    const rollout = { batch: req.batch.trim(), maxFailures: req.maxFailures ?? null };
+    if (kind === "apply") {
+      const gate = await gateApply(engine, {
+        assignment,
+        sources,
+        agents,
+        ...rollout,
+        actor: ctx.actor,
+        reason: req.reason,
+        breakGlass: req.breakGlass,
+      });
+      if (gate.kind === "held") {
+        await fanout.waitFor(gate.planRunId, wait);
+        return { ...(await runView(deps.pool, gate.planRunId)), changeRequestId: gate.changeRequestId };
+      }
+    }
+    const { run } = await fanout.start({ assignment, kind, ...rollout, actor: ctx.actor, sources, agents });
     await fanout.waitFor(run.id, wait);
     return runView(deps.pool, run.id);
   };

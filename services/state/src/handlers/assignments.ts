@@ -4,6 +4,7 @@ import { assignmentMsg } from "../convert.js";
 import { assignmentsDb } from "../db/catalog.js";
 import type { Engine } from "../engine/index.js";
 import { getAssignmentRun, listAssignmentRuns, runAssignment } from "./assignment-runs.js";
+import { executeChangeRequest } from "./change-requests.js";
 import { createAssignment, deleteAssignment, updateAssignment } from "./assignment-writes.js";
 
 type H = Handlers<typeof StateService>;
@@ -15,6 +16,7 @@ type AssignmentHandlers = Pick<
   | "updateAssignment"
   | "deleteAssignment"
   | "runAssignment"
+  | "executeChangeRequest"
   | "getAssignmentRun"
   | "listAssignmentRuns"
 >;
@@ -45,6 +47,7 @@ export function assignmentHandlers(engine: Engine): AssignmentHandlers {
     updateAssignment: updateAssignment(engine),
     deleteAssignment: deleteAssignment(engine),
     runAssignment: runAssignment(engine),
+    executeChangeRequest: executeChangeRequest(engine),
     getAssignmentRun: getAssignmentRun(engine),
     listAssignmentRuns: listAssignmentRuns(engine),
   };

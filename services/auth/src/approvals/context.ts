@@ -1,0 +1,32 @@
+// What the approval handlers and the expiry job share: the dependencies and the executors.
+import type { Actor } from "@orch/kit";
+import type { AuthDeps } from "../deps.js";
+import type { RequestRow } from "./requests-db.js";
+
+/** An approver as recorded on the request and passed to an executor. */
+export interface ApproverRef {
+  id: string;
+  name: string;
+}
+
+/**
+ * Executes an approved change request, as its requester, once. Throwing an OrchError with reason
+ * `plan_changed` refuses the approval (the request stays pending); any other error marks the
+ * request `failed`. Runs inside the transaction holding the request's row lock.
+ */
+export type ChangeExecutor = (request: RequestRow, approvers: ApproverRef[]) => Promise<{ result: string }>;
+
+/** Action → executor. An action without one stays `approved` for its service to execute. */
+export type ChangeExecutors = Readonly<Record<string, ChangeExecutor>>;
+
+export interface ApprovalsContext {
+  deps: AuthDeps;
+  executors: ChangeExecutors;
+}
+
+export const requesterActor = (r: RequestRow): Actor => ({
+  id: r.requester_id,
+  name: r.requester_name,
+  type: "operator",
+  role: "",
+});

@@ -1,0 +1,133 @@
+// Change requests: submitted by the executing service as the requester, listed and read by operators.
+import type { ApprovalService, SubmitChangeRequestRequest } from "@orch/contracts";
+import { CHANGE_REQUEST_STATUSES } from "@orch/contracts";
+import {
+  invalid,
+  keysetPage,
+  notFound,
+  pageCursor,
+  pageLimit,
+  precondition,
+  type Actor,
+  type Handlers,
+  type Queryable,
+} from "@orch/kit";
+import { approverTokens, eligibleOperatorIds } from "./approvers.js";
+import type { ApprovalsContext } from "./context.js";
+import { toChangeRequest } from "./convert.js";
+import { matchingPolicy } from "./evaluate.js";
+import type { PolicyRow } from "./policies-db.js";
+import { requestsDb, type RequestRow } from "./requests-db.js";
+
+type RequestHandlers = Pick<
+  Handlers<typeof ApprovalService>,
+  "submitChangeRequest" | "listChangeRequests" | "getChangeRequest"
+>;
+
+export const requestNotFound = (id: string) =>
+  notFound("change_request_not_found", `no change request '${id}'`, { field: "id" });
+
+/** The request with its decisions, as the API shows it. */
+export async function loadRequest(db: Queryable, id: string) {
+  const r = await requestsDb.byId(db, id);
+  if (!r) throw requestNotFound(id);
+  return toChangeRequest(r, await requestsDb.decisions(db, [r.id]));
+}
+
+function checkText(req: SubmitChangeRequestRequest) {
+  const limits = { target_type: [req.targetType, 64], target_name: [req.targetName, 256], summary: [req.summary, 500] };
+  for (const [field, [value, max]] of Object.entries(limits) as [string, [string, number]][])
+    if (value.length > max) throw invalid("invalid_request", `${field} is longer than ${max} characters`, { field });
+  if (req.reason.length > 2000)
+    throw invalid("invalid_request", "reason is longer than 2000 characters", { field: "reason" });
+}
+
+function newRow(c: ApprovalsContext, req: SubmitChangeRequestRequest, p: PolicyRow, actor: Actor): RequestRow {
+  const now = c.deps.clock.now();
+  return {
+    id: c.deps.ids.next(),
+    action: req.action,
+    status: "pending",
+    policy: p.name,
+    approvals_required: p.approvals_required,
+    approvers: p.approvers,
+    requester_may_approve: p.requester_may_approve,
+    requester_id: actor.id,
+    requester_name: actor.name,
+    target_type: req.targetType,
+    target_name: req.targetName,
+    summary: req.summary,
+    reason: req.reason,
+    content: req.content ?? {},
+    content_hash: req.contentHash,
+    created_at: now,
+    expires_at: now + p.expires_after_seconds * 1000,
+    decided_at: null,
+    executed_at: null,
+    result: "",
+    error: "",
+  };
+}
+
+function submit(c: ApprovalsContext): RequestHandlers["submitChangeRequest"] {
+  const { pool, events } = c.deps;
+  return async (req, ctx) => {
+    checkText(req);
+    const p = await matchingPolicy(pool, req.action, req.agents);
+    if (!p) throw precondition("approval_not_required", `no approval policy holds ${req.action} on these targets`);
+    const row = newRow(c, req, p, ctx.actor);
+    await events.tx(async (db, emit) => {
+      await requestsDb.insert(db, row);
+      const ids = await eligibleOperatorIds(db, p.approvers);
+      await emit({
+        type: "change_request.created",
+        summary: `${ctx.actor.name} asks for approval: ${row.summary || `${row.action} ${row.target_name}`}`,
+        actor: ctx.actor,
+        target: { id: row.id, name: row.target_name || row.action, type: "change_request" },
+        metadata: {
+          action: row.action,
+          policy: p.name,
+          approvals_required: p.approvals_required,
+          target_type: row.target_type,
+          target_name: row.target_name,
+          expires_at: row.expires_at,
+          notify_operator_ids: p.requester_may_approve ? ids : ids.filter((id) => id !== ctx.actor.id),
+        },
+      });
+    });
+    return toChangeRequest(row, []);
+  };
+}
+
+function list(c: ApprovalsContext): RequestHandlers["listChangeRequests"] {
+  const { pool } = c.deps;
+  return async (req, ctx) => {
+    if (req.status && !(CHANGE_REQUEST_STATUSES as readonly string[]).includes(req.status))
+      throw invalid("invalid_request", `status must be one of ${CHANGE_REQUEST_STATUSES.join(", ")}`, {
+        field: "status",
+      });
+    const limit = pageLimit(req.limit);
+    const rows = await requestsDb.page(pool, {
+      status: req.status,
+      requesterId: req.mine ? ctx.actor.id : "",
+      undecidedBy: req.toApprove ? ctx.actor.id : "",
+      approverTokens: req.toApprove ? await approverTokens(pool, ctx.actor) : [],
+      after: pageCursor(req.cursor, "ulid"),
+      limit: limit + 1,
+    });
+    const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
+    const decisions = await requestsDb.decisions(
+      pool,
+      page.map((r) => r.id),
+    );
+    return { requests: page.map((r) => toChangeRequest(r, decisions)), nextCursor };
+  };
+}
+
+export function requestHandlers(c: ApprovalsContext): RequestHandlers {
+  return {
+    submitChangeRequest: submit(c),
+    listChangeRequests: list(c),
+    getChangeRequest: (req) => loadRequest(c.deps.pool, req.id),
+  };
+}

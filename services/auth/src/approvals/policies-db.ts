@@ -1,0 +1,61 @@
+import type { Queryable } from "@orch/kit";
+
+export interface PolicyRow {
+  name: string;
+  description: string;
+  actions: string[];
+  selector: string;
+  approvals_required: number;
+  approvers: string[];
+  requester_may_approve: boolean;
+  expires_after_seconds: number;
+  created_at: number;
+  updated_at: number;
+  created_by: string;
+}
+
+const COLS =
+  "name, description, actions, selector, approvals_required, approvers, requester_may_approve, expires_after_seconds, created_at, updated_at, created_by";
+
+export const policiesDb = {
+  async byName(db: Queryable, name: string, lock = false): Promise<PolicyRow | undefined> {
+    const q = `SELECT ${COLS} FROM approval_policies WHERE name = $1${lock ? " FOR UPDATE" : ""}`;
+    return (await db.query<PolicyRow>(q, [name])).rows[0];
+  },
+  async page(db: Queryable, limit: number, after: string): Promise<PolicyRow[]> {
+    const q = `SELECT ${COLS} FROM approval_policies WHERE name > $1 ORDER BY name LIMIT $2`;
+    return (await db.query<PolicyRow>(q, [after, limit])).rows;
+  },
+  /** Every policy covering `action`: policies are few, the selector is matched in code. */
+  async forAction(db: Queryable, action: string): Promise<PolicyRow[]> {
+    const q = `SELECT ${COLS} FROM approval_policies WHERE $1 = ANY(actions) ORDER BY name`;
+    return (await db.query<PolicyRow>(q, [action])).rows;
+  },
+  async upsert(db: Queryable, p: PolicyRow): Promise<PolicyRow> {
+    const r = await db.query<PolicyRow>(
+      `INSERT INTO approval_policies (${COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       ON CONFLICT (name) DO UPDATE SET description = EXCLUDED.description, actions = EXCLUDED.actions,
+         selector = EXCLUDED.selector, approvals_required = EXCLUDED.approvals_required,
+         approvers = EXCLUDED.approvers, requester_may_approve = EXCLUDED.requester_may_approve,
+         expires_after_seconds = EXCLUDED.expires_after_seconds, updated_at = EXCLUDED.updated_at
+       RETURNING ${COLS}`,
+      [
+        p.name,
+        p.description,
+        p.actions,
+        p.selector,
+        p.approvals_required,
+        p.approvers,
+        p.requester_may_approve,
+        p.expires_after_seconds,
+        p.created_at,
+        p.updated_at,
+        p.created_by,
+      ],
+    );
+    return r.rows[0]!;
+  },
+  async remove(db: Queryable, name: string): Promise<void> {
+    await db.query("DELETE FROM approval_policies WHERE name = $1", [name]);
+  },
+};

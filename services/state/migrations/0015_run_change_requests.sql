@@ -1,0 +1,4 @@
+-- The apply a change request was approved for (docs/approvals.md): at most one run per request, so an
+-- execution the auth service retries (its commit lost after the run started) finds the run it began.
+ALTER TABLE runs ADD COLUMN change_request_id text;
+CREATE UNIQUE INDEX runs_change_request ON runs (change_request_id) WHERE change_request_id IS NOT NULL;

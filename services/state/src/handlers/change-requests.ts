@@ -1,0 +1,76 @@
+import type { StateService } from "@orch/contracts";
+import { invalid, OrchError, precondition, type Handlers } from "@orch/kit";
+import { frozenApply } from "../approvals/apply-content.js";
+import { assignmentsDb } from "../db/catalog.js";
+import { runsDb } from "../db/runs.js";
+import { withParameters } from "../engine/assignment-parameters.js";
+import { approvedAgents, matchAgents } from "../engine/fanout.js";
+import type { Engine } from "../engine/index.js";
+import { loadSources } from "../engine/modules.js";
+import { valuesFor } from "../values/load.js";
+
+type H = Handlers<typeof StateService>;
+
+/** The rollout an apply was approved with (the hash check proves it is the frozen one). */
+function frozenRollout(req: { content?: Record<string, unknown> | undefined }) {
+  const c = req.content ?? {};
+  return {
+    batch: typeof c.batch === "string" ? c.batch : "",
+    maxFailures: typeof c.max_failures === "number" ? c.max_failures : null,
+  };
+}
+
+const planChanged = (why: string) =>
+  precondition("plan_changed", `the change request's content changed since it was submitted: ${why}`);
+
+/** The apply as it would run now, or plan_changed when its assignment or a module is gone. */
+async function currentApply(engine: Engine, name: string, actor: Parameters<typeof approvedAgents>[1]) {
+  const { deps, clients, cache } = engine;
+  const assignment = await assignmentsDb.get(deps.pool, name);
+  if (!assignment) throw planChanged(`assignment '${name}' was deleted`);
+  const sources = await loadSources(deps.pool, cache, assignment.modules).then(
+    (s) => withParameters(s, assignment.parameters),
+    (err: unknown) => {
+      throw err instanceof OrchError && err.reason === "module_not_found" ? planChanged(err.message) : err;
+    },
+  );
+  const agents = matchAgents(assignment.selector, await approvedAgents(clients, actor));
+  return { assignment, sources, agents };
+}
+
+/**
+ * Carries out an approved change request, once: the auth service calls it (as the requester) when
+ * the last approval is given. The apply's inputs are frozen again and compared with the approved
+ * hash, so modules, values, parameters or targets that changed since refuse with plan_changed. A
+ * retried call (the caller's commit lost after the run started) answers the run it began.
+ */
+export const executeChangeRequest =
+  (engine: Engine): H["executeChangeRequest"] =>
+  async (req, ctx) => {
+    if (req.action !== "assignment.apply")
+      throw invalid("invalid_request", `the state service does not execute '${req.action}'`, { field: "action" });
+    const done = await runsDb.byChangeRequest(engine.deps.pool, req.id);
+    if (done) return { result: done.id };
+    const { assignment, sources, agents } = await currentApply(engine, req.targetName, ctx.actor);
+    const rollout = frozenRollout(req);
+    const frozen = frozenApply(assignment, sources, await valuesFor(engine.deps.pool, sources, agents), rollout);
+    if (frozen.hash !== req.contentHash) throw planChanged("its modules, values, parameters or targets differ");
+    try {
+      const { run } = await engine.fanout.start({
+        assignment,
+        kind: "apply",
+        batch: rollout.batch,
+        maxFailures: rollout.maxFailures,
+        actor: ctx.actor,
+        sources,
+        agents,
+        approval: { changeRequestId: req.id, approvers: req.approvers },
+      });
+      return { result: run.id };
+    } catch (err) {
+      // Two replicas executing the same request: the unique index lets one run; the other answers it.
+      const again = await runsDb.byChangeRequest(engine.deps.pool, req.id);
+      if (again) return { result: again.id };
+      throw err;
+    }
+  };
