@@ -14,6 +14,7 @@ import { DEFAULT_SERVER } from "./config.js";
 import { CliError, ExitStatus, errorLine } from "./errors.js";
 import type { CliIO } from "./output.js";
 import { register as registerAgents } from "./commands/agents.js";
+import { register as registerApprovalPolicies } from "./commands/approval-policies.js";
 import { register as registerAudit } from "./commands/audit.js";
 import { register as registerAuth } from "./commands/auth.js";
 import { register as registerChannels } from "./commands/channels.js";
@@ -26,6 +27,8 @@ import { register as registerJoinTokens } from "./commands/join-tokens.js";
 import { register as registerKeygen } from "./commands/keygen.js";
 import { register as registerOperators } from "./commands/operators.js";
 import { register as registerPasskeys } from "./commands/passkeys.js";
+import { register as registerRequests } from "./commands/requests.js";
+import { register as registerAccess } from "./commands/access.js";
 import { register as registerRuns } from "./commands/runs.js";
 import { register as registerSecrets } from "./commands/secrets.js";
 import { register as registerSources } from "./commands/sources.js";
@@ -48,6 +51,9 @@ export const commandGroups: RegisterFn[] = [
   registerOperators,
   registerIdentityProviders,
   registerSso,
+  registerApprovalPolicies,
+  registerRequests,
+  registerAccess,
   registerAgents,
   registerJoinTokens,
   registerTags,

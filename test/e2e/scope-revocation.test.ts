@@ -3,7 +3,7 @@ import { sign } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createTestDatabase, ed25519, eventually, freePort, waitMs } from "@orch/kit/testing";
+import { createTestDatabase, ed25519, eventually, freePort, waitMs, within } from "@orch/kit/testing";
 import { startNats, startSystem, type KeyPair } from "@orch/kit/testing";
 import { agentPool } from "../../services/agents/test/harness.js";
 import { openSse, type SseStream } from "../../services/audit/test/sse.js";
@@ -121,11 +121,6 @@ async function terminal(token: string, agentName: string, o: { bearer: boolean }
   await eventually(() => existsSync(before), 10_000);
   return ws;
 }
-
-const within = <T>(p: Promise<T>, ms: number, what: string) => {
-  const late = new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`${what}: not within ${ms} ms`)), ms));
-  return Promise.race([p, late]);
-};
 
 /** The terminal got close 4403 `reason` after the change at `since`; what is typed after never runs. */
 async function terminalEnded(t: Test, ws: RawWs, reason: string, since: number) {

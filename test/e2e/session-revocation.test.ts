@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { createTestDatabase, ed25519, eventually, freePort, waitMs } from "@orch/kit/testing";
+import { createTestDatabase, ed25519, eventually, freePort, waitMs, within } from "@orch/kit/testing";
 import { startNats, startSystem, waitForPort, type KeyPair } from "@orch/kit/testing";
 import { agentPool } from "../../services/agents/test/harness.js";
 import { openSse, type SseStream } from "../../services/audit/test/sse.js";
@@ -127,11 +127,6 @@ async function stream(via: string, token: string): Promise<SseStream> {
   if (s.status !== 200) throw new Error(`audit stream: ${s.status} ${JSON.stringify(s.body)}`);
   return s;
 }
-
-const within = <T>(p: Promise<T>, ms: number, what: string) => {
-  const late = new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`${what}: not within ${ms} ms`)), ms));
-  return Promise.race([p, late]);
-};
 
 /** How long a mechanism may take on this machine before the test gives up on it. */
 const endWaitMs = () => waitMs(10_000);

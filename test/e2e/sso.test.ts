@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Page } from "playwright-core";
-import { eventually, startOidcProvider, waitMs } from "@orch/kit/testing";
+import { eventually, startOidcProvider, waitMs, within } from "@orch/kit/testing";
 import { openSse, type SseStream } from "../../services/audit/test/sse.js";
 import { consoleStack } from "./lib/browser.js";
 import { records } from "./lib/process-logs.js";
@@ -109,11 +109,6 @@ async function auditStream(token: string): Promise<SseStream> {
   if (s.status !== 200) throw new Error(`audit stream: ${s.status} ${JSON.stringify(s.body)}`);
   return s;
 }
-
-const within = <T>(p: Promise<T>, ms: number, what: string) => {
-  const late = new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`${what}: not within ${ms} ms`)), ms));
-  return Promise.race([p, late]);
-};
 
 /** Plays the user at the provider's device pages: confirm the code, log in, consent. */
 async function approveDevice(page: Page, url: string, login: string): Promise<void> {

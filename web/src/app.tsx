@@ -40,6 +40,10 @@ const Maintenance = lazy(() => import("./pages/maintenance"));
 const TerminalPage = lazy(() => import("./pages/terminal"));
 const Sessions = lazy(() => import("./pages/sessions"));
 const Recording = lazy(() => import("./pages/recording"));
+const Requests = lazy(() => import("./pages/requests"));
+const RequestDetail = lazy(() => import("./pages/request"));
+const ApprovalPolicies = lazy(() => import("./pages/approval-policies"));
+const ApprovalPolicy = lazy(() => import("./pages/approval-policy"));
 const NotFound = lazy(() => import("./pages/not-found"));
 
 const queryClient = new QueryClient({
@@ -81,6 +85,10 @@ export function App() {
                       <Route path="/assignments/:name/edit" component={AssignmentEdit} />
                       <Route path="/assignments/:name/runs/:runId" component={RunDetail} />
                       <Route path="/assignments/:name" component={AssignmentDetail} />
+                      <Route path="/requests" component={Requests} />
+                      <Route path="/requests/:id" component={RequestDetail} />
+                      <Route path="/approval-policies" component={ApprovalPolicies} />
+                      <Route path="/approval-policies/:name" component={ApprovalPolicy} />
                       <Route path="/sources" component={Sources} />
                       <Route path="/sources/:name" component={SourceDetail} />
                       <Route path="/operations/:operationId" component={OperationDetail} />

@@ -226,47 +226,87 @@ const remove: Sub = (asg, io) =>
       }),
     );
 
+interface FanOutOpts {
+  batch?: string;
+  maxFailures?: string;
+  wait: boolean;
+  reason?: string;
+  breakGlass?: boolean;
+}
+
+/** The policy that held an apply and the approvals it needs, for the human line (best effort). */
+async function heldPolicy(ctx: Context, id: string): Promise<string | undefined> {
+  try {
+    const r = unwrap(await ctx.api.GET("/api/v1/change-requests/{id}", { params: { path: { id } } }));
+    return `policy ${r.policy}, ${count(r.approvals_required, "approval")} required`;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Printed when an approval policy turned the apply into a change request (202). */
+export const heldLine = (run: Run, id: string, policy?: string) =>
+  `apply of ${run.assignment} held for approval: change request ${id} (${policy ? `${policy}; ` : ""}plan run ${run.run_id} on ${count(run.operations.length, "agent")}) — orchctl requests show ${id}`;
+
 const fanOut =
   (kind: "apply" | "plan"): Sub =>
-  (asg, io) =>
-    asg
+  (asg, io) => {
+    const cmd = asg
       .command(kind)
       .description(`${kind} an assignment on every approved agent its selector matches, with live per-agent progress`)
       .argument("<name>", "assignment name")
       .option("--batch <n|p%>", "rolling: agents per batch, or a percentage such as 25%")
       .option("--max-failures <n>", "stop launching batches once more operations than this failed")
-      .option("--no-wait", "start the fan-out and print it without following it")
-      .action(
-        action(io, async (ctx, name: string, opts: { batch?: string; maxFailures?: string; wait: boolean }) => {
-          const body: RequestBody<"/api/v1/assignments/{name}/apply", "post"> = {};
-          if (opts.batch !== undefined) body.batch = /^\d+$/.test(opts.batch) ? Number(opts.batch) : opts.batch;
-          if (opts.maxFailures !== undefined) {
-            const n = Number(opts.maxFailures);
-            if (!Number.isInteger(n) || n < 0)
-              throw new CliError("--max-failures must be a non-negative integer", "invalid_argument");
-            body.max_failures = n;
-          }
-          const color = useColor(ctx);
-          let run = unwrap(
-            await ctx.api.POST(`/api/v1/assignments/{name}/${kind}`, { params: { path: { name } }, body }),
+      .option("--no-wait", "start the fan-out and print it without following it");
+    if (kind === "apply")
+      cmd
+        .option("--reason <text>", "why (kept with the change request when an approval policy holds the apply)")
+        .option("--break-glass", "admins: apply without the approval a policy asks for (needs --reason; audited)");
+    cmd.action(
+      action(io, async (ctx, name: string, opts: FanOutOpts) => {
+        if (opts.breakGlass && !opts.reason?.trim())
+          throw new CliError(
+            "--break-glass needs --reason TEXT: a bypass of an approval policy is audited with its reason",
+            "break_glass_reason_required",
           );
-          if (!opts.wait) {
-            ctx.out.result(run, () => ctx.out.line(runStartedLine(kind, run)));
-            return;
-          }
-          ctx.out.note(runFollowingLine(kind, run));
-          const followed = await followRun(ctx, run, color);
-          run = followed.run;
-          ctx.out.result({ ...run, results: followed.ops }, () =>
-            printLines(ctx, runResultLines(kind, run, followed.ops, color)),
+        const body: RequestBody<"/api/v1/assignments/{name}/apply", "post"> = {};
+        if (opts.reason !== undefined) body.reason = opts.reason;
+        if (opts.breakGlass) body.break_glass = true;
+        if (opts.batch !== undefined) body.batch = /^\d+$/.test(opts.batch) ? Number(opts.batch) : opts.batch;
+        if (opts.maxFailures !== undefined) {
+          const n = Number(opts.maxFailures);
+          if (!Number.isInteger(n) || n < 0)
+            throw new CliError("--max-failures must be a non-negative integer", "invalid_argument");
+          body.max_failures = n;
+        }
+        const color = useColor(ctx);
+        let run = unwrap(
+          await ctx.api.POST(`/api/v1/assignments/{name}/${kind}`, { params: { path: { name } }, body }),
+        );
+        if (kind === "apply" && run.change_request_id) {
+          const held = run.change_request_id;
+          const policy = ctx.json ? undefined : await heldPolicy(ctx, held);
+          ctx.out.result(run, () => ctx.out.line(heldLine(run, held, policy)));
+          return;
+        }
+        if (!opts.wait) {
+          ctx.out.result(run, () => ctx.out.line(runStartedLine(kind, run)));
+          return;
+        }
+        ctx.out.note(runFollowingLine(kind, run));
+        const followed = await followRun(ctx, run, color);
+        run = followed.run;
+        ctx.out.result({ ...run, results: followed.ops }, () =>
+          printLines(ctx, runResultLines(kind, run, followed.ops, color)),
+        );
+        if (!ctx.json && (run.failures > 0 || run.status !== "completed"))
+          throw new CliError(
+            `${kind} of ${run.assignment} ${run.status} with ${count(run.failures, "failure")}`,
+            `run_${run.status}`,
           );
-          if (!ctx.json && (run.failures > 0 || run.status !== "completed"))
-            throw new CliError(
-              `${kind} of ${run.assignment} ${run.status} with ${count(run.failures, "failure")}`,
-              `run_${run.status}`,
-            );
-        }),
-      );
+      }),
+    );
+  };
 
 const runs: Sub = (asg, io) =>
   asg

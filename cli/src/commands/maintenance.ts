@@ -25,13 +25,13 @@ export function parseTime(flag: string, v: string): number {
 }
 
 /** "90m", "2h", "1h30m", "1d" → seconds. */
-export function parseDuration(v: string): number {
+export function parseDuration(v: string, flag = "--duration"): number {
   const m = /^(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/.exec(v);
   const secs = m
     ? Number(m[1] ?? 0) * 86400 + Number(m[2] ?? 0) * 3600 + Number(m[3] ?? 0) * 60 + Number(m[4] ?? 0)
     : 0;
   if (!m || secs <= 0)
-    throw new CliError(`--duration must look like 30m, 2h, 1h30m or 1d, got ${JSON.stringify(v)}`, "invalid_argument");
+    throw new CliError(`${flag} must look like 30m, 2h, 1h30m or 1d, got ${JSON.stringify(v)}`, "invalid_argument");
   return secs;
 }
 

@@ -1,14 +1,14 @@
 /**
  * The actions an approval policy can hold for four-eyes review (docs/approvals.md). The closed
- * list: policies naming anything else are refused, and the executing services submit only these.
+ * list, and only actions whose executing service enforces it: a policy naming anything else is
+ * refused, so no admin can believe an action is held that is not. Agent applies, fleet command runs,
+ * terminal opens, secret writes and catalog changes join as their services enforce approval.
  */
 export const APPROVAL_ACTIONS = [
   "assignment.apply",
-  "agent.apply",
-  "command.run",
-  "terminal.open",
-  "secret.write",
-  "catalog.write",
+  // Just-in-time access: a request for temporary access; its policy names the approvers and the
+  // longest duration (max_access_seconds). Agentless: only policies with selector `*` cover it.
+  "access.request",
 ] as const;
 export type ApprovalAction = (typeof APPROVAL_ACTIONS)[number];
 
@@ -31,3 +31,8 @@ export type ChangeRequestStatus = (typeof CHANGE_REQUEST_STATUSES)[number];
 /** Approver grammar: an operator by name, a role, or an SSO group. */
 export const APPROVER_RE = /^(operator|role|group):(.{1,200})$/;
 export const APPROVER_ROLES = ["admin", "operator"] as const;
+
+/** Roles a just-in-time access request may ask for. */
+export const ACCESS_ROLES = ["admin"] as const;
+/** Bounds of a policy's max_access_seconds, and its default. */
+export const ACCESS_SECONDS = { min: 60, max: 604_800, default: 28_800 } as const;

@@ -346,6 +346,28 @@ export const ERROR_CATALOGUE = {
     meaning:
       "The request's content changed since it was submitted (modules, values or targets); nothing was executed and the approval was not recorded: re-submit it.",
   },
+  invalid_access_request: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning:
+      "An access request is malformed: neither an agent selector nor a role, a role other than admin, a bad selector, no reason, a duration that is not a positive whole number, or an admin asking (`field` names it).",
+  },
+  access_duration_too_long: {
+    status: 400,
+    grpc: "INVALID_ARGUMENT",
+    meaning: "The access asked for lasts longer than the policy's max_access_seconds (in the problem's details).",
+  },
+  access_requests_disabled: {
+    status: 409,
+    grpc: "FAILED_PRECONDITION",
+    meaning: "No approval policy covers access.request, so nobody could grant it: an admin adds one (selector *).",
+  },
+  access_grant_not_found: { status: 404, grpc: "NOT_FOUND", meaning: "No access grant has this id." },
+  access_grant_ended: {
+    status: 409,
+    grpc: "FAILED_PRECONDITION",
+    meaning: "The access grant already expired or was revoked.",
+  },
   break_glass_forbidden: {
     status: 403,
     grpc: "PERMISSION_DENIED",

@@ -82,6 +82,25 @@ export const EVENT_TYPES = {
     description:
       "An admin executed an action that an approval policy holds without approval (break-glass), with the mandatory `reason`; `notify_operator_ids` names the policy's approvers, who are notified.",
   },
+  "access.requested": {
+    severity: "info",
+    description:
+      "An operator asked for temporary access (an agent selector and/or the admin role) for a duration, with a reason; the change request that holds it notifies the approvers.",
+  },
+  "access.granted": {
+    severity: "warning",
+    description:
+      "An approval granted an operator temporary access until `expires_at`; live connections are re-checked at once.",
+  },
+  "access.expired": {
+    severity: "info",
+    description:
+      "An access grant reached its expiry and ended; the holder's terminals and streams it allowed are closed (scope_changed).",
+  },
+  "access.revoked": {
+    severity: "warning",
+    description: "An admin (or the holder) ended an access grant before its expiry; what it allowed is closed at once.",
+  },
   "identity_provider.created": { severity: "info", description: "An admin added an identity provider." },
   "identity_provider.updated": { severity: "info", description: "An admin changed an identity provider." },
   "identity_provider.deleted": {

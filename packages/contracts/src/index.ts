@@ -6,6 +6,7 @@ export * from "./selector.js";
 export * from "./idempotency.js";
 export * from "./unnotified.js";
 export * from "./addressed.js";
+export * from "./scope-union.js";
 export * from "./secret-mask.js";
 export * from "./sealed-content.js";
 export * from "./state-features.js";

@@ -1,4 +1,4 @@
-import { matchSelector, parseSelector, type Selector, type SelectorTarget } from "@orch/contracts";
+import { matchSelector, parseSelector, splitScope, type Selector, type SelectorTarget } from "@orch/contracts";
 import type { Actor } from "./rpc.js";
 
 /**
@@ -9,20 +9,21 @@ import type { Actor } from "./rpc.js";
 
 // Every request of a scoped operator carries the same few selector texts; parse each once.
 const MAX_CACHED = 256;
-const cache = new Map<string, Selector | null>();
+const cache = new Map<string, Selector[] | null>();
 
-function compiled(source: string): Selector | null {
-  let sel = cache.get(source);
-  if (sel !== undefined) return sel;
+/** The scope's alternatives (its own selector and any granted ones: contracts scope-union.ts), parsed. */
+function compiled(source: string): Selector[] | null {
+  let sels = cache.get(source);
+  if (sels !== undefined) return sels;
   try {
-    sel = parseSelector(source);
+    sels = splitScope(source).map((s) => parseSelector(s));
   } catch {
     // The auth service only stores valid selectors; anything else here is refused, not widened.
-    sel = null;
+    sels = null;
   }
   if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!);
-  cache.set(source, sel);
-  return sel;
+  cache.set(source, sels);
+  return sels;
 }
 
 /** True when the actor's reach is limited by an agent selector. */
@@ -31,6 +32,6 @@ export const isScoped = (actor: Actor): boolean => Boolean(actor.scope);
 /** Whether the actor may see and act on this agent. Unscoped actors (system, admins) reach all. */
 export function inScope(actor: Actor, agent: SelectorTarget): boolean {
   if (!actor.scope) return true;
-  const sel = compiled(actor.scope);
-  return sel !== null && matchSelector(sel, agent);
+  const sels = compiled(actor.scope);
+  return sels?.some((sel) => matchSelector(sel, agent)) ?? false;
 }

@@ -1,4 +1,5 @@
 import t from "tap";
+import { joinScopes, splitScope } from "@orch/contracts";
 import { inScope, isScoped, SYSTEM_ACTOR, type Actor } from "../src/index.js";
 
 const op = (scope?: string): Actor => ({
@@ -31,4 +32,18 @@ t.test("a selector limits the reach; pending agents have no tags", async (t) => 
 t.test("a scope that does not parse reaches nothing (default-deny)", async (t) => {
   t.notOk(inScope(op("role=("), web));
   t.notOk(inScope(op("role=("), pending));
+});
+
+t.test("a scope with granted selectors reaches what any of them matches", async (t) => {
+  const db = { node_id: "c".repeat(32), name: "db-1", tags: { role: "db" }, attributes: {} };
+  const both = op(joinScopes("role=web", ["role=db"]));
+  t.equal(both.scope, "role=web || role=db");
+  t.ok(inScope(both, web));
+  t.ok(inScope(both, db));
+  t.notOk(inScope(both, pending));
+  t.notOk(inScope(op("role=web || role=("), web), "one bad alternative refuses all: never widened");
+  t.equal(joinScopes("", ["role=db"]), "", "an unscoped operator stays unscoped");
+  t.equal(joinScopes("role=web", ["*"]), "", "a `*` grant is every agent");
+  t.equal(joinScopes("role=web", ["role=web", " "]), "role=web", "duplicates and blanks drop");
+  t.same(splitScope(" a=b ||c=d|| "), ["a=b", "c=d"]);
 });

@@ -36,6 +36,8 @@ export const authConfigSchema = baseConfigSchema.extend({
       break_glass_operators: z.array(z.string()).default(["admin"]),
       /** Seconds between runs of the job that expires pending change requests past their expiry (docs/approvals.md). */
       approvals_expiry_interval_seconds: z.number().int().positive().default(30),
+      /** Milliseconds between runs of the job that ends just-in-time access grants at their expiry. */
+      access_expiry_interval_ms: z.number().int().min(100).max(60_000).default(500),
     })
     .prefault({})
     .superRefine((a, ctx) => {

@@ -9,11 +9,13 @@ import { operatorHandlers } from "./handlers/operators.js";
 import { passkeyHandlers } from "./handlers/passkeys.js";
 import { normaliseKey } from "./keys.js";
 import {
+  accessHandlers,
   approvalsContext,
   decideHandlers,
   policyHandlers,
   requestHandlers,
   startExpiry,
+  startGrantExpiry,
   type ChangeExecutors,
 } from "./approvals/index.js";
 import { loginsDb } from "./sso/logins-db.js";
@@ -78,12 +80,15 @@ function startApprovals(deps: AuthDeps, executors: ChangeExecutors | undefined) 
       ...policyHandlers(approvals),
       ...requestHandlers(approvals),
       ...decideHandlers(approvals),
+      ...accessHandlers(approvals),
     },
   });
   const expiry = startExpiry(approvals);
+  const grantExpiry = startGrantExpiry(approvals);
   return {
     async stop() {
       expiry.stop();
+      grantExpiry.stop();
       await rpc.stop();
     },
   };

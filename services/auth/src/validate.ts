@@ -14,6 +14,8 @@ export function agentSelector(text: string, role: string): string | null {
   if (CONTROL_RE.test(text)) throw invalid("invalid_selector", "agent_selector contains a control character", field);
   const folded = text.replace(/\s+/g, " ").trim();
   if (folded === "") return null;
+  // `||` joins a scope with granted selectors (contracts scope-union.ts): a stored scope never holds it.
+  if (folded.includes("||")) throw invalid("invalid_selector", "agent_selector may not contain '||'", field);
   if (role === "admin") {
     throw invalid(
       "admin_cannot_be_scoped",

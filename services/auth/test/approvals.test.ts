@@ -15,7 +15,7 @@ const clock = manualClock();
 let mode: "ok" | "plan_changed" | "boom" = "ok";
 const executed: { request: RequestRow; approvers: ApproverRef[] }[] = [];
 const executors = {
-  "command.run": async (request: RequestRow, approvers: ApproverRef[]) => {
+  "assignment.apply": async (request: RequestRow, approvers: ApproverRef[]) => {
     if (mode === "plan_changed") throw precondition("plan_changed", "the targets changed");
     if (mode === "boom") throw new Error("the state service is gone");
     executed.push({ request, approvers });
@@ -62,7 +62,7 @@ await pool.query(
 const policy = (name: string, o: Record<string, unknown> = {}) => ({
   name,
   description: "",
-  actions: ["command.run"],
+  actions: ["assignment.apply"],
   selector: "env=prod",
   approvalsRequired: 1,
   approvers: ["operator:alice", "operator:bob"],
@@ -75,7 +75,7 @@ const prod: AgentRef[] = [{ id: "n1", name: "web-1", tags: { env: "prod" }, attr
 const submit = (o: Record<string, unknown> = {}, as: Actor = rita) =>
   api.submitChangeRequest(
     {
-      action: "command.run",
+      action: "assignment.apply",
       targetType: "run",
       targetName: "uptime",
       summary: "run uptime on prod",
@@ -160,20 +160,20 @@ t.test("evaluate: match, no match, the strictest wins, agentless actions match `
   await api.putApprovalPolicy(policy("one", { approvers: ["operator:alice"] }), { actor: boss });
   await api.putApprovalPolicy(policy("two", { approvalsRequired: 2, selector: "attr.os=linux" }), { actor: boss });
   await api.putApprovalPolicy(policy("also-two", { approvalsRequired: 2 }), { actor: boss });
-  await api.putApprovalPolicy(policy("secrets", { actions: ["secret.write"], selector: "*" }), { actor: boss });
-  await api.putApprovalPolicy(policy("scoped-secrets", { actions: ["secret.write"] }), { actor: boss });
   const ev = (action: string, agents: AgentRef[]) => api.evaluateApproval({ action, agents }, { actor: rita });
-  const hit = await ev("command.run", prod);
+  t.equal((await ev("access.request", prod)).required, false, "action not covered");
+  await api.putApprovalPolicy(policy("secrets", { actions: ["access.request"], selector: "*" }), { actor: boss });
+  await api.putApprovalPolicy(policy("scoped-secrets", { actions: ["access.request"] }), { actor: boss });
+  const hit = await ev("assignment.apply", prod);
   t.same([hit.required, hit.policy, hit.approvalsRequired, hit.expiresAfterSeconds], [true, "also-two", 2, 86_400]);
   const staging = [{ id: "n2", name: "web-2", tags: { env: "staging" }, attributes: {} }];
-  t.equal((await ev("command.run", staging)).required, false);
-  t.equal((await ev("terminal.open", prod)).required, false, "action not covered");
-  t.equal((await ev("command.run", [...staging, ...prod])).policy, "also-two", "one matching agent is enough");
-  t.equal((await ev("secret.write", [])).policy, "secrets");
+  t.equal((await ev("assignment.apply", staging)).required, false);
+  t.equal((await ev("assignment.apply", [...staging, ...prod])).policy, "also-two", "one matching agent is enough");
+  t.equal((await ev("access.request", [])).policy, "secrets");
   t.equal(await reasonOf(ev("rm.rf", prod)), "INVALID_ARGUMENT/invalid_request");
   for (const n of ["two", "also-two", "secrets", "scoped-secrets"])
     await api.deleteApprovalPolicy({ name: n }, { actor: boss });
-  const only = await ev("command.run", prod);
+  const only = await ev("assignment.apply", prod);
   t.same(
     [only.policy, only.approverIds],
     ["one", [alice.id]],
@@ -296,13 +296,6 @@ t.test("plan_changed: the approval is refused and not recorded; any other error 
   t.match(failed.error, /state service is gone/);
   t.ok(await eventsOf(bus, "change_request.failed", (m) => m.error === failed.error));
   mode = "ok";
-});
-
-t.test("no executor: the request stays approved", async (t) => {
-  await api.putApprovalPolicy(policy("apply", { actions: ["assignment.apply"] }), { actor: boss });
-  const r = await submit({ action: "assignment.apply" });
-  t.equal((await api.approveChangeRequest({ id: r.id, comment: "" }, { actor: bob })).status, "approved");
-  await api.deleteApprovalPolicy({ name: "apply" }, { actor: boss });
 });
 
 t.test("deny ends the request; cancel by the requester or an admin only", async (t) => {

@@ -73,9 +73,10 @@ export function createTokenCache(deps: {
       const p = await deps.auth.authenticate({ token }, { timeoutMs: 3000 });
       const op = p.operator;
       if (!op) throw unauthenticated("invalid_token", "the token is invalid or expired");
-      const role = op.role === "admin" ? "admin" : "operator";
+      // With the operator's just-in-time grants (docs/approvals.md); an older auth sends none.
+      const role = (op.effectiveRole || op.role) === "admin" ? "admin" : "operator";
       // Admins are unscoped whatever the record says (docs/access.md).
-      const scope = role === "admin" ? "" : op.agentSelector;
+      const scope = role === "admin" ? "" : op.effectiveRole ? op.effectiveAgentSelector : op.agentSelector;
       return { id: op.id, name: op.name, role, scope, expiresAt: p.expiresAt };
     } finally {
       inflight.delete(token);

@@ -44,9 +44,11 @@ export function startLiveSessions(deps: {
   const reach = async (operatorId: string, nodeIds: readonly string[]): Promise<Reach> => {
     try {
       const op = await auth.getOperator({ id: operatorId });
-      const scope = op.role === "admin" ? "" : op.agentSelector;
+      // With its just-in-time grants (docs/approvals.md): a grant that ends narrows the reach here.
+      const role = op.effectiveRole || op.role;
+      const scope = role === "admin" ? "" : op.effectiveRole ? op.effectiveAgentSelector : op.agentSelector;
       if (!scope) return { verdict: "in", scope };
-      const actor: Actor = { id: op.id, name: op.name, type: "operator", role: op.role, scope };
+      const actor: Actor = { id: op.id, name: op.name, type: "operator", role, scope };
       for (const id of nodeIds) {
         try {
           await agents.getAgent({ id }, { actor });

@@ -2,7 +2,8 @@
  * One assignment (/assignments/:name?batch=&max_failures=): what it keeps where, the agents it matches
  * with their drift, "Plan" and "Apply" across them (rolling batches, a failure limit; Apply on more
  * than one agent is confirmed with the count), and its recent runs.
- * Starting a run goes to the run's page, which follows it live. Operators and admins alike may run
+ * Starting a run goes to the run's page, which follows it live; an apply an approval policy holds
+ * (202 with `change_request_id`) stays here and links to its change request instead. Operators and admins alike may run
  * and delete (the API allows operators).
  */
 import { type FormEvent, useState } from "react";
@@ -12,6 +13,7 @@ import { RECENT_RUNS, type RunKind, useRecentRuns, useStartRun } from "../api/ru
 import { useUrlState } from "../lib/url-state";
 import {
   Badge,
+  Banner,
   DeleteWithConfirm,
   Dialog,
   EmptyState,
@@ -117,6 +119,18 @@ function AssignmentProps({ assignment: a }: { assignment: Assignment }) {
 
 const BATCH = /^([1-9]\d*|([1-9]\d?|100)%)$/;
 
+/** An apply an approval policy held: where its change request and its plan are. */
+function HeldNotice({ name, held }: { name: string; held: { requestId: string; runId: string } }) {
+  return (
+    <Banner kind="info" testId="apply-held">
+      An approval policy holds this apply: nothing was applied. It waits for approval as{" "}
+      <Link href={`/requests/${encodeURIComponent(held.requestId)}`}>change request {held.requestId}</Link>; its
+      approvers see what it would change in the{" "}
+      <Link href={`/assignments/${encodeURIComponent(name)}/runs/${encodeURIComponent(held.runId)}`}>plan</Link>.
+    </Banner>
+  );
+}
+
 /**
  * Batch and failure limit live in the URL, so a prepared rollout can be bookmarked or shared. Apply
  * on more than one agent asks first, naming the count.
@@ -131,6 +145,8 @@ function RunForm({ assignment: a }: { assignment: Assignment }) {
   const batch = params.get("batch") ?? "";
   const maxFailures = params.get("max_failures") ?? "";
   const [kind, setKind] = useState<RunKind>("plan");
+  // An apply an approval policy held: a change request to decide, not a run to follow.
+  const [held, setHeld] = useState<{ requestId: string; runId: string } | undefined>();
   const batchError =
     batch.trim() && !BATCH.test(batch.trim())
       ? 'A number of agents (e.g. 5) or a percentage (e.g. "25%").'
@@ -142,6 +158,7 @@ function RunForm({ assignment: a }: { assignment: Assignment }) {
 
   const run = (k: RunKind) => {
     setKind(k);
+    setHeld(undefined);
     const b = batch.trim();
     const mf = maxFailures.trim();
     start.mutate(
@@ -152,7 +169,12 @@ function RunForm({ assignment: a }: { assignment: Assignment }) {
           ...(mf ? { max_failures: Number(mf) } : {}),
         },
       },
-      { onSuccess: (r) => navigate(`/assignments/${encodeURIComponent(name)}/runs/${encodeURIComponent(r.run_id)}`) },
+      {
+        onSuccess: (r) =>
+          r.change_request_id
+            ? setHeld({ requestId: r.change_request_id, runId: r.run_id })
+            : navigate(`/assignments/${encodeURIComponent(name)}/runs/${encodeURIComponent(r.run_id)}`),
+      },
     );
   };
   const invalid = Boolean(batchError && !start.error) || Boolean(failuresError && !start.error);
@@ -223,6 +245,7 @@ function RunForm({ assignment: a }: { assignment: Assignment }) {
           change.
         </p>
       </Dialog>
+      {held ? <HeldNotice name={name} held={held} /> : null}
       {start.error && !fieldError(start.error, "batch") && !fieldError(start.error, "max_failures") ? (
         <ProblemMessage error={start.error} />
       ) : null}

@@ -3,6 +3,7 @@
  * admins both create, edit and delete them (the API allows operators); a name filter lives in the URL.
  */
 import { Link } from "wouter";
+import { useToApproveCount } from "../api/approvals";
 import { useAssignments, useDeleteAssignment } from "../api/assignments";
 import {
   DeleteWithConfirm,
@@ -15,8 +16,29 @@ import {
   useListFilter,
 } from "../ui";
 import "./pages.css";
+import "./requests/requests.css";
 import { ItemTable } from "./parts/item-table";
 import { ManagedNameCell, ownerOf } from "./sources/managed-by";
+
+/**
+ * Change requests (applies an approval policy held, and other held actions) have no nav entry: the
+ * desktop nav would wrap. They are reached here, with how many wait for this operator's decision.
+ */
+function RequestsLink() {
+  const { count, more } = useToApproveCount();
+  return (
+    <Link href={count ? "/requests?to_approve=true" : "/requests"} className="btn" data-testid="requests-link">
+      Change requests
+      {count ? (
+        <span className="inbox-badge has-unread requests-badge">
+          {count}
+          {more ? "+" : ""}
+          <span className="visually-hidden"> to approve</span>
+        </span>
+      ) : null}
+    </Link>
+  );
+}
 
 export default function AssignmentsPage() {
   const list = useAssignments();
@@ -33,9 +55,12 @@ export default function AssignmentsPage() {
     <Page
       title="Assignments"
       actions={
-        <Link href="/assignments/new" className="btn btn-primary">
-          New assignment
-        </Link>
+        <>
+          <RequestsLink />
+          <Link href="/assignments/new" className="btn btn-primary">
+            New assignment
+          </Link>
+        </>
       }
     >
       <FilterField value={filter.query} onChange={filter.setQuery} placeholder="name, selector or module" />

@@ -43,7 +43,7 @@ export function navItemsFor(isAdmin: boolean): NavItem[] {
 /**
  * The nav entry a path belongs to: /agents and agent pages (and an agent's terminal) are Fleet,
  * /agents/pending is Pending, a live terminal (/terminal/:id) belongs with its recordings (Sessions),
- * identity providers belong with Operators.
+ * identity providers belong with Operators, change requests and approval policies with Assignments.
  */
 export function activeNav(path: string): NavItem["label"] | undefined {
   const p = path.split(/[?#]/)[0]?.replace(/\/+$/, "") || "/";
@@ -53,6 +53,9 @@ export function activeNav(path: string): NavItem["label"] | undefined {
   // Single sign-on's providers are reached from the Operators page: one more top-level entry
   // would wrap the desktop navigation onto a second row.
   if (p === "/identity-providers" || p.startsWith("/identity-providers/")) return "Operators";
+  // Change requests (mostly held applies) are reached from the Assignments page, for the same reason.
+  if (p === "/requests" || p.startsWith("/requests/")) return "Assignments";
+  if (p === "/approval-policies" || p.startsWith("/approval-policies/")) return "Assignments";
   for (const item of NAV_ITEMS) {
     if (item.href !== "/" && (p === item.href || p.startsWith(`${item.href}/`))) return item.label;
   }

@@ -5,7 +5,7 @@ export { startNats, type NatsHandle } from "./nats.js";
 export { createTestDatabase, type DbHandle } from "./database.js";
 export { memoryLogger, silentLogger } from "./logging.js";
 export { eventually } from "./eventually.js";
-export { waitFactor, waitMs } from "./wait.js";
+export { waitFactor, waitMs, within } from "./wait.js";
 export { killOnExit, onExit, type TestOwner } from "./owner.js";
 export { serviceDeps } from "./deps.js";
 export * from "./system.js";

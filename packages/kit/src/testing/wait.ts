@@ -20,3 +20,20 @@ const MAX_AUTO_FACTOR = 4;
 export function waitMs(baseMs: number): number {
   return Math.round(baseMs * waitFactor());
 }
+
+/**
+ * `p`, or a rejection naming `what` when it takes longer than `ms`. The timer is cleared once `p`
+ * settles: a pending one would keep the test's process alive for the rest of `ms` after its last
+ * test ended (a minute of idle CI time per file).
+ */
+export async function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, rej) => {
+    timer = setTimeout(() => rej(new Error(`${what}: not within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,5 +1,5 @@
 // What the approval handlers and the expiry job share: the dependencies and the executors.
-import type { Actor } from "@orch/kit";
+import type { Actor, Emit, Queryable } from "@orch/kit";
 import type { AuthDeps } from "../deps.js";
 import type { RequestRow } from "./requests-db.js";
 
@@ -14,7 +14,19 @@ export interface ApproverRef {
  * `plan_changed` refuses the approval (the request stays pending); any other error marks the
  * request `failed`. Runs inside the transaction holding the request's row lock.
  */
-export type ChangeExecutor = (request: RequestRow, approvers: ApproverRef[]) => Promise<{ result: string }>;
+export type ChangeExecutor = (
+  request: RequestRow,
+  approvers: ApproverRef[],
+  tx: ExecutorTx,
+) => Promise<{ result: string }>;
+
+/** The deciding transaction, for executors whose change lives in the auth schema (access grants). */
+export interface ExecutorTx {
+  db: Queryable;
+  emit: Emit;
+  /** Runs once the transaction committed (a broadcast must never announce a rolled-back change). */
+  afterCommit(fn: () => void): void;
+}
 
 /** Action → executor. An action without one stays `approved` for its service to execute. */
 export type ChangeExecutors = Readonly<Record<string, ChangeExecutor>>;

@@ -15,6 +15,7 @@ export function toApprovalPolicy(p: PolicyRow): Omit<ApprovalPolicy, "$typeName"
     createdAt: p.created_at,
     updatedAt: p.updated_at,
     createdBy: p.created_by,
+    maxAccessSeconds: p.max_access_seconds,
   };
 }
 

@@ -32,6 +32,8 @@ interface Step {
   actor: Actor;
   comment: string;
   now: number;
+  /** Run after the commit (an executor's broadcast). */
+  after: (() => void)[];
 }
 
 const targetOf = (r: RequestRow) => ({ id: r.id, name: r.target_name || r.action, type: "change_request" });
@@ -97,7 +99,11 @@ async function execute(s: Step, approvers: ApproverRef[]): Promise<void> {
   if (!run) return;
   const base = { action: s.r.action, policy: s.r.policy, requester: requesterOf(s.r), approvers };
   try {
-    const { result } = await run(s.r, approvers);
+    const { result } = await run(s.r, approvers, {
+      db: s.db,
+      emit: s.emit,
+      afterCommit: (fn) => s.after.push(fn),
+    });
     await requestsDb.setStatus(s.db, s.r.id, { status: "executed", executed_at: s.c.deps.clock.now(), result });
     await s.emit({
       type: "change_request.executed",
@@ -155,6 +161,7 @@ function decider(c: ApprovalsContext, step: (s: Step) => Promise<void>) {
   return async (req: DecideChangeRequestRequest, ctx: CallContext) => {
     if (req.comment.length > 2000)
       throw invalid("invalid_request", "comment is longer than 2000 characters", { field: "comment" });
+    const after: (() => void)[] = [];
     const outcome = await c.deps.events.tx(async (db, emit) => {
       const r = await requestsDb.byId(db, req.id, true);
       if (!r) throw requestNotFound(req.id);
@@ -165,9 +172,10 @@ function decider(c: ApprovalsContext, step: (s: Step) => Promise<void>) {
         await expire(db, emit, r, now);
         return "expired";
       }
-      await step({ c, db, emit, r, actor: ctx.actor, comment: req.comment, now });
+      await step({ c, db, emit, r, actor: ctx.actor, comment: req.comment, now, after });
       return "decided";
     });
+    for (const fn of after) fn();
     if (outcome === "expired") throw precondition("change_request_expired", `change request ${req.id} expired`);
     return loadRequest(c.deps.pool, req.id);
   };

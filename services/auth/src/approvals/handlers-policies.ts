@@ -51,6 +51,7 @@ function putPolicy(c: ApprovalsContext): PolicyHandlers["putApprovalPolicy"] {
         approvers: input.approvers,
         requester_may_approve: input.requesterMayApprove,
         expires_after_seconds: input.expiresAfterSeconds,
+        max_access_seconds: input.maxAccessSeconds,
         created_at: cur?.created_at ?? now,
         updated_at: Math.max(now, (cur?.updated_at ?? 0) + 1),
         created_by: cur?.created_by ?? ctx.actor.id,

@@ -9,6 +9,7 @@ import {
   pageLimit,
   precondition,
   type Actor,
+  type Emit,
   type Handlers,
   type Queryable,
 } from "@orch/kit";
@@ -34,7 +35,7 @@ export async function loadRequest(db: Queryable, id: string) {
   return toChangeRequest(r, await requestsDb.decisions(db, [r.id]));
 }
 
-function checkText(req: SubmitChangeRequestRequest) {
+function checkText(req: SubmitInput) {
   const limits = { target_type: [req.targetType, 64], target_name: [req.targetName, 256], summary: [req.summary, 500] };
   for (const [field, [value, max]] of Object.entries(limits) as [string, [string, number]][])
     if (value.length > max) throw invalid("invalid_request", `${field} is longer than ${max} characters`, { field });
@@ -42,7 +43,7 @@ function checkText(req: SubmitChangeRequestRequest) {
     throw invalid("invalid_request", "reason is longer than 2000 characters", { field: "reason" });
 }
 
-function newRow(c: ApprovalsContext, req: SubmitChangeRequestRequest, p: PolicyRow, actor: Actor): RequestRow {
+function newRow(c: ApprovalsContext, req: SubmitInput, p: PolicyRow, actor: Actor): RequestRow {
   const now = c.deps.clock.now();
   return {
     id: c.deps.ids.next(),
@@ -69,33 +70,49 @@ function newRow(c: ApprovalsContext, req: SubmitChangeRequestRequest, p: PolicyR
   };
 }
 
+type SubmitInput = Omit<SubmitChangeRequestRequest, "$typeName" | "agents">;
+
+/**
+ * Stores a pending request under policy `p` with its `change_request.created` event (addressed to the
+ * approvers); `also` adds the caller's own changes and events to the same transaction.
+ */
+export async function createRequest(
+  c: ApprovalsContext,
+  req: SubmitInput,
+  p: PolicyRow,
+  actor: Actor,
+  also?: (db: Queryable, emit: Emit, row: RequestRow) => Promise<void>,
+): Promise<RequestRow> {
+  const row = newRow(c, req, p, actor);
+  await c.deps.events.tx(async (db, emit) => {
+    await requestsDb.insert(db, row);
+    const ids = await eligibleOperatorIds(db, p.approvers);
+    await emit({
+      type: "change_request.created",
+      summary: `${actor.name} asks for approval: ${row.summary || `${row.action} ${row.target_name}`}`,
+      actor,
+      target: { id: row.id, name: row.target_name || row.action, type: "change_request" },
+      metadata: {
+        action: row.action,
+        policy: p.name,
+        approvals_required: p.approvals_required,
+        target_type: row.target_type,
+        target_name: row.target_name,
+        expires_at: row.expires_at,
+        notify_operator_ids: p.requester_may_approve ? ids : ids.filter((id) => id !== actor.id),
+      },
+    });
+    await also?.(db, emit, row);
+  });
+  return row;
+}
+
 function submit(c: ApprovalsContext): RequestHandlers["submitChangeRequest"] {
-  const { pool, events } = c.deps;
   return async (req, ctx) => {
     checkText(req);
-    const p = await matchingPolicy(pool, req.action, req.agents);
+    const p = await matchingPolicy(c.deps.pool, req.action, req.agents);
     if (!p) throw precondition("approval_not_required", `no approval policy holds ${req.action} on these targets`);
-    const row = newRow(c, req, p, ctx.actor);
-    await events.tx(async (db, emit) => {
-      await requestsDb.insert(db, row);
-      const ids = await eligibleOperatorIds(db, p.approvers);
-      await emit({
-        type: "change_request.created",
-        summary: `${ctx.actor.name} asks for approval: ${row.summary || `${row.action} ${row.target_name}`}`,
-        actor: ctx.actor,
-        target: { id: row.id, name: row.target_name || row.action, type: "change_request" },
-        metadata: {
-          action: row.action,
-          policy: p.name,
-          approvals_required: p.approvals_required,
-          target_type: row.target_type,
-          target_name: row.target_name,
-          expires_at: row.expires_at,
-          notify_operator_ids: p.requester_may_approve ? ids : ids.filter((id) => id !== ctx.actor.id),
-        },
-      });
-    });
-    return toChangeRequest(row, []);
+    return toChangeRequest(await createRequest(c, req, p, ctx.actor), []);
   };
 }
 

@@ -4,19 +4,33 @@ import type { ApprovalService } from "@orch/contracts";
 import type { Handlers } from "@orch/kit";
 import type { AuthDeps } from "../deps.js";
 import type { ApprovalsContext, ChangeExecutors } from "./context.js";
+import { ACCESS_ACTION, accessExecutor, accessHandlers } from "./access.js";
 import { decideHandlers } from "./decide.js";
+import { endDueGrants, startGrantExpiry } from "./grant-expiry.js";
 import { expireDue, startExpiry } from "./expiry.js";
 import { policyHandlers } from "./handlers-policies.js";
 import { requestHandlers } from "./handlers-requests.js";
 
+/** `executors`: the other services' (by action); the auth service's own (access grants) are added here. */
 export function approvalsContext(deps: AuthDeps, executors: ChangeExecutors = {}): ApprovalsContext {
-  return { deps, executors };
+  const c: ApprovalsContext = { deps, executors };
+  c.executors = { ...executors, [ACCESS_ACTION]: accessExecutor(c) };
+  return c;
 }
 
 export function approvalHandlers(c: ApprovalsContext): Handlers<typeof ApprovalService> {
-  return { ...policyHandlers(c), ...requestHandlers(c), ...decideHandlers(c) };
+  return { ...policyHandlers(c), ...requestHandlers(c), ...decideHandlers(c), ...accessHandlers(c) };
 }
 
-export { decideHandlers, expireDue, policyHandlers, requestHandlers, startExpiry };
+export {
+  accessHandlers,
+  decideHandlers,
+  endDueGrants,
+  expireDue,
+  policyHandlers,
+  requestHandlers,
+  startExpiry,
+  startGrantExpiry,
+};
 export type { ApprovalsContext, ChangeExecutor, ChangeExecutors, ApproverRef } from "./context.js";
 export type { RequestRow } from "./requests-db.js";

@@ -9,13 +9,14 @@ export interface PolicyRow {
   approvers: string[];
   requester_may_approve: boolean;
   expires_after_seconds: number;
+  max_access_seconds: number;
   created_at: number;
   updated_at: number;
   created_by: string;
 }
 
 const COLS =
-  "name, description, actions, selector, approvals_required, approvers, requester_may_approve, expires_after_seconds, created_at, updated_at, created_by";
+  "name, description, actions, selector, approvals_required, approvers, requester_may_approve, expires_after_seconds, created_at, updated_at, created_by, max_access_seconds";
 
 export const policiesDb = {
   async byName(db: Queryable, name: string, lock = false): Promise<PolicyRow | undefined> {
@@ -33,11 +34,12 @@ export const policiesDb = {
   },
   async upsert(db: Queryable, p: PolicyRow): Promise<PolicyRow> {
     const r = await db.query<PolicyRow>(
-      `INSERT INTO approval_policies (${COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+      `INSERT INTO approval_policies (${COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
        ON CONFLICT (name) DO UPDATE SET description = EXCLUDED.description, actions = EXCLUDED.actions,
          selector = EXCLUDED.selector, approvals_required = EXCLUDED.approvals_required,
          approvers = EXCLUDED.approvers, requester_may_approve = EXCLUDED.requester_may_approve,
-         expires_after_seconds = EXCLUDED.expires_after_seconds, updated_at = EXCLUDED.updated_at
+         expires_after_seconds = EXCLUDED.expires_after_seconds, updated_at = EXCLUDED.updated_at,
+         max_access_seconds = EXCLUDED.max_access_seconds
        RETURNING ${COLS}`,
       [
         p.name,
@@ -51,6 +53,7 @@ export const policiesDb = {
         p.created_at,
         p.updated_at,
         p.created_by,
+        p.max_access_seconds,
       ],
     );
     return r.rows[0]!;

@@ -1,6 +1,7 @@
 // The shape rules of an approval policy (`invalid_approval_policy`); approvers are checked against
 // the database apart (approvers.ts).
 import {
+  ACCESS_SECONDS,
   APPROVAL_ACTIONS,
   checkName,
   isApprovalAction,
@@ -24,6 +25,7 @@ export interface PolicyInput {
   approvers: string[];
   requesterMayApprove: boolean;
   expiresAfterSeconds: number;
+  maxAccessSeconds: number;
 }
 
 const bad = (field: string, message: string) => invalid("invalid_approval_policy", message, { field });
@@ -45,13 +47,21 @@ function checkSelectorText(text: string): string {
   }
 }
 
-function checkNumbers(req: Pick<PutApprovalPolicyRequest, "approvalsRequired" | "expiresAfterSeconds">) {
+function checkNumbers(
+  req: Pick<PutApprovalPolicyRequest, "approvalsRequired" | "expiresAfterSeconds" | "maxAccessSeconds">,
+) {
   if (!Number.isInteger(req.approvalsRequired) || req.approvalsRequired < 1 || req.approvalsRequired > 10)
     throw bad("approvals_required", "approvals_required must be between 1 and 10");
   const expiry = req.expiresAfterSeconds || DEFAULT_EXPIRY_SECONDS;
   if (expiry < MIN_EXPIRY || expiry > MAX_EXPIRY)
     throw bad("expires_after_seconds", `expires_after_seconds must be between ${MIN_EXPIRY} and ${MAX_EXPIRY}`);
-  return { approvalsRequired: req.approvalsRequired, expiresAfterSeconds: expiry };
+  const maxAccess = req.maxAccessSeconds || ACCESS_SECONDS.default;
+  if (maxAccess < ACCESS_SECONDS.min || maxAccess > ACCESS_SECONDS.max)
+    throw bad(
+      "max_access_seconds",
+      `max_access_seconds must be between ${ACCESS_SECONDS.min} and ${ACCESS_SECONDS.max}`,
+    );
+  return { approvalsRequired: req.approvalsRequired, expiresAfterSeconds: expiry, maxAccessSeconds: maxAccess };
 }
 
 export function checkPolicyInput(req: PutApprovalPolicyRequest): PolicyInput {

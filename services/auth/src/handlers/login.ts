@@ -7,6 +7,7 @@ import { sessionsDb } from "../db/sessions.js";
 import { normaliseKey, publicKeyObject, verifySignature } from "../keys.js";
 import { loginFailureRecorder } from "../login-failures.js";
 import { toOperator } from "../convert.js";
+import { grantsDb } from "../approvals/grants-db.js";
 import { ssoRequired, ssoRequiredError } from "../sso/require.js";
 import type { AuthDeps } from "../deps.js";
 
@@ -97,7 +98,10 @@ export function loginHandlers(deps: AuthDeps): LoginHandlers {
     async authenticate(req) {
       const row = req.token ? await sessionsDb.principal(pool, hashToken(req.token), clock.now()) : undefined;
       if (!row) throw unauthenticated("invalid_token", "the token is invalid, expired or revoked");
-      return { operator: toOperator(row), expiresAt: row.expires_at };
+      return {
+        operator: toOperator(row, await grantsDb.activeFor(pool, row.id, clock.now())),
+        expiresAt: row.expires_at,
+      };
     },
 
     async logout(req, ctx) {

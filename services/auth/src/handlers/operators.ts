@@ -11,14 +11,16 @@ import {
   precondition,
   type CallContext,
   type Handlers,
+  type Queryable,
   isUniqueViolation,
 } from "@orch/kit";
-import { operatorsDb } from "../db/operators.js";
+import { operatorsDb, type OperatorRow } from "../db/operators.js";
 import { normaliseKey, publicKeyObject } from "../keys.js";
 import { toOperator } from "../convert.js";
 import type { AuthDeps } from "../deps.js";
 import { agentSelector } from "../validate.js";
 import { REVOCATION_SUBJECT } from "./login.js";
+import { grantsDb } from "../approvals/grants-db.js";
 
 type OperatorHandlers = Pick<
   Handlers<typeof AuthService>,
@@ -30,6 +32,16 @@ function requireAdmin(ctx: CallContext) {
   if (ctx.actor.type !== "system" && ctx.actor.role !== "admin") throw forbidden();
 }
 
+/** Operators as the API shows them, each with its access grants in force (one query for the page). */
+async function withGrants(db: Queryable, rows: readonly OperatorRow[], now: number) {
+  const grants = await grantsDb.activeForMany(
+    db,
+    rows.map((r) => r.id),
+    now,
+  );
+  return rows.map((r) => toOperator(r, grants.get(r.id)));
+}
+
 export function operatorHandlers(deps: AuthDeps): OperatorHandlers {
   const { pool, events, clock, ids, nc } = deps;
   return {
@@ -37,13 +49,13 @@ export function operatorHandlers(deps: AuthDeps): OperatorHandlers {
       const limit = pageLimit(req.limit);
       const rows = await operatorsDb.page(pool, limit + 1, pageCursor(req.cursor, "ulid"));
       const { page, nextCursor } = keysetPage(rows, limit, (r) => r.id);
-      return { operators: page.map(toOperator), nextCursor };
+      return { operators: await withGrants(pool, page, clock.now()), nextCursor };
     },
 
     async getOperator(req) {
       const row = await operatorsDb.byIdOrName(pool, req.id);
       if (!row) throw notFound("operator_not_found", `no operator '${req.id}'`);
-      return toOperator(row);
+      return toOperator(row, await grantsDb.activeFor(pool, row.id, clock.now()));
     },
 
     async createOperator(req, ctx) {

@@ -34,6 +34,11 @@ export const PutPolicyBody = z.object({
     .int()
     .optional()
     .describe("seconds a request stays pending before it expires, 60..2592000; default 86400"),
+  max_access_seconds: z
+    .number()
+    .int()
+    .optional()
+    .describe("for access.request: the longest access a request may ask for, 60..604800 seconds; default 28800"),
 });
 
 /** The PutApprovalPolicy request for a validated body. */
@@ -47,5 +52,6 @@ export function putPolicyRequest(name: string, b: z.infer<typeof PutPolicyBody>)
     approvers: b.approvers,
     requesterMayApprove: b.requester_may_approve ?? false,
     expiresAfterSeconds: b.expires_after_seconds ?? 0,
+    maxAccessSeconds: b.max_access_seconds ?? 0,
   };
 }

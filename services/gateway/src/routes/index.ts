@@ -18,6 +18,7 @@ import { ssoRoutes } from "./sso.js";
 import { identityProviderRoutes } from "./identity-providers.js";
 import { approvalPolicyRoutes } from "./approval-policies.js";
 import { changeRequestRoutes } from "./change-requests.js";
+import { accessRoutes } from "./access.js";
 import { runRoutes } from "./runs.js";
 import { secretRoutes } from "./secrets.js";
 import { stateRoutes } from "./state.js";
@@ -40,6 +41,7 @@ export function allRoutes(ctx: GatewayContext): RouteSpec[] {
     ...identityProviderRoutes(ctx),
     ...approvalPolicyRoutes(ctx),
     ...changeRequestRoutes(ctx),
+    ...accessRoutes(ctx),
     ...operatorRoutes(ctx),
     ...agentRoutes(ctx),
     ...agentUpgradeRoutes(ctx),

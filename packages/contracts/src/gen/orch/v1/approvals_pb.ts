@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file orch/v1/approvals.proto.
  */
 export const file_orch_v1_approvals: GenFile = /*@__PURE__*/
-  fileDesc("ChdvcmNoL3YxL2FwcHJvdmFscy5wcm90bxIHb3JjaC52MSL/AQoOQXBwcm92YWxQb2xpY3kSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIPCgdhY3Rpb25zGAMgAygJEhAKCHNlbGVjdG9yGAQgASgJEhoKEmFwcHJvdmFsc19yZXF1aXJlZBgFIAEoBRIRCglhcHByb3ZlcnMYBiADKAkSHQoVcmVxdWVzdGVyX21heV9hcHByb3ZlGAcgASgIEh0KFWV4cGlyZXNfYWZ0ZXJfc2Vjb25kcxgIIAEoBRISCgpjcmVhdGVkX2F0GAkgASgBEhIKCnVwZGF0ZWRfYXQYCiABKAESEgoKY3JlYXRlZF9ieRgLIAEoCSLNAQoYUHV0QXBwcm92YWxQb2xpY3lSZXF1ZXN0EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSDwoHYWN0aW9ucxgDIAMoCRIQCghzZWxlY3RvchgEIAEoCRIaChJhcHByb3ZhbHNfcmVxdWlyZWQYBSABKAUSEQoJYXBwcm92ZXJzGAYgAygJEh0KFXJlcXVlc3Rlcl9tYXlfYXBwcm92ZRgHIAEoCBIdChVleHBpcmVzX2FmdGVyX3NlY29uZHMYCCABKAUiPAobTGlzdEFwcHJvdmFsUG9saWNpZXNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBmN1cnNvchgCIAEoCSJeChxMaXN0QXBwcm92YWxQb2xpY2llc1Jlc3BvbnNlEikKCHBvbGljaWVzGAEgAygLMhcub3JjaC52MS5BcHByb3ZhbFBvbGljeRITCgtuZXh0X2N1cnNvchgCIAEoCSIoChhHZXRBcHByb3ZhbFBvbGljeVJlcXVlc3QSDAoEbmFtZRgBIAEoCSIeChxEZWxldGVBcHByb3ZhbFBvbGljeVJlc3BvbnNlIv4BChBBcHByb3ZhbEFnZW50UmVmEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSPQoKYXR0cmlidXRlcxgDIAMoCzIpLm9yY2gudjEuQXBwcm92YWxBZ2VudFJlZi5BdHRyaWJ1dGVzRW50cnkSMQoEdGFncxgEIAMoCzIjLm9yY2gudjEuQXBwcm92YWxBZ2VudFJlZi5UYWdzRW50cnkaMQoPQXR0cmlidXRlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaKwoJVGFnc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiVAoXRXZhbHVhdGVBcHByb3ZhbFJlcXVlc3QSDgoGYWN0aW9uGAEgASgJEikKBmFnZW50cxgCIAMoCzIZLm9yY2gudjEuQXBwcm92YWxBZ2VudFJlZiKNAQoYRXZhbHVhdGVBcHByb3ZhbFJlc3BvbnNlEhAKCHJlcXVpcmVkGAEgASgIEg4KBnBvbGljeRgCIAEoCRIaChJhcHByb3ZhbHNfcmVxdWlyZWQYAyABKAUSHQoVZXhwaXJlc19hZnRlcl9zZWNvbmRzGAQgASgFEhQKDGFwcHJvdmVyX2lkcxgFIAMoCSIrCg9DaGFuZ2VSZXF1ZXN0ZXISCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCSJrCg5DaGFuZ2VEZWNpc2lvbhITCgtvcGVyYXRvcl9pZBgBIAEoCRIVCg1vcGVyYXRvcl9uYW1lGAIgASgJEhAKCGRlY2lzaW9uGAMgASgJEg8KB2NvbW1lbnQYBCABKAkSCgoCYXQYBSABKAEiuwMKDUNoYW5nZVJlcXVlc3QSCgoCaWQYASABKAkSDgoGYWN0aW9uGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIOCgZwb2xpY3kYBCABKAkSGgoSYXBwcm92YWxzX3JlcXVpcmVkGAUgASgFEisKCXJlcXVlc3RlchgGIAEoCzIYLm9yY2gudjEuQ2hhbmdlUmVxdWVzdGVyEhMKC3RhcmdldF90eXBlGAcgASgJEhMKC3RhcmdldF9uYW1lGAggASgJEg8KB3N1bW1hcnkYCSABKAkSDgoGcmVhc29uGAogASgJEigKB2NvbnRlbnQYCyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhQKDGNvbnRlbnRfaGFzaBgMIAEoCRIqCglkZWNpc2lvbnMYDSADKAsyFy5vcmNoLnYxLkNoYW5nZURlY2lzaW9uEhIKCmNyZWF0ZWRfYXQYDiABKAESEgoKZXhwaXJlc19hdBgPIAEoARISCgpkZWNpZGVkX2F0GBAgASgBEhMKC2V4ZWN1dGVkX2F0GBEgASgBEg4KBnJlc3VsdBgSIAEoCRINCgVlcnJvchgTIAEoCSLiAQoaU3VibWl0Q2hhbmdlUmVxdWVzdFJlcXVlc3QSDgoGYWN0aW9uGAEgASgJEhMKC3RhcmdldF90eXBlGAIgASgJEhMKC3RhcmdldF9uYW1lGAMgASgJEg8KB3N1bW1hcnkYBCABKAkSDgoGcmVhc29uGAUgASgJEigKB2NvbnRlbnQYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhQKDGNvbnRlbnRfaGFzaBgHIAEoCRIpCgZhZ2VudHMYCCADKAsyGS5vcmNoLnYxLkFwcHJvdmFsQWdlbnRSZWYibAoZTGlzdENoYW5nZVJlcXVlc3RzUmVxdWVzdBIOCgZzdGF0dXMYASABKAkSDAoEbWluZRgCIAEoCBISCgp0b19hcHByb3ZlGAMgASgIEg0KBWxpbWl0GAQgASgFEg4KBmN1cnNvchgFIAEoCSJbChpMaXN0Q2hhbmdlUmVxdWVzdHNSZXNwb25zZRIoCghyZXF1ZXN0cxgBIAMoCzIWLm9yY2gudjEuQ2hhbmdlUmVxdWVzdBITCgtuZXh0X2N1cnNvchgCIAEoCSIlChdHZXRDaGFuZ2VSZXF1ZXN0UmVxdWVzdBIKCgJpZBgBIAEoCSI5ChpEZWNpZGVDaGFuZ2VSZXF1ZXN0UmVxdWVzdBIKCgJpZBgBIAEoCRIPCgdjb21tZW50GAIgASgJMs8HCg9BcHByb3ZhbFNlcnZpY2USTwoRUHV0QXBwcm92YWxQb2xpY3kSIS5vcmNoLnYxLlB1dEFwcHJvdmFsUG9saWN5UmVxdWVzdBoXLm9yY2gudjEuQXBwcm92YWxQb2xpY3kSYwoUTGlzdEFwcHJvdmFsUG9saWNpZXMSJC5vcmNoLnYxLkxpc3RBcHByb3ZhbFBvbGljaWVzUmVxdWVzdBolLm9yY2gudjEuTGlzdEFwcHJvdmFsUG9saWNpZXNSZXNwb25zZRJPChFHZXRBcHByb3ZhbFBvbGljeRIhLm9yY2gudjEuR2V0QXBwcm92YWxQb2xpY3lSZXF1ZXN0Ghcub3JjaC52MS5BcHByb3ZhbFBvbGljeRJgChREZWxldGVBcHByb3ZhbFBvbGljeRIhLm9yY2gudjEuR2V0QXBwcm92YWxQb2xpY3lSZXF1ZXN0GiUub3JjaC52MS5EZWxldGVBcHByb3ZhbFBvbGljeVJlc3BvbnNlElcKEEV2YWx1YXRlQXBwcm92YWwSIC5vcmNoLnYxLkV2YWx1YXRlQXBwcm92YWxSZXF1ZXN0GiEub3JjaC52MS5FdmFsdWF0ZUFwcHJvdmFsUmVzcG9uc2USUgoTU3VibWl0Q2hhbmdlUmVxdWVzdBIjLm9yY2gudjEuU3VibWl0Q2hhbmdlUmVxdWVzdFJlcXVlc3QaFi5vcmNoLnYxLkNoYW5nZVJlcXVlc3QSXQoSTGlzdENoYW5nZVJlcXVlc3RzEiIub3JjaC52MS5MaXN0Q2hhbmdlUmVxdWVzdHNSZXF1ZXN0GiMub3JjaC52MS5MaXN0Q2hhbmdlUmVxdWVzdHNSZXNwb25zZRJMChBHZXRDaGFuZ2VSZXF1ZXN0EiAub3JjaC52MS5HZXRDaGFuZ2VSZXF1ZXN0UmVxdWVzdBoWLm9yY2gudjEuQ2hhbmdlUmVxdWVzdBJTChRBcHByb3ZlQ2hhbmdlUmVxdWVzdBIjLm9yY2gudjEuRGVjaWRlQ2hhbmdlUmVxdWVzdFJlcXVlc3QaFi5vcmNoLnYxLkNoYW5nZVJlcXVlc3QSUAoRRGVueUNoYW5nZVJlcXVlc3QSIy5vcmNoLnYxLkRlY2lkZUNoYW5nZVJlcXVlc3RSZXF1ZXN0GhYub3JjaC52MS5DaGFuZ2VSZXF1ZXN0ElIKE0NhbmNlbENoYW5nZVJlcXVlc3QSIy5vcmNoLnYxLkRlY2lkZUNoYW5nZVJlcXVlc3RSZXF1ZXN0GhYub3JjaC52MS5DaGFuZ2VSZXF1ZXN0YgZwcm90bzM", [file_google_protobuf_struct]);
+  fileDesc("ChdvcmNoL3YxL2FwcHJvdmFscy5wcm90bxIHb3JjaC52MSKbAgoOQXBwcm92YWxQb2xpY3kSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIPCgdhY3Rpb25zGAMgAygJEhAKCHNlbGVjdG9yGAQgASgJEhoKEmFwcHJvdmFsc19yZXF1aXJlZBgFIAEoBRIRCglhcHByb3ZlcnMYBiADKAkSHQoVcmVxdWVzdGVyX21heV9hcHByb3ZlGAcgASgIEh0KFWV4cGlyZXNfYWZ0ZXJfc2Vjb25kcxgIIAEoBRISCgpjcmVhdGVkX2F0GAkgASgBEhIKCnVwZGF0ZWRfYXQYCiABKAESEgoKY3JlYXRlZF9ieRgLIAEoCRIaChJtYXhfYWNjZXNzX3NlY29uZHMYDCABKAUi6QEKGFB1dEFwcHJvdmFsUG9saWN5UmVxdWVzdBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEg8KB2FjdGlvbnMYAyADKAkSEAoIc2VsZWN0b3IYBCABKAkSGgoSYXBwcm92YWxzX3JlcXVpcmVkGAUgASgFEhEKCWFwcHJvdmVycxgGIAMoCRIdChVyZXF1ZXN0ZXJfbWF5X2FwcHJvdmUYByABKAgSHQoVZXhwaXJlc19hZnRlcl9zZWNvbmRzGAggASgFEhoKEm1heF9hY2Nlc3Nfc2Vjb25kcxgJIAEoBSI8ChtMaXN0QXBwcm92YWxQb2xpY2llc1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJIl4KHExpc3RBcHByb3ZhbFBvbGljaWVzUmVzcG9uc2USKQoIcG9saWNpZXMYASADKAsyFy5vcmNoLnYxLkFwcHJvdmFsUG9saWN5EhMKC25leHRfY3Vyc29yGAIgASgJIigKGEdldEFwcHJvdmFsUG9saWN5UmVxdWVzdBIMCgRuYW1lGAEgASgJIh4KHERlbGV0ZUFwcHJvdmFsUG9saWN5UmVzcG9uc2Ui/gEKEEFwcHJvdmFsQWdlbnRSZWYSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRI9CgphdHRyaWJ1dGVzGAMgAygLMikub3JjaC52MS5BcHByb3ZhbEFnZW50UmVmLkF0dHJpYnV0ZXNFbnRyeRIxCgR0YWdzGAQgAygLMiMub3JjaC52MS5BcHByb3ZhbEFnZW50UmVmLlRhZ3NFbnRyeRoxCg9BdHRyaWJ1dGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARorCglUYWdzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJUChdFdmFsdWF0ZUFwcHJvdmFsUmVxdWVzdBIOCgZhY3Rpb24YASABKAkSKQoGYWdlbnRzGAIgAygLMhkub3JjaC52MS5BcHByb3ZhbEFnZW50UmVmIo0BChhFdmFsdWF0ZUFwcHJvdmFsUmVzcG9uc2USEAoIcmVxdWlyZWQYASABKAgSDgoGcG9saWN5GAIgASgJEhoKEmFwcHJvdmFsc19yZXF1aXJlZBgDIAEoBRIdChVleHBpcmVzX2FmdGVyX3NlY29uZHMYBCABKAUSFAoMYXBwcm92ZXJfaWRzGAUgAygJIisKD0NoYW5nZVJlcXVlc3RlchIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJImsKDkNoYW5nZURlY2lzaW9uEhMKC29wZXJhdG9yX2lkGAEgASgJEhUKDW9wZXJhdG9yX25hbWUYAiABKAkSEAoIZGVjaXNpb24YAyABKAkSDwoHY29tbWVudBgEIAEoCRIKCgJhdBgFIAEoASK7AwoNQ2hhbmdlUmVxdWVzdBIKCgJpZBgBIAEoCRIOCgZhY3Rpb24YAiABKAkSDgoGc3RhdHVzGAMgASgJEg4KBnBvbGljeRgEIAEoCRIaChJhcHByb3ZhbHNfcmVxdWlyZWQYBSABKAUSKwoJcmVxdWVzdGVyGAYgASgLMhgub3JjaC52MS5DaGFuZ2VSZXF1ZXN0ZXISEwoLdGFyZ2V0X3R5cGUYByABKAkSEwoLdGFyZ2V0X25hbWUYCCABKAkSDwoHc3VtbWFyeRgJIAEoCRIOCgZyZWFzb24YCiABKAkSKAoHY29udGVudBgLIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFAoMY29udGVudF9oYXNoGAwgASgJEioKCWRlY2lzaW9ucxgNIAMoCzIXLm9yY2gudjEuQ2hhbmdlRGVjaXNpb24SEgoKY3JlYXRlZF9hdBgOIAEoARISCgpleHBpcmVzX2F0GA8gASgBEhIKCmRlY2lkZWRfYXQYECABKAESEwoLZXhlY3V0ZWRfYXQYESABKAESDgoGcmVzdWx0GBIgASgJEg0KBWVycm9yGBMgASgJIuIBChpTdWJtaXRDaGFuZ2VSZXF1ZXN0UmVxdWVzdBIOCgZhY3Rpb24YASABKAkSEwoLdGFyZ2V0X3R5cGUYAiABKAkSEwoLdGFyZ2V0X25hbWUYAyABKAkSDwoHc3VtbWFyeRgEIAEoCRIOCgZyZWFzb24YBSABKAkSKAoHY29udGVudBgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFAoMY29udGVudF9oYXNoGAcgASgJEikKBmFnZW50cxgIIAMoCzIZLm9yY2gudjEuQXBwcm92YWxBZ2VudFJlZiJsChlMaXN0Q2hhbmdlUmVxdWVzdHNSZXF1ZXN0Eg4KBnN0YXR1cxgBIAEoCRIMCgRtaW5lGAIgASgIEhIKCnRvX2FwcHJvdmUYAyABKAgSDQoFbGltaXQYBCABKAUSDgoGY3Vyc29yGAUgASgJIlsKGkxpc3RDaGFuZ2VSZXF1ZXN0c1Jlc3BvbnNlEigKCHJlcXVlc3RzGAEgAygLMhYub3JjaC52MS5DaGFuZ2VSZXF1ZXN0EhMKC25leHRfY3Vyc29yGAIgASgJIiUKF0dldENoYW5nZVJlcXVlc3RSZXF1ZXN0EgoKAmlkGAEgASgJIjkKGkRlY2lkZUNoYW5nZVJlcXVlc3RSZXF1ZXN0EgoKAmlkGAEgASgJEg8KB2NvbW1lbnQYAiABKAkiZgoUUmVxdWVzdEFjY2Vzc1JlcXVlc3QSFgoOYWdlbnRfc2VsZWN0b3IYASABKAkSDAoEcm9sZRgCIAEoCRIOCgZyZWFzb24YAyABKAkSGAoQZHVyYXRpb25fc2Vjb25kcxgEIAEoBSL/AQoLQWNjZXNzR3JhbnQSCgoCaWQYASABKAkSEwoLb3BlcmF0b3JfaWQYAiABKAkSFQoNb3BlcmF0b3JfbmFtZRgDIAEoCRISCgpyZXF1ZXN0X2lkGAQgASgJEhYKDmFnZW50X3NlbGVjdG9yGAUgASgJEgwKBHJvbGUYBiABKAkSDgoGcmVhc29uGAcgASgJEhIKCmdyYW50ZWRfYXQYCCABKAESEgoKZXhwaXJlc19hdBgJIAEoARIQCghlbmRlZF9hdBgKIAEoARISCgplbmRfcmVhc29uGAsgASgJEhAKCGVuZGVkX2J5GAwgASgJEg4KBmFjdGl2ZRgNIAEoCCJdChdMaXN0QWNjZXNzR3JhbnRzUmVxdWVzdBIOCgZhY3RpdmUYASABKAgSEwoLb3BlcmF0b3JfaWQYAiABKAkSDQoFbGltaXQYAyABKAUSDgoGY3Vyc29yGAQgASgJIlUKGExpc3RBY2Nlc3NHcmFudHNSZXNwb25zZRIkCgZncmFudHMYASADKAsyFC5vcmNoLnYxLkFjY2Vzc0dyYW50EhMKC25leHRfY3Vyc29yGAIgASgJIjcKGFJldm9rZUFjY2Vzc0dyYW50UmVxdWVzdBIKCgJpZBgBIAEoCRIPCgdjb21tZW50GAIgASgJMr4JCg9BcHByb3ZhbFNlcnZpY2USTwoRUHV0QXBwcm92YWxQb2xpY3kSIS5vcmNoLnYxLlB1dEFwcHJvdmFsUG9saWN5UmVxdWVzdBoXLm9yY2gudjEuQXBwcm92YWxQb2xpY3kSYwoUTGlzdEFwcHJvdmFsUG9saWNpZXMSJC5vcmNoLnYxLkxpc3RBcHByb3ZhbFBvbGljaWVzUmVxdWVzdBolLm9yY2gudjEuTGlzdEFwcHJvdmFsUG9saWNpZXNSZXNwb25zZRJPChFHZXRBcHByb3ZhbFBvbGljeRIhLm9yY2gudjEuR2V0QXBwcm92YWxQb2xpY3lSZXF1ZXN0Ghcub3JjaC52MS5BcHByb3ZhbFBvbGljeRJgChREZWxldGVBcHByb3ZhbFBvbGljeRIhLm9yY2gudjEuR2V0QXBwcm92YWxQb2xpY3lSZXF1ZXN0GiUub3JjaC52MS5EZWxldGVBcHByb3ZhbFBvbGljeVJlc3BvbnNlElcKEEV2YWx1YXRlQXBwcm92YWwSIC5vcmNoLnYxLkV2YWx1YXRlQXBwcm92YWxSZXF1ZXN0GiEub3JjaC52MS5FdmFsdWF0ZUFwcHJvdmFsUmVzcG9uc2USUgoTU3VibWl0Q2hhbmdlUmVxdWVzdBIjLm9yY2gudjEuU3VibWl0Q2hhbmdlUmVxdWVzdFJlcXVlc3QaFi5vcmNoLnYxLkNoYW5nZVJlcXVlc3QSXQoSTGlzdENoYW5nZVJlcXVlc3RzEiIub3JjaC52MS5MaXN0Q2hhbmdlUmVxdWVzdHNSZXF1ZXN0GiMub3JjaC52MS5MaXN0Q2hhbmdlUmVxdWVzdHNSZXNwb25zZRJMChBHZXRDaGFuZ2VSZXF1ZXN0EiAub3JjaC52MS5HZXRDaGFuZ2VSZXF1ZXN0UmVxdWVzdBoWLm9yY2gudjEuQ2hhbmdlUmVxdWVzdBJTChRBcHByb3ZlQ2hhbmdlUmVxdWVzdBIjLm9yY2gudjEuRGVjaWRlQ2hhbmdlUmVxdWVzdFJlcXVlc3QaFi5vcmNoLnYxLkNoYW5nZVJlcXVlc3QSUAoRRGVueUNoYW5nZVJlcXVlc3QSIy5vcmNoLnYxLkRlY2lkZUNoYW5nZVJlcXVlc3RSZXF1ZXN0GhYub3JjaC52MS5DaGFuZ2VSZXF1ZXN0ElIKE0NhbmNlbENoYW5nZVJlcXVlc3QSIy5vcmNoLnYxLkRlY2lkZUNoYW5nZVJlcXVlc3RSZXF1ZXN0GhYub3JjaC52MS5DaGFuZ2VSZXF1ZXN0EkYKDVJlcXVlc3RBY2Nlc3MSHS5vcmNoLnYxLlJlcXVlc3RBY2Nlc3NSZXF1ZXN0GhYub3JjaC52MS5DaGFuZ2VSZXF1ZXN0ElcKEExpc3RBY2Nlc3NHcmFudHMSIC5vcmNoLnYxLkxpc3RBY2Nlc3NHcmFudHNSZXF1ZXN0GiEub3JjaC52MS5MaXN0QWNjZXNzR3JhbnRzUmVzcG9uc2USTAoRUmV2b2tlQWNjZXNzR3JhbnQSIS5vcmNoLnYxLlJldm9rZUFjY2Vzc0dyYW50UmVxdWVzdBoULm9yY2gudjEuQWNjZXNzR3JhbnRiBnByb3RvMw", [file_google_protobuf_struct]);
 
 /**
  * ApprovalPolicy says which actions on which agents need how many approvals, and from whom.
@@ -95,6 +95,13 @@ export type ApprovalPolicy = Message<"orch.v1.ApprovalPolicy"> & {
    * @generated from field: string created_by = 11;
    */
   createdBy: string;
+
+  /**
+   * For `access.request`: the longest access a request may ask for, seconds (60..604800, default 28800).
+   *
+   * @generated from field: int32 max_access_seconds = 12;
+   */
+  maxAccessSeconds: number;
 };
 
 /**
@@ -165,6 +172,13 @@ export type PutApprovalPolicyRequest = Message<"orch.v1.PutApprovalPolicyRequest
    * @generated from field: int32 expires_after_seconds = 8;
    */
   expiresAfterSeconds: number;
+
+  /**
+   * For `access.request`: the longest access a request may ask for, seconds; 0 = the default (28800).
+   *
+   * @generated from field: int32 max_access_seconds = 9;
+   */
+  maxAccessSeconds: number;
 };
 
 /**
@@ -806,6 +820,252 @@ export const DecideChangeRequestRequestSchema: GenMessage<DecideChangeRequestReq
   messageDesc(file_orch_v1_approvals, 16);
 
 /**
+ * RequestAccessRequest asks for temporary access; at least one of agent_selector and role.
+ *
+ * @generated from message orch.v1.RequestAccessRequest
+ */
+export type RequestAccessRequest = Message<"orch.v1.RequestAccessRequest"> & {
+  /**
+   * Agents to reach besides the operator's own scope (assignment grammar), e.g. `role=db` or
+   * `name in (db-1,db-2)` for a terminal on named agents.
+   *
+   * @generated from field: string agent_selector = 1;
+   */
+  agentSelector: string;
+
+  /**
+   * `admin` for the admin role; empty otherwise.
+   *
+   * @generated from field: string role = 2;
+   */
+  role: string;
+
+  /**
+   * Why (required; up to 500 characters).
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+
+  /**
+   * How long, seconds (up to the policy's max_access_seconds).
+   *
+   * @generated from field: int32 duration_seconds = 4;
+   */
+  durationSeconds: number;
+};
+
+/**
+ * Describes the message orch.v1.RequestAccessRequest.
+ * Use `create(RequestAccessRequestSchema)` to create a new message.
+ */
+export const RequestAccessRequestSchema: GenMessage<RequestAccessRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_approvals, 17);
+
+/**
+ * AccessGrant is temporary access an approval gave; it ends by itself at expires_at.
+ *
+ * @generated from message orch.v1.AccessGrant
+ */
+export type AccessGrant = Message<"orch.v1.AccessGrant"> & {
+  /**
+   * ULID.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * The holder's id.
+   *
+   * @generated from field: string operator_id = 2;
+   */
+  operatorId: string;
+
+  /**
+   * The holder's name.
+   *
+   * @generated from field: string operator_name = 3;
+   */
+  operatorName: string;
+
+  /**
+   * The change request that granted it.
+   *
+   * @generated from field: string request_id = 4;
+   */
+  requestId: string;
+
+  /**
+   * Granted agent selector ("" = none).
+   *
+   * @generated from field: string agent_selector = 5;
+   */
+  agentSelector: string;
+
+  /**
+   * Granted role ("" = none).
+   *
+   * @generated from field: string role = 6;
+   */
+  role: string;
+
+  /**
+   * The request's reason.
+   *
+   * @generated from field: string reason = 7;
+   */
+  reason: string;
+
+  /**
+   * Granted, Unix milliseconds.
+   *
+   * @generated from field: double granted_at = 8;
+   */
+  grantedAt: number;
+
+  /**
+   * Ends by itself, Unix milliseconds.
+   *
+   * @generated from field: double expires_at = 9;
+   */
+  expiresAt: number;
+
+  /**
+   * When it ended, Unix milliseconds (0 while active).
+   *
+   * @generated from field: double ended_at = 10;
+   */
+  endedAt: number;
+
+  /**
+   * Why it ended: expired or revoked ("" while active).
+   *
+   * @generated from field: string end_reason = 11;
+   */
+  endReason: string;
+
+  /**
+   * Who revoked it.
+   *
+   * @generated from field: string ended_by = 12;
+   */
+  endedBy: string;
+
+  /**
+   * Whether it is in force now.
+   *
+   * @generated from field: bool active = 13;
+   */
+  active: boolean;
+};
+
+/**
+ * Describes the message orch.v1.AccessGrant.
+ * Use `create(AccessGrantSchema)` to create a new message.
+ */
+export const AccessGrantSchema: GenMessage<AccessGrant> = /*@__PURE__*/
+  messageDesc(file_orch_v1_approvals, 18);
+
+/**
+ * ListAccessGrantsRequest pages through grants.
+ *
+ * @generated from message orch.v1.ListAccessGrantsRequest
+ */
+export type ListAccessGrantsRequest = Message<"orch.v1.ListAccessGrantsRequest"> & {
+  /**
+   * Only grants in force.
+   *
+   * @generated from field: bool active = 1;
+   */
+  active: boolean;
+
+  /**
+   * Only this operator's (admins; others always see their own).
+   *
+   * @generated from field: string operator_id = 2;
+   */
+  operatorId: string;
+
+  /**
+   * Page size (1..500, default 50).
+   *
+   * @generated from field: int32 limit = 3;
+   */
+  limit: number;
+
+  /**
+   * Id of the last grant of the previous page.
+   *
+   * @generated from field: string cursor = 4;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message orch.v1.ListAccessGrantsRequest.
+ * Use `create(ListAccessGrantsRequestSchema)` to create a new message.
+ */
+export const ListAccessGrantsRequestSchema: GenMessage<ListAccessGrantsRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_approvals, 19);
+
+/**
+ * ListAccessGrantsResponse is one page of grants.
+ *
+ * @generated from message orch.v1.ListAccessGrantsResponse
+ */
+export type ListAccessGrantsResponse = Message<"orch.v1.ListAccessGrantsResponse"> & {
+  /**
+   * Newest first.
+   *
+   * @generated from field: repeated orch.v1.AccessGrant grants = 1;
+   */
+  grants: AccessGrant[];
+
+  /**
+   * Cursor of the next page; empty at the end.
+   *
+   * @generated from field: string next_cursor = 2;
+   */
+  nextCursor: string;
+};
+
+/**
+ * Describes the message orch.v1.ListAccessGrantsResponse.
+ * Use `create(ListAccessGrantsResponseSchema)` to create a new message.
+ */
+export const ListAccessGrantsResponseSchema: GenMessage<ListAccessGrantsResponse> = /*@__PURE__*/
+  messageDesc(file_orch_v1_approvals, 20);
+
+/**
+ * RevokeAccessGrantRequest ends a grant.
+ *
+ * @generated from message orch.v1.RevokeAccessGrantRequest
+ */
+export type RevokeAccessGrantRequest = Message<"orch.v1.RevokeAccessGrantRequest"> & {
+  /**
+   * Grant id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Why (kept in the event).
+   *
+   * @generated from field: string comment = 2;
+   */
+  comment: string;
+};
+
+/**
+ * Describes the message orch.v1.RevokeAccessGrantRequest.
+ * Use `create(RevokeAccessGrantRequestSchema)` to create a new message.
+ */
+export const RevokeAccessGrantRequestSchema: GenMessage<RevokeAccessGrantRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_approvals, 21);
+
+/**
  * ApprovalService is four-eyes control: admin-managed approval policies and the change requests
  * they turn matching actions into. It is served by the auth service on the auth subjects
  * (`orch.auth.<Method>`), which owns operators, roles and SSO groups (docs/approvals.md). The
@@ -924,6 +1184,37 @@ export const ApprovalService: GenService<{
     methodKind: "unary";
     input: typeof DecideChangeRequestRequestSchema;
     output: typeof ChangeRequestSchema;
+  },
+  /**
+   * RequestAccess asks for temporary access (a wider agent selector, or the admin role) for a
+   * duration, as a change request of action `access.request`; its approval grants it.
+   *
+   * @generated from rpc orch.v1.ApprovalService.RequestAccess
+   */
+  requestAccess: {
+    methodKind: "unary";
+    input: typeof RequestAccessRequestSchema;
+    output: typeof ChangeRequestSchema;
+  },
+  /**
+   * ListAccessGrants pages through grants, newest first (operators see their own; admins all).
+   *
+   * @generated from rpc orch.v1.ApprovalService.ListAccessGrants
+   */
+  listAccessGrants: {
+    methodKind: "unary";
+    input: typeof ListAccessGrantsRequestSchema;
+    output: typeof ListAccessGrantsResponseSchema;
+  },
+  /**
+   * RevokeAccessGrant ends a grant before its expiry (an admin, or its holder giving it up).
+   *
+   * @generated from rpc orch.v1.ApprovalService.RevokeAccessGrant
+   */
+  revokeAccessGrant: {
+    methodKind: "unary";
+    input: typeof RevokeAccessGrantRequestSchema;
+    output: typeof AccessGrantSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_orch_v1_approvals, 0);
