@@ -333,6 +333,8 @@ async function main() {
       ORCH_AGENTS_LINK_PORT: String(linkPort),
     });
     services.push(agents);
+    // Every apply asks the auth service whether an approval policy holds it (docs/approvals.md).
+    services.push(await startService("auth", nats, db, nc, {}));
     await waitForPort(linkPort, 30_000);
     const stateSvc = await startService("state", nats, db, nc, {
       ORCH_STATE_FANOUT_CONCURRENCY: String(concurrency),
