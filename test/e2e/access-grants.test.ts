@@ -238,14 +238,14 @@ t.test("a grant revoked early closes its terminal at once; the holder cannot rev
 });
 
 t.test("the admin role for a while: admin routes open, then close again", async (t) => {
-  t.equal((await api("GET", "/api/v1/approval-policies", dave.token)).status, 403, "before: an operator");
+  t.equal((await api("GET", "/api/v1/identity-providers", dave.token)).status, 403, "before: an operator");
   const cr = await must(
     api("POST", "/api/v1/access-requests", dave.token, { role: "admin", reason: "rotate keys", duration_seconds: 3 }),
     201,
   );
   await must(api("POST", `/api/v1/change-requests/${cr.id}/approve`, erin.token, {}), 200);
-  t.equal((await api("GET", "/api/v1/approval-policies", dave.token)).status, 200, "granted: admin routes open");
-  await eventually(async () => (await api("GET", "/api/v1/approval-policies", dave.token)).status === 403, 15_000);
+  t.equal((await api("GET", "/api/v1/identity-providers", dave.token)).status, 200, "granted: admin routes open");
+  await eventually(async () => (await api("GET", "/api/v1/identity-providers", dave.token)).status === 403, 15_000);
   t.pass("expired: admin routes refuse again");
 });
 

@@ -156,17 +156,34 @@ t.test("the approver approves: it executes once, as the requester, with the appr
   t.equal(runs.filter((r) => r.kind === "apply").length, 1, "executed once");
 });
 
-t.test("a module changed after the request: approval refused with plan_changed; a new request works", async (t) => {
+t.test("a module changed after the request: approval refused with plan_changed; re-planned, it executes", async (t) => {
   const stale = (await held("roll out v2")).change_request_id;
+  const before = await must(bob.api("GET", `/change-requests/${stale}`), 200);
   await must(putModule("v3"), 201);
   problem(t, await bob.api("POST", `/change-requests/${stale}/approve`, {}), 409, "plan_changed");
   t.equal((await must(bob.api("GET", `/change-requests/${stale}`), 200)).status, "pending", "still pending");
   t.equal(readFileSync(conf("prod"), "utf8"), "v1\n", "nothing executed");
 
-  const fresh = (await held("roll out v3")).change_request_id;
-  t.equal((await must(bob.api("POST", `/change-requests/${fresh}/approve`, {}), 200)).status, "executed");
+  problem(t, await carol.api("POST", `/change-requests/${stale}/replan`, {}), 403, "not_change_requester");
+  const replanned = await must(alice.api("POST", `/change-requests/${stale}/replan`, { comment: "v3 now" }), 200);
+  t.equal(replanned.id, stale, "the same request");
+  t.equal(replanned.status, "pending", "it needs approval again");
+  t.not(replanned.content_hash, before.content_hash, "bound to the new content");
+  t.not(replanned.content.plan_run_id, before.content.plan_run_id, "with a fresh plan");
+  t.equal(replanned.reason, "roll out v2", "the reason stays");
+  const event = await eventually(async () =>
+    (await events("change_request.replanned")).find((e) => e.target.id === stale),
+  );
+  t.equal(event.actor.name, "alice");
+  t.equal(event.metadata.previous_content_hash, before.content_hash);
+  t.same(event.metadata.notify_operator_ids, [bob.id], "the approvers are asked again");
+  const plan = await must(admin("GET", `/assignments/web/runs/${replanned.content.plan_run_id}`), 200);
+  t.equal(plan.kind, "plan");
+
+  const done = await must(bob.api("POST", `/change-requests/${stale}/approve`, {}), 200);
+  t.equal(done.status, "executed");
   await eventually(() => readFileSync(conf("prod"), "utf8") === "v3\n", 30_000);
-  await must(alice.api("POST", `/change-requests/${stale}/cancel`, { comment: "superseded" }), 200);
+  problem(t, await alice.api("POST", `/change-requests/${stale}/replan`, {}), 409, "change_request_not_pending");
 });
 
 t.test("break-glass: admins only, with a reason, audited as critical, approvers notified", async (t) => {
@@ -198,4 +215,89 @@ t.test("break-glass: admins only, with a reason, audited as critical, approvers 
     (await inbox(carol.api)).some((n) => n.event_type === "approval.bypassed"),
     "addressed to the approvers",
   );
+});
+
+t.test("agent applies: held by an agent.apply policy with the agent's plan, executed once on approval", async (t) => {
+  await must(putModule("v5"), 201);
+  const direct = await must(alice.api("POST", `/agents/${dev}/apply?wait=30`, { modules: ["site-dev"] }), 200);
+  t.notOk(direct.change_request_id, "no policy holds agent applies yet");
+  await must(
+    admin("PUT", "/approval-policies/prod-agent-applies", {
+      actions: ["agent.apply"],
+      selector: "env=prod",
+      approvals_required: 1,
+      approvers: ["operator:bob"],
+    }),
+    200,
+  );
+  const again = await must(alice.api("POST", `/agents/${dev}/apply?wait=30`, { modules: ["site-dev"] }), 200);
+  t.notOk(again.change_request_id, "an agent outside the policy's selector is not held");
+
+  const plan = await must(
+    alice.api("POST", `/agents/${prod}/apply?wait=30`, { modules: ["site-prod"], reason: "hotfix" }),
+    202,
+  );
+  t.equal(plan.kind, "plan", "what comes back is the plan of what the apply would do");
+  t.equal(plan.status, "succeeded");
+  t.ok(plan.change_request_id);
+  t.ok(
+    plan.results.some((r: any) => r.id === "conf" && r.changed),
+    "the plan shows the file it would change",
+  );
+  t.equal(readFileSync(conf("prod"), "utf8"), "v4\n", "nothing was applied");
+  const cr = await must(bob.api("GET", `/change-requests/${plan.change_request_id}`), 200);
+  t.equal(cr.action, "agent.apply");
+  t.equal(cr.policy, "prod-agent-applies");
+  t.equal(cr.target_type, "agent");
+  t.equal(cr.content.node_id, prod);
+  t.equal(cr.content.plan_operation_id, plan.id);
+  problem(t, await alice.api("POST", `/change-requests/${cr.id}/approve`, {}), 403, "own_change_request");
+
+  const done = await must(bob.api("POST", `/change-requests/${cr.id}/approve`, {}), 200);
+  t.equal(done.status, "executed");
+  const op = await eventually(async () => {
+    const o = (await must(admin("GET", `/state/operations/${done.result}`), 200)) as any;
+    return o.status === "succeeded" ? o : undefined;
+  }, 30_000);
+  t.equal(op.kind, "apply");
+  t.equal(op.actor.name, "alice", "executed under the requester's identity");
+  t.equal(op.change_request_id, cr.id);
+  t.equal(readFileSync(conf("prod"), "utf8"), "v5\n");
+  const succeeded = await eventually(async () =>
+    (await events("state.apply.succeeded")).find((e) => e.metadata.operation_id === op.id),
+  );
+  t.equal(succeeded.metadata.change_request_id, cr.id);
+  problem(t, await bob.api("POST", `/change-requests/${cr.id}/approve`, {}), 409, "change_request_not_pending");
+
+  // Approval binds the content: a module changed since the request refuses it.
+  await must(putModule("v6"), 201);
+  const stale = (
+    await must(alice.api("POST", `/agents/${prod}/apply?wait=30`, { modules: ["site-prod"], reason: "v6" }), 202)
+  ).change_request_id;
+  await must(putModule("v7"), 201);
+  problem(t, await bob.api("POST", `/change-requests/${stale}/approve`, {}), 409, "plan_changed");
+  t.equal(readFileSync(conf("prod"), "utf8"), "v5\n", "nothing executed");
+  const replanned = await must(alice.api("POST", `/change-requests/${stale}/replan`, {}), 200);
+  t.not(replanned.content.plan_operation_id, undefined);
+  const replan = await must(admin("GET", `/state/operations/${replanned.content.plan_operation_id}`), 200);
+  t.equal(replan.kind, "plan", "a fresh plan of the agent");
+  t.equal((await must(bob.api("POST", `/change-requests/${stale}/approve`, {}), 200)).status, "executed");
+  await eventually(() => readFileSync(conf("prod"), "utf8") === "v7\n", 30_000);
+
+  problem(
+    t,
+    await alice.api("POST", `/agents/${prod}/apply`, { modules: ["site-prod"], break_glass: true, reason: "outage" }),
+    403,
+    "break_glass_forbidden",
+  );
+  const forced = await must(
+    admin("POST", `/agents/${prod}/apply?wait=30`, { modules: ["site-prod"], break_glass: true, reason: "outage" }),
+    200,
+  );
+  t.equal(forced.kind, "apply");
+  t.equal(readFileSync(conf("prod"), "utf8"), "v7\n", "break-glass applied at once");
+  const bypass = await eventually(async () =>
+    (await events("approval.bypassed")).find((e) => e.metadata.action === "agent.apply"),
+  );
+  t.equal(bypass.target.id, prod);
 });

@@ -55,8 +55,31 @@ export function parseModules(v: string | undefined): string[] {
 
 const failedStatus = (s: string) => s === "failed" || s === "timed_out" || s === "unreachable";
 
+interface ApplyOpts {
+  modules: string;
+  wait: boolean;
+  reason?: string;
+  breakGlass?: boolean;
+}
+
+/** The approval fields of an apply's body (docs/approvals.md), checked before anything is sent. */
+export function approvalBody(opts: { reason?: string; breakGlass?: boolean }): {
+  reason?: string;
+  break_glass?: boolean;
+} {
+  if (opts.breakGlass && !opts.reason?.trim())
+    throw new CliError(
+      "--break-glass needs --reason TEXT: a bypass of an approval policy is audited with its reason",
+      "break_glass_reason_required",
+    );
+  return {
+    ...(opts.reason !== undefined ? { reason: opts.reason } : {}),
+    ...(opts.breakGlass ? { break_glass: true } : {}),
+  };
+}
+
 function applyOrPlan(program: Command, io: CliIO, kind: "apply" | "plan"): void {
-  program
+  const cmd = program
     .command(kind)
     .description(
       kind === "apply"
@@ -65,28 +88,42 @@ function applyOrPlan(program: Command, io: CliIO, kind: "apply" | "plan"): void 
     )
     .argument("<agent>", AGENT_ARG)
     .requiredOption("-m, --modules <list>", "comma-separated module names")
-    .option("--no-wait", "start the operation and print it without following it")
-    .action(
-      action(io, async (ctx, agent: string, opts: { modules: string; wait: boolean }) => {
-        const modules = parseModules(opts.modules);
-        const node_id = await resolveNodeId(ctx, agent);
-        let op = unwrap(
-          await ctx.api.POST(`/api/v1/agents/{node_id}/${kind}`, {
-            params: { path: { node_id } },
-            body: { modules },
-          }),
+    .option("--no-wait", "start the operation and print it without following it");
+  if (kind === "apply")
+    cmd
+      .option("--reason <text>", "why (kept with the change request when an approval policy holds the apply)")
+      .option("--break-glass", "admins: apply without the approval a policy asks for (needs --reason; audited)");
+  cmd.action(
+    action(io, async (ctx, agent: string, opts: ApplyOpts) => {
+      const modules = parseModules(opts.modules);
+      const approval = kind === "apply" ? approvalBody(opts) : {};
+      const node_id = await resolveNodeId(ctx, agent);
+      let op = unwrap(
+        await ctx.api.POST(`/api/v1/agents/{node_id}/${kind}`, {
+          params: { path: { node_id } },
+          body: { modules, ...approval },
+        }),
+      );
+      const color = useColor(ctx);
+      if (kind === "apply" && op.change_request_id) {
+        const id = op.change_request_id;
+        ctx.out.result(op, () =>
+          ctx.out.line(
+            `apply to ${op.node_name || op.node_id} held for approval: change request ${id} (plan ${op.id}) — orchctl requests show ${id}`,
+          ),
         );
-        const color = useColor(ctx);
-        if (opts.wait) {
-          ctx.out.note(`${kind} ${op.id} on ${op.node_name || op.node_id}: ${op.status}`);
-          op = await followOperation(ctx, op);
-        }
-        ctx.out.result(op, () => printLines(ctx, operationLines(op, color)));
-        if (!ctx.json && failedStatus(op.status))
-          // The code (the operation's error_code) follows in parentheses: not in the message too.
-          throw new CliError(`${kind} ${op.status}`, op.error_code ?? `operation_${op.status}`);
-      }),
-    );
+        return;
+      }
+      if (opts.wait) {
+        ctx.out.note(`${kind} ${op.id} on ${op.node_name || op.node_id}: ${op.status}`);
+        op = await followOperation(ctx, op);
+      }
+      ctx.out.result(op, () => printLines(ctx, operationLines(op, color)));
+      if (!ctx.json && failedStatus(op.status))
+        // The code (the operation's error_code) follows in parentheses: not in the message too.
+        throw new CliError(`${kind} ${op.status}`, op.error_code ?? `operation_${op.status}`);
+    }),
+  );
 }
 
 /** `drift --check`'s exit statuses, for scripts and CI (help text and docs/modules.md#orchctl). */

@@ -1,5 +1,5 @@
 /**
- * orchctl approval-policies list | get | put | delete (admin; docs/approvals.md)
+ * orchctl approval-policies list | get (every operator) | put | delete (admin; docs/approvals.md)
  *
  * `put <name>` takes the policy from a YAML or JSON file (-f, the API's field names) and/or flags;
  * with flags alone it changes the stored policy (or creates one). Flags override the file.
@@ -229,6 +229,8 @@ const remove: Sub = (pol, io) =>
 export function register(program: Command, io: CliIO): void {
   const pol = program
     .command("approval-policies")
-    .description("approval policies: actions that need a second person (admin; see orchctl requests)");
+    .description(
+      "approval policies: actions that need a second person (read: any operator; write: admin; see orchctl requests)",
+    );
   for (const sub of [list, get, put, remove]) sub(pol, io);
 }

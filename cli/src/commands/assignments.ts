@@ -21,7 +21,7 @@ import { isOpen } from "../format/operations.js";
 import type { CliIO } from "../output.js";
 import { listCommand } from "../list-command.js";
 import { pages } from "../pages.js";
-import { parseModules, printLines, sleep, useColor } from "./apply.js";
+import { approvalBody, parseModules, printLines, sleep, useColor } from "./apply.js";
 import { count } from "../format/units.js";
 import { collectParams } from "../parameters.js";
 
@@ -264,14 +264,8 @@ const fanOut =
         .option("--break-glass", "admins: apply without the approval a policy asks for (needs --reason; audited)");
     cmd.action(
       action(io, async (ctx, name: string, opts: FanOutOpts) => {
-        if (opts.breakGlass && !opts.reason?.trim())
-          throw new CliError(
-            "--break-glass needs --reason TEXT: a bypass of an approval policy is audited with its reason",
-            "break_glass_reason_required",
-          );
-        const body: RequestBody<"/api/v1/assignments/{name}/apply", "post"> = {};
-        if (opts.reason !== undefined) body.reason = opts.reason;
-        if (opts.breakGlass) body.break_glass = true;
+        const body: RequestBody<"/api/v1/assignments/{name}/apply", "post"> =
+          kind === "apply" ? approvalBody(opts) : {};
         if (opts.batch !== undefined) body.batch = /^\d+$/.test(opts.batch) ? Number(opts.batch) : opts.batch;
         if (opts.maxFailures !== undefined) {
           const n = Number(opts.maxFailures);

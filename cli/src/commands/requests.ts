@@ -121,6 +121,24 @@ async function applyContentLines(ctx: Context, r: ChangeRequest): Promise<string
   return lines;
 }
 
+/** What an agent.apply request would do, and where its plan's per-resource diff is. */
+function agentApplyLines(r: ChangeRequest): string[] {
+  const c = r.content as {
+    node_id?: string;
+    name?: string;
+    modules?: ApplyContent["modules"];
+    plan_operation_id?: string;
+  };
+  const lines = [
+    "frozen apply:",
+    `  agent:      ${c.name || c.node_id || r.target_name}  ${c.node_id ?? ""}`.trimEnd(),
+  ];
+  if (c.modules?.length)
+    lines.push(`  modules:    ${c.modules.map((m) => `${m.name}@${m.sha256.slice(0, 12)}`).join(", ")}`);
+  if (c.plan_operation_id) lines.push(`plan: orchctl ops show ${c.plan_operation_id}`);
+  return lines;
+}
+
 type Sub = (parent: Command, io: CliIO) => void;
 
 interface ListOpts {
@@ -169,12 +187,14 @@ const show: Sub = (req, io) =>
         const extra =
           r.action === "assignment.apply"
             ? await applyContentLines(ctx, r)
-            : [
-                "content:",
-                ...JSON.stringify(r.content, null, 2)
-                  .split("\n")
-                  .map((l) => `  ${l}`),
-              ];
+            : r.action === "agent.apply"
+              ? agentApplyLines(r)
+              : [
+                  "content:",
+                  ...JSON.stringify(r.content, null, 2)
+                    .split("\n")
+                    .map((l) => `  ${l}`),
+                ];
         ctx.out.result(r, () => {
           ctx.out.fields(requestFields(r));
           ctx.out.line("decisions:");
@@ -217,6 +237,24 @@ const decide =
         }),
       );
 
+/** A stale plan (approval refused with plan_changed) planned again; the approvers are asked again. */
+const replan: Sub = (req, io) =>
+  req
+    .command("replan")
+    .description("plan a pending change request again as it would run now (its requester or an admin)")
+    .argument("<id>", "change request id")
+    .option("--comment <text>", "recorded in the change_request.replanned audit event")
+    .action(
+      action(io, async (ctx, id: string, opts: { comment?: string }) => {
+        const body = opts.comment !== undefined ? { comment: opts.comment } : {};
+        const r = unwrap(await ctx.api.POST("/api/v1/change-requests/{id}/replan", { ...byId(id), body }));
+        ctx.out.result(r, () => {
+          ctx.out.line(`Re-planned change request ${r.id} (${r.action} ${targetOf(r)}): ${r.summary}`);
+          ctx.out.note(`it needs ${r.approvals_required} approval(s) again: orchctl requests show ${r.id}`);
+        });
+      }),
+    );
+
 export function register(program: Command, io: CliIO): void {
   const req = program
     .command("requests")
@@ -227,6 +265,7 @@ export function register(program: Command, io: CliIO): void {
     decide("approve", "approve a pending change request (the last approval executes it)"),
     decide("deny", "deny a pending change request (one deny ends it)"),
     decide("cancel", "cancel a pending change request (its requester or an admin)"),
+    replan,
   ])
     sub(req, io);
 }

@@ -1,11 +1,13 @@
 /**
  * The actions an approval policy can hold for four-eyes review (docs/approvals.md). The closed
  * list, and only actions whose executing service enforces it: a policy naming anything else is
- * refused, so no admin can believe an action is held that is not. Agent applies, fleet command runs,
- * terminal opens, secret writes and catalog changes join as their services enforce approval.
+ * refused, so no admin can believe an action is held that is not. Fleet command runs, terminal
+ * opens, secret writes and catalog changes join as their services enforce approval.
  */
 export const APPROVAL_ACTIONS = [
   "assignment.apply",
+  // An apply to one agent (POST /agents/{id}/apply), held with a plan of that agent.
+  "agent.apply",
   // Just-in-time access: a request for temporary access; its policy names the approvers and the
   // longest duration (max_access_seconds). Agentless: only policies with selector `*` cover it.
   "access.request",

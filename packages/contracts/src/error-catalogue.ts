@@ -344,7 +344,13 @@ export const ERROR_CATALOGUE = {
     status: 409,
     grpc: "FAILED_PRECONDITION",
     meaning:
-      "The request's content changed since it was submitted (modules, values or targets); nothing was executed and the approval was not recorded: re-submit it.",
+      "The request's content changed since it was submitted (modules, values or targets); nothing was executed and the approval was not recorded: re-plan it (POST /api/v1/change-requests/{id}/replan) and approve the new plan.",
+  },
+  replan_impossible: {
+    status: 409,
+    grpc: "FAILED_PRECONDITION",
+    meaning:
+      "The change request cannot be planned again: what it acts on (the assignment, the agent or a module) is gone; cancel it.",
   },
   invalid_access_request: {
     status: 400,

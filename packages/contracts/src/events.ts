@@ -64,6 +64,11 @@ export const EVENT_TYPES = {
     severity: "info",
     description: "The requester (or an admin) withdrew a change request.",
   },
+  "change_request.replanned": {
+    severity: "info",
+    description:
+      "A pending change request was frozen again as it would run now, with a fresh plan; approvals given before are cleared (`approvals_cleared`) and `notify_operator_ids` asks the approvers again.",
+  },
   "change_request.expired": {
     severity: "info",
     description: "A change request was not decided before its expiry; nothing was executed.",

@@ -12,11 +12,13 @@ import {
   accessHandlers,
   approvalsContext,
   decideHandlers,
+  replanHandlers,
   policyHandlers,
   requestHandlers,
   startExpiry,
   startGrantExpiry,
   type ChangeExecutors,
+  type ChangeReplanners,
 } from "./approvals/index.js";
 import { loginsDb } from "./sso/logins-db.js";
 import {
@@ -65,10 +67,12 @@ export async function bootstrapAdmin(deps: AuthDeps): Promise<void> {
 export interface AuthServiceOptions {
   /** Executors of approved change requests, by action (docs/approvals.md); none by default. */
   executors?: ChangeExecutors;
+  /** Re-planners of pending change requests, by action; none by default. */
+  replanners?: ChangeReplanners;
 }
 
-function startApprovals(deps: AuthDeps, executors: ChangeExecutors | undefined) {
-  const approvals = approvalsContext(deps, executors);
+function startApprovals(deps: AuthDeps, opts: AuthServiceOptions) {
+  const approvals = approvalsContext(deps, opts.executors, opts.replanners);
   const rpc = serveRpc({
     nc: deps.nc,
     idempotency: deps.idempotency,
@@ -80,6 +84,7 @@ function startApprovals(deps: AuthDeps, executors: ChangeExecutors | undefined) 
       ...policyHandlers(approvals),
       ...requestHandlers(approvals),
       ...decideHandlers(approvals),
+      ...replanHandlers(approvals),
       ...accessHandlers(approvals),
     },
   });
@@ -126,7 +131,7 @@ export async function createAuthService(deps: AuthDeps, options: AuthServiceOpti
     },
   });
   const refresher = startRefresher(sso);
-  const approvals = startApprovals(deps, options.executors);
+  const approvals = startApprovals(deps, options);
   const purge = schedulePeriodic(deps, "auth.purge", 600_000, async (c) => {
     await sessionsDb.purgeExpired(c, deps.clock.now());
     await loginsDb.purgeExpired(c, deps.clock.now());

@@ -89,7 +89,7 @@ const submit = (o: Record<string, unknown> = {}, as: Actor = rita) =>
   );
 const statusOf = async (id: string) => (await api.getChangeRequest({ id }, { actor: zed })).status;
 
-t.test("policies: put, get, list with pagination, update, delete; admin only; events", async (t) => {
+t.test("policies: put, get, list with pagination, update, delete; admin writes, operators read; events", async (t) => {
   const p = await api.putApprovalPolicy(policy("aaa", { description: "first" }), { actor: boss });
   t.equal(p.selector, "env=prod");
   t.equal(p.expiresAfterSeconds, 86_400, "default expiry");
@@ -121,7 +121,9 @@ t.test("policies: put, get, list with pagination, update, delete; admin only; ev
     "NOT_FOUND/approval_policy_not_found",
   );
   t.equal(await reasonOf(api.putApprovalPolicy(policy("x"), { actor: rita })), "PERMISSION_DENIED/admin_required");
-  t.equal(await reasonOf(api.listApprovalPolicies({}, { actor: rita })), "PERMISSION_DENIED/admin_required");
+  t.equal(await reasonOf(api.deleteApprovalPolicy({ name: "x" }, { actor: rita })), "PERMISSION_DENIED/admin_required");
+  // Every operator reads them: what is held and who approves.
+  t.equal(await reasonOf(api.listApprovalPolicies({}, { actor: rita })), "ok");
   t.ok(await eventsOf(bus, "approval_policy.created", (m) => (m.approvers as string[]).includes("operator:alice")));
   t.ok(await eventsOf(bus, "approval_policy.updated"));
   const deleted = await eventually(() => {

@@ -4,8 +4,8 @@ import { rpcClient, type Actor } from "@orch/kit";
 import { createTestDatabase, ed25519, startNats } from "@orch/kit/testing";
 import { call, login, startAuth, startGateway } from "./harness.js";
 
-// /approval-policies (admin) and /change-requests (operators) over HTTP against a real auth
-// service: snake_case bodies, the problem codes, and admin-only policy routes.
+// /approval-policies (operators read, admins write) and /change-requests (operators) over HTTP
+// against a real auth service: snake_case bodies, the problem codes, and admin-only policy writes.
 const nats = await startNats();
 const db = await createTestDatabase();
 const adminKey = ed25519();
@@ -56,7 +56,7 @@ const submit = () =>
     { actor: rita.actor },
   );
 
-t.test("approval policies: admin only, snake_case, validation codes", async (t) => {
+t.test("approval policies: operators read, admins write, snake_case, validation codes", async (t) => {
   const put = await call(gw.url, "PUT", "/api/v1/approval-policies/prod-apply", { token: admin, body });
   t.equal(put.status, 200, put.text);
   t.match(put.body, {
@@ -68,7 +68,19 @@ t.test("approval policies: admin only, snake_case, validation codes", async (t) 
   const refused = await call(gw.url, "PUT", "/api/v1/approval-policies/prod-apply", { token: rita.token, body });
   t.equal(refused.status, 403);
   t.equal(refused.body.code, "admin_required");
-  t.equal((await call(gw.url, "GET", "/api/v1/approval-policies", { token: rita.token })).status, 403);
+  // Every operator reads the policies (what is held, who approves); only an admin writes them.
+  const read = await call(gw.url, "GET", "/api/v1/approval-policies", { token: rita.token });
+  t.equal(read.status, 200, read.text);
+  t.same(
+    read.body.policies.map((p: { name: string; selector: string }) => [p.name, p.selector]),
+    [["prod-apply", "env=prod"]],
+  );
+  const one = await call(gw.url, "GET", "/api/v1/approval-policies/prod-apply", { token: rita.token });
+  t.equal(one.status, 200, one.text);
+  t.same(one.body.approvers, ["operator:alice"]);
+  const gone = await call(gw.url, "DELETE", "/api/v1/approval-policies/prod-apply", { token: rita.token });
+  t.equal(gone.status, 403);
+  t.equal(gone.body.code, "admin_required");
   const list = await call(gw.url, "GET", "/api/v1/approval-policies?limit=10", { token: admin });
   t.same(
     list.body.policies.map((p: { name: string }) => p.name),

@@ -81,6 +81,7 @@ export const operationMsg = (o: OperationRow, withResults: boolean): MessageInit
   assignment: o.assignment,
   runId: o.run_id ?? "",
   remediates: o.remediates ?? "",
+  changeRequestId: o.change_request_id ?? "",
 });
 
 export const driftMsg = (d: DriftRow): MessageInitShape<typeof DriftRecordSchema> => ({

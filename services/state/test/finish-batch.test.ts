@@ -87,6 +87,7 @@ async function newOps(n: number, node = (i: number) => i): Promise<NewOperation[
     run_id: null,
     assignment: "",
     remediates: null,
+    change_request_id: null,
   }));
   await operationsDb.insertMany(deps.pool, ops);
   return ops;

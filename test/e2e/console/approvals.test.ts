@@ -195,6 +195,59 @@ t.test("the approver approves: executed, and the files are written", async (t) =
   bob.guard.check(t, "request executed");
 });
 
+t.test("an agent apply is held from the agent page; the approver reads its plan and approves", async (t) => {
+  await must(
+    "PUT",
+    "/api/v1/approval-policies/prod-agent-applies",
+    { actions: ["agent.apply"], selector: "env=prod", approvals_required: 1, approvers: ["operator:bob"] },
+    200,
+  );
+  const agentConf = ["name: agent-conf", "resources:", "  - id: conf", "    type: file"];
+  const file = join(dir, "agent-conf.txt");
+  await must(
+    "POST",
+    "/api/v1/modules",
+    {
+      name: "agent-conf",
+      content: [...agentConf, `    path: "${file}"`, '    content: "agent line\\n"', ""].join("\n"),
+    },
+    201,
+  );
+  const page = alice.page;
+  await page.goto(`/agents/${n1}`);
+  await h1(page, "prod-1");
+  const form = page.getByRole("form", { name: "Apply or plan modules" });
+  await form.getByLabel("agent-conf").check();
+  await form.getByRole("button", { name: "Apply", exact: true }).click();
+  const notice = page.getByTestId("agent-apply-held");
+  await notice.waitFor({ timeout: waitMs(30_000) });
+  t.match(await notice.textContent(), /An approval policy holds this apply: nothing was applied/);
+  const link = notice.getByRole("link", { name: /^change request / });
+  const id = ((await link.getAttribute("href")) ?? "").replace("/requests/", "");
+  t.match(id, /^[0-9A-Z]{26}$/, "links to the request");
+  t.notOk(existsSync(file), "nothing applied");
+  await expectNoA11yViolations(t, page, "agent (apply held)");
+  t.equal((await shoot(page, "approvals-agent-apply-held", { scrollTo: notice })).length, 4);
+  alice.guard.check(t, "agent apply held");
+
+  const approver = bob.page;
+  await approver.goto(`/requests/${id}`);
+  await h1(approver, /^Change request/);
+  const region = approver.getByRole("region", { name: "prod-1", exact: true });
+  await eventually(async () => (await region.locator(".d2h-ins").count()) > 0, 60_000, 250);
+  t.match((await region.locator(".d2h-ins").allTextContents()).join("\n"), /agent line/, "the agent's diff");
+  await approver.waitForLoadState("networkidle");
+  await expectNoA11yViolations(t, approver, "change request (agent apply)");
+  t.equal((await shoot(approver, "approvals-agent-request")).length, 4);
+  await approver.getByRole("button", { name: "Approve", exact: true }).click();
+  const status = approver.getByTestId("request-status");
+  await eventually(async () => ((await status.textContent()) ?? "").trim() === "executed", 30_000, 250);
+  await approver.getByRole("link", { name: /^apply [0-9A-Z]{26}$/ }).waitFor();
+  await eventually(async () => existsSync(file) && readFileSync(file, "utf8") === "agent line\n", 60_000, 250);
+  t.pass("executed: the agent wrote the file");
+  bob.guard.check(t, "agent request executed");
+});
+
 t.test("an admin edits approval policies from the Requests page", async (t) => {
   const admin = await stack.newPage();
   t.teardown(() => admin.close());

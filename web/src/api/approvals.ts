@@ -56,9 +56,9 @@ export function useChangeRequest(id: string) {
   });
 }
 
-export type Decision = "approve" | "deny" | "cancel";
+export type Decision = "approve" | "deny" | "cancel" | "replan";
 
-/** approve / deny / cancel with an optional comment; answers the request as it is now. */
+/** approve / deny / cancel (or re-plan) with an optional comment; answers the request as it is now. */
 export function useDecide(id: string) {
   const qc = useQueryClient();
   return useMutation({
@@ -69,7 +69,9 @@ export function useDecide(id: string) {
           ? await api.POST("/api/v1/change-requests/{id}/approve", opts)
           : decision === "deny"
             ? await api.POST("/api/v1/change-requests/{id}/deny", opts)
-            : await api.POST("/api/v1/change-requests/{id}/cancel", opts),
+            : decision === "replan"
+              ? await api.POST("/api/v1/change-requests/{id}/replan", opts)
+              : await api.POST("/api/v1/change-requests/{id}/cancel", opts),
       );
     },
     onSuccess: (r) => {

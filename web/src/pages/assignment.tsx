@@ -3,7 +3,8 @@
  * with their drift, "Plan" and "Apply" across them (rolling batches, a failure limit; Apply on more
  * than one agent is confirmed with the count), and its recent runs.
  * Starting a run goes to the run's page, which follows it live; an apply an approval policy holds
- * (202 with `change_request_id`) stays here and links to its change request instead. Operators and admins alike may run
+ * (202 with `change_request_id`) stays here and links to its change request instead; a notice above
+ * the form says beforehand which approval policies hold applies. Operators and admins alike may run
  * and delete (the API allows operators).
  */
 import { type FormEvent, useState } from "react";
@@ -27,6 +28,7 @@ import {
 } from "../ui";
 import "./pages.css";
 import { agentCount, confirmsApply } from "./assignments/apply-rules";
+import { ApprovalBanner } from "./parts/approval-banner";
 import { MatchedAgents, useMatchedAgents } from "./assignments/matched-agents";
 import { OperatorName } from "./assignments/operator-name";
 import { ItemTable } from "./parts/item-table";
@@ -185,6 +187,7 @@ function RunForm({ assignment: a }: { assignment: Assignment }) {
 
   return (
     <Section title="Run">
+      <ApprovalBanner action="assignment.apply" />
       <form className="run-form" onSubmit={onSubmit} aria-label="Plan or apply">
         <Field label="Batch" hint="agents per batch or a percentage; blank = all at once" error={batchError}>
           <input

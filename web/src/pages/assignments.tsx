@@ -1,6 +1,7 @@
 /**
  * Assignments (/assignments?q=): which modules are kept on which agents (a selector). Operators and
  * admins both create, edit and delete them (the API allows operators); a name filter lives in the URL.
+ * A notice names the approval policies that hold applies (ApprovalBanner).
  */
 import { Link } from "wouter";
 import { useToApproveCount } from "../api/approvals";
@@ -17,6 +18,7 @@ import {
 } from "../ui";
 import "./pages.css";
 import "./requests/requests.css";
+import { ApprovalBanner } from "./parts/approval-banner";
 import { ItemTable } from "./parts/item-table";
 import { ManagedNameCell, ownerOf } from "./sources/managed-by";
 
@@ -63,6 +65,7 @@ export default function AssignmentsPage() {
         </>
       }
     >
+      <ApprovalBanner action="assignment.apply" />
       <FilterField value={filter.query} onChange={filter.setQuery} placeholder="name, selector or module" />
       {remove.error ? <ProblemMessage error={remove.error} /> : null}
       <QueryStatus query={list}>

@@ -1,7 +1,7 @@
 /**
  * One change request (/requests/:id): what it would do (summary, target, the frozen content), why
  * (the requester's reason), where it stands (status, approvals n/required, decisions with their
- * comments), and for an `assignment.apply` the per-agent diff of its plan run, above the decision so
+ * comments), and for an `assignment.apply` (or an `agent.apply`) the per-agent diff of its plan, above the decision so
  * it is read first. While it is pending: Approve / Deny with a comment, and Cancel for the requester (or an admin). The API decides who may:
  * a refusal (own_change_request, not_an_approver, plan_changed, …) is shown as a sentence with its code.
  */
@@ -13,7 +13,7 @@ import { ApiError } from "../api/client";
 import { useSession } from "../api/session";
 import { Banner, Field, Page, ProblemMessage, QueryStatus, Section, Time } from "../ui";
 import "./pages.css";
-import { PlanDiff } from "./requests/plan-diff";
+import { AgentPlanDiff, PlanDiff } from "./requests/plan-diff";
 import { approvalsOf, RequestStatus } from "./requests/request-status";
 import "./requests/requests.css";
 
@@ -50,6 +50,7 @@ export default function RequestPage() {
 function RequestBody({ request: r }: { request: ChangeRequest }) {
   const content = r.content as Record<string, unknown>;
   const planRunId = typeof content.plan_run_id === "string" ? content.plan_run_id : undefined;
+  const planOperationId = typeof content.plan_operation_id === "string" ? content.plan_operation_id : undefined;
   const assignment = typeof content.assignment === "string" ? content.assignment : r.target_name;
   return (
     <>
@@ -62,13 +63,7 @@ function RequestBody({ request: r }: { request: ChangeRequest }) {
         <dd className="mono">{r.action}</dd>
         <dt>Target</dt>
         <dd>
-          {r.target_type === "assignment" ? (
-            <>
-              assignment <Link href={`/assignments/${encodeURIComponent(r.target_name)}`}>{r.target_name}</Link>
-            </>
-          ) : (
-            `${r.target_type} ${r.target_name}`
-          )}
+          <RequestTarget request={r} />
         </dd>
         <dt>Requester</dt>
         <dd>{r.requester.name}</dd>
@@ -102,13 +97,7 @@ function RequestBody({ request: r }: { request: ChangeRequest }) {
           <>
             <dt>Result</dt>
             <dd>
-              {r.action === "assignment.apply" ? (
-                <Link href={`/assignments/${encodeURIComponent(assignment)}/runs/${encodeURIComponent(r.result)}`}>
-                  apply run {r.result}
-                </Link>
-              ) : (
-                <span className="mono">{r.result}</span>
-              )}
+              <RequestResult request={r} assignment={assignment} />
             </dd>
           </>
         ) : null}
@@ -122,6 +111,11 @@ function RequestBody({ request: r }: { request: ChangeRequest }) {
       {r.action === "assignment.apply" && planRunId ? (
         <Section title="What it would change">
           <PlanDiff assignment={assignment} runId={planRunId} />
+        </Section>
+      ) : null}
+      {r.action === "agent.apply" && planOperationId ? (
+        <Section title="What it would change">
+          <AgentPlanDiff nodeId={r.target_name} name={agentName(r)} operationId={planOperationId} />
         </Section>
       ) : null}
       {r.status === "pending" ? <DecideForm request={r} /> : null}
@@ -160,6 +154,8 @@ function DecideForm({ request: r }: { request: ChangeRequest }) {
   const [comment, setComment] = useState("");
   const [done, setDone] = useState<Decision | undefined>();
   const mayCancel = isAdmin || operator.id === r.requester.id;
+  // Applies carry a plan that can go stale (plan_changed): their requester can make it again.
+  const mayReplan = mayCancel && (r.action === "assignment.apply" || r.action === "agent.apply");
   const send = (decision: Decision) => {
     setDone(undefined);
     decide.mutate(
@@ -185,6 +181,11 @@ function DecideForm({ request: r }: { request: ChangeRequest }) {
           <button type="button" className="btn btn-danger" disabled={decide.isPending} onClick={() => send("deny")}>
             Deny
           </button>
+          {mayReplan ? (
+            <button type="button" className="btn" disabled={decide.isPending} onClick={() => send("replan")}>
+              Re-plan
+            </button>
+          ) : null}
           {mayCancel ? (
             <button type="button" className="btn" disabled={decide.isPending} onClick={() => send("cancel")}>
               Cancel request
@@ -192,8 +193,54 @@ function DecideForm({ request: r }: { request: ChangeRequest }) {
           ) : null}
         </div>
         {decide.error ? <DecisionProblem error={decide.error} /> : null}
-        {done ? <Banner kind="success">Recorded.</Banner> : null}
+        {done ? (
+          <Banner kind="success">
+            {done === "replan" ? "Re-planned: the new plan is above, and it needs approval again." : "Recorded."}
+          </Banner>
+        ) : null}
       </form>
     </Section>
+  );
+}
+
+/** The agent's name as frozen in the request (its node id when it had none). */
+const agentName = (r: ChangeRequest) => {
+  const name = (r.content as Record<string, unknown>).name;
+  return typeof name === "string" && name ? name : r.target_name;
+};
+
+function RequestTarget({ request: r }: { request: ChangeRequest }) {
+  return (
+    <>
+      {r.target_type === "assignment" ? (
+        <>
+          assignment <Link href={`/assignments/${encodeURIComponent(r.target_name)}`}>{r.target_name}</Link>
+        </>
+      ) : r.target_type === "agent" ? (
+        <>
+          agent <Link href={`/agents/${encodeURIComponent(r.target_name)}`}>{agentName(r)}</Link>
+        </>
+      ) : (
+        `${r.target_type} ${r.target_name}`
+      )}
+    </>
+  );
+}
+
+/** What the execution started: the apply run or operation, linked. */
+function RequestResult({ request: r, assignment }: { request: ChangeRequest; assignment: string }) {
+  const result = r.result ?? "";
+  return (
+    <>
+      {r.action === "assignment.apply" ? (
+        <Link href={`/assignments/${encodeURIComponent(assignment)}/runs/${encodeURIComponent(result)}`}>
+          apply run {result}
+        </Link>
+      ) : r.action === "agent.apply" ? (
+        <Link href={`/operations/${encodeURIComponent(result)}`}>apply {result}</Link>
+      ) : (
+        <span className="mono">{result}</span>
+      )}
+    </>
   );
 }

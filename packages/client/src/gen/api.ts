@@ -172,7 +172,7 @@ export interface paths {
         put?: never;
         /**
          * Apply modules to one agent
-         * @description Starts an operation (202). A disconnected agent gives an `unreachable` operation; every operation ends by `state.operation_timeout_seconds` (`timed_out`).
+         * @description Starts an operation (202). A disconnected agent gives an `unreachable` operation; every operation ends by `state.operation_timeout_seconds` (`timed_out`). When an approval policy covers the agent the apply does not run: it becomes a change request (`change_request_id`, 202) and the operation returned is the plan of what it would do; it executes once approved (docs/approvals.md). An admin may pass `break_glass: true` with a `reason` instead.
          *
          *     Any authenticated operator.
          */
@@ -516,7 +516,7 @@ export interface paths {
         };
         /**
          * List the approval policies, by name
-         * @description Requires the admin role.
+         * @description Any authenticated operator.
          */
         get: operations["getApprovalPolicies"];
         put?: never;
@@ -536,7 +536,7 @@ export interface paths {
         };
         /**
          * One approval policy
-         * @description Requires the admin role.
+         * @description Any authenticated operator.
          */
         get: operations["getApprovalPoliciesName"];
         /**
@@ -1366,7 +1366,7 @@ export interface paths {
         put?: never;
         /**
          * Approve a pending change request; the last approval needed executes it
-         * @description Refused with 409 plan_changed when what the request would do changed since it was submitted: nothing is executed, the approval is not recorded, and the requester re-submits.
+         * @description Refused with 409 plan_changed when what the request would do changed since it was submitted: nothing is executed, the approval is not recorded, and the requester re-plans it (`POST …/replan`).
          *
          *     Any authenticated operator.
          */
@@ -1411,6 +1411,28 @@ export interface paths {
          * @description Any authenticated operator.
          */
         post: operations["postChangeRequestsIdDeny"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/change-requests/{id}/replan": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Plan a pending change request again as it would run now (its requester or an admin)
+         * @description For applies whose plan went stale (an approval answered `plan_changed`): the action is frozen again from the current modules, values and targets and a fresh plan starts (`content.plan_run_id` or `content.plan_operation_id`). The request keeps its id and reason; approvals given so far are cleared and the approvers are asked again (`change_request.replanned`).
+         *
+         *     Any authenticated operator.
+         */
+        post: operations["postChangeRequestsIdReplan"];
         delete?: never;
         options?: never;
         head?: never;
@@ -2616,7 +2638,7 @@ export interface components {
              * @description stable machine-readable error code; `x-error-catalogue` (and docs/errors.md) gives each one's status
              * @enum {string}
              */
-            code: "access_duration_too_long" | "access_grant_ended" | "access_grant_not_found" | "access_requests_disabled" | "admin_cannot_be_scoped" | "admin_required" | "agent_busy" | "agent_disconnected" | "agent_not_approved" | "agent_not_connected" | "agent_not_found" | "agent_not_rejected" | "agent_packages_unavailable" | "agent_timeout" | "agent_version_not_found" | "already_decided" | "already_exists" | "approval_not_required" | "approval_policy_not_found" | "assignment_exists" | "assignment_not_found" | "blob_digest_mismatch" | "blob_in_use" | "blob_not_found" | "blob_size_mismatch" | "blob_too_large" | "body_too_large" | "break_glass_forbidden" | "break_glass_reason_required" | "bundle_too_large" | "bus_permission_denied" | "bus_unavailable" | "change_request_expired" | "change_request_not_found" | "change_request_not_pending" | "channel_credentials_unavailable" | "channel_exists" | "channel_not_found" | "channel_type_immutable" | "console_unavailable" | "csrf_token_invalid" | "cyclic_requires" | "database_unavailable" | "deadline_exceeded" | "discovery_failed" | "discovery_port_not_allowed" | "discovery_target_not_allowed" | "discovery_target_refused" | "drift_not_found" | "duplicate_resource" | "duplicate_resource_id" | "expires_at_in_past" | "expiry_extension_requires_admin" | "failed_precondition" | "headers_too_large" | "idempotency_key_in_flight" | "idempotency_key_reused" | "idempotency_store_unavailable" | "identity_provider_not_found" | "internal" | "invalid_access_request" | "invalid_approval_policy" | "invalid_argument" | "invalid_batch" | "invalid_bundle" | "invalid_channel_type" | "invalid_characters" | "invalid_chunk" | "invalid_command" | "invalid_config" | "invalid_cursor" | "invalid_description" | "invalid_digest" | "invalid_encoding" | "invalid_expires_at" | "invalid_filter" | "invalid_idempotency_key" | "invalid_json" | "invalid_limit" | "invalid_login_code" | "invalid_logout_token" | "invalid_max_uses" | "invalid_mode" | "invalid_module" | "invalid_name" | "invalid_name_prefix" | "invalid_node_id" | "invalid_nonce" | "invalid_parameter" | "invalid_passkey" | "invalid_passkey_response" | "invalid_payload" | "invalid_public_key" | "invalid_range" | "invalid_ref" | "invalid_request" | "invalid_resource" | "invalid_restriction" | "invalid_retention" | "invalid_selector" | "invalid_session_id" | "invalid_signature" | "invalid_signature_format" | "invalid_since" | "invalid_source" | "invalid_status" | "invalid_tag_key" | "invalid_tag_value" | "invalid_target" | "invalid_template" | "invalid_ticket" | "invalid_timeout" | "invalid_timestamp" | "invalid_token" | "invalid_ttl" | "invalid_until" | "invalid_url" | "invalid_value" | "invalid_values" | "invalid_version" | "invalid_webauthn_challenge" | "invalid_webhook" | "invalid_window" | "invalid_yaml" | "issuer_discovery_failed" | "join_token_not_found" | "last_admin" | "login_code_expired" | "malformed_request" | "managed_by_source" | "method_not_allowed" | "missing_parameter" | "module_breaks_assignments" | "module_in_use" | "module_not_found" | "module_too_large" | "name_immutable" | "name_mismatch" | "name_required" | "name_taken" | "no_metrics" | "no_shell_configured" | "no_snapshot" | "not_an_approver" | "not_change_requester" | "not_found" | "nothing_to_update" | "notification_not_found" | "operation_not_found" | "operator_exists" | "operator_not_found" | "operator_required" | "origin_not_allowed" | "own_change_request" | "passkey_exists" | "passkey_not_found" | "passkeys_unavailable" | "permission_denied" | "plan_changed" | "public_key_in_use" | "rate_limited" | "release_signing_unavailable" | "request_timeout" | "resource_exhausted" | "restriction_widening_requires_admin" | "route_not_found" | "run_finished" | "run_not_found" | "secret_exists" | "secret_expired" | "secret_in_argument" | "secret_in_path" | "secret_in_values" | "secret_key_unavailable" | "secret_not_found" | "secret_not_permitted" | "secret_undecryptable" | "service_unavailable" | "session_exists" | "session_not_found" | "session_not_open" | "shell_not_allowed" | "shell_not_found" | "source_exists" | "source_keys_unset" | "source_not_found" | "source_ref_not_found" | "source_unreachable" | "source_url_not_allowed" | "sso_claims_invalid" | "sso_code_invalid" | "sso_device_expired" | "sso_device_unsupported" | "sso_login_refused" | "sso_mapping_refused" | "sso_provider_disabled" | "sso_provider_unreachable" | "sso_required" | "sso_state_invalid" | "sso_token_invalid" | "sso_unavailable" | "tag_not_found" | "terminal_disabled" | "ticket_expired" | "ticket_operator_mismatch" | "ticket_required" | "timeout" | "too_deep" | "too_many_sessions" | "too_many_tags" | "transcript_not_found" | "unauthenticated" | "unavailable" | "unknown_approver" | "unknown_blob" | "unknown_bundle_file" | "unknown_method" | "unknown_operator" | "unknown_parameter" | "unknown_requirement" | "unknown_requires" | "unknown_resource_type" | "unsafe_bundle_path" | "unsupported_media_type" | "upgrade_required" | "upload_not_found" | "uri_too_long" | "value_set_not_found" | "value_set_scoped_operator" | "value_too_large" | "values_too_large" | "webhook_signature_invalid" | "window_not_found";
+            code: "access_duration_too_long" | "access_grant_ended" | "access_grant_not_found" | "access_requests_disabled" | "admin_cannot_be_scoped" | "admin_required" | "agent_busy" | "agent_disconnected" | "agent_not_approved" | "agent_not_connected" | "agent_not_found" | "agent_not_rejected" | "agent_packages_unavailable" | "agent_timeout" | "agent_version_not_found" | "already_decided" | "already_exists" | "approval_not_required" | "approval_policy_not_found" | "assignment_exists" | "assignment_not_found" | "blob_digest_mismatch" | "blob_in_use" | "blob_not_found" | "blob_size_mismatch" | "blob_too_large" | "body_too_large" | "break_glass_forbidden" | "break_glass_reason_required" | "bundle_too_large" | "bus_permission_denied" | "bus_unavailable" | "change_request_expired" | "change_request_not_found" | "change_request_not_pending" | "channel_credentials_unavailable" | "channel_exists" | "channel_not_found" | "channel_type_immutable" | "console_unavailable" | "csrf_token_invalid" | "cyclic_requires" | "database_unavailable" | "deadline_exceeded" | "discovery_failed" | "discovery_port_not_allowed" | "discovery_target_not_allowed" | "discovery_target_refused" | "drift_not_found" | "duplicate_resource" | "duplicate_resource_id" | "expires_at_in_past" | "expiry_extension_requires_admin" | "failed_precondition" | "headers_too_large" | "idempotency_key_in_flight" | "idempotency_key_reused" | "idempotency_store_unavailable" | "identity_provider_not_found" | "internal" | "invalid_access_request" | "invalid_approval_policy" | "invalid_argument" | "invalid_batch" | "invalid_bundle" | "invalid_channel_type" | "invalid_characters" | "invalid_chunk" | "invalid_command" | "invalid_config" | "invalid_cursor" | "invalid_description" | "invalid_digest" | "invalid_encoding" | "invalid_expires_at" | "invalid_filter" | "invalid_idempotency_key" | "invalid_json" | "invalid_limit" | "invalid_login_code" | "invalid_logout_token" | "invalid_max_uses" | "invalid_mode" | "invalid_module" | "invalid_name" | "invalid_name_prefix" | "invalid_node_id" | "invalid_nonce" | "invalid_parameter" | "invalid_passkey" | "invalid_passkey_response" | "invalid_payload" | "invalid_public_key" | "invalid_range" | "invalid_ref" | "invalid_request" | "invalid_resource" | "invalid_restriction" | "invalid_retention" | "invalid_selector" | "invalid_session_id" | "invalid_signature" | "invalid_signature_format" | "invalid_since" | "invalid_source" | "invalid_status" | "invalid_tag_key" | "invalid_tag_value" | "invalid_target" | "invalid_template" | "invalid_ticket" | "invalid_timeout" | "invalid_timestamp" | "invalid_token" | "invalid_ttl" | "invalid_until" | "invalid_url" | "invalid_value" | "invalid_values" | "invalid_version" | "invalid_webauthn_challenge" | "invalid_webhook" | "invalid_window" | "invalid_yaml" | "issuer_discovery_failed" | "join_token_not_found" | "last_admin" | "login_code_expired" | "malformed_request" | "managed_by_source" | "method_not_allowed" | "missing_parameter" | "module_breaks_assignments" | "module_in_use" | "module_not_found" | "module_too_large" | "name_immutable" | "name_mismatch" | "name_required" | "name_taken" | "no_metrics" | "no_shell_configured" | "no_snapshot" | "not_an_approver" | "not_change_requester" | "not_found" | "nothing_to_update" | "notification_not_found" | "operation_not_found" | "operator_exists" | "operator_not_found" | "operator_required" | "origin_not_allowed" | "own_change_request" | "passkey_exists" | "passkey_not_found" | "passkeys_unavailable" | "permission_denied" | "plan_changed" | "public_key_in_use" | "rate_limited" | "release_signing_unavailable" | "replan_impossible" | "request_timeout" | "resource_exhausted" | "restriction_widening_requires_admin" | "route_not_found" | "run_finished" | "run_not_found" | "secret_exists" | "secret_expired" | "secret_in_argument" | "secret_in_path" | "secret_in_values" | "secret_key_unavailable" | "secret_not_found" | "secret_not_permitted" | "secret_undecryptable" | "service_unavailable" | "session_exists" | "session_not_found" | "session_not_open" | "shell_not_allowed" | "shell_not_found" | "source_exists" | "source_keys_unset" | "source_not_found" | "source_ref_not_found" | "source_unreachable" | "source_url_not_allowed" | "sso_claims_invalid" | "sso_code_invalid" | "sso_device_expired" | "sso_device_unsupported" | "sso_login_refused" | "sso_mapping_refused" | "sso_provider_disabled" | "sso_provider_unreachable" | "sso_required" | "sso_state_invalid" | "sso_token_invalid" | "sso_unavailable" | "tag_not_found" | "terminal_disabled" | "ticket_expired" | "ticket_operator_mismatch" | "ticket_required" | "timeout" | "too_deep" | "too_many_sessions" | "too_many_tags" | "transcript_not_found" | "unauthenticated" | "unavailable" | "unknown_approver" | "unknown_blob" | "unknown_bundle_file" | "unknown_method" | "unknown_operator" | "unknown_parameter" | "unknown_requirement" | "unknown_requires" | "unknown_resource_type" | "unsafe_bundle_path" | "unsupported_media_type" | "upgrade_required" | "upload_not_found" | "uri_too_long" | "value_set_not_found" | "value_set_scoped_operator" | "value_too_large" | "values_too_large" | "webhook_signature_invalid" | "window_not_found";
             detail: string;
             request_id?: string;
             status: number;
@@ -3413,7 +3435,11 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description apply only, admins: execute without the approval a policy asks for; needs `reason`, audited as critical */
+                    break_glass?: boolean;
                     modules: string[];
+                    /** @description apply only: why (kept with the change request an approval policy turns the apply into) */
+                    reason?: string;
                 };
             };
         };
@@ -3430,6 +3456,8 @@ export interface operations {
                             name: string;
                         };
                         assignment: string | null;
+                        /** @description set when an approval policy held the apply (202): this operation is the plan of what the change request would do; on an executed apply, the request it carried out */
+                        change_request_id?: string;
                         created_at: string;
                         deadline: string;
                         error: string | null;
@@ -3482,6 +3510,8 @@ export interface operations {
                             name: string;
                         };
                         assignment: string | null;
+                        /** @description set when an approval policy held the apply (202): this operation is the plan of what the change request would do; on an executed apply, the request it carried out */
+                        change_request_id?: string;
                         created_at: string;
                         deadline: string;
                         error: string | null;
@@ -3522,7 +3552,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description problem codes: invalid_request, invalid_idempotency_key */
+            /** @description problem codes: break_glass_reason_required, invalid_idempotency_key */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -3533,6 +3563,15 @@ export interface operations {
             };
             /** @description problem codes: unauthenticated, invalid_token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: break_glass_forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -3720,6 +3759,8 @@ export interface operations {
                                 name: string;
                             };
                             assignment: string | null;
+                            /** @description set when an approval policy held the apply (202): this operation is the plan of what the change request would do; on an executed apply, the request it carried out */
+                            change_request_id?: string;
                             created_at: string;
                             deadline: string;
                             error: string | null;
@@ -3789,6 +3830,8 @@ export interface operations {
                                 name: string;
                             };
                             assignment: string | null;
+                            /** @description set when an approval policy held the apply (202): this operation is the plan of what the change request would do; on an executed apply, the request it carried out */
+                            change_request_id?: string;
                             created_at: string;
                             deadline: string;
                             error: string | null;
@@ -4098,6 +4141,8 @@ export interface operations {
                             name: string;
                         };
                         assignment: string | null;
+                        /** @description set when an approval policy held the apply (202): this operation is the plan of what the change request would do; on an executed apply, the request it carried out */
+                        change_request_id?: string;
                         created_at: string;
                         deadline: string;
                         error: string | null;
@@ -4150,6 +4195,8 @@ export interface operations {
                             name: string;
                         };
                         assignment: string | null;
+                        /** @description set when an approval policy held the apply (202): this operation is the plan of what the change request would do; on an executed apply, the request it carried out */
+                        change_request_id?: string;
                         created_at: string;
                         deadline: string;
                         error: string | null;
@@ -4312,6 +4359,8 @@ export interface operations {
                                 name: string;
                             };
                             assignment: string | null;
+                            /** @description set when an approval policy held the apply (202): this operation is the plan of what the change request would do; on an executed apply, the request it carried out */
+                            change_request_id?: string;
                             created_at: string;
                             deadline: string;
                             error: string | null;
@@ -4385,6 +4434,8 @@ export interface operations {
                             name: string;
                         };
                         assignment: string | null;
+                        /** @description set when an approval policy held the apply (202): this operation is the plan of what the change request would do; on an executed apply, the request it carried out */
+                        change_request_id?: string;
                         created_at: string;
                         deadline: string;
                         error: string | null;
@@ -5199,15 +5250,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description problem codes: admin_required */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
         };
     };
     getApprovalPoliciesName: {
@@ -5263,15 +5305,6 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description problem codes: admin_required */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
             /** @description problem codes: approval_policy_not_found */
             404: {
                 headers: {
@@ -5298,7 +5331,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description actions the policy holds for approval: assignment.apply, access.request */
+                    /** @description actions the policy holds for approval: assignment.apply, agent.apply, access.request */
                     actions: string[];
                     /** @description approvals needed, 1..10 */
                     approvals_required: number;
@@ -6321,6 +6354,8 @@ export interface operations {
                                 name: string;
                             };
                             assignment: string | null;
+                            /** @description set when an approval policy held the apply (202): this operation is the plan of what the change request would do; on an executed apply, the request it carried out */
+                            change_request_id?: string;
                             created_at: string;
                             deadline: string;
                             error: string | null;
@@ -8901,6 +8936,118 @@ export interface operations {
                 };
             };
             /** @description problem codes: change_request_not_pending, change_request_expired, already_decided, idempotency_key_reused, idempotency_key_in_flight */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    postChangeRequestsIdReplan: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description recorded with the decision and in its audit event */
+                    comment?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        action: string;
+                        approvals_required: number;
+                        /** @description what it would do, frozen at submission */
+                        content: {
+                            [key: string]: unknown;
+                        };
+                        content_hash: string;
+                        created_at: string;
+                        decided_at: string | null;
+                        decisions: {
+                            at: string;
+                            comment: string;
+                            /** @enum {string} */
+                            decision: "approve" | "deny";
+                            operator_id: string;
+                            operator_name: string;
+                        }[];
+                        error: string | null;
+                        executed_at: string | null;
+                        expires_at: string;
+                        id: string;
+                        policy: string;
+                        reason: string;
+                        requester: {
+                            id: string;
+                            name: string;
+                        };
+                        /** @description what execution produced, e.g. a run id */
+                        result: string | null;
+                        /** @description pending, approved, denied, cancelled, expired, executed or failed */
+                        status: string;
+                        summary: string;
+                        target_name: string;
+                        target_type: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request, invalid_idempotency_key */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: unauthenticated, invalid_token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: not_change_requester */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: change_request_not_found */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: change_request_not_pending, change_request_expired, replan_impossible, idempotency_key_reused, idempotency_key_in_flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -13223,6 +13370,8 @@ export interface operations {
                                     name: string;
                                 };
                                 assignment: string | null;
+                                /** @description set when an approval policy held the apply (202): this operation is the plan of what the change request would do; on an executed apply, the request it carried out */
+                                change_request_id?: string;
                                 created_at: string;
                                 deadline: string;
                                 error: string | null;
@@ -13592,6 +13741,8 @@ export interface operations {
                                 name: string;
                             };
                             assignment: string | null;
+                            /** @description set when an approval policy held the apply (202): this operation is the plan of what the change request would do; on an executed apply, the request it carried out */
+                            change_request_id?: string;
                             created_at: string;
                             deadline: string;
                             error: string | null;
@@ -13664,6 +13815,8 @@ export interface operations {
                             name: string;
                         };
                         assignment: string | null;
+                        /** @description set when an approval policy held the apply (202): this operation is the plan of what the change request would do; on an executed apply, the request it carried out */
+                        change_request_id?: string;
                         created_at: string;
                         deadline: string;
                         error: string | null;

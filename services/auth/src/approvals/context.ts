@@ -31,9 +31,21 @@ export interface ExecutorTx {
 /** Action → executor. An action without one stays `approved` for its service to execute. */
 export type ChangeExecutors = Readonly<Record<string, ChangeExecutor>>;
 
+/**
+ * Freezes a pending request's action again as it would run now, as its requester, with a fresh
+ * plan: the new content, its hash and summary. Runs outside any transaction (it starts a plan).
+ */
+export type ChangeReplanner = (
+  request: RequestRow,
+) => Promise<{ content: Record<string, unknown>; contentHash: string; summary: string }>;
+
+/** Action → replanner: the actions whose content is a plan that can go stale (applies). */
+export type ChangeReplanners = Readonly<Record<string, ChangeReplanner>>;
+
 export interface ApprovalsContext {
   deps: AuthDeps;
   executors: ChangeExecutors;
+  replanners: ChangeReplanners;
 }
 
 export const requesterActor = (r: RequestRow): Actor => ({

@@ -97,15 +97,14 @@ export function policyHandlers(c: ApprovalsContext): PolicyHandlers {
   return {
     putApprovalPolicy: putPolicy(c),
     deleteApprovalPolicy: deletePolicy(c),
-    async listApprovalPolicies(req, ctx) {
-      requireAdmin(ctx);
+    // Every operator reads the policies (what is held, who approves); only an admin writes them.
+    async listApprovalPolicies(req) {
       const limit = pageLimit(req.limit);
       const rows = await policiesDb.page(pool, limit + 1, pageCursor(req.cursor, "name"));
       const { page, nextCursor } = keysetPage(rows, limit, (p) => p.name);
       return { policies: page.map(toApprovalPolicy), nextCursor };
     },
-    async getApprovalPolicy(req, ctx) {
-      requireAdmin(ctx);
+    async getApprovalPolicy(req) {
       return toApprovalPolicy(await policy(pool, req.name));
     },
     async evaluateApproval(req) {

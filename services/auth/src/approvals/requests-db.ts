@@ -94,6 +94,27 @@ export const requestsDb = {
       [id, s.status, s.decided_at ?? null, s.executed_at ?? null, s.result ?? null, s.error ?? null],
     );
   },
+  /**
+   * A pending request frozen again: its new content, hash and summary. The approvals given for the
+   * old content no longer count: they are removed, and their approvers' names returned.
+   */
+  async replan(
+    db: Queryable,
+    id: string,
+    r: Pick<RequestRow, "content" | "content_hash" | "summary">,
+  ): Promise<string[]> {
+    await db.query("UPDATE change_requests SET content = $2, content_hash = $3, summary = $4 WHERE id = $1", [
+      id,
+      JSON.stringify(r.content),
+      r.content_hash,
+      r.summary,
+    ]);
+    const cleared = await db.query<{ operator_name: string }>(
+      "DELETE FROM change_request_decisions WHERE request_id = $1 AND decision = 'approve' RETURNING operator_name",
+      [id],
+    );
+    return cleared.rows.map((x) => x.operator_name).sort();
+  },
   /** Pending requests past their expiry, locked and skipping rows a decision holds. */
   async expiredPending(db: Queryable, now: number, limit = 500): Promise<RequestRow[]> {
     const q = `SELECT ${COLS} FROM change_requests WHERE status = 'pending' AND expires_at <= $1

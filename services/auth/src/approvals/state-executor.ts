@@ -5,7 +5,7 @@ import { StateService } from "@orch/contracts";
 import { rpcClient, type Actor, type Queryable } from "@orch/kit";
 import { operatorsDb } from "../db/operators.js";
 import type { AuthDeps } from "../deps.js";
-import type { ChangeExecutor, ChangeExecutors } from "./context.js";
+import type { ChangeExecutor, ChangeExecutors, ChangeReplanners } from "./context.js";
 import type { RequestRow } from "./requests-db.js";
 
 /** The requester as they are now: an operator removed, deactivated or narrowed since reaches no more than that. */
@@ -21,8 +21,11 @@ async function requesterNow(db: Queryable, r: RequestRow): Promise<Actor> {
   };
 }
 
+const stateClient = (deps: AuthDeps) =>
+  rpcClient(deps.nc, "state", StateService, { timeoutMs: deps.config.nats.request_timeout_ms });
+
 export function stateExecutors(deps: AuthDeps): ChangeExecutors {
-  const state = rpcClient(deps.nc, "state", StateService, { timeoutMs: deps.config.nats.request_timeout_ms });
+  const state = stateClient(deps);
   const viaState: ChangeExecutor = async (r, approvers) => {
     const actor = await requesterNow(deps.pool, r);
     const res = await state.executeChangeRequest(
@@ -38,5 +41,29 @@ export function stateExecutors(deps: AuthDeps): ChangeExecutors {
     );
     return { result: res.result };
   };
-  return { "assignment.apply": viaState };
+  return { "assignment.apply": viaState, "agent.apply": viaState };
+}
+
+/** The applies' re-planners: the state service freezes the apply again and starts a fresh plan. */
+export function stateReplanners(deps: AuthDeps): ChangeReplanners {
+  const state = stateClient(deps);
+  const viaState = async (r: RequestRow) => {
+    const res = await state.replanChangeRequest(
+      {
+        id: r.id,
+        action: r.action,
+        targetName: r.target_name,
+        contentHash: r.content_hash,
+        approvers: [],
+        content: r.content as JsonObject,
+      },
+      { actor: await requesterNow(deps.pool, r) },
+    );
+    return {
+      content: (res.content ?? {}) as Record<string, unknown>,
+      contentHash: res.contentHash,
+      summary: res.summary,
+    };
+  };
+  return { "assignment.apply": viaState, "agent.apply": viaState };
 }

@@ -6,14 +6,18 @@ import { pageQuery } from "../schemas.js";
 import { ApprovalPolicyList, ApprovalPolicyOut, approvalPolicyJson } from "./approval-policies-json.js";
 import { NewPolicyParams, PolicyParams, PutPolicyBody, putPolicyRequest } from "./approval-policies-schemas.js";
 
-/** /approval-policies: which actions need a second pair of eyes, and whose (docs/approvals.md). */
+/**
+ * /approval-policies: which actions need a second pair of eyes, and whose (docs/approvals.md). Every
+ * operator may read them (a requester should know what is held and who approves; a policy holds no
+ * secret); only an admin writes them.
+ */
 export function approvalPolicyRoutes(ctx: GatewayContext) {
   const approvals = rpcClient(ctx.nc, "auth", ApprovalService, { timeoutMs: ctx.timeoutMs });
   return [
     route({
       method: "GET",
       path: "/api/v1/approval-policies",
-      auth: "admin",
+      auth: "operator",
       summary: "List the approval policies, by name",
       tags: ["approvals"],
       query: pageQuery,
@@ -31,7 +35,7 @@ export function approvalPolicyRoutes(ctx: GatewayContext) {
     route({
       method: "GET",
       path: "/api/v1/approval-policies/{name}",
-      auth: "admin",
+      auth: "operator",
       summary: "One approval policy",
       tags: ["approvals"],
       params: PolicyParams,

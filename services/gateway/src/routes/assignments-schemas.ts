@@ -38,20 +38,24 @@ export const definitionMsg = (name: string, body: z.infer<typeof Definition>) =>
 export const WaitQuery = z.object({
   wait: qInt(0, 300).optional().describe("block up to this many seconds for the whole fan-out; 200 when it finished"),
 });
+/** The fields an apply an approval policy may hold takes (docs/approvals.md): assignment and agent applies. */
+export const approvalFields = {
+  reason: z
+    .string()
+    .max(500)
+    .optional()
+    .describe("apply only: why (kept with the change request an approval policy turns the apply into)"),
+  break_glass: z
+    .boolean()
+    .optional()
+    .describe(
+      "apply only, admins: execute without the approval a policy asks for; needs `reason`, audited as critical",
+    ),
+};
 export const RunBody = z
   .object({
     batch: batchField("rolling apply: agents per batch, or a percentage of the matched agents"),
     max_failures: maxFailuresField("stop launching batches once more operations than this failed"),
-    reason: z
-      .string()
-      .max(500)
-      .optional()
-      .describe("apply only: why (kept with the change request an approval policy turns the apply into)"),
-    break_glass: z
-      .boolean()
-      .optional()
-      .describe(
-        "apply only, admins: execute without the approval a policy asks for; needs `reason`, audited as critical",
-      ),
+    ...approvalFields,
   })
   .optional();

@@ -55,7 +55,7 @@ export function changeRequestRoutes(ctx: GatewayContext) {
       auth: "operator",
       summary: "Approve a pending change request; the last approval needed executes it",
       description:
-        "Refused with 409 plan_changed when what the request would do changed since it was submitted: nothing is executed, the approval is not recorded, and the requester re-submits.",
+        "Refused with 409 plan_changed when what the request would do changed since it was submitted: nothing is executed, the approval is not recorded, and the requester re-plans it (`POST …/replan`).",
       tags: ["approvals"],
       params: ChangeRequestParams,
       body: DecisionBody,
@@ -101,6 +101,27 @@ export function changeRequestRoutes(ctx: GatewayContext) {
       },
       async handler({ params, body, call }) {
         const r = await approvals.cancelChangeRequest({ id: params.id, comment: body.comment ?? "" }, call);
+        return changeRequestJson(r);
+      },
+    }),
+    route({
+      method: "POST",
+      path: "/api/v1/change-requests/{id}/replan",
+      auth: "operator",
+      summary: "Plan a pending change request again as it would run now (its requester or an admin)",
+      description:
+        "For applies whose plan went stale (an approval answered `plan_changed`): the action is frozen again from the current modules, values and targets and a fresh plan starts (`content.plan_run_id` or `content.plan_operation_id`). The request keeps its id and reason; approvals given so far are cleared and the approvers are asked again (`change_request.replanned`).",
+      tags: ["approvals"],
+      params: ChangeRequestParams,
+      body: DecisionBody,
+      responses: { 200: ChangeRequestOut },
+      errors: {
+        403: ["not_change_requester"],
+        404: ["change_request_not_found"],
+        409: ["change_request_not_pending", "change_request_expired", "replan_impossible"],
+      },
+      async handler({ params, body, call }) {
+        const r = await approvals.replanChangeRequest({ id: params.id, comment: body.comment ?? "" }, call);
         return changeRequestJson(r);
       },
     }),

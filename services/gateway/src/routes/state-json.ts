@@ -54,6 +54,12 @@ export const OperationOut = z.object({
     .string()
     .nullable()
     .describe("enforcement: the id of the drift record this apply corrects (actor `system:enforce`)"),
+  change_request_id: z
+    .string()
+    .optional()
+    .describe(
+      "set when an approval policy held the apply (202): this operation is the plan of what the change request would do; on an executed apply, the request it carried out",
+    ),
 });
 export const OperationDetailOut = OperationOut.extend({ results: z.array(ResultOut) });
 
@@ -82,6 +88,7 @@ export function operationJson(o: Operation) {
     assignment: o.assignment || null,
     run_id: o.runId || null,
     remediates: o.remediates || null,
+    ...(o.changeRequestId ? { change_request_id: o.changeRequestId } : {}),
   };
 }
 

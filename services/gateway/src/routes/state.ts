@@ -5,7 +5,6 @@ import { rpcClient, type Client } from "@orch/kit";
 import type { GatewayContext } from "../context.js";
 import { route, type RouteSpec } from "../route.js";
 import { pageQuery, Ulid } from "../schemas.js";
-import { NAME } from "./modules-schemas.js";
 import {
   BelievedOut,
   DriftCheckOut,
@@ -19,7 +18,7 @@ import {
   operationJson,
   outputJson,
 } from "./state-json.js";
-import { NodeId, OperationsQuery, WaitQuery } from "./state-schemas.js";
+import { NodeId, OperationsQuery, RunAgentBody, WaitQuery } from "./state-schemas.js";
 
 /**
  * The state area: per-agent apply/plan/drift, operations, believed state (modules and assignments
@@ -34,7 +33,8 @@ export function stateRoutes(ctx: GatewayContext): RouteSpec[] {
 const isOpen = (status: string) => status === "pending" || status === "running";
 
 function sendOperation(reply: FastifyReply, op: Operation) {
-  reply.code(isOpen(op.status) ? 202 : 200).send(operationDetailJson(op));
+  // A held apply answers its plan (finished or not) with 202: the apply itself has not happened.
+  reply.code(isOpen(op.status) || (op.kind === "plan" && op.changeRequestId) ? 202 : 200).send(operationDetailJson(op));
   return reply;
 }
 
@@ -58,20 +58,34 @@ function stateRunRoutes(ctx: GatewayContext, state: Client<typeof StateService>)
         kind === "apply"
           ? "Apply modules to one agent"
           : "Plan modules against one agent (check mode: nothing changes)",
-      description:
-        "Starts an operation (202). A disconnected agent gives an `unreachable` operation; every operation ends by `state.operation_timeout_seconds` (`timed_out`).",
+      description: `Starts an operation (202). A disconnected agent gives an \`unreachable\` operation; every operation ends by \`state.operation_timeout_seconds\` (\`timed_out\`).${
+        kind === "apply"
+          ? " When an approval policy covers the agent the apply does not run: it becomes a change request (`change_request_id`, 202) and the operation returned is the plan of what it would do; it executes once approved (docs/approvals.md). An admin may pass `break_glass: true` with a `reason` instead."
+          : ""
+      }`,
       tags: ["state"],
       params: NodeId,
       query: WaitQuery,
-      body: z.object({ modules: z.array(NAME).min(1).max(100) }),
+      body: kind === "apply" ? RunAgentBody : RunAgentBody.pick({ modules: true }),
       responses: { 202: OperationDetailOut, 200: OperationDetailOut },
-      errors: { 404: ["agent_not_found", "module_not_found"], 409: ["agent_not_approved"] },
+      errors:
+        kind === "apply"
+          ? {
+              400: ["break_glass_reason_required"],
+              403: ["break_glass_forbidden"],
+              404: ["agent_not_found", "module_not_found"],
+              409: ["agent_not_approved"],
+            }
+          : { 404: ["agent_not_found", "module_not_found"], 409: ["agent_not_approved"] },
       async handler({ params, query, body, call }, reply) {
         const wait = query.wait ?? 0;
+        // A plan's body has neither field.
+        const b = body as z.infer<typeof RunAgentBody>;
+        const approval = { reason: b.reason ?? "", breakGlass: b.break_glass ?? false };
         return sendOperation(
           reply,
           await state.runAgent(
-            { nodeId: params.node_id, kind, modules: body.modules, waitSeconds: wait },
+            { nodeId: params.node_id, kind, modules: body.modules, waitSeconds: wait, ...approval },
             waitCall(call, wait),
           ),
         );

@@ -57,3 +57,26 @@ export function frozenApply(
   };
   return { content, hash: sha256(canonicalJson(content)) };
 }
+
+/** What an agent apply would do, frozen for its change request, and the hash its approval binds to. */
+export interface FrozenAgentApply {
+  content: {
+    node_id: string;
+    name: string;
+    modules: { name: string; sha256: string }[];
+    /** The agent's merged values' fingerprint ("" when none render). */
+    values_sha256: string;
+  };
+  hash: string;
+}
+
+/** The inputs that decide what an agent apply changes: the agent, its module versions and values. */
+export function frozenAgentApply(agent: AgentInfo, sources: readonly ModuleSource[]): FrozenAgentApply {
+  const content = {
+    node_id: agent.nodeId,
+    name: agent.name,
+    modules: sources.map((s) => ({ name: s.name, sha256: s.sha256 })),
+    values_sha256: agent.values ? sha256(canonicalJson(agent.values)) : "",
+  };
+  return { content, hash: sha256(canonicalJson(content)) };
+}

@@ -24,7 +24,7 @@ export interface ApplyRequest {
 /** What the apply may do: run now, or wait for the change request it became (its plan is `planRunId`). */
 export type ApplyGate = { kind: "run" } | { kind: "held"; changeRequestId: string; planRunId: string };
 
-const agentRef = (a: AgentInfo) => ({ id: a.nodeId, name: a.name, attributes: a.attributes, tags: a.tags });
+export const agentRef = (a: AgentInfo) => ({ id: a.nodeId, name: a.name, attributes: a.attributes, tags: a.tags });
 
 function checkReason(reason: string): string {
   const r = reason.trim();
@@ -33,44 +33,78 @@ function checkReason(reason: string): string {
   return r;
 }
 
+/** The actor, what they act on, and how: what every gate needs to ask the policies. */
+export interface GateInput {
+  action: "assignment.apply" | "agent.apply";
+  agents: AgentInfo[];
+  actor: Actor;
+  reason: string;
+  breakGlass: boolean;
+  /** What the action targets, for the bypass event. */
+  target: { id: string; name: string; type: string };
+  /** "applied assignment web", for the bypass event's summary. */
+  doing: string;
+}
+
 /**
- * Approval at the point of execution: an apply whose targets an approval policy covers does not
- * run. It becomes a change request that freezes what it would do (the inputs' hash) and starts a
- * plan of it, so approvers see the per-agent diffs. An admin may break glass with a reason instead.
+ * Approval at the point of execution: asks the policies whether the action on these agents needs
+ * approval. `run`: it does not (or an admin broke glass, recorded here); `hold`: it must become a
+ * change request, with the checked reason.
+ */
+export async function needsApproval(
+  engine: Engine,
+  g: GateInput,
+): Promise<{ kind: "run" } | { kind: "hold"; reason: string }> {
+  const reason = checkReason(g.reason);
+  const verdict = await engine.clients.approvals.evaluateApproval(
+    { action: g.action, agents: g.agents.map(agentRef) },
+    { actor: g.actor },
+  );
+  if (!verdict.required) return { kind: "run" };
+  if (!g.breakGlass) return { kind: "hold", reason };
+  await bypass(engine, g, reason, verdict);
+  return { kind: "run" };
+}
+
+/**
+ * An apply whose targets an approval policy covers does not run. It becomes a change request that
+ * freezes what it would do (the inputs' hash) and starts a plan of it, so approvers see the
+ * per-agent diffs. An admin may break glass with a reason instead.
  */
 export async function gateApply(engine: Engine, req: ApplyRequest): Promise<ApplyGate> {
-  const reason = checkReason(req.reason);
-  const agents = req.agents.map(agentRef);
-  const verdict = await engine.clients.approvals.evaluateApproval({ action: ACTION, agents }, { actor: req.actor });
-  if (!verdict.required) return { kind: "run" };
-  if (req.breakGlass) {
-    await bypass(engine, req, reason, verdict);
-    return { kind: "run" };
-  }
-  return hold(engine, req, reason);
+  const name = req.assignment.name;
+  const verdict = await needsApproval(engine, {
+    action: ACTION,
+    agents: req.agents,
+    actor: req.actor,
+    reason: req.reason,
+    breakGlass: req.breakGlass,
+    target: { id: name, name, type: "assignment" },
+    doing: `applied assignment ${name}`,
+  });
+  return verdict.kind === "run" ? verdict : hold(engine, req, verdict.reason);
 }
 
 async function bypass(
   engine: Engine,
-  req: ApplyRequest,
+  g: GateInput,
   reason: string,
   verdict: { policy: string; approverIds: string[] },
 ): Promise<void> {
-  if (req.actor.role !== "admin")
-    throw forbidden("break_glass_forbidden", "only an admin may apply without the approval a policy asks for");
+  if (g.actor.role !== "admin")
+    throw forbidden("break_glass_forbidden", "only an admin may act without the approval a policy asks for");
   if (!reason) throw invalid("break_glass_reason_required", "a break-glass apply needs a reason", { field: "reason" });
-  const name = req.assignment.name;
   await engine.deps.events.tx(async (_db, emit) => {
     await emit({
       type: "approval.bypassed",
-      summary: `${req.actor.name} applied assignment ${name} without approval (policy ${verdict.policy}): ${reason}`,
-      actor: req.actor,
-      target: { id: name, name, type: "assignment" },
+      summary: `${g.actor.name} ${g.doing} without approval (policy ${verdict.policy}): ${reason}`,
+      actor: g.actor,
+      target: g.target,
       metadata: {
-        action: ACTION,
+        action: g.action,
         policy: verdict.policy,
         reason,
-        agents: req.agents.length,
+        agents: g.agents.length,
         notify_operator_ids: verdict.approverIds,
       },
     });

@@ -56,6 +56,8 @@ export interface OperationRow {
   assignment: string;
   /** Enforcement: the drift record this apply corrects. */
   remediates: string | null;
+  /** The approved change request this apply executes (docs/approvals.md). */
+  change_request_id: string | null;
 }
 
 export type NewOperation = Pick<
@@ -72,6 +74,7 @@ export type NewOperation = Pick<
   | "run_id"
   | "assignment"
   | "remediates"
+  | "change_request_id"
 >;
 
 export interface Finish {
@@ -85,13 +88,13 @@ export interface Finish {
 }
 
 const COLS =
-  "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, results, output, error_code, error, run_id, assignment, remediates";
+  "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, results, output, error_code, error, run_id, assignment, remediates, change_request_id";
 /** Lists skip the heavy columns. */
 const LIST_COLS =
-  "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, '[]'::jsonb AS results, '[]'::jsonb AS output, error_code, error, run_id, assignment, remediates";
+  "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, '[]'::jsonb AS results, '[]'::jsonb AS output, error_code, error, run_id, assignment, remediates, change_request_id";
 /** A list with results (a run's page): still without the captured output, fetched one operation at a time. */
 const LIST_COLS_RESULTS =
-  "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, results, '[]'::jsonb AS output, error_code, error, run_id, assignment, remediates";
+  "id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, started_at, finished_at, deadline, summary, results, '[]'::jsonb AS output, error_code, error, run_id, assignment, remediates, change_request_id";
 
 /** finishMany's answer: every column, results and output only when nothing was written to them. */
 const RETURN_LEAN = COLS.split(", ")
@@ -113,15 +116,22 @@ export const operationsDb = {
   async insertMany(db: Queryable, ops: NewOperation[]): Promise<void> {
     if (ops.length === 0) return;
     await db.query(
-      `INSERT INTO operations (id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, deadline, run_id, assignment, remediates)
-       SELECT id, node_id, node_name, kind, modules, 'pending', actor_id, actor_name, created_at, deadline, run_id, assignment, remediates
+      `INSERT INTO operations (id, node_id, node_name, kind, modules, status, actor_id, actor_name, created_at, deadline, run_id, assignment, remediates, change_request_id)
+       SELECT id, node_id, node_name, kind, modules, 'pending', actor_id, actor_name, created_at, deadline, run_id, assignment, remediates, change_request_id
          FROM jsonb_to_recordset($1::jsonb) AS x(id text, node_id text, node_name text, kind text, modules text[], actor_id text, actor_name text,
-                                                   created_at bigint, deadline bigint, run_id text, assignment text, remediates text)`,
+                                                   created_at bigint, deadline bigint, run_id text, assignment text, remediates text,
+                                                   change_request_id text)`,
       [JSON.stringify(ops)],
     );
   },
   async get(db: Queryable, id: string): Promise<OperationRow | undefined> {
     return (await db.query<OperationRow>(`SELECT ${COLS} FROM operations WHERE id = $1`, [id])).rows[0];
+  },
+  /** The operation an approved change request started, if it started one. */
+  async byChangeRequest(db: Queryable, changeRequestId: string): Promise<OperationRow | undefined> {
+    return (
+      await db.query<OperationRow>(`SELECT ${COLS} FROM operations WHERE change_request_id = $1`, [changeRequestId])
+    ).rows[0];
   },
   /** Newest first; `before` is the id of the last row of the previous page. */
   async page(

@@ -62,6 +62,7 @@ export function endEvent(row: OperationRow): EventInput {
     ...(row.error_code ? { error_code: row.error_code } : {}),
     ...(row.assignment ? { assignment: row.assignment, run_id: row.run_id } : {}),
     ...(row.remediates ? { remediates: row.remediates } : {}),
+    ...(row.change_request_id ? { change_request_id: row.change_request_id } : {}),
   };
   const type =
     row.kind === "apply"

@@ -20,6 +20,8 @@ export interface OperationInput {
   only?: ReadonlySet<string>;
   /** Enforcement: the drift record the apply corrects. */
   remediates?: string;
+  /** The approved change request this apply executes (unique: it runs once). */
+  changeRequestId?: string;
 }
 
 export interface Runner {

@@ -39,6 +39,7 @@ export function createRunner(deps: StateDeps, clients: Clients, cache: ModuleCac
         run_id: input.runId ?? null,
         assignment: input.assignment ?? "",
         remediates: input.remediates ?? null,
+        change_request_id: input.changeRequestId ?? null,
       };
     },
 

@@ -4,7 +4,7 @@ import { assignmentMsg } from "../convert.js";
 import { assignmentsDb } from "../db/catalog.js";
 import type { Engine } from "../engine/index.js";
 import { getAssignmentRun, listAssignmentRuns, runAssignment } from "./assignment-runs.js";
-import { executeChangeRequest } from "./change-requests.js";
+import { executeChangeRequest, replanChangeRequest } from "./change-requests.js";
 import { createAssignment, deleteAssignment, updateAssignment } from "./assignment-writes.js";
 
 type H = Handlers<typeof StateService>;
@@ -17,6 +17,7 @@ type AssignmentHandlers = Pick<
   | "deleteAssignment"
   | "runAssignment"
   | "executeChangeRequest"
+  | "replanChangeRequest"
   | "getAssignmentRun"
   | "listAssignmentRuns"
 >;
@@ -48,6 +49,7 @@ export function assignmentHandlers(engine: Engine): AssignmentHandlers {
     deleteAssignment: deleteAssignment(engine),
     runAssignment: runAssignment(engine),
     executeChangeRequest: executeChangeRequest(engine),
+    replanChangeRequest: replanChangeRequest(engine),
     getAssignmentRun: getAssignmentRun(engine),
     listAssignmentRuns: listAssignmentRuns(engine),
   };

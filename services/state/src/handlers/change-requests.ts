@@ -1,6 +1,9 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import type { StateService } from "@orch/contracts";
-import { invalid, OrchError, precondition, type Handlers } from "@orch/kit";
+import { invalid, OrchError, type Handlers } from "@orch/kit";
+import { executeAgentApply, replanAgentApply } from "../approvals/agent-apply.js";
 import { frozenApply } from "../approvals/apply-content.js";
+import { cannotReplan, planChanged } from "../approvals/refusals.js";
 import { assignmentsDb } from "../db/catalog.js";
 import { runsDb } from "../db/runs.js";
 import { withParameters } from "../engine/assignment-parameters.js";
@@ -20,18 +23,20 @@ function frozenRollout(req: { content?: Record<string, unknown> | undefined }) {
   };
 }
 
-const planChanged = (why: string) =>
-  precondition("plan_changed", `the change request's content changed since it was submitted: ${why}`);
-
-/** The apply as it would run now, or plan_changed when its assignment or a module is gone. */
-async function currentApply(engine: Engine, name: string, actor: Parameters<typeof approvedAgents>[1]) {
+/** The apply as it would run now; its assignment or a module gone is `gone(why)`. */
+async function currentApply(
+  engine: Engine,
+  name: string,
+  actor: Parameters<typeof approvedAgents>[1],
+  gone: (why: string) => OrchError = planChanged,
+) {
   const { deps, clients, cache } = engine;
   const assignment = await assignmentsDb.get(deps.pool, name);
-  if (!assignment) throw planChanged(`assignment '${name}' was deleted`);
+  if (!assignment) throw gone(`assignment '${name}' was deleted`);
   const sources = await loadSources(deps.pool, cache, assignment.modules).then(
     (s) => withParameters(s, assignment.parameters),
     (err: unknown) => {
-      throw err instanceof OrchError && err.reason === "module_not_found" ? planChanged(err.message) : err;
+      throw err instanceof OrchError && err.reason === "module_not_found" ? gone(err.message) : err;
     },
   );
   const agents = matchAgents(assignment.selector, await approvedAgents(clients, actor));
@@ -47,6 +52,7 @@ async function currentApply(engine: Engine, name: string, actor: Parameters<type
 export const executeChangeRequest =
   (engine: Engine): H["executeChangeRequest"] =>
   async (req, ctx) => {
+    if (req.action === "agent.apply") return { result: (await executeAgentApply(engine, req, ctx.actor)).id };
     if (req.action !== "assignment.apply")
       throw invalid("invalid_request", `the state service does not execute '${req.action}'`, { field: "action" });
     const done = await runsDb.byChangeRequest(engine.deps.pool, req.id);
@@ -73,4 +79,35 @@ export const executeChangeRequest =
       if (again) return { result: again.id };
       throw err;
     }
+  };
+
+/**
+ * Freezes a pending change request's action again as it would run now (as the requester) and
+ * starts a fresh plan of it: the auth service stores the new content and hash, and the request
+ * needs approval again. Errors (the assignment, agent or a module gone) say why it cannot be.
+ */
+export const replanChangeRequest =
+  (engine: Engine): H["replanChangeRequest"] =>
+  async (req, ctx) => {
+    if (req.action === "agent.apply") return replanAgentApply(engine, req, ctx.actor);
+    if (req.action !== "assignment.apply")
+      throw invalid("invalid_request", `the state service does not plan '${req.action}'`, { field: "action" });
+    const { assignment, sources, agents } = await currentApply(engine, req.targetName, ctx.actor, cannotReplan);
+    const rollout = frozenRollout(req);
+    const frozen = frozenApply(assignment, sources, await valuesFor(engine.deps.pool, sources, agents), rollout);
+    const { run } = await engine.fanout.start({
+      assignment,
+      kind: "plan",
+      batch: "",
+      maxFailures: null,
+      actor: ctx.actor,
+      sources,
+      agents,
+    });
+    const n = agents.length;
+    return {
+      content: { ...frozen.content, plan_run_id: run.id } as unknown as JsonObject,
+      contentHash: frozen.hash,
+      summary: `apply assignment ${assignment.name} on ${n} agent${n === 1 ? "" : "s"}`,
+    };
   };

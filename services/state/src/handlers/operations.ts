@@ -1,6 +1,7 @@
 import type { StateService } from "@orch/contracts";
 import { keysetPage, notFound, pageCursor, type Handlers } from "@orch/kit";
 import { operationMsg } from "../convert.js";
+import { gateAgentApply } from "../approvals/agent-apply.js";
 import { operationsDb } from "../db/operations.js";
 import type { Engine } from "../engine/index.js";
 import { loadSources } from "../engine/modules.js";
@@ -34,6 +35,19 @@ export function operationHandlers(engine: Engine): OperationHandlers {
       const modules = checkModuleList(req.modules);
       const sources = await loadSources(pool, cache, modules);
       const [agent] = await valuesFor(pool, sources, [await approvedAgent(clients, req.nodeId, ctx.actor)]);
+      if (kind === "apply") {
+        const gate = await gateAgentApply(engine, {
+          agent: agent!,
+          sources,
+          actor: ctx.actor,
+          reason: req.reason,
+          breakGlass: req.breakGlass,
+        });
+        if (gate.kind === "held") {
+          const plan = (await runner.waitFor(gate.planOperationId, wait))!;
+          return { ...operationMsg(plan, true), changeRequestId: gate.changeRequestId };
+        }
+      }
       const { op } = await runner.start({ agent: agent!, kind, sources, actor: ctx.actor });
       return operationMsg((await runner.waitFor(op.id, wait)) ?? op, true);
     },

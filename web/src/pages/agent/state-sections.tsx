@@ -1,7 +1,9 @@
 /**
  * The agent page's state views: apply or plan modules on this agent (State), its newest operations,
  * and its drift (latest record, "Check now", "Re-apply"). The operation shown under State is in the
- * query string (?op=), so a result is bookmarkable and back/forward step between results.
+ * query string (?op=), so a result is bookmarkable and back/forward step between results. A notice
+ * names the approval policies that hold applies to an agent (`agent.apply`); an apply one held shows
+ * its change request, with the plan it made below.
  */
 import { useState } from "react";
 import { Link } from "wouter";
@@ -17,7 +19,8 @@ import {
 import { useModules } from "../../api/modules";
 import { driftStatus, resultText } from "../../lib/operation-text";
 import { useUrlState } from "../../lib/url-state";
-import { Badge, EmptyState, Loading, ProblemMessage, QueryStatus, Section, Time, toneOf } from "../../ui";
+import { Badge, Banner, EmptyState, Loading, ProblemMessage, QueryStatus, Section, Time, toneOf } from "../../ui";
+import { ApprovalBanner } from "../parts/approval-banner";
 import { ItemTable } from "../parts/item-table";
 import { DiffModeToggle, DiffView } from "../../ui/diff-view";
 import { OperationResults } from "../parts/operation-results";
@@ -41,6 +44,7 @@ export function StateSection({ nodeId }: { nodeId: string }) {
 
   return (
     <Section title="State">
+      <ApprovalBanner action="agent.apply" />
       <QueryStatus query={modules}>
         {names.length === 0 ? (
           <EmptyState title="No modules yet.">
@@ -84,6 +88,15 @@ export function StateSection({ nodeId }: { nodeId: string }) {
         )}
       </QueryStatus>
       <ProblemMessage error={run.error} />
+      {run.data?.change_request_id && run.data.id === opId ? (
+        <Banner kind="info" testId="agent-apply-held">
+          An approval policy holds this apply: nothing was applied. It waits for approval as{" "}
+          <Link href={`/requests/${encodeURIComponent(run.data.change_request_id)}`}>
+            change request {run.data.change_request_id}
+          </Link>
+          ; the plan below is what its approvers see.
+        </Banner>
+      ) : null}
       {opId ? (
         <div className="stack">
           <QueryStatus query={shown}>

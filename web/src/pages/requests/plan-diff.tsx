@@ -66,3 +66,28 @@ function TargetDiff({ target }: { target: Target }) {
     </section>
   );
 }
+
+/** What a held `agent.apply` would change: its plan operation (`content.plan_operation_id`). */
+export function AgentPlanDiff({ nodeId, name, operationId }: { nodeId: string; name: string; operationId: string }) {
+  const op = useOperation(operationId);
+  useEffect(() => {
+    void loadDiffRenderer();
+  }, []);
+  return (
+    <section className="request-target card" aria-label={name} data-testid="request-target">
+      <h3>
+        <Link href={`/agents/${encodeURIComponent(nodeId)}`}>{name}</Link>{" "}
+        <Link href={`/operations/${encodeURIComponent(operationId)}`}>plan {operationId}</Link>
+      </h3>
+      {op.data && !operationFinished(op.data.status) ? (
+        <p className="muted">{op.data.status}: waiting for the agent's plan…</p>
+      ) : op.data ? (
+        <OperationResults operation={op.data} label={name} />
+      ) : op.error ? (
+        <ProblemMessage error={op.error} />
+      ) : (
+        <Loading />
+      )}
+    </section>
+  );
+}
