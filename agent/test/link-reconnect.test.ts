@@ -74,6 +74,9 @@ t.test("the agent reconnects with backoff when the service goes away and comes b
   const a = agents.spawn(["--server", server]);
   const id = await a.nodeId();
   await eventually(async () => (await get(id))?.connected);
+  // The registry says connected once the Hello arrives; the agent's link is up only once it has read
+  // the Welcome. Stopping in between (a busy machine) is a failed connect, not a lost link.
+  await eventually(() => a.records().some((x) => x.msg === "link up"), 20_000);
   const oldReplica = svc.svc.replica;
   await svc.stop();
   // Let it fail a few times against a closed port.

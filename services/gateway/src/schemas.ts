@@ -100,6 +100,12 @@ export const batchField = (what: string) =>
     .optional()
     .describe(what);
 
+/**
+ * An integer the bus carries as int32: bounded here so that any value past that range is a 400, not
+ * a message that cannot be encoded (a 500). The service still checks the field's own range.
+ */
+export const int32Field = () => z.number().int().min(INT32_MIN).max(INT32_MAX).meta({ format: "int32" });
+
 /** How many failures a rolling run tolerates before it launches no more batches. */
 export const maxFailuresField = (what: string) =>
   z

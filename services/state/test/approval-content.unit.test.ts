@@ -1,5 +1,5 @@
 import t from "tap";
-import { canonicalJson, frozenApply } from "../src/approvals/apply-content.js";
+import { canonicalJson, frozenAgentApply, frozenApply } from "../src/approvals/apply-content.js";
 import type { AssignmentRow } from "../src/db/catalog.js";
 import type { AgentInfo } from "../src/deps.js";
 import type { ModuleSource } from "../src/engine/render.js";
@@ -63,4 +63,19 @@ t.test("each input that decides the apply changes the hash", async (t) => {
     }),
   };
   for (const [what, v] of Object.entries(variants)) t.not(v.hash, base.hash, what);
+});
+
+t.test("an agent apply: the agent, each module version and its values decide the hash", async (t) => {
+  const one = frozenAgentApply(agent("1", { x: 1 }), [source("a1")]);
+  t.equal(frozenAgentApply(agent("1", { x: 1 }), [source("a1")]).hash, one.hash, "equal inputs, equal hash");
+  t.same(one.content.modules, [{ name: "site", sha256: "a1" }]);
+  t.equal(one.content.node_id, "1");
+  const variants = {
+    "another agent": frozenAgentApply(agent("2", { x: 1 }), [source("a1")]),
+    "a module version": frozenAgentApply(agent("1", { x: 1 }), [source("a2")]),
+    "its values": frozenAgentApply(agent("1", { x: 2 }), [source("a1")]),
+    "no values": frozenAgentApply(agent("1"), [source("a1")]),
+  };
+  for (const [what, v] of Object.entries(variants)) t.not(v.hash, one.hash, what);
+  t.equal(variants["no values"].content.values_sha256, "");
 });

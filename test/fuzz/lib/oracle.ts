@@ -12,7 +12,8 @@ export interface Answer {
 
 /**
  * Which documented route the router serves for a concrete path: static segments win over
- * parameters, as in fastify's router (a node id of "summary" is GET /agents/summary).
+ * parameters, as in fastify's router (a node id of "summary" is GET /agents/summary). A HEAD is
+ * served by the GET route of its path.
  */
 export function routeMatcher(routes: Route[]) {
   const table = routes.map((r) => ({ r, segs: r.path.split("/") }));
@@ -20,7 +21,9 @@ export function routeMatcher(routes: Route[]) {
     const segs = urlPath.split("/");
     let best: { r: Route; score: number } | undefined;
     for (const { r, segs: rs } of table) {
-      if (r.method !== method || rs.length !== segs.length) continue;
+      // fastify serves the HEAD of every GET route.
+      const served = r.method === method || (method === "HEAD" && r.method === "GET");
+      if (!served || rs.length !== segs.length) continue;
       let score = 0;
       let ok = true;
       for (let i = 0; i < rs.length && ok; i++) {
@@ -72,11 +75,12 @@ export function createOracle(doc: { components: { schemas: Record<string, Schema
         wrong.push(`problem.status ${(body as { status: number }).status} differs from HTTP ${a.status}`);
       return wrong;
     }
-    // A redirect is an answer only where the route documents it (single sign-on's browser routes).
+    // A redirect is an answer only where the route documents it (single sign-on's browser routes);
+    // the HEAD of a GET route answers like the GET.
     const documentedRedirect =
       a.status >= 300 &&
       a.status < 400 &&
-      route?.method === method &&
+      (route?.method === method || (method === "HEAD" && route?.method === "GET")) &&
       route.op.responses[String(a.status)] !== undefined;
     if ((a.status < 200 || a.status >= 300) && !documentedRedirect) return [...wrong, `unexpected status ${a.status}`];
     if (!route || route.method !== method) {

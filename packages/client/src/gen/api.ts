@@ -2826,7 +2826,10 @@ export interface operations {
                 "application/json": {
                     /** @description agents to reach besides your scope (assignment grammar), e.g. `role=db` or `name in (db-1)` */
                     agent_selector?: string;
-                    /** @description how long, up to the policy's max_access_seconds */
+                    /**
+                     * Format: int32
+                     * @description how long, up to the policy's max_access_seconds
+                     */
                     duration_seconds: number;
                     /** @description why (required; the approvers read it) */
                     reason: string;
@@ -5333,14 +5336,23 @@ export interface operations {
                 "application/json": {
                     /** @description actions the policy holds for approval: assignment.apply, agent.apply, access.request */
                     actions: string[];
-                    /** @description approvals needed, 1..10 */
+                    /**
+                     * Format: int32
+                     * @description approvals needed, 1..10
+                     */
                     approvals_required: number;
                     /** @description `operator:<name>`, `role:admin`, `role:operator` (every operator) or `group:<sso group>` */
                     approvers: string[];
                     description?: string;
-                    /** @description seconds a request stays pending before it expires, 60..2592000; default 86400 */
+                    /**
+                     * Format: int32
+                     * @description seconds a request stays pending before it expires, 60..2592000; default 86400
+                     */
                     expires_after_seconds?: number;
-                    /** @description for access.request: the longest access a request may ask for, 60..604800 seconds; default 28800 */
+                    /**
+                     * Format: int32
+                     * @description for access.request: the longest access a request may ask for, 60..604800 seconds; default 28800
+                     */
                     max_access_seconds?: number;
                     /** @description whether the requester may approve; default false */
                     requester_may_approve?: boolean;

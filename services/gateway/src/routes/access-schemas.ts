@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ACCESS_ROLES } from "@orch/contracts";
-import { pageQuery, qBool } from "../schemas.js";
+import { int32Field, pageQuery, qBool } from "../schemas.js";
 
 /** Request shapes of just-in-time access (docs/approvals.md). */
 
@@ -12,7 +12,7 @@ export const AccessRequestBody = z.object({
     .describe("agents to reach besides your scope (assignment grammar), e.g. `role=db` or `name in (db-1)`"),
   role: z.enum(ACCESS_ROLES).optional().describe("the admin role, for the duration"),
   reason: z.string().max(500).describe("why (required; the approvers read it)"),
-  duration_seconds: z.number().int().describe("how long, up to the policy's max_access_seconds"),
+  duration_seconds: int32Field().describe("how long, up to the policy's max_access_seconds"),
 });
 
 export const GrantListQuery = pageQuery.extend({

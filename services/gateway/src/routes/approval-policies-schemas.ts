@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { APPROVAL_ACTIONS, NAME_RE, checkName } from "@orch/contracts";
-import { ruled } from "../schemas.js";
+import { int32Field, ruled } from "../schemas.js";
 
 /**
  * Request shapes of /api/v1/approval-policies. Types and sizes only: the auth service checks the
@@ -23,20 +23,16 @@ export const PutPolicyBody = z.object({
     .max(4096)
     .optional()
     .describe("agent selector (assignment grammar); `*` or absent = every agent and actions without agents"),
-  approvals_required: z.number().int().describe("approvals needed, 1..10"),
+  approvals_required: int32Field().describe("approvals needed, 1..10"),
   approvers: z
     .array(z.string().max(256))
     .max(100)
     .describe("`operator:<name>`, `role:admin`, `role:operator` (every operator) or `group:<sso group>`"),
   requester_may_approve: z.boolean().optional().describe("whether the requester may approve; default false"),
-  expires_after_seconds: z
-    .number()
-    .int()
+  expires_after_seconds: int32Field()
     .optional()
     .describe("seconds a request stays pending before it expires, 60..2592000; default 86400"),
-  max_access_seconds: z
-    .number()
-    .int()
+  max_access_seconds: int32Field()
     .optional()
     .describe("for access.request: the longest access a request may ask for, 60..604800 seconds; default 28800"),
 });
