@@ -143,15 +143,10 @@ async function denyStep(s: Step): Promise<void> {
   await emitDecision(s, "change_request.denied", "denied", approvers);
 }
 
-/** Withdrawing or re-planning a request is its requester's (or an admin's) to do. */
-export function requireRequesterOrAdmin(actor: Actor, r: RequestRow, doing: string): void {
-  if (actor.id !== r.requester_id && actor.role !== "admin" && actor.type !== "system")
-    throw forbidden("not_change_requester", `only the requester or an admin may ${doing} a change request`);
-}
-
 async function cancelStep(s: Step): Promise<void> {
   const { actor, r } = s;
-  requireRequesterOrAdmin(actor, r, "cancel");
+  if (actor.id !== r.requester_id && actor.role !== "admin" && actor.type !== "system")
+    throw forbidden("not_change_requester", "only the requester or an admin may cancel a change request");
   await requestsDb.setStatus(s.db, r.id, { status: "cancelled", decided_at: s.now });
   await s.emit({
     type: "change_request.cancelled",
@@ -162,48 +157,26 @@ async function cancelStep(s: Step): Promise<void> {
   });
 }
 
-/** A decision's comment, bounded as every decision's is. */
-export function checkComment(comment: string): void {
-  if (comment.length > 2000)
-    throw invalid("invalid_request", "comment is longer than 2000 characters", { field: "comment" });
-}
-
-/**
- * Runs `step` on a request that is still pending, under its row lock (the caller's transaction).
- * One past its expiry is marked expired instead (committed), and the caller then throws
- * change_request_expired (`expiredError`).
- */
-export async function withPending(
-  c: ApprovalsContext,
-  id: string,
-  step: (db: Queryable, emit: Emit, r: RequestRow, now: number) => Promise<void>,
-): Promise<"done" | "expired"> {
-  return c.deps.events.tx(async (db, emit) => {
-    const r = await requestsDb.byId(db, id, true);
-    if (!r) throw requestNotFound(id);
-    if (r.status !== "pending")
-      throw precondition("change_request_not_pending", `change request ${r.id} is ${r.status}`, { status: r.status });
-    const now = c.deps.clock.now();
-    if (r.expires_at <= now) {
-      await expire(db, emit, r, now);
-      return "expired";
-    }
-    await step(db, emit, r, now);
-    return "done";
-  });
-}
-
-export const expiredError = (id: string) => precondition("change_request_expired", `change request ${id} expired`);
-
 function decider(c: ApprovalsContext, step: (s: Step) => Promise<void>) {
   return async (req: DecideChangeRequestRequest, ctx: CallContext) => {
-    checkComment(req.comment);
+    if (req.comment.length > 2000)
+      throw invalid("invalid_request", "comment is longer than 2000 characters", { field: "comment" });
     const after: (() => void)[] = [];
-    const outcome = await withPending(c, req.id, (db, emit, r, now) =>
-      step({ c, db, emit, r, actor: ctx.actor, comment: req.comment, now, after }),
-    );
+    const outcome = await c.deps.events.tx(async (db, emit) => {
+      const r = await requestsDb.byId(db, req.id, true);
+      if (!r) throw requestNotFound(req.id);
+      if (r.status !== "pending")
+        throw precondition("change_request_not_pending", `change request ${r.id} is ${r.status}`, { status: r.status });
+      const now = c.deps.clock.now();
+      if (r.expires_at <= now) {
+        await expire(db, emit, r, now);
+        return "expired";
+      }
+      await step({ c, db, emit, r, actor: ctx.actor, comment: req.comment, now, after });
+      return "decided";
+    });
     for (const fn of after) fn();
-    if (outcome === "expired") throw expiredError(req.id);
+    if (outcome === "expired") throw precondition("change_request_expired", `change request ${req.id} expired`);
     return loadRequest(c.deps.pool, req.id);
   };
 }

@@ -2,34 +2,44 @@
 // the executing service freezes the action again as it would run now and starts a fresh plan; the
 // request keeps its id, reason and history, takes the new content and hash, and needs approval again.
 import type { ApprovalService, DecideChangeRequestRequest } from "@orch/contracts";
-import { precondition, type CallContext, type Handlers } from "@orch/kit";
+import { forbidden, invalid, precondition, type CallContext, type Handlers } from "@orch/kit";
 import { eligibleOperatorIds } from "./approvers.js";
 import type { ApprovalsContext } from "./context.js";
-import { checkComment, expiredError, requireRequesterOrAdmin, withPending } from "./decide.js";
+import { expire } from "./decide.js";
 import { loadRequest, requestNotFound } from "./handlers-requests.js";
-import { requestsDb } from "./requests-db.js";
+import { requestsDb, type RequestRow } from "./requests-db.js";
 
 type ReplanHandlers = Pick<Handlers<typeof ApprovalService>, "replanChangeRequest">;
 
+const notPending = (r: RequestRow) =>
+  precondition("change_request_not_pending", `change request ${r.id} is ${r.status}`, { status: r.status });
+
 async function replan(c: ApprovalsContext, req: DecideChangeRequestRequest, ctx: CallContext) {
-  checkComment(req.comment);
+  if (req.comment.length > 2000)
+    throw invalid("invalid_request", "comment is longer than 2000 characters", { field: "comment" });
   const { actor } = ctx;
   const before = await requestsDb.byId(c.deps.pool, req.id);
   if (!before) throw requestNotFound(req.id);
-  requireRequesterOrAdmin(actor, before, "re-plan");
-  if (before.status !== "pending")
-    throw precondition("change_request_not_pending", `change request ${before.id} is ${before.status}`, {
-      status: before.status,
-    });
+  if (actor.id !== before.requester_id && actor.role !== "admin")
+    throw forbidden("not_change_requester", "only the requester or an admin may re-plan a change request");
+  if (before.status !== "pending") throw notPending(before);
   const replanner = c.replanners[before.action];
   if (!replanner)
     throw precondition("replan_impossible", `a ${before.action} change request has no plan to make again`, {
       action: before.action,
     });
-  // Outside the transaction: it starts a plan in the executing service. withPending checks the row
-  // again under its lock before the new content is stored.
+  // Outside the transaction: it starts a plan in the executing service. The row is checked again
+  // under its lock before the new content is stored.
   const next = await replanner(before);
-  const outcome = await withPending(c, req.id, async (db, emit, r) => {
+  const outcome = await c.deps.events.tx(async (db, emit) => {
+    const r = await requestsDb.byId(db, req.id, true);
+    if (!r) throw requestNotFound(req.id);
+    if (r.status !== "pending") throw notPending(r);
+    const now = c.deps.clock.now();
+    if (r.expires_at <= now) {
+      await expire(db, emit, r, now);
+      return "expired";
+    }
     const cleared = await requestsDb.replan(db, r.id, {
       content: next.content,
       content_hash: next.contentHash,
@@ -52,8 +62,9 @@ async function replan(c: ApprovalsContext, req: DecideChangeRequestRequest, ctx:
         notify_operator_ids: r.requester_may_approve ? ids : ids.filter((id) => id !== r.requester_id),
       },
     });
+    return "replanned";
   });
-  if (outcome === "expired") throw expiredError(req.id);
+  if (outcome === "expired") throw precondition("change_request_expired", `change request ${req.id} expired`);
   return loadRequest(c.deps.pool, req.id);
 }
 

@@ -8,7 +8,7 @@ import type { ModuleSource } from "../engine/render.js";
 import { approvedAgent } from "../handlers/agents.js";
 import { valuesFor } from "../values/load.js";
 import { frozenAgentApply } from "./apply-content.js";
-import { agentRef, needsApproval, type PlannedChange } from "./gate.js";
+import { agentRef, needsApproval } from "./gate.js";
 import { cannotReplan, planChanged } from "./refusals.js";
 
 const ACTION = "agent.apply";
@@ -34,6 +34,7 @@ const modulesText = (sources: readonly ModuleSource[]) => sources.map((s) => s.n
  */
 export async function gateAgentApply(engine: Engine, req: AgentApplyRequest): Promise<AgentApplyGate> {
   const { agent, sources, actor } = req;
+  const label = agent.name || agent.nodeId;
   const verdict = await needsApproval(engine, {
     action: ACTION,
     agents: [agent],
@@ -41,41 +42,25 @@ export async function gateAgentApply(engine: Engine, req: AgentApplyRequest): Pr
     reason: req.reason,
     breakGlass: req.breakGlass,
     target: { id: agent.nodeId, name: agent.name, type: "agent" },
-    doing: `applied ${modulesText(sources)} to agent ${agent.name || agent.nodeId}`,
+    doing: `applied ${modulesText(sources)} to agent ${label}`,
   });
   if (verdict.kind === "run") return verdict;
-  const planned = await planAgentApply(engine, agent, sources, actor);
+  const frozen = frozenAgentApply(agent, sources);
+  const { op } = await engine.runner.start({ agent, kind: "plan", sources, actor });
   const cr = await engine.clients.approvals.submitChangeRequest(
     {
       action: ACTION,
       targetType: "agent",
       targetName: agent.nodeId,
-      summary: planned.summary,
+      summary: `apply ${modulesText(sources)} on agent ${label}`,
       reason: verdict.reason,
-      content: planned.content,
-      contentHash: planned.contentHash,
+      content: { ...frozen.content, plan_operation_id: op.id } as unknown as JsonObject,
+      contentHash: frozen.hash,
       agents: [agentRef(agent)],
     },
     { actor },
   );
-  return { kind: "held", changeRequestId: cr.id, planOperationId: planned.planId };
-}
-
-/** Freezes an agent apply and starts a plan operation of it: what a held apply submits and a re-plan stores. */
-async function planAgentApply(
-  engine: Engine,
-  agent: AgentInfo,
-  sources: ModuleSource[],
-  actor: Actor,
-): Promise<PlannedChange> {
-  const frozen = frozenAgentApply(agent, sources);
-  const { op } = await engine.runner.start({ agent, kind: "plan", sources, actor });
-  return {
-    content: { ...frozen.content, plan_operation_id: op.id } as unknown as JsonObject,
-    contentHash: frozen.hash,
-    summary: `apply ${modulesText(sources)} on agent ${agent.name || agent.nodeId}`,
-    planId: op.id,
-  };
+  return { kind: "held", changeRequestId: cr.id, planOperationId: op.id };
 }
 
 /** The frozen content's agent and module names, as the approved request carries them. */
@@ -148,8 +133,13 @@ export async function replanAgentApply(
   engine: Engine,
   req: { content?: Record<string, unknown> | undefined },
   actor: Actor,
-): Promise<Omit<PlannedChange, "planId">> {
+): Promise<{ content: JsonObject; contentHash: string; summary: string }> {
   const { agent, sources } = await currentAgentApply(engine, req.content, actor, cannotReplan);
-  const { planId: _plan, ...planned } = await planAgentApply(engine, agent, sources, actor);
-  return planned;
+  const frozen = frozenAgentApply(agent, sources);
+  const { op } = await engine.runner.start({ agent, kind: "plan", sources, actor });
+  return {
+    content: { ...frozen.content, plan_operation_id: op.id } as unknown as JsonObject,
+    contentHash: frozen.hash,
+    summary: `apply ${modulesText(sources)} on agent ${agent.name || agent.nodeId}`,
+  };
 }

@@ -111,57 +111,32 @@ async function bypass(
   });
 }
 
-/** A change request's frozen content with the plan started for it, its hash and summary. */
-export interface PlannedChange {
-  content: JsonObject;
-  contentHash: string;
-  summary: string;
-  /** The plan approvers read the diffs from (a fan-out run, or one operation). */
-  planId: string;
-}
-
-/**
- * Freezes an assignment apply (values merged for the hash) and starts a plan fan-out of it: what a
- * held apply submits, and what a re-plan stores in its place.
- */
-export async function planAssignmentApply(
-  engine: Engine,
-  a: Pick<ApplyRequest, "assignment" | "sources" | "agents" | "batch" | "maxFailures" | "actor">,
-): Promise<PlannedChange> {
-  const withValues = await valuesFor(engine.deps.pool, a.sources, a.agents);
-  const frozen = frozenApply(a.assignment, a.sources, withValues, a);
-  const { run } = await engine.fanout.start({
-    assignment: a.assignment,
+async function hold(engine: Engine, req: ApplyRequest, reason: string): Promise<ApplyGate> {
+  const { deps, fanout, clients } = engine;
+  const withValues = await valuesFor(deps.pool, req.sources, req.agents);
+  const frozen = frozenApply(req.assignment, req.sources, withValues, req);
+  const { run } = await fanout.start({
+    assignment: req.assignment,
     kind: "plan",
     batch: "",
     maxFailures: null,
-    actor: a.actor,
-    sources: a.sources,
-    agents: a.agents,
+    actor: req.actor,
+    sources: req.sources,
+    agents: req.agents,
   });
-  const n = a.agents.length;
-  return {
-    content: { ...frozen.content, plan_run_id: run.id } as unknown as JsonObject,
-    contentHash: frozen.hash,
-    summary: `apply assignment ${a.assignment.name} on ${n} agent${n === 1 ? "" : "s"}`,
-    planId: run.id,
-  };
-}
-
-async function hold(engine: Engine, req: ApplyRequest, reason: string): Promise<ApplyGate> {
-  const planned = await planAssignmentApply(engine, req);
-  const cr = await engine.clients.approvals.submitChangeRequest(
+  const n = req.agents.length;
+  const cr = await clients.approvals.submitChangeRequest(
     {
       action: ACTION,
       targetType: "assignment",
       targetName: req.assignment.name,
-      summary: planned.summary,
+      summary: `apply assignment ${req.assignment.name} on ${n} agent${n === 1 ? "" : "s"}`,
       reason,
-      content: planned.content,
-      contentHash: planned.contentHash,
+      content: { ...frozen.content, plan_run_id: run.id } as unknown as JsonObject,
+      contentHash: frozen.hash,
       agents: req.agents.map(agentRef),
     },
     { actor: req.actor },
   );
-  return { kind: "held", changeRequestId: cr.id, planRunId: planned.planId };
+  return { kind: "held", changeRequestId: cr.id, planRunId: run.id };
 }

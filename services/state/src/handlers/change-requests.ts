@@ -1,8 +1,8 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import type { StateService } from "@orch/contracts";
 import { invalid, OrchError, type Handlers } from "@orch/kit";
 import { executeAgentApply, replanAgentApply } from "../approvals/agent-apply.js";
 import { frozenApply } from "../approvals/apply-content.js";
-import { planAssignmentApply } from "../approvals/gate.js";
 import { cannotReplan, planChanged } from "../approvals/refusals.js";
 import { assignmentsDb } from "../db/catalog.js";
 import { runsDb } from "../db/runs.js";
@@ -93,12 +93,21 @@ export const replanChangeRequest =
     if (req.action !== "assignment.apply")
       throw invalid("invalid_request", `the state service does not plan '${req.action}'`, { field: "action" });
     const { assignment, sources, agents } = await currentApply(engine, req.targetName, ctx.actor, cannotReplan);
-    const { planId: _plan, ...planned } = await planAssignmentApply(engine, {
+    const rollout = frozenRollout(req);
+    const frozen = frozenApply(assignment, sources, await valuesFor(engine.deps.pool, sources, agents), rollout);
+    const { run } = await engine.fanout.start({
       assignment,
+      kind: "plan",
+      batch: "",
+      maxFailures: null,
+      actor: ctx.actor,
       sources,
       agents,
-      ...frozenRollout(req),
-      actor: ctx.actor,
     });
-    return planned;
+    const n = agents.length;
+    return {
+      content: { ...frozen.content, plan_run_id: run.id } as unknown as JsonObject,
+      contentHash: frozen.hash,
+      summary: `apply assignment ${assignment.name} on ${n} agent${n === 1 ? "" : "s"}`,
+    };
   };
