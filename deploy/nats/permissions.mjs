@@ -95,8 +95,11 @@ export const USERS = {
       publish: [
         rpc("secrets", "Resolve"),
         rpc("auth", "SubmitChangeRequest"),
+        rpc("auth", "SyncSourcePolicies"),
         rpc("state", "ExecuteChangeRequest"),
         rpc("state", "ReplanChangeRequest"),
+        rpc("terminal", "ExecuteChangeRequest"),
+        rpc("secrets", "ExecuteChangeRequest"),
         REVOKED,
         "audit.>",
         "$JS.>",
@@ -108,7 +111,12 @@ export const USERS = {
   auth: {
     note: "operators, challenges, tokens, approvals; broadcasts revocations; executes and re-plans change requests",
     serves: [rpc("auth", ">")],
-    requests: [rpc("state", "ExecuteChangeRequest"), rpc("state", "ReplanChangeRequest")],
+    requests: [
+      rpc("state", "ExecuteChangeRequest"),
+      rpc("state", "ReplanChangeRequest"),
+      rpc("terminal", "ExecuteChangeRequest"),
+      rpc("secrets", "ExecuteChangeRequest"),
+    ],
     publish: [REVOKED],
     subscribe: [],
     deny: { publish: [], subscribe: [] },
@@ -134,6 +142,8 @@ export const USERS = {
       rpc("notify", "GetMaintenanceStatus"),
       rpc("auth", "EvaluateApproval"),
       rpc("auth", "SubmitChangeRequest"),
+      // A git source's approval-policies/ (docs/approvals.md#policies-from-git).
+      rpc("auth", "SyncSourcePolicies"),
     ],
     publish: [RUN_PROGRESS, COMMAND_RUNS],
     subscribe: [COMMAND_OUTPUT],
@@ -143,7 +153,8 @@ export const USERS = {
   secrets: {
     note: "encrypted secrets; the only responder on orch.secrets.Resolve",
     serves: [rpc("secrets", ">")],
-    requests: [rpc("agents", "GetAgent")],
+    // Secret writes a policy holds are submitted as change requests (docs/approvals.md).
+    requests: [rpc("agents", "GetAgent"), rpc("auth", "EvaluateApproval"), rpc("auth", "SubmitChangeRequest")],
     publish: [],
     subscribe: [],
     deny: { publish: [], subscribe: [] },
@@ -172,7 +183,13 @@ export const USERS = {
     serves: [rpc("terminal", ">")],
     // GetAgent: a scoped operator's agent is looked up in the registry, which owns the tags the
     // scope selects on (services/terminal/src/handlers/scope.ts).
-    requests: [AGENT_LINK, rpc("agents", "GetAgent")],
+    // Terminal opens a policy holds are submitted as change requests (docs/approvals.md).
+    requests: [
+      AGENT_LINK,
+      rpc("agents", "GetAgent"),
+      rpc("auth", "EvaluateApproval"),
+      rpc("auth", "SubmitChangeRequest"),
+    ],
     publish: [TERMINAL_DATA],
     subscribe: [TERMINAL_DATA],
     deny: { publish: [], subscribe: [] },

@@ -48,6 +48,9 @@ export function policyFields(p: ApprovalPolicy): [string, unknown][] {
       : []),
     ["created", p.created_at],
     ["updated", p.updated_at],
+    ...(p.source
+      ? [["managed by", `git source ${p.source} (commit ${(p.commit ?? "").slice(0, 7)})`] as [string, unknown]]
+      : []),
   ];
 }
 
@@ -75,7 +78,7 @@ async function fromFile(file: string): Promise<Partial<PutBody>> {
     throw new CliError(`${file} must hold a mapping (the policy's fields)`, "invalid_argument");
   const body = doc as Record<string, unknown>;
   delete body.name;
-  for (const k of ["created_at", "updated_at", "created_by"]) delete body[k];
+  for (const k of ["created_at", "updated_at", "created_by", "source", "commit"]) delete body[k];
   return body as Partial<PutBody>;
 }
 
@@ -88,6 +91,8 @@ async function fromServer(ctx: Context, name: string): Promise<Partial<PutBody>>
       created_at,
       updated_at,
       created_by,
+      source,
+      commit,
       ...rest
     } = unwrap(await ctx.api.GET("/api/v1/approval-policies/{name}", path(name)));
     return rest;

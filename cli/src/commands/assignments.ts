@@ -22,6 +22,7 @@ import type { CliIO } from "../output.js";
 import { listCommand } from "../list-command.js";
 import { pages } from "../pages.js";
 import { approvalBody, parseModules, printLines, sleep, useColor } from "./apply.js";
+import { catalogApproval, printedHeld, withApprovalOptions, type ApprovalOpts } from "./catalog-held.js";
 import { count } from "../format/units.js";
 import { collectParams } from "../parameters.js";
 
@@ -71,7 +72,7 @@ const PARAM_HELP = "a parameter for the modules, value read as YAML (port=8080, 
 const PARAMS_FILE_HELP = "a YAML file holding a map of parameters (--param values apply over it)";
 const collect = (v: string, prev: string[]) => [...prev, v];
 
-const create: Sub = (asg, io) =>
+const createCommand = (asg: Command) =>
   asg
     .command("create")
     .description("create an assignment")
@@ -82,41 +83,46 @@ const create: Sub = (asg, io) =>
     .option("--enforce", ENFORCE_HELP)
     .option("--no-enforce", "report drift only (the default)")
     .option("--param <name=value>", PARAM_HELP, collect, [])
-    .option("--params-file <file>", PARAMS_FILE_HELP)
-    .action(
-      action(
-        io,
-        async (
-          ctx,
-          name: string,
-          opts: {
-            selector: string;
-            modules: string;
-            description?: string;
-            enforce?: boolean;
-            param: string[];
-            paramsFile?: string;
-          },
-        ) => {
-          const parameters = await collectParams({}, opts);
-          const a = unwrap(
-            await ctx.api.POST("/api/v1/assignments", {
-              body: {
-                name,
-                selector: opts.selector,
-                modules: parseModules(opts.modules),
-                description: opts.description ?? null,
-                ...(opts.enforce !== undefined ? { enforce: opts.enforce } : {}),
-                ...(Object.keys(parameters).length ? { parameters } : {}),
-              },
-            }),
-          );
-          ctx.out.result(a, () => ctx.out.line(createdLine(a)));
-        },
-      ),
-    );
+    .option("--params-file <file>", PARAMS_FILE_HELP);
 
-interface UpdateOpts {
+const create: Sub = (asg, io) =>
+  withApprovalOptions(createCommand(asg)).action(
+    action(
+      io,
+      async (
+        ctx,
+        name: string,
+        opts: {
+          selector: string;
+          modules: string;
+          description?: string;
+          enforce?: boolean;
+          param: string[];
+          paramsFile?: string;
+        } & ApprovalOpts,
+      ) => {
+        const approval = catalogApproval(opts);
+        const parameters = await collectParams({}, opts);
+        const a = unwrap(
+          await ctx.api.POST("/api/v1/assignments", {
+            body: {
+              name,
+              selector: opts.selector,
+              modules: parseModules(opts.modules),
+              description: opts.description ?? null,
+              ...(opts.enforce !== undefined ? { enforce: opts.enforce } : {}),
+              ...(Object.keys(parameters).length ? { parameters } : {}),
+              ...approval,
+            },
+          }),
+        );
+        if (printedHeld(ctx, `assignment ${name}`, a)) return;
+        ctx.out.result(a, () => ctx.out.line(createdLine(a)));
+      },
+    ),
+  );
+
+interface UpdateOpts extends ApprovalOpts {
   selector?: string;
   modules?: string;
   module: string[];
@@ -135,8 +141,7 @@ async function updatedParams(current: Readonly<Record<string, unknown>>, opts: U
 }
 
 const update: Sub = (asg, io) =>
-  asg
-    .command("update")
+  withApprovalOptions(asg.command("update"))
     .description("change an assignment's selector, modules or description (what is not given is kept)")
     .argument("<name>", "assignment name")
     .option("--selector <selector>", "`*`, or terms like `env=test,role in (web,db)`")
@@ -150,6 +155,7 @@ const update: Sub = (asg, io) =>
     .option("--unset-param <name>", "drop a parameter; repeatable", collect, [])
     .action(
       action(io, async (ctx, name: string, opts: UpdateOpts) => {
+        const approval = catalogApproval(opts);
         const listed =
           opts.modules !== undefined || opts.module.length
             ? [...(opts.modules !== undefined ? parseModules(opts.modules) : []), ...opts.module]
@@ -179,12 +185,15 @@ const update: Sub = (asg, io) =>
               // Absent keeps enforce mode as it is.
               ...(opts.enforce !== undefined ? { enforce: opts.enforce } : {}),
               ...(parameters ? { parameters } : {}),
+              ...approval,
             },
           }),
         );
-        ctx.out.result(a, () =>
+        if (printedHeld(ctx, `assignment ${name}`, a)) return;
+        const updated = a;
+        ctx.out.result(updated, () =>
           ctx.out.line(
-            `Updated assignment ${a.name}: ${a.selector} → ${a.modules.join(", ")}${opts.enforce === undefined ? "" : a.enforce ? " (enforced)" : " (not enforced)"}`,
+            `Updated assignment ${updated.name}: ${updated.selector} → ${updated.modules.join(", ")}${opts.enforce === undefined ? "" : updated.enforce ? " (enforced)" : " (not enforced)"}`,
           ),
         );
       }),
@@ -214,17 +223,16 @@ const show: Sub = (asg, io) =>
     );
 
 const remove: Sub = (asg, io) =>
-  asg
-    .command("rm")
-    .alias("remove")
-    .description("delete an assignment")
-    .argument("<name>", "assignment name")
-    .action(
-      action(io, async (ctx, name: string) => {
-        unwrap(await ctx.api.DELETE("/api/v1/assignments/{name}", { params: { path: { name } } }));
-        ctx.out.result({ removed: true, name }, () => ctx.out.line(`Deleted assignment ${name}`));
-      }),
-    );
+  withApprovalOptions(
+    asg.command("rm").alias("remove").description("delete an assignment").argument("<name>", "assignment name"),
+  ).action(
+    action(io, async (ctx, name: string, opts: ApprovalOpts) => {
+      const query = catalogApproval(opts);
+      const r = unwrap(await ctx.api.DELETE("/api/v1/assignments/{name}", { params: { path: { name }, query } }));
+      if (printedHeld(ctx, `assignment ${name}`, r)) return;
+      ctx.out.result({ removed: true, name }, () => ctx.out.line(`Deleted assignment ${name}`));
+    }),
+  );
 
 interface FanOutOpts {
   batch?: string;

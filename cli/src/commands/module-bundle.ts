@@ -8,6 +8,7 @@ import { BUNDLE_FILES_DIR, BUNDLE_MODULE_FILE } from "@orch/contracts";
 import type { Context } from "../context.js";
 import { CliError } from "../errors.js";
 import { putStream } from "./blob-upload.js";
+import { isHeld, type HeldWrite } from "./catalog-held.js";
 
 /** A bundle uploaded: the module as the API answers it, with its files. */
 export interface BundleUpload {
@@ -45,7 +46,8 @@ export async function pushBundle(
   path: string,
   name: string | undefined,
   nameOf: (content: string, file: string) => string,
-): Promise<BundleUpload> {
+  approval: { reason?: string; break_glass?: boolean } = {},
+): Promise<BundleUpload | (HeldWrite & { name: string })> {
   const st = await stat(path).catch((err: NodeJS.ErrnoException) => {
     throw new CliError(`cannot read ${path}: ${err.code ?? err.message}`, "file_unreadable");
   });
@@ -61,6 +63,11 @@ export async function pushBundle(
     body = createReadStream(path);
     size = st.size;
   }
-  const path_ = `/api/v1/modules/${encodeURIComponent(name)}/bundle`;
-  return (await putStream<BundleUpload>(ctx, path_, body, size)).body;
+  // The approval fields ride in the query: the body is the archive (docs/approvals.md, catalog.write).
+  const query = new URLSearchParams();
+  if (approval.reason !== undefined) query.set("reason", approval.reason);
+  if (approval.break_glass) query.set("break_glass", "true");
+  const path_ = `/api/v1/modules/${encodeURIComponent(name)}/bundle${query.size ? `?${query}` : ""}`;
+  const res = (await putStream<BundleUpload | HeldWrite>(ctx, path_, body, size)).body;
+  return isHeld(res) ? { ...res, name } : res;
 }

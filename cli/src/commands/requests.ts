@@ -10,6 +10,8 @@ import type { Command } from "commander";
 import { unwrap, type ResponseBody } from "@orch/client";
 import { action, type Context } from "../context.js";
 import { CliError, ProblemError } from "../errors.js";
+import { commandRunRequestLines } from "../format/command-run-request.js";
+import { catalogWriteRequestLines } from "../format/catalog-write-request.js";
 import { listCommand } from "../list-command.js";
 import type { CliIO } from "../output.js";
 
@@ -189,12 +191,16 @@ const show: Sub = (req, io) =>
             ? await applyContentLines(ctx, r)
             : r.action === "agent.apply"
               ? agentApplyLines(r)
-              : [
-                  "content:",
-                  ...JSON.stringify(r.content, null, 2)
-                    .split("\n")
-                    .map((l) => `  ${l}`),
-                ];
+              : r.action === "command.run"
+                ? commandRunRequestLines(r.content)
+                : r.action === "catalog.write"
+                  ? catalogWriteRequestLines(r.content)
+                  : [
+                      "content:",
+                      ...JSON.stringify(r.content, null, 2)
+                        .split("\n")
+                        .map((l) => `  ${l}`),
+                    ];
         ctx.out.result(r, () => {
           ctx.out.fields(requestFields(r));
           ctx.out.line("decisions:");

@@ -8,7 +8,7 @@ import type { Command } from "commander";
 import { readFileSync } from "node:fs";
 import { unwrap, type RequestBody } from "@orch/client";
 import { resolveNodeId } from "../agent-lookup.js";
-import { useColor } from "./apply.js";
+import { approvalBody, useColor } from "./apply.js";
 import { action, type Context } from "../context.js";
 import { CliError, ExitStatus, ProblemError } from "../errors.js";
 import {
@@ -39,6 +39,8 @@ interface RunOptions {
   batch?: string;
   maxFailures?: string;
   env?: string[];
+  reason?: string;
+  breakGlass?: boolean;
 }
 
 const collect = (v: string, prev: string[] | undefined) => [...(prev ?? []), v];
@@ -79,6 +81,7 @@ export function runBody(
     ...(timeout !== undefined ? { timeout_s: timeout } : {}),
     ...(batch !== undefined ? { batch } : {}),
     ...(maxFailures !== undefined ? { max_failures: maxFailures } : {}),
+    ...approvalBody(opts),
   };
 }
 
@@ -199,6 +202,8 @@ function run(program: Command, io: CliIO) {
     .option("--batch <n|pct>", "rolling run: agents per batch, e.g. 10 or 25%")
     .option("--max-failures <n>", "stop launching batches once more agents than this failed")
     .option("--env <NAME=value>", "extra environment variable (repeatable; never stored)", collect)
+    .option("--reason <text>", "why (kept with the change request when an approval policy holds the run)")
+    .option("--break-glass", "admins: run now without the approval a policy asks for (needs --reason; audited)")
     .action((...args: unknown[]) => {
       // What follows `--` is the command even when no selector precedes it (`run --node a -- uptime`).
       const cmd = args.at(-1) as Command;
@@ -213,7 +218,18 @@ function run(program: Command, io: CliIO) {
   const start = action(io, async (ctx, selector: string | undefined, argv: string[], opts: RunOptions) => {
     const body = runBody(selector, argv, opts);
     if (body.node_ids) body.node_ids = await Promise.all(body.node_ids.map((ref) => resolveNodeId(ctx, ref)));
-    const started = unwrap(await ctx.api.POST("/api/v1/runs", { body }));
+    const answer = unwrap(await ctx.api.POST("/api/v1/runs", { body }));
+    if (answer.status === "held") {
+      // An approval policy holds the run: nothing started, there is nothing to follow.
+      const id = answer.change_request_id;
+      ctx.out.result(answer, () =>
+        ctx.out.line(
+          `run held for approval: change request ${id} (${count(answer.targets.length, "agent")}) — orchctl requests show ${id}`,
+        ),
+      );
+      return;
+    }
+    const started = answer as CommandRun;
     let final: CommandRun;
     if (runFinal(started.status)) {
       // Over at once (no agent matched): the same events the stream would have sent.

@@ -12,6 +12,7 @@ import { operatorNames } from "../operator-names.js";
 import { CliError, ProblemError } from "../errors.js";
 import { SECRET_COLUMNS, reencryptFailedNote, reencryptedLine, secretFields, secretRows } from "../format/secrets.js";
 import { listCommand } from "../list-command.js";
+import { approvalBody } from "./apply.js";
 import type { CliIO, Writer } from "../output.js";
 
 /** What `set` reads from: process.stdin, or a stand-in given on the io object (tests). */
@@ -106,7 +107,12 @@ function parseTags(tags: string[]): Record<string, string> {
   return out;
 }
 
-interface SetOptions {
+interface ApprovalOptions {
+  reason?: string;
+  breakGlass?: boolean;
+}
+
+interface SetOptions extends ApprovalOptions {
   description?: string;
   expiresAt?: string;
   node: string[];
@@ -121,9 +127,29 @@ type SecretUpdate = RequestBody<"/api/v1/secrets/{name}", "put">;
 
 type Sub = (parent: Command, io: CliIO) => void;
 
+/** The 202 of a write an approval policy held (secret.write): nothing changed yet. */
+interface HeldWrite {
+  status: "held";
+  change_request_id: string;
+  summary: string;
+}
+const isHeld = (b: unknown): b is HeldWrite => (b as HeldWrite | undefined)?.status === "held";
+
+/** Prints a held write (the API's body with --json); exit 0: the request is what was asked for. */
+function printHeld(ctx: Context, held: HeldWrite): void {
+  const id = held.change_request_id;
+  ctx.out.result(held, () =>
+    ctx.out.line(`secret write held for approval: change request ${id} — orchctl requests show ${id}`),
+  );
+}
+
+const withApprovalOptions = (cmd: Command) =>
+  cmd
+    .option("--reason <text>", "why (kept with the change request when an approval policy holds the write)")
+    .option("--break-glass", "admins: write without the approval a policy asks for (needs --reason; audited)");
+
 const set: Sub = (sec, io) =>
-  sec
-    .command("set")
+  withApprovalOptions(sec.command("set"))
     .description("create a secret, or replace its value (value from stdin, else a hidden prompt)")
     .argument("<name>", "secret name")
     .option("--description <text>", "description (empty string clears it)")
@@ -136,6 +162,7 @@ const set: Sub = (sec, io) =>
       action(io, async (ctx, name: string, opts: SetOptions) => {
         if (opts.unrestricted && (opts.node.length || opts.tag.length))
           throw new CliError("--unrestricted cannot be combined with --node or --tag", "invalid_argument");
+        const approval = approvalBody(opts);
         const tags = parseTags(opts.tag);
         // Before the value is asked for, so a mistyped agent does not cost a prompt.
         const nodeIds = await Promise.all(opts.node.map((ref) => nodeIdOrRef(ctx, ref)));
@@ -146,14 +173,17 @@ const set: Sub = (sec, io) =>
         if (opts.node.length || opts.tag.length) meta.restriction = { node_ids: nodeIds, tags };
         else if (opts.unrestricted) meta.restriction = null;
         let created = true;
-        let secret: SecretMeta;
+        let secret: SecretMeta | HeldWrite;
         try {
-          secret = unwrap(await ctx.api.POST("/api/v1/secrets", { body: { name, value, ...meta } }));
+          secret = unwrap(await ctx.api.POST("/api/v1/secrets", { body: { name, value, ...meta, ...approval } }));
         } catch (err) {
           if (!(err instanceof ProblemError) || err.problem.code !== "secret_exists") throw err;
           created = false;
-          secret = unwrap(await ctx.api.PUT("/api/v1/secrets/{name}", { ...path(name), body: { value, ...meta } }));
+          secret = unwrap(
+            await ctx.api.PUT("/api/v1/secrets/{name}", { ...path(name), body: { value, ...meta, ...approval } }),
+          );
         }
+        if (isHeld(secret)) return printHeld(ctx, secret);
         ctx.out.result({ action: created ? "created" : "updated", secret }, () =>
           ctx.out.line(`${created ? "Created" : "Updated"} secret ${secret.name}`),
         );
@@ -187,14 +217,15 @@ const show: Sub = (sec, io) =>
     );
 
 const remove: Sub = (sec, io) =>
-  sec
-    .command("rm")
+  withApprovalOptions(sec.command("rm"))
     .alias("remove")
     .description("delete a secret")
     .argument("<name>", "secret name")
     .action(
-      action(io, async (ctx, name: string) => {
-        unwrap(await ctx.api.DELETE("/api/v1/secrets/{name}", path(name)));
+      action(io, async (ctx, name: string, opts: ApprovalOptions) => {
+        const approval = approvalBody(opts);
+        const r: unknown = unwrap(await ctx.api.DELETE("/api/v1/secrets/{name}", { ...path(name), body: approval }));
+        if (isHeld(r)) return printHeld(ctx, r);
         ctx.out.result({ deleted: true, name }, () => ctx.out.line(`Deleted secret ${name}`));
       }),
     );

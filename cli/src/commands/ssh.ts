@@ -5,6 +5,7 @@ import WebSocket from "ws";
 import { unwrap, type OpenedTerminal } from "@orch/client";
 import { AGENT_ARG, resolveNodeId } from "../agent-lookup.js";
 import { action, type Context } from "../context.js";
+import { approvalBody } from "./apply.js";
 import { CliError, ProblemError, type Problem } from "../errors.js";
 import type { CliIO } from "../output.js";
 import { endReasonText } from "../sse.js";
@@ -143,14 +144,29 @@ export function exitWith(code: number): void {
   if (code !== 0) process.once("exit", () => (process.exitCode = code));
 }
 
+/** What opening a terminal asks besides its size: the shell and the approval options (docs/approvals.md). */
+export interface OpenOptions {
+  shell?: string | undefined;
+  reason?: string | undefined;
+  breakGlass?: boolean | undefined;
+  /** An executed terminal.open change request whose one-time pass opens the terminal. */
+  request?: string | undefined;
+}
+
 export async function openTerminal(
   ctx: Context,
   agent: string,
-  shell: string | undefined,
+  o: OpenOptions,
   size: { cols: number; rows: number },
 ): Promise<OpenedTerminal> {
   const slow = ctx.orch.client(true, { timeoutMs: Math.max(ctx.timeoutMs, 30_000) });
-  const query = { cols: size.cols, rows: size.rows, shell };
+  const query = {
+    cols: size.cols,
+    rows: size.rows,
+    shell: o.shell,
+    ...approvalBody(o),
+    ...(o.request ? { change_request_id: o.request } : {}),
+  };
   const node_id = await resolveNodeId(ctx, agent);
   return unwrap(await slow.POST("/api/v1/terminal/{node_id}", { params: { path: { node_id }, query } }));
 }
@@ -162,14 +178,29 @@ export function register(program: Command, io: CliIO): void {
     .argument("<agent>", AGENT_ARG)
     .option("--shell <path>", "shell binary (must be in the agent's allow-list; default: the agent's first)")
     .option("--raw", RAW_HELP)
+    .option(
+      "--reason <text>",
+      "why: the change request's reason when a policy holds the terminal (or the break-glass reason)",
+    )
+    .option("--break-glass", "admins: open what an approval policy holds without approval (needs --reason)")
+    .option("--request <change-request-id>", "open with the pass of your approved terminal.open change request")
     .addHelpText(
       "after",
       "\nWith --json the session is opened but not attached: prints {session_id, ws_url}." +
+        "\nWhen an approval policy holds the terminal it prints the change request and exits 0; once approved, open it with --request <id>." +
         "\nPiped or redirected, the output is text: colours, cursor and bracketed-paste codes are removed and CRLF becomes LF (--raw keeps them).",
     )
     .action(
-      action(io, async (ctx, agent: string, opts: { shell?: string; raw?: boolean }) => {
-        const opened = await openTerminal(ctx, agent, opts.shell, windowSize(process.stdout));
+      action(io, async (ctx, agent: string, opts: OpenOptions & { raw?: boolean }) => {
+        const opened = await openTerminal(ctx, agent, opts, windowSize(process.stdout));
+        if ("change_request_id" in opened) {
+          const id = opened.change_request_id;
+          return ctx.out.result(opened, () =>
+            ctx.out.line(
+              `terminal on ${agent} held for approval: change request ${id} — once approved, orchctl ssh ${agent} --request ${id}`,
+            ),
+          );
+        }
         if (ctx.json) return ctx.out.result(opened, () => {});
         const token = await ctx.orch.token(await ctx.orch.server());
         exitWith(await attachTerminal(opened.ws_url, token, undefined, { raw: opts.raw }));

@@ -384,6 +384,12 @@ export const ERROR_CATALOGUE = {
     grpc: "INVALID_ARGUMENT",
     meaning: "A break-glass execution needs a reason (`reason`, up to 500 characters): it is audited as critical.",
   },
+  held_run_env: {
+    status: 409,
+    grpc: "FAILED_PRECONDITION",
+    meaning:
+      "An approval policy holds this command run, and a held run cannot keep `env` values (they are never stored): drop `env`, or have an admin run it now with break-glass. Nothing was submitted.",
+  },
   invalid_nonce: {
     status: 401,
     grpc: "UNAUTHENTICATED",
@@ -732,7 +738,7 @@ export const ERROR_CATALOGUE = {
     status: 409,
     grpc: "FAILED_PRECONDITION",
     meaning:
-      "The module or assignment is managed by a git source (`source`, `commit` name it): change it in the repository, or delete the source to release it.",
+      "The module, assignment, value set or approval policy is managed by a git source (`source`, `commit` name it): change it in the repository, or delete the source to release it.",
   },
   source_not_found: { status: 404, grpc: "NOT_FOUND", meaning: "No git source with this name." },
   source_exists: { status: 409, grpc: "ALREADY_EXISTS", meaning: "A git source with this name exists already." },
@@ -884,6 +890,17 @@ export const ERROR_CATALOGUE = {
     status: 401,
     grpc: "UNAUTHENTICATED",
     meaning: "The terminal ticket has expired; request a new one.",
+  },
+  terminal_pass_invalid: {
+    status: 403,
+    grpc: "PERMISSION_DENIED",
+    meaning:
+      "No terminal pass of the caller's for this agent: the change request is unknown, not an executed terminal.open, someone else's, for another agent or shell, or its pass expired.",
+  },
+  terminal_pass_used: {
+    status: 409,
+    grpc: "FAILED_PRECONDITION",
+    meaning: "The terminal pass of this change request already opened a session; it opens one only.",
   },
   ticket_operator_mismatch: {
     status: 403,

@@ -42,9 +42,20 @@ export const EVENT_TYPES = {
     severity: "info",
     description: "An identity provider's back-channel logout ended an operator's sessions.",
   },
-  "approval_policy.created": { severity: "info", description: "An admin added an approval policy." },
-  "approval_policy.updated": { severity: "info", description: "An admin changed an approval policy." },
-  "approval_policy.deleted": { severity: "warning", description: "An admin removed an approval policy." },
+  "approval_policy.created": {
+    severity: "info",
+    description:
+      "An admin, or a git source's sync (actor `source:<name>`, metadata `source`, `commit`), added an approval policy.",
+  },
+  "approval_policy.updated": {
+    severity: "info",
+    description:
+      "An admin or a source's sync changed an approval policy; or deleting its source released it to the API (`released_from`).",
+  },
+  "approval_policy.deleted": {
+    severity: "warning",
+    description: "An admin removed an approval policy, or a source's sync did (its file left the tree).",
+  },
   "change_request.created": {
     severity: "info",
     description:

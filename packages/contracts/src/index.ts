@@ -20,3 +20,4 @@ export * from "./plural.js";
 export * from "./audit-feed.js";
 export * from "./audit-agent.js";
 export * from "./approval-actions.js";
+export * from "./content-hash.js";

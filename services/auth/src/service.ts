@@ -15,6 +15,7 @@ import {
   replanHandlers,
   policyHandlers,
   requestHandlers,
+  sourcePolicyHandlers,
   startExpiry,
   startGrantExpiry,
   type ChangeExecutors,
@@ -86,6 +87,7 @@ function startApprovals(deps: AuthDeps, opts: AuthServiceOptions) {
       ...decideHandlers(approvals),
       ...replanHandlers(approvals),
       ...accessHandlers(approvals),
+      ...sourcePolicyHandlers(approvals),
     },
   });
   const expiry = startExpiry(approvals);

@@ -1,6 +1,7 @@
 import { count } from "@orch/contracts";
-import { SYSTEM_ACTOR, type Actor, type Events, type Logger } from "@orch/kit";
+import { SYSTEM_ACTOR, type Actor, type Events, type Logger, type Queryable } from "@orch/kit";
 import { sealedOf } from "./convert.js";
+import { pendingDb } from "./db/pending.js";
 import { secretsDb } from "./db/secrets.js";
 import { KeyringError, type Keyring } from "./keyring.js";
 
@@ -45,16 +46,48 @@ export async function reencryptAll(
       if (rows.length < BATCH) break;
       after = rows.at(-1)!.name;
     }
-    if (reencrypted > 0 || failed.length > 0) {
+    const pending = await reencryptPending(db, keyring, deps.log);
+    if (reencrypted > 0 || failed.length > 0 || pending > 0) {
       await emit({
         type: "secret.reencrypted",
         summary: `${count(reencrypted, "secret")} re-encrypted with key ${keyring.active}${failed.length ? `, ${failed.length} failed` : ""}`,
         actor,
         target: { id: keyring.active, name: keyring.active, type: "secret_key" },
-        metadata: { count: reencrypted, key_id: keyring.active, from_keys: [...from].sort(), failed },
+        metadata: {
+          count: reencrypted,
+          key_id: keyring.active,
+          from_keys: [...from].sort(),
+          failed,
+          pending_writes: pending,
+        },
         ...(failed.length ? { severity: "warning" as const } : {}),
       });
     }
     return { activeKey: keyring.active, reencrypted, failed };
   });
+}
+
+/**
+ * Held writes' values (pending_writes) move too, so a key rotation does not strand a write waiting
+ * for approval. Not counted as secrets; one that does not decrypt is left and logged (its approval
+ * would fail to write it anyway). Answers how many moved.
+ */
+async function reencryptPending(db: Queryable, keyring: Keyring, log: Logger): Promise<number> {
+  let after = "";
+  let moved = 0;
+  for (;;) {
+    const rows = await pendingDb.staleForUpdate(db, keyring.active, after, BATCH);
+    for (const row of rows) {
+      try {
+        const sealed = keyring.seal(row.name, keyring.open(row.name, sealedOf(row as Parameters<typeof sealedOf>[0])));
+        await pendingDb.updateSealed(db, row.id, sealed);
+        moved++;
+      } catch (err) {
+        if (!(err instanceof KeyringError)) throw err;
+        log.warn({ pending_write: row.id, secret: row.name, key_id: err.keyId }, "held secret write not re-encrypted");
+      }
+    }
+    if (rows.length < BATCH) return moved;
+    after = rows.at(-1)!.id;
+  }
 }

@@ -1,7 +1,8 @@
-import { AgentsService, SecretsService } from "@orch/contracts";
+import { AgentsService, ApprovalService, SecretsService } from "@orch/contracts";
 import { rpcClient, serveRpc, withJobLock, type Service } from "@orch/kit";
 import { secretsDb } from "./db/secrets.js";
 import type { HandlerContext, SecretsDeps } from "./deps.js";
+import { changeRequestHandlers } from "./handlers/change-requests.js";
 import { reencryptHandlers } from "./handlers/reencrypt.js";
 import { resolveHandlers } from "./handlers/resolve.js";
 import { secretHandlers } from "./handlers/secrets.js";
@@ -30,8 +31,10 @@ async function checkKeyUsage(deps: SecretsDeps, keyring: Keyring): Promise<void>
 export async function createSecretsService(deps: SecretsDeps): Promise<Service> {
   // The config schema has validated the keyring already; this builds the live one.
   const keyring = parseKeyring(deps.config.secrets.keys);
-  const agents = rpcClient(deps.nc, "agents", AgentsService, { timeoutMs: deps.config.nats.request_timeout_ms });
-  const hc: HandlerContext = { deps, keyring, agents };
+  const timeoutMs = deps.config.nats.request_timeout_ms;
+  const agents = rpcClient(deps.nc, "agents", AgentsService, { timeoutMs });
+  const approvals = rpcClient(deps.nc, "auth", ApprovalService, { timeoutMs });
+  const hc: HandlerContext = { deps, keyring, agents, approvals };
   deps.log.info({ active_key: keyring.active, key_ids: keyring.ids }, "keyring loaded");
   if (deps.config.secrets.reencrypt_on_start) {
     await withJobLock(deps.pool, "secrets.reencrypt", async () => {
@@ -49,7 +52,12 @@ export async function createSecretsService(deps: SecretsDeps): Promise<Service> 
     name: "secrets",
     service: SecretsService,
     log: deps.log,
-    handlers: { ...secretHandlers(hc), ...resolveHandlers(hc), ...reencryptHandlers(hc) },
+    handlers: {
+      ...secretHandlers(hc),
+      ...resolveHandlers(hc),
+      ...reencryptHandlers(hc),
+      ...changeRequestHandlers(hc),
+    },
   });
   return {
     async stop() {

@@ -1,9 +1,25 @@
 import { randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { fromBinary } from "@bufbuild/protobuf";
-import { AgentsService, AuditEventSchema, SecretsService, nodeIdFromPublicKey, type AuditEvent } from "@orch/contracts";
-import { OrchError, rpcClient, systemClock, type Actor, type Clock, type Logger, type NatsConnection } from "@orch/kit";
-import { eventually, serviceDeps, type DbHandle, type NatsHandle } from "@orch/kit/testing";
+import {
+  AgentsService,
+  ApprovalService,
+  AuditEventSchema,
+  SecretsService,
+  nodeIdFromPublicKey,
+  type AuditEvent,
+} from "@orch/contracts";
+import {
+  OrchError,
+  rpcClient,
+  serveRpc,
+  systemClock,
+  type Actor,
+  type Clock,
+  type Logger,
+  type NatsConnection,
+} from "@orch/kit";
+import { eventually, serviceDeps, silentLogger, type DbHandle, type NatsHandle } from "@orch/kit/testing";
 import { secretsConfigSchema } from "../src/config.js";
 import { createSecretsService } from "../src/service.js";
 
@@ -37,6 +53,44 @@ export async function startSecrets(
     async stop() {
       await svc.stop();
       await deps.close();
+    },
+  };
+}
+
+/**
+ * Stands in for the auth service's approvals when no auth service runs: no policy ever holds a
+ * secret write (the secrets service asks EvaluateApproval before every create, update and delete).
+ * The approval path itself is tested against the real auth service (test/e2e/approvals-secrets.test.ts).
+ */
+export async function noApprovalPolicies(nats: NatsHandle) {
+  return stubApprovals(nats, { evaluateApproval: async () => ({ required: false }) });
+}
+
+/** A stand-in auth service answering only the given ApprovalService methods (the rest fail). */
+export async function stubApprovals(nats: NatsHandle, methods: Record<string, (req: unknown) => Promise<unknown>>) {
+  const nc = await nats.connect("approvals-stub");
+  const handlers = new Proxy(
+    {},
+    {
+      get: (_t, method) =>
+        methods[String(method)] ??
+        (async () => {
+          throw new Error(`approvals stub: ${String(method)} is not served`);
+        }),
+    },
+  );
+  const rpc = serveRpc({
+    nc,
+    name: "auth",
+    service: ApprovalService,
+    log: silentLogger(),
+    handlers: handlers as never,
+  });
+  await nc.flush();
+  return {
+    async stop() {
+      await rpc.stop();
+      await nc.close();
     },
   };
 }

@@ -5,9 +5,19 @@ import t, { type Test } from "tap";
 import pg from "pg";
 import { createTestDatabase, startNats } from "@orch/kit/testing";
 import { manualClock } from "../../gateway/test/harness.js";
-import { ADMIN, auditLog, newKey, rejection, secretsClient, startAgents, startSecrets } from "./harness.js";
+import {
+  ADMIN,
+  auditLog,
+  newKey,
+  rejection,
+  secretsClient,
+  startAgents,
+  noApprovalPolicies,
+  startSecrets,
+} from "./harness.js";
 
 const nats = await startNats();
+const approvals = await noApprovalPolicies(nats);
 const db = await createTestDatabase();
 const clock = manualClock();
 const keyA = newKey("a");
@@ -26,6 +36,7 @@ t.teardown(async () => {
   await svc.stop();
   await agents.stop();
   await db.drop();
+  await approvals.stop();
   await nats.stop();
 });
 

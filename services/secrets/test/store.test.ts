@@ -4,9 +4,19 @@ import { randomBytes } from "node:crypto";
 import t from "tap";
 import pg from "pg";
 import { createTestDatabase, memoryLogger, startNats } from "@orch/kit/testing";
-import { ADMIN, OPERATOR, auditLog, newKey, rejection, secretsClient, startSecrets } from "./harness.js";
+import {
+  ADMIN,
+  OPERATOR,
+  auditLog,
+  newKey,
+  rejection,
+  secretsClient,
+  noApprovalPolicies,
+  startSecrets,
+} from "./harness.js";
 
 const nats = await startNats();
+const approvals = await noApprovalPolicies(nats);
 const db = await createTestDatabase();
 const keyA = newKey("a");
 const keyB = newKey("b");
@@ -22,6 +32,7 @@ t.teardown(async () => {
   await sql.end();
   await svc.stop();
   await db.drop();
+  await approvals.stop();
   await nats.stop();
 });
 

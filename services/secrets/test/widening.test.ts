@@ -5,7 +5,16 @@ import t from "tap";
 import pg from "pg";
 import { createTestDatabase, startNats } from "@orch/kit/testing";
 import { atMostAsPermissive, decide, type Restriction } from "../src/restriction.js";
-import { ADMIN, OPERATOR, auditLog, newKey, rejection, secretsClient, startSecrets } from "./harness.js";
+import {
+  ADMIN,
+  OPERATOR,
+  auditLog,
+  newKey,
+  rejection,
+  secretsClient,
+  noApprovalPolicies,
+  startSecrets,
+} from "./harness.js";
 
 const A = "a".repeat(32);
 const B = "b".repeat(32);
@@ -65,6 +74,7 @@ t.test("rule: agrees with the resolution rule on every pair of small restriction
 });
 
 const nats = await startNats();
+const approvals = await noApprovalPolicies(nats);
 const db = await createTestDatabase();
 const svc = await startSecrets(nats, db, newKey("a"));
 const nc = await nats.connect("test");
@@ -77,6 +87,7 @@ t.teardown(async () => {
   await sql.end();
   await svc.stop();
   await db.drop();
+  await approvals.stop();
   await nats.stop();
 });
 

@@ -35,8 +35,8 @@ export async function createStateService(deps: StateDeps): Promise<Service & { e
   const runner = createRunner(deps, clients, cache);
   const progress = createProgressPublisher(deps);
   const fanout = createFanOut(deps, runner, createLimiter(config.state.fanout_concurrency), progress);
-  const engine: Engine = { deps, clients, runner, fanout, cache };
   const commands = createCommandDriver(deps, clients, createLimiter(config.state.command_concurrency));
+  const engine: Engine = { deps, clients, runner, fanout, cache, commands };
   const box = createSourceBox(config.state.source_keys);
   const sync = createSourceSync(engine, box);
 

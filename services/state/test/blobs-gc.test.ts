@@ -174,7 +174,7 @@ t.test("a module upload holding a blob makes a concurrent deletion wait, then re
   const c = await pool.connect();
   t.teardown(() => c.release());
   await c.query("BEGIN");
-  // What the upload's transaction does before writing the module (handlers/modules.ts).
+  // What the upload's transaction does before writing the module (catalog/module-write.ts).
   t.same([...(await unknownDigests(c, [b.digest], { lock: true }))], []);
   const deleting = reason(rpc.deleteBlob({ digest: b.digest }, as));
   t.ok(await waits(deleting), "the deletion waits for the upload");

@@ -26,6 +26,8 @@ export const terminalConfigSchema = baseConfigSchema.extend({
       orphan_timeout_seconds: z.number().min(0).default(60),
       /** The agent ends a session this long after its last client detached (0 = only idle timeout). */
       detach_grace_seconds: z.number().min(0).default(300),
+      /** How long the one-time pass of an approved terminal.open request stays usable (docs/approvals.md). */
+      pass_ttl_seconds: seconds(3600),
       /** Pending transcript lines are written at least this often (a crash loses at most this much). */
       flush_interval_ms: z.number().int().min(10).max(1000).default(250),
     })

@@ -1,7 +1,9 @@
 import { TerminalService } from "@orch/contracts";
 import { metric, serveRpc, type Service } from "@orch/kit";
 import { accessHandlers } from "./handlers/access.js";
+import { terminalApprovals } from "./approvals/gate.js";
 import { openHandlers } from "./handlers/open.js";
+import { passHandlers } from "./handlers/passes.js";
 import { sessionHandlers } from "./handlers/sessions.js";
 import { transcriptHandlers } from "./handlers/transcript.js";
 import type { TerminalDeps } from "./deps.js";
@@ -9,7 +11,8 @@ import { createRecordings, type Recordings } from "./recordings.js";
 
 export type TerminalServiceHandle = Service & { recordings: Recordings };
 
-export async function createTerminalService(deps: TerminalDeps): Promise<TerminalServiceHandle> {
+/** `approvals`: four-eyes approval of opens (the auth service's policies unless a test stands in). */
+export async function createTerminalService(deps: TerminalDeps, approvals = terminalApprovals(deps)) {
   // A fresh identity per process: a restarted replica must not mistake its predecessor's leases for its own.
   const recordings = createRecordings(deps, `${deps.ids.next()}`);
   // Sessions abandoned by a previous run are settled (or resumed) before new work arrives.
@@ -29,7 +32,8 @@ export async function createTerminalService(deps: TerminalDeps): Promise<Termina
     service: TerminalService,
     log: deps.log,
     handlers: {
-      ...openHandlers(deps, recordings),
+      ...openHandlers(deps, recordings, approvals),
+      ...passHandlers(deps, approvals),
       ...sessionHandlers(deps, recordings),
       ...accessHandlers(deps, recordings),
       ...transcriptHandlers(deps, recordings),
@@ -41,5 +45,5 @@ export async function createTerminalService(deps: TerminalDeps): Promise<Termina
       await rpc.stop();
       await recordings.stop();
     },
-  };
+  } satisfies TerminalServiceHandle;
 }

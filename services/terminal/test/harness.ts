@@ -38,7 +38,9 @@ export async function startTerminal(
     ...(o.clock ? { clock: o.clock } : {}),
     log: o.log ?? silentLogger(),
   });
-  const svc = await createTerminalService(deps);
+  // No auth service runs here: no policy holds an open (test/e2e/approvals-terminal.test.ts runs the real one).
+  const noApprovals = { check: async () => ({ kind: "open" as const }), agentNow: async () => undefined };
+  const svc = await createTerminalService(deps, noApprovals);
   await deps.nc.flush(); // the RPC subscriptions are live before the test calls them
   return {
     deps,

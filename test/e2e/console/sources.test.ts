@@ -41,6 +41,12 @@ await repo.write(
   "assignments/web.yaml",
   ["selector: role=web", "modules:", "  - web-files", "description: the web tier", ""].join("\n"),
 );
+await repo.write(
+  "approval-policies/prod-applies.yaml",
+  ["actions: [assignment.apply]", "selector: env=prod", "approvals_required: 1", "approvers: ['role:admin']", ""].join(
+    "\n",
+  ),
+);
 const first = await repo.commit("web tier");
 // Made by hand: the pages must keep offering edit and delete for it.
 await must(
@@ -106,6 +112,31 @@ t.test("a source's page lists what it manages", async (t) => {
   await expectNoA11yViolations(t, page, "source");
   t.equal((await shoot(page, "source")).length, 4);
   guard.check(t, "source page");
+});
+
+t.test("a managed approval policy: read-only, the owner named, no delete", async (t) => {
+  await page.goto("/approval-policies");
+  await h1("Approval policies");
+  const row = page.getByRole("row").filter({ has: page.getByRole("link", { name: "prod-applies", exact: true }) });
+  t.match(await row.textContent(), /git: infra/, "the list marks the policy the source manages");
+  await row.getByRole("link", { name: "prod-applies", exact: true }).click();
+  await h1("Approval policy prod-applies");
+  const notice = page.getByTestId("managed-by");
+  await notice.waitFor();
+  t.match(await notice.textContent(), `Managed by git source infra @ ${first.slice(0, 7)}`);
+  t.match(await notice.textContent(), /Change this approval policy in the repository/);
+  const view = page.getByTestId("policy-view");
+  t.match(await view.textContent(), /assignment\.apply/);
+  t.match(await view.textContent(), /1 approval from role:admin/);
+  t.equal(await page.getByRole("button", { name: "Save" }).count(), 0, "no form to save");
+  t.equal(await page.getByRole("button", { name: "Delete", exact: true }).count(), 0, "no delete");
+  await page.waitForLoadState("networkidle");
+  await expectNoA11yViolations(t, page, "managed approval policy");
+  t.equal((await shoot(page, "approval-policy-managed")).length, 4);
+  guard.check(t, "managed approval policy");
+  // Back where the next subtest starts: the source's page.
+  await page.goto("/sources/infra");
+  await h1("infra");
 });
 
 t.test("a managed module: the owner is named and there is no upload or delete", async (t) => {

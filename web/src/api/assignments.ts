@@ -3,6 +3,7 @@
  * invalidation after a change refreshes every view; run/plan/apply hooks build on `assignmentKeys`.
  */
 import { type Assignment, type AssignmentPage, followPages, type RequestBody } from "@orch/client";
+import { type HeldCatalogWrite, isHeldCatalogWrite } from "./catalog-held";
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, unwrap } from "./client";
 
@@ -52,6 +53,8 @@ export function useCreateAssignment() {
   return useMutation({
     mutationFn: async (body: NewAssignment) => unwrap(await api.POST("/api/v1/assignments", { body })),
     onSuccess: (a) => {
+      // Held for approval (catalog.write): nothing changed yet.
+      if (isHeldCatalogWrite(a)) return;
       qc.setQueryData(assignmentKeys.detail(a.name), a);
       return qc.invalidateQueries({ queryKey: assignmentKeys.list() });
     },
@@ -64,18 +67,23 @@ export function useUpdateAssignment(name: string) {
     mutationFn: async (body: AssignmentChange) =>
       unwrap(await api.PUT("/api/v1/assignments/{name}", { params: { path: { name } }, body })),
     onSuccess: (a) => {
+      if (isHeldCatalogWrite(a)) return;
       qc.setQueryData(assignmentKeys.detail(a.name), a);
       return qc.invalidateQueries({ queryKey: assignmentKeys.list() });
     },
   });
 }
 
-export function useDeleteAssignment() {
+/** Deletes an assignment; `onHeld` hears of a delete an approval policy held (before the caller's onSuccess). */
+export function useDeleteAssignment(onHeld?: (held: HeldCatalogWrite) => void) {
   const qc = useQueryClient();
   return useMutation({
     mutationFn: async (name: string) =>
       unwrap(await api.DELETE("/api/v1/assignments/{name}", { params: { path: { name } } })),
-    onSuccess: (_r, name) => qc.removeQueries({ queryKey: assignmentKeys.detail(name) }),
+    onSuccess: (r, name) => {
+      if (isHeldCatalogWrite(r)) return onHeld?.(r);
+      qc.removeQueries({ queryKey: assignmentKeys.detail(name) });
+    },
     onSettled: () => qc.invalidateQueries({ queryKey: assignmentKeys.list() }),
   });
 }

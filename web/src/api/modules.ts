@@ -6,6 +6,7 @@
 import { type AuditEvent, followPages, type ModuleInfo, type ModulePage } from "@orch/client";
 import { keepPreviousData, useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, unwrap } from "./client";
+import { type HeldCatalogWrite, isHeldCatalogWrite } from "./catalog-held";
 
 export type { ModuleInfo, ModulePage };
 export type ModuleSummary = ModulePage["modules"][number];
@@ -54,6 +55,8 @@ export function useUploadModule() {
   return useMutation({
     mutationFn: async (body: { name: string; content: string }) => unwrap(await api.POST("/api/v1/modules", { body })),
     onSuccess: (m) =>
+      // Held for approval (catalog.write): nothing changed yet.
+      isHeldCatalogWrite(m) ||
       Promise.all([
         qc.invalidateQueries({ queryKey: moduleKeys.list() }),
         qc.invalidateQueries({ queryKey: moduleKeys.detail(m.name) }),
@@ -62,12 +65,16 @@ export function useUploadModule() {
   });
 }
 
-export function useDeleteModule() {
+/** Deletes a module; `onHeld` hears of a delete an approval policy held (before the caller's onSuccess). */
+export function useDeleteModule(onHeld?: (held: HeldCatalogWrite) => void) {
   const qc = useQueryClient();
   return useMutation({
     mutationFn: async (name: string) =>
       unwrap(await api.DELETE("/api/v1/modules/{name}", { params: { path: { name } } })),
-    onSuccess: (_r, name) => qc.removeQueries({ queryKey: moduleKeys.detail(name) }),
+    onSuccess: (r, name) => {
+      if (isHeldCatalogWrite(r)) return onHeld?.(r);
+      qc.removeQueries({ queryKey: moduleKeys.detail(name) });
+    },
     onSettled: () => qc.invalidateQueries({ queryKey: moduleKeys.list() }),
   });
 }

@@ -14,6 +14,15 @@ type NewSecretBody = RequestBody<"/api/v1/secrets", "post">;
 /** Everything of a new secret but its value. */
 export type NewSecretMeta = Omit<NewSecretBody, "value">;
 
+/** A write an approval policy held (202, secret.write): nothing changed until the request is approved. */
+export interface HeldSecretWrite {
+  status: "held";
+  change_request_id: string;
+  summary: string;
+}
+export const isHeldWrite = (b: unknown): b is HeldSecretWrite =>
+  typeof b === "object" && b !== null && (b as HeldSecretWrite).status === "held";
+
 export const SECRETS_PAGE_SIZE = 100;
 const KEY = ["secrets"] as const;
 
@@ -36,9 +45,11 @@ export function useSecrets(cursor: string | undefined) {
  */
 export function useCreateSecret() {
   const qc = useQueryClient();
-  const [state, setState] = useState<{ pending: boolean; error?: unknown; created?: SecretMeta }>({ pending: false });
+  const [state, setState] = useState<{ pending: boolean; error?: unknown; created?: SecretMeta | HeldSecretWrite }>({
+    pending: false,
+  });
   const create = useCallback(
-    async (meta: NewSecretMeta, readValue: () => string): Promise<SecretMeta | undefined> => {
+    async (meta: NewSecretMeta, readValue: () => string): Promise<SecretMeta | HeldSecretWrite | undefined> => {
       setState({ pending: true });
       try {
         const created = unwrap(await api.POST("/api/v1/secrets", { body: { ...meta, value: readValue() } }));
@@ -56,11 +67,15 @@ export function useCreateSecret() {
   return { create, reset, ...state };
 }
 
-export function useDeleteSecret() {
+/** Deletes a secret; `onHeld` hears of a delete an approval policy held (it runs before the caller's onSuccess). */
+export function useDeleteSecret(onHeld?: (held: HeldSecretWrite) => void) {
   const qc = useQueryClient();
   return useMutation({
-    mutationFn: async (name: string) =>
-      unwrap(await api.DELETE("/api/v1/secrets/{name}", { params: { path: { name } } })),
+    mutationFn: async (name: string): Promise<unknown> =>
+      unwrap(await api.DELETE("/api/v1/secrets/{name}", { params: { path: { name } }, body: {} })),
+    onSuccess: (r) => {
+      if (isHeldWrite(r)) onHeld?.(r);
+    },
     onSettled: () => qc.invalidateQueries({ queryKey: KEY }),
   });
 }

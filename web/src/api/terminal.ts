@@ -21,17 +21,26 @@ export const terminalKeys = {
   transcript: (id: string) => [...KEY, "session", id, "transcript"] as const,
 };
 
-/** Opens a shell on the agent (node id or name) at the terminal's current size. */
-export async function openTerminal(nodeId: string, size: { cols: number; rows: number }): Promise<OpenedTerminal> {
-  return unwrap(
-    await api.POST("/api/v1/terminal/{node_id}", {
-      params: { path: { node_id: nodeId }, query: { cols: size.cols, rows: size.rows } },
-    }),
-  );
+/**
+ * Opens a shell on the agent (node id or name) at the terminal's current size; `changeRequestId`:
+ * with the one-time pass of my executed terminal.open request. A policy holding the open answers
+ * `{status: "held", change_request_id}` instead (docs/approvals.md).
+ */
+export async function openTerminal(
+  nodeId: string,
+  size: { cols: number; rows: number },
+  changeRequestId?: string,
+): Promise<OpenedTerminal> {
+  const query = {
+    cols: size.cols,
+    rows: size.rows,
+    ...(changeRequestId ? { change_request_id: changeRequestId } : {}),
+  };
+  return unwrap(await api.POST("/api/v1/terminal/{node_id}", { params: { path: { node_id: nodeId }, query } }));
 }
 
 /** A new single-use attach URL for a live session of mine (a reload, a dropped connection). */
-export async function issueTicket(sessionId: string): Promise<Pick<OpenedTerminal, "session_id" | "ws_url">> {
+export async function issueTicket(sessionId: string): Promise<{ session_id: string; ws_url: string }> {
   return unwrap(
     await api.POST("/api/v1/terminal/session/{session_id}/ticket", { params: { path: { session_id: sessionId } } }),
   );

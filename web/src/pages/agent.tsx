@@ -15,6 +15,7 @@ import { ValuesSection } from "./agent/values-section";
 import { TagsEditor } from "./agent/tags-editor";
 import "./agent/agent.css";
 import "./pages.css";
+import { ApprovalBanner } from "./parts/approval-banner";
 import { TableRegion } from "./parts/table-region";
 
 const MetricsCharts = lazy(() => import("../charts/metrics-chart"));
@@ -36,6 +37,7 @@ export default function AgentDetailPage() {
                 </Link>
               </p>
             ) : null}
+            {a.status === "approved" ? <ApprovalBanner action="terminal.open" /> : null}
             <dl className="props card">
               <dt>Node ID</dt>
               <dd className="mono">{a.node_id}</dd>

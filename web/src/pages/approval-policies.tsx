@@ -13,6 +13,7 @@ import { PolicyForm } from "./approval-policies/policy-form";
 import "./pages.css";
 import { TableRegion } from "./parts/table-region";
 import "./requests/requests.css";
+import { ManagedNameCell } from "./sources/managed-by";
 
 export const expiryText = (s: number) => (s % 3600 === 0 ? `${s / 3600} h` : `${Math.round(s / 60)} min`);
 
@@ -95,9 +96,7 @@ export default function ApprovalPoliciesPage() {
                 <tbody>
                   {policies.map((p) => (
                     <tr key={p.name}>
-                      <td data-label="Name">
-                        <Link href={`/approval-policies/${encodeURIComponent(p.name)}`}>{p.name}</Link>
-                      </td>
+                      <ManagedNameCell item={p} href={`/approval-policies/${encodeURIComponent(p.name)}`} />
                       <td data-label="Actions" className="mono">
                         {p.actions.join(", ")}
                       </td>

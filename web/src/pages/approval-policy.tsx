@@ -4,10 +4,17 @@
  */
 import { useState } from "react";
 import { Link, useLocation, useParams } from "wouter";
-import { useApprovalPolicy, useDeleteApprovalPolicy, useSaveApprovalPolicy } from "../api/approvals";
+import {
+  type ApprovalPolicy,
+  useApprovalPolicy,
+  useDeleteApprovalPolicy,
+  useSaveApprovalPolicy,
+} from "../api/approvals";
 import { useSession } from "../api/session";
 import { Banner, DeleteWithConfirm, Page, QueryStatus, Section } from "../ui";
 import { PolicyForm } from "./approval-policies/policy-form";
+import { approvalsText } from "./parts/approval-rules";
+import { ManagedByBanner, ownerOf } from "./sources/managed-by";
 import "./pages.css";
 import "./requests/requests.css";
 
@@ -20,11 +27,13 @@ export default function ApprovalPolicyPage() {
   const [saved, setSaved] = useState(false);
   const q = useApprovalPolicy(name);
   const p = q.data;
+  // A policy a git source manages is changed in its repository: the API refuses edits and deletes.
+  const owner = p ? ownerOf(p) : undefined;
   return (
     <Page
       title={`Approval policy ${name}`}
       actions={
-        isAdmin && p ? (
+        isAdmin && p && !owner ? (
           <DeleteWithConfirm
             mutation={remove}
             target={p.name}
@@ -40,8 +49,10 @@ export default function ApprovalPolicyPage() {
         <Link href="/approval-policies">← All approval policies</Link>
       </p>
       {saved ? <Banner kind="success">Saved.</Banner> : null}
+      {owner ? <ManagedByBanner owner={owner} what="approval policy" /> : null}
       <QueryStatus query={q}>
-        {p ? (
+        {p && owner ? <PolicyView policy={p} /> : null}
+        {p && !owner ? (
           <Section title="Settings">
             <PolicyForm
               key={p.updated_at}
@@ -62,5 +73,34 @@ export default function ApprovalPolicyPage() {
         ) : null}
       </QueryStatus>
     </Page>
+  );
+}
+
+/** A policy a git source manages, read-only: its settings as the repository's file gives them. */
+function PolicyView({ policy: p }: { policy: ApprovalPolicy }) {
+  return (
+    <Section title="Settings">
+      <dl className="props card" data-testid="policy-view">
+        <dt>Description</dt>
+        <dd>{p.description || "—"}</dd>
+        <dt>Actions</dt>
+        <dd className="mono">{p.actions.join(", ")}</dd>
+        <dt>Selector</dt>
+        <dd className="mono">{p.selector}</dd>
+        <dt>Approvals</dt>
+        <dd>
+          {approvalsText(p)}
+          {p.requester_may_approve ? " (the requester may approve)" : ""}
+        </dd>
+        <dt>Requests expire after</dt>
+        <dd>{p.expires_after_seconds}s</dd>
+        {p.actions.includes("access.request") ? (
+          <>
+            <dt>Longest access</dt>
+            <dd>{p.max_access_seconds}s</dd>
+          </>
+        ) : null}
+      </dl>
+    </Section>
   );
 }

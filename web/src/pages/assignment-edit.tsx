@@ -19,6 +19,8 @@ import { Field, fieldError, Page, ProblemMessage, QueryStatus } from "../ui";
 import { SelectorInput } from "../ui/selector-input";
 import { checkDraft } from "./assignments/form-rules";
 import { SelectorMatches } from "./assignments/selector-matches";
+import { type HeldCatalogWrite, isHeldCatalogWrite } from "../api/catalog-held";
+import { CatalogHeldNotice } from "./catalog-held-notice";
 import "./assignments/assignments.css";
 import "./pages.css";
 
@@ -66,6 +68,7 @@ function AssignmentForm({ initial, existing }: { initial: Partial<Assignment>; e
   const [description, setDescription] = useState(initial.description ?? "");
   const [enforce, setEnforce] = useState(initial.enforce ?? false);
   const [touched, setTouched] = useState(false);
+  const [held, setHeld] = useState<HeldCatalogWrite | undefined>();
   const available = useModules();
   const create = useCreateAssignment();
   const update = useUpdateAssignment(existing ?? "");
@@ -84,6 +87,7 @@ function AssignmentForm({ initial, existing }: { initial: Partial<Assignment>; e
   function submit(e: FormEvent) {
     e.preventDefault();
     setTouched(true);
+    setHeld(undefined);
     if (!check.ready || !check.selector) return;
     const body: NewAssignment = {
       name: name.trim(),
@@ -92,7 +96,9 @@ function AssignmentForm({ initial, existing }: { initial: Partial<Assignment>; e
       description: description.trim() === "" ? null : description.trim(),
       enforce,
     };
-    const done = (a: Assignment) => navigate(`/assignments/${encodeURIComponent(a.name)}`);
+    // Held for approval (catalog.write): stay on the form, with the request linked.
+    const done = (a: Assignment | HeldCatalogWrite) =>
+      isHeldCatalogWrite(a) ? setHeld(a) : navigate(`/assignments/${encodeURIComponent(a.name)}`);
     if (existing) {
       const { name: _name, ...change } = body;
       update.mutate(change, { onSuccess: done });
@@ -102,6 +108,7 @@ function AssignmentForm({ initial, existing }: { initial: Partial<Assignment>; e
   const back = existing ? `/assignments/${encodeURIComponent(existing)}` : "/assignments";
   return (
     <form className="stack card" onSubmit={submit} aria-label={existing ? `Edit ${existing}` : "New assignment"}>
+      {held ? <CatalogHeldNotice held={held} /> : null}
       <Field
         label="Name"
         hint={existing ? "an assignment's name cannot change" : "a-z 0-9 . _ - (e.g. web-base)"}
@@ -121,30 +128,13 @@ function AssignmentForm({ initial, existing }: { initial: Partial<Assignment>; e
         <SelectorInput value={selector} onChange={setSelector} required apiError={apiFieldError(error, "selector")} />
         <SelectorMatches selector={check.selector} />
       </div>
-      <fieldset className="stack module-picker" aria-describedby={check.modules ? "modules-error" : undefined}>
-        <legend>Modules</legend>
-        <QueryStatus query={available}>
-          {names.length === 0 ? (
-            <p className="muted">
-              No modules yet: <Link href="/modules/new">upload one</Link> first.
-            </p>
-          ) : (
-            <div className="grid">
-              {names.map((m) => (
-                <label key={m} className="check">
-                  <input type="checkbox" checked={modules.includes(m)} onChange={(e) => toggle(m, e.target.checked)} />
-                  {m}
-                </label>
-              ))}
-            </div>
-          )}
-        </QueryStatus>
-        {check.modules || apiFieldError(error, "modules") ? (
-          <div id="modules-error" className="field-error" role="alert">
-            {check.modules ?? apiFieldError(error, "modules")}
-          </div>
-        ) : null}
-      </fieldset>
+      <ModulePicker
+        names={names}
+        chosen={modules}
+        available={available}
+        error={check.modules ?? apiFieldError(error, "modules")}
+        onToggle={toggle}
+      />
       <Field label="Description" hint="optional, at most 1000 characters" error={apiFieldError(error, "description")}>
         <textarea value={description} rows={2} maxLength={1000} onChange={(e) => setDescription(e.target.value)} />
       </Field>
@@ -173,5 +163,47 @@ function AssignmentForm({ initial, existing }: { initial: Partial<Assignment>; e
         </Link>
       </div>
     </form>
+  );
+}
+
+/** The modules to apply, as checkboxes: every module the catalog holds and any the assignment names. */
+function ModulePicker({
+  names,
+  chosen,
+  available,
+  error,
+  onToggle,
+}: {
+  names: string[];
+  chosen: readonly string[];
+  available: ReturnType<typeof useModules>;
+  error: string | undefined;
+  onToggle: (module: string, on: boolean) => void;
+}) {
+  return (
+    <fieldset className="stack module-picker" aria-describedby={error ? "modules-error" : undefined}>
+      <legend>Modules</legend>
+      <QueryStatus query={available}>
+        {names.length === 0 ? (
+          <p className="muted">
+            No modules yet: <Link href="/modules/new">upload one</Link> first.
+          </p>
+        ) : (
+          <div className="grid">
+            {names.map((m) => (
+              <label key={m} className="check">
+                <input type="checkbox" checked={chosen.includes(m)} onChange={(e) => onToggle(m, e.target.checked)} />
+                {m}
+              </label>
+            ))}
+          </div>
+        )}
+      </QueryStatus>
+      {error ? (
+        <div id="modules-error" className="field-error" role="alert">
+          {error}
+        </div>
+      ) : null}
+    </fieldset>
   );
 }

@@ -7,7 +7,7 @@
  * the form says beforehand which approval policies hold applies. Operators and admins alike may run
  * and delete (the API allows operators).
  */
-import { type FormEvent, useState } from "react";
+import { type FormEvent, useRef, useState } from "react";
 import { Link, useLocation, useParams } from "wouter";
 import { type Assignment, useAssignment, useDeleteAssignment } from "../api/assignments";
 import { RECENT_RUNS, type RunKind, useRecentRuns, useStartRun } from "../api/runs";
@@ -34,6 +34,8 @@ import { OperatorName } from "./assignments/operator-name";
 import { ItemTable } from "./parts/item-table";
 import { RUN_TONE } from "./runs/run-counts";
 import { ManagedByBanner, ownerOf } from "./sources/managed-by";
+import type { HeldCatalogWrite } from "../api/catalog-held";
+import { CatalogHeldNotice } from "./catalog-held-notice";
 import "./runs/runs.css";
 
 export default function AssignmentPage() {
@@ -60,9 +62,15 @@ export default function AssignmentPage() {
 
 function AssignmentActions({ name }: { name: string }) {
   const [, navigate] = useLocation();
-  const remove = useDeleteAssignment();
+  // A held delete is heard of (the hook's onSuccess) before onDeleted runs, which shows it.
+  const heldDelete = useRef<HeldCatalogWrite | undefined>(undefined);
+  const [held, setHeld] = useState<HeldCatalogWrite | undefined>();
+  const remove = useDeleteAssignment((h) => {
+    heldDelete.current = h;
+  });
   return (
     <>
+      {held ? <CatalogHeldNotice held={held} /> : null}
       <Link href={`/assignments/${encodeURIComponent(name)}/edit`} className="btn">
         Edit
       </Link>
@@ -70,7 +78,7 @@ function AssignmentActions({ name }: { name: string }) {
         mutation={remove}
         target={name}
         title={`Delete assignment ${name}?`}
-        onDeleted={() => navigate("/assignments")}
+        onDeleted={() => (heldDelete.current ? setHeld(heldDelete.current) : navigate("/assignments"))}
       >
         <p>Agents keep what was applied; nothing is removed from them.</p>
       </DeleteWithConfirm>

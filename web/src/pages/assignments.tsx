@@ -3,6 +3,7 @@
  * admins both create, edit and delete them (the API allows operators); a name filter lives in the URL.
  * A notice names the approval policies that hold applies (ApprovalBanner).
  */
+import { useState } from "react";
 import { Link } from "wouter";
 import { useToApproveCount } from "../api/approvals";
 import { useAssignments, useDeleteAssignment } from "../api/assignments";
@@ -21,6 +22,8 @@ import "./requests/requests.css";
 import { ApprovalBanner } from "./parts/approval-banner";
 import { ItemTable } from "./parts/item-table";
 import { ManagedNameCell, ownerOf } from "./sources/managed-by";
+import type { HeldCatalogWrite } from "../api/catalog-held";
+import { CatalogHeldNotice } from "./catalog-held-notice";
 
 /**
  * Change requests (applies an approval policy held, and other held actions) have no nav entry: the
@@ -44,7 +47,8 @@ function RequestsLink() {
 
 export default function AssignmentsPage() {
   const list = useAssignments();
-  const remove = useDeleteAssignment();
+  const [held, setHeld] = useState<HeldCatalogWrite | undefined>();
+  const remove = useDeleteAssignment(setHeld);
   const all = list.data ?? [];
   const filter = useListFilter(
     all,
@@ -68,6 +72,7 @@ export default function AssignmentsPage() {
       <ApprovalBanner action="assignment.apply" />
       <FilterField value={filter.query} onChange={filter.setQuery} placeholder="name, selector or module" />
       {remove.error ? <ProblemMessage error={remove.error} /> : null}
+      {held ? <CatalogHeldNotice held={held} /> : null}
       <QueryStatus query={list}>
         <ItemTable
           label="Assignments"

@@ -9,6 +9,8 @@ import { useModule, useUploadModule } from "../api/modules";
 import { type LineProblem, YamlEditor } from "../editor";
 import { Loading, Page, ProblemMessage, problemText, QueryStatus } from "../ui";
 import { MODULE_TEMPLATE, moduleNameOf, yamlProblemOf } from "./modules/yaml-source";
+import { type HeldCatalogWrite, isHeldCatalogWrite } from "../api/catalog-held";
+import { CatalogHeldNotice } from "./catalog-held-notice";
 import "./pages.css";
 
 export default function ModuleUploadPage() {
@@ -32,6 +34,7 @@ function UploadForm({ initial, fixedName }: { initial: string; fixedName?: strin
   const [, navigate] = useLocation();
   const [content, setContent] = useState(initial);
   const [localError, setLocalError] = useState<string | undefined>();
+  const [held, setHeld] = useState<HeldCatalogWrite | undefined>();
   const upload = useUploadModule();
   const errorId = useId();
   const problem = useMemo(
@@ -49,16 +52,24 @@ function UploadForm({ initial, fixedName }: { initial: string; fixedName?: strin
   function submit(e: FormEvent) {
     e.preventDefault();
     upload.reset();
+    setHeld(undefined);
     const name = fixedName ?? moduleNameOf(content);
     if (!name) {
       setLocalError("The YAML needs a top-level name: line (the module's name).");
       return;
     }
-    upload.mutate({ name, content }, { onSuccess: (m) => navigate(`/modules/${encodeURIComponent(m.name)}`) });
+    upload.mutate(
+      { name, content },
+      {
+        // Held for approval (catalog.write): stay on the form, with the request linked.
+        onSuccess: (m) => (isHeldCatalogWrite(m) ? setHeld(m) : navigate(`/modules/${encodeURIComponent(m.name)}`)),
+      },
+    );
   }
 
   return (
     <form className="stack" onSubmit={submit} aria-label="Upload module">
+      {held ? <CatalogHeldNotice held={held} /> : null}
       {fixedName ? (
         <p>
           New version of <Link href={`/modules/${encodeURIComponent(fixedName)}`}>{fixedName}</Link>: its{" "}

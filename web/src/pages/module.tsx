@@ -4,7 +4,7 @@
  * upload a new version or delete it (the API refuses deleting a module an assignment still uses,
  * and says which).
  */
-import { Suspense } from "react";
+import { Suspense, useRef, useState } from "react";
 import { Link, useLocation, useParams } from "wouter";
 import { useAssignments } from "../api/assignments";
 import { type ModuleInfo, useDeleteModule, useModule } from "../api/modules";
@@ -14,6 +14,8 @@ import { BundleFiles } from "./modules/bundle-files";
 import { VersionHistory } from "./modules/version-history";
 import "./pages.css";
 import { ManagedByBanner, ownerOf } from "./sources/managed-by";
+import type { HeldCatalogWrite } from "../api/catalog-held";
+import { CatalogHeldNotice } from "./catalog-held-notice";
 
 export default function ModulePage() {
   const { name = "" } = useParams<{ name: string }>();
@@ -29,9 +31,15 @@ export default function ModulePage() {
 
 function ModuleActions({ name }: { name: string }) {
   const [, navigate] = useLocation();
-  const remove = useDeleteModule();
+  // A held delete is heard of (the hook's onSuccess) before onDeleted runs, which shows it.
+  const heldDelete = useRef<HeldCatalogWrite | undefined>(undefined);
+  const [held, setHeld] = useState<HeldCatalogWrite | undefined>();
+  const remove = useDeleteModule((h) => {
+    heldDelete.current = h;
+  });
   return (
     <>
+      {held ? <CatalogHeldNotice held={held} /> : null}
       <Link href={`/modules/${encodeURIComponent(name)}/upload`} className="btn btn-primary">
         Upload new version
       </Link>
@@ -39,7 +47,7 @@ function ModuleActions({ name }: { name: string }) {
         mutation={remove}
         target={name}
         title={`Delete module ${name}?`}
-        onDeleted={() => navigate("/modules")}
+        onDeleted={() => (heldDelete.current ? setHeld(heldDelete.current) : navigate("/modules"))}
       >
         <p>Agents keep what was applied; assignments can no longer use it. A module in use cannot be deleted.</p>
       </DeleteWithConfirm>

@@ -13,9 +13,12 @@ import { ApiError } from "../api/client";
 import { useSession } from "../api/session";
 import { Banner, Field, Page, ProblemMessage, QueryStatus, Section, Time } from "../ui";
 import "./pages.css";
+import { CommandRunContentView } from "./requests/command-run";
+import { CatalogWriteContentView } from "./requests/catalog-write";
 import { AgentPlanDiff, PlanDiff } from "./requests/plan-diff";
 import { approvalsOf, RequestStatus } from "./requests/request-status";
 import "./requests/requests.css";
+import { TerminalPassLink } from "./requests/terminal-pass";
 
 /**
  * A refused decision said as the error catalogue means it (the API's detail names ids and is for
@@ -118,6 +121,9 @@ function RequestBody({ request: r }: { request: ChangeRequest }) {
           <AgentPlanDiff nodeId={r.target_name} name={agentName(r)} operationId={planOperationId} />
         </Section>
       ) : null}
+      <TerminalPassLink request={r} />
+      <CommandRunContentView request={r} />
+      <CatalogWriteContentView request={r} />
       {r.status === "pending" ? <DecideForm request={r} /> : null}
       <Section title="Decisions">
         {r.decisions.length ? (
@@ -154,8 +160,8 @@ function DecideForm({ request: r }: { request: ChangeRequest }) {
   const [comment, setComment] = useState("");
   const [done, setDone] = useState<Decision | undefined>();
   const mayCancel = isAdmin || operator.id === r.requester.id;
-  // Applies carry a plan that can go stale (plan_changed): their requester can make it again.
-  const mayReplan = mayCancel && (r.action === "assignment.apply" || r.action === "agent.apply");
+  // The server says which requests carry a plan that can go stale (plan_changed).
+  const mayReplan = mayCancel && r.replannable;
   const send = (decision: Decision) => {
     setDone(undefined);
     decide.mutate(

@@ -1,18 +1,31 @@
 /**
  * Secrets (/secrets?new=1&cursor=): metadata only — the API never returns a value and this page never
  * keeps one (see secrets/new-secret-form.tsx). Operators and admins create and delete; the secrets
- * service decides who may widen a restriction.
+ * service decides who may widen a restriction. When an approval policy holds secret writes
+ * (ApprovalBanner), a create or delete answers 202 and the notice links to its change request.
  */
-import { useState } from "react";
+import { type ReactNode, useRef, useState } from "react";
+import { Link } from "wouter";
 import { type Agent, useAllAgents } from "../api/agents";
-import { type SecretMeta, useCreateSecret, useDeleteSecret, useSecrets } from "../api/secrets";
+import { type HeldSecretWrite, type SecretMeta, useCreateSecret, useDeleteSecret, useSecrets } from "../api/secrets";
 import { useUrlState } from "../lib/url-state";
 import { Badge, DeleteWithConfirm, EmptyState, Page, ProblemMessage, QueryStatus, Section, Time } from "../ui";
 import "./pages.css";
+import { ApprovalBanner } from "./parts/approval-banner";
 import { PagedTable } from "./parts/item-table";
 import { agentLabel } from "./secrets/agent-picker";
 import { NewSecretForm } from "./secrets/new-secret-form";
 import "./secrets/secrets.css";
+
+/** "update secret db held for approval: change request 01J…" with the request linked. */
+function heldNotice(h: HeldSecretWrite): ReactNode {
+  return (
+    <span data-testid="secret-held">
+      {h.summary} held for approval: change request{" "}
+      <Link href={`/requests/${encodeURIComponent(h.change_request_id)}`}>{h.change_request_id}</Link>
+    </span>
+  );
+}
 
 export default function SecretsPage() {
   const [params, setParams] = useUrlState();
@@ -22,8 +35,12 @@ export default function SecretsPage() {
   const fleet = useAllAgents("", "", { poll: false });
   const agents = fleet.data ?? [];
   const creator = useCreateSecret();
-  const remove = useDeleteSecret();
-  const [notice, setNotice] = useState<string | undefined>();
+  // A held delete is heard of (hook's onSuccess) before the row's onDeleted runs, which shows it.
+  const heldDelete = useRef<HeldSecretWrite | undefined>(undefined);
+  const remove = useDeleteSecret((h) => {
+    heldDelete.current = h;
+  });
+  const [notice, setNotice] = useState<ReactNode>();
   const secrets = list.data?.secrets ?? [];
 
   return (
@@ -49,13 +66,14 @@ export default function SecretsPage() {
         <NewSecretForm
           agents={agents}
           creator={creator}
-          onCreated={(name) => {
-            setNotice(`Created secret ${name}.`);
+          onCreated={(r) => {
+            setNotice("held" in r ? heldNotice(r.held) : `Created secret ${r.name}.`);
             setParams({ new: undefined }, { replace: true });
           }}
           onCancel={() => setParams({ new: undefined })}
         />
       ) : null}
+      <ApprovalBanner action="secret.write" />
       {notice ? (
         <p role="status" className="muted">
           {notice}
@@ -101,7 +119,11 @@ export default function SecretsPage() {
                     small
                     tooltip={`Delete ${s.name}`}
                     showProblem={false}
-                    onDeleted={() => setNotice(`Deleted secret ${s.name}.`)}
+                    onDeleted={() => {
+                      const h = heldDelete.current;
+                      heldDelete.current = undefined;
+                      setNotice(h ? heldNotice(h) : `Deleted secret ${s.name}.`);
+                    }}
                   >
                     <p>Modules that use it fail their next plan or apply. This cannot be undone.</p>
                   </DeleteWithConfirm>

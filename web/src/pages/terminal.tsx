@@ -6,11 +6,11 @@
  */
 import { useQueryClient } from "@tanstack/react-query";
 import { type ReactNode, useEffect, useRef, useState } from "react";
-import { Link, useLocation, useParams } from "wouter";
+import { Link, useLocation, useParams, useSearch } from "wouter";
 import { isStatus } from "../api/client";
 import { issueTicket, openTerminal, terminalKeys, useCloseSession, useTerminalSession } from "../api/terminal";
 import { isFinished, type TerminalState, TerminalSocket, stateOfSession, statusText } from "../lib/terminal-socket";
-import { Page, ProblemMessage } from "../ui";
+import { Banner, Page, ProblemMessage } from "../ui";
 import "./pages.css";
 import { handOff, takeHandOff } from "./terminal/handoff";
 import "./terminal/terminal.css";
@@ -24,9 +24,12 @@ export default function TerminalPage() {
 
 function OpeningTerminal({ nodeId }: { nodeId: string }) {
   const [, navigate] = useLocation();
+  // ?request=<id>: open with the pass of my executed terminal.open change request.
+  const request = new URLSearchParams(useSearch()).get("request") ?? undefined;
   const screen = useRef<HTMLDivElement>(null);
   const term = useXterm(screen);
   const [problem, setProblem] = useState<unknown>();
+  const [held, setHeld] = useState<string>();
   const started = useRef(false);
   const mounted = useRef(true);
   useEffect(() => {
@@ -40,19 +43,28 @@ function OpeningTerminal({ nodeId }: { nodeId: string }) {
     // Once per visit: opening spawns a shell (and a recording) on the agent.
     if (!term || started.current) return;
     started.current = true;
-    openTerminal(nodeId, { cols: term.cols, rows: term.rows }).then(
+    openTerminal(nodeId, { cols: term.cols, rows: term.rows }, request).then(
       (opened) => {
+        // An approval policy holds it: nothing was opened; the request waits for approvers.
+        if ("change_request_id" in opened) return mounted.current && setHeld(opened.change_request_id);
         handOff(opened.session_id, opened.ws_url);
         if (mounted.current) navigate(`/terminal/${encodeURIComponent(opened.session_id)}`, { replace: true });
       },
       (err: unknown) => mounted.current && setProblem(err),
     );
-  }, [term, nodeId, navigate]);
+  }, [term, nodeId, navigate, request]);
 
   return (
     <Page title="Terminal">
-      <StatusLine text={problem ? "could not open" : "connecting"} />
+      <StatusLine text={problem ? "could not open" : held ? "held for approval" : "connecting"} />
       {problem ? <ProblemMessage error={problem} /> : null}
+      {held ? (
+        <Banner kind="info" testId="terminal-held">
+          An approval policy holds terminals on this agent: change request{" "}
+          <Link href={`/requests/${encodeURIComponent(held)}`}>{held}</Link> waits for approval. Once approved, open the
+          terminal from the request.
+        </Banner>
+      ) : null}
       <p>
         <Link href={`/agents/${encodeURIComponent(nodeId)}`}>Back to the agent</Link>
       </p>

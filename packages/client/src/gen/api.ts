@@ -572,7 +572,7 @@ export interface paths {
         put?: never;
         /**
          * Create an assignment: modules for the agents a selector matches
-         * @description Selector grammar: `*`, or comma-separated terms that must all hold: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; keys are tags, or `name`, `node_id`, `attr.<attribute>`; values may use `*` globs. A parse error is 400 `invalid_selector` with the `position`.
+         * @description Selector grammar: `*`, or comma-separated terms that must all hold: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; keys are tags, or `name`, `node_id`, `attr.<attribute>`; values may use `*` globs. A parse error is 400 `invalid_selector` with the `position`. When an approval policy covers `catalog.write` the write is validated, nothing changes, and it answers 202 with the change request it became (`change_request_id`); it executes once approved (docs/approvals.md). An admin may pass `break_glass` with a `reason` instead. Objects a git source owns stay refused (`managed_by_source`).
          *
          *     Any authenticated operator.
          */
@@ -597,7 +597,7 @@ export interface paths {
         get: operations["getAssignmentsName"];
         /**
          * Replace an assignment's selector, modules and description (and set enforce mode)
-         * @description Validated like create; records `assignment.updated` (with the previous values). Runs already started keep the selector and modules they started with; the next apply or plan uses the new ones. Without `description` (or with null) the description is cleared; without `enforce` enforce mode is unchanged. Selector grammar: `*`, or comma-separated terms that must all hold: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; keys are tags, or `name`, `node_id`, `attr.<attribute>`; values may use `*` globs. A parse error is 400 `invalid_selector` with the `position`.
+         * @description Validated like create; records `assignment.updated` (with the previous values). Runs already started keep the selector and modules they started with; the next apply or plan uses the new ones. Without `description` (or with null) the description is cleared; without `enforce` enforce mode is unchanged. Selector grammar: `*`, or comma-separated terms that must all hold: `k=v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`; keys are tags, or `name`, `node_id`, `attr.<attribute>`; values may use `*` globs. A parse error is 400 `invalid_selector` with the `position`. When an approval policy covers `catalog.write` the write is validated, nothing changes, and it answers 202 with the change request it became (`change_request_id`); it executes once approved (docs/approvals.md). An admin may pass `break_glass` with a `reason` instead. Objects a git source owns stay refused (`managed_by_source`).
          *
          *     Any authenticated operator.
          */
@@ -605,7 +605,9 @@ export interface paths {
         post?: never;
         /**
          * Delete an assignment
-         * @description Any authenticated operator.
+         * @description When an approval policy covers `catalog.write` the write is validated, nothing changes, and it answers 202 with the change request it became (`change_request_id`); it executes once approved (docs/approvals.md). An admin may pass `break_glass` with a `reason` instead. Objects a git source owns stay refused (`managed_by_source`).
+         *
+         *     Any authenticated operator.
          */
         delete: operations["deleteAssignmentsName"];
         options?: never;
@@ -1760,7 +1762,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a module (YAML schema v1); replaces a module of the same name
-         * @description Invalid content is refused with 400 and the YAML path and line of the problem (`path`, `line`, `column` in the problem body). Content is limited to 256 KiB.
+         * @description Invalid content is refused with 400 and the YAML path and line of the problem (`path`, `line`, `column` in the problem body). Content is limited to 256 KiB. When an approval policy covers `catalog.write` the write is validated, nothing changes, and it answers 202 with the change request it became (`change_request_id`); it executes once approved (docs/approvals.md). An admin may pass `break_glass` with a `reason` instead. Objects a git source owns stay refused (`managed_by_source`).
          *
          *     Any authenticated operator.
          */
@@ -1787,7 +1789,9 @@ export interface paths {
         post?: never;
         /**
          * Delete a module no assignment uses
-         * @description Any authenticated operator.
+         * @description When an approval policy covers `catalog.write` the write is validated, nothing changes, and it answers 202 with the change request it became (`change_request_id`); it executes once approved (docs/approvals.md). An admin may pass `break_glass` with a `reason` instead. Objects a git source owns stay refused (`managed_by_source`).
+         *
+         *     Any authenticated operator.
          */
         delete: operations["deleteModulesName"];
         options?: never;
@@ -1805,7 +1809,7 @@ export interface paths {
         get?: never;
         /**
          * Upload a module bundle (module.yaml and files/, as tar, tar.gz or zip), streamed
-         * @description The body is the archive (any content type): `module.yaml` and `files/` at its root or under one top-level directory. Each file under `files/` is stored as a blob (as `PUT /api/v1/blobs/{digest}` would) and resources name it `source: files/<path>`; other entries are ignored. Refused with nothing stored as a module: an archive that is not tar, tar.gz or zip or is corrupt, an entry with an absolute or `..` path, a symlink out of the tree, a device file, more than 1 GiB compressed or expanded, or an expansion of more than 100 times (a zip bomb). module.yaml is checked exactly as `POST /api/v1/modules` checks content, with its YAML line; replaces a module of the same name.
+         * @description The body is the archive (any content type): `module.yaml` and `files/` at its root or under one top-level directory. Each file under `files/` is stored as a blob (as `PUT /api/v1/blobs/{digest}` would) and resources name it `source: files/<path>`; other entries are ignored. Refused with nothing stored as a module: an archive that is not tar, tar.gz or zip or is corrupt, an entry with an absolute or `..` path, a symlink out of the tree, a device file, more than 1 GiB compressed or expanded, or an expansion of more than 100 times (a zip bomb). module.yaml is checked exactly as `POST /api/v1/modules` checks content, with its YAML line; replaces a module of the same name. When an approval policy covers `catalog.write` the write is validated, nothing changes, and it answers 202 with the change request it became (`change_request_id`); it executes once approved (docs/approvals.md). An admin may pass `break_glass` with a `reason` instead. Objects a git source owns stay refused (`managed_by_source`). Here `reason` and `break_glass` are query parameters (the body is the archive); a held bundle's blobs are kept until it runs (at most 30 days).
          *
          *     Any authenticated operator.
          */
@@ -1990,7 +1994,7 @@ export interface paths {
         put?: never;
         /**
          * Run a command or script on the agents a selector (or a node list) picks
-         * @description Exactly one of `selector` / `node_ids` and one of `command` / `script`. Answers at once (202) with the run and its targets, queued; follow it with GET /runs/{id}/stream. A selector matching no agent answers 200 with `targets: 0` and status `completed`. Maintenance windows never block a run; the active one is recorded. Admin only (`gateway.operators_may_run_commands` grants runs to operators). See docs/runs.md.
+         * @description Exactly one of `selector` / `node_ids` and one of `command` / `script`. Answers at once (202) with the run and its targets, queued; follow it with GET /runs/{id}/stream. A selector matching no agent answers 200 with `targets: 0` and status `completed`. Maintenance windows never block a run; the active one is recorded. When an approval policy naming `command.run` covers one of the agents, nothing runs: the run becomes a change request and the 202 says so (`status: held`, `change_request_id`); it starts once approved (docs/approvals.md). A held run may not carry `env` (409 `held_run_env`). An admin may pass `break_glass: true` with a `reason` instead. Admin only (`gateway.operators_may_run_commands` grants runs to operators). See docs/runs.md.
          *
          *     Requires the admin role.
          */
@@ -2082,7 +2086,9 @@ export interface paths {
         put?: never;
         /**
          * Create a secret (the value is write-only)
-         * @description Any authenticated operator.
+         * @description When an approval policy covers `secret.write` the write does not happen: it becomes a change request (202, `change_request_id`) and the new value waits sealed in the secrets service until approved (docs/approvals.md). An admin may pass `break_glass: true` with a `reason` instead.
+         *
+         *     Any authenticated operator.
          */
         post: operations["postSecrets"];
         delete?: never;
@@ -2105,7 +2111,7 @@ export interface paths {
         get: operations["getSecretsName"];
         /**
          * Update a secret: any of value, description, expires_at, restriction
-         * @description Fields left out keep their value; null clears description, expires_at or restriction. A new value is encrypted with the active key. Widening the restriction (or clearing it) and moving expires_at later (or clearing it) need the admin role; operators may only narrow.
+         * @description Fields left out keep their value; null clears description, expires_at or restriction. A new value is encrypted with the active key. Widening the restriction (or clearing it) and moving expires_at later (or clearing it) need the admin role; operators may only narrow. When an approval policy covers `secret.write` the write does not happen: it becomes a change request (202, `change_request_id`) and the new value waits sealed in the secrets service until approved (docs/approvals.md). An admin may pass `break_glass: true` with a `reason` instead.
          *
          *     Any authenticated operator.
          */
@@ -2113,7 +2119,9 @@ export interface paths {
         post?: never;
         /**
          * Delete a secret
-         * @description Any authenticated operator.
+         * @description The body is optional. When an approval policy covers `secret.write` the write does not happen: it becomes a change request (202, `change_request_id`) and the new value waits sealed in the secrets service until approved (docs/approvals.md). An admin may pass `break_glass: true` with a `reason` instead.
+         *
+         *     Any authenticated operator.
          */
         delete: operations["deleteSecretsName"];
         options?: never;
@@ -2374,7 +2382,7 @@ export interface paths {
         put?: never;
         /**
          * Open a terminal session on an agent
-         * @description Spawns the shell on the agent, starts recording, and answers 201 with the WebSocket URL to attach (binary frames = bytes, text frames = resize). `cols` and `rows` take any positive int32; the PTY is at most 1000×1000, so a larger value is clamped to 1000 rather than refused: the answer's `cols`/`rows` are the size the PTY got and `clamped` is true. 0, a negative, a fraction or a value past int32 is 400 invalid_request. The session belongs to the calling operator: other operators (but admins) do not see it.
+         * @description When an approval policy covers `terminal.open` on the agent, nothing is opened: the answer is 202 with the change request that waits (docs/approvals.md); once approved, the requester opens with `change_request_id` (one session). An admin may pass `break_glass=true` with a `reason` instead. Otherwise it spawns the shell on the agent, starts recording, and answers 201 with the WebSocket URL to attach (binary frames = bytes, text frames = resize). `cols` and `rows` take any positive int32; the PTY is at most 1000×1000, so a larger value is clamped to 1000 rather than refused: the answer's `cols`/`rows` are the size the PTY got and `clamped` is true. 0, a negative, a fraction or a value past int32 is 400 invalid_request. The session belongs to the calling operator: other operators (but admins) do not see it.
          *
          *     Any authenticated operator.
          */
@@ -2638,7 +2646,7 @@ export interface components {
              * @description stable machine-readable error code; `x-error-catalogue` (and docs/errors.md) gives each one's status
              * @enum {string}
              */
-            code: "access_duration_too_long" | "access_grant_ended" | "access_grant_not_found" | "access_requests_disabled" | "admin_cannot_be_scoped" | "admin_required" | "agent_busy" | "agent_disconnected" | "agent_not_approved" | "agent_not_connected" | "agent_not_found" | "agent_not_rejected" | "agent_packages_unavailable" | "agent_timeout" | "agent_version_not_found" | "already_decided" | "already_exists" | "approval_not_required" | "approval_policy_not_found" | "assignment_exists" | "assignment_not_found" | "blob_digest_mismatch" | "blob_in_use" | "blob_not_found" | "blob_size_mismatch" | "blob_too_large" | "body_too_large" | "break_glass_forbidden" | "break_glass_reason_required" | "bundle_too_large" | "bus_permission_denied" | "bus_unavailable" | "change_request_expired" | "change_request_not_found" | "change_request_not_pending" | "channel_credentials_unavailable" | "channel_exists" | "channel_not_found" | "channel_type_immutable" | "console_unavailable" | "csrf_token_invalid" | "cyclic_requires" | "database_unavailable" | "deadline_exceeded" | "discovery_failed" | "discovery_port_not_allowed" | "discovery_target_not_allowed" | "discovery_target_refused" | "drift_not_found" | "duplicate_resource" | "duplicate_resource_id" | "expires_at_in_past" | "expiry_extension_requires_admin" | "failed_precondition" | "headers_too_large" | "idempotency_key_in_flight" | "idempotency_key_reused" | "idempotency_store_unavailable" | "identity_provider_not_found" | "internal" | "invalid_access_request" | "invalid_approval_policy" | "invalid_argument" | "invalid_batch" | "invalid_bundle" | "invalid_channel_type" | "invalid_characters" | "invalid_chunk" | "invalid_command" | "invalid_config" | "invalid_cursor" | "invalid_description" | "invalid_digest" | "invalid_encoding" | "invalid_expires_at" | "invalid_filter" | "invalid_idempotency_key" | "invalid_json" | "invalid_limit" | "invalid_login_code" | "invalid_logout_token" | "invalid_max_uses" | "invalid_mode" | "invalid_module" | "invalid_name" | "invalid_name_prefix" | "invalid_node_id" | "invalid_nonce" | "invalid_parameter" | "invalid_passkey" | "invalid_passkey_response" | "invalid_payload" | "invalid_public_key" | "invalid_range" | "invalid_ref" | "invalid_request" | "invalid_resource" | "invalid_restriction" | "invalid_retention" | "invalid_selector" | "invalid_session_id" | "invalid_signature" | "invalid_signature_format" | "invalid_since" | "invalid_source" | "invalid_status" | "invalid_tag_key" | "invalid_tag_value" | "invalid_target" | "invalid_template" | "invalid_ticket" | "invalid_timeout" | "invalid_timestamp" | "invalid_token" | "invalid_ttl" | "invalid_until" | "invalid_url" | "invalid_value" | "invalid_values" | "invalid_version" | "invalid_webauthn_challenge" | "invalid_webhook" | "invalid_window" | "invalid_yaml" | "issuer_discovery_failed" | "join_token_not_found" | "last_admin" | "login_code_expired" | "malformed_request" | "managed_by_source" | "method_not_allowed" | "missing_parameter" | "module_breaks_assignments" | "module_in_use" | "module_not_found" | "module_too_large" | "name_immutable" | "name_mismatch" | "name_required" | "name_taken" | "no_metrics" | "no_shell_configured" | "no_snapshot" | "not_an_approver" | "not_change_requester" | "not_found" | "nothing_to_update" | "notification_not_found" | "operation_not_found" | "operator_exists" | "operator_not_found" | "operator_required" | "origin_not_allowed" | "own_change_request" | "passkey_exists" | "passkey_not_found" | "passkeys_unavailable" | "permission_denied" | "plan_changed" | "public_key_in_use" | "rate_limited" | "release_signing_unavailable" | "replan_impossible" | "request_timeout" | "resource_exhausted" | "restriction_widening_requires_admin" | "route_not_found" | "run_finished" | "run_not_found" | "secret_exists" | "secret_expired" | "secret_in_argument" | "secret_in_path" | "secret_in_values" | "secret_key_unavailable" | "secret_not_found" | "secret_not_permitted" | "secret_undecryptable" | "service_unavailable" | "session_exists" | "session_not_found" | "session_not_open" | "shell_not_allowed" | "shell_not_found" | "source_exists" | "source_keys_unset" | "source_not_found" | "source_ref_not_found" | "source_unreachable" | "source_url_not_allowed" | "sso_claims_invalid" | "sso_code_invalid" | "sso_device_expired" | "sso_device_unsupported" | "sso_login_refused" | "sso_mapping_refused" | "sso_provider_disabled" | "sso_provider_unreachable" | "sso_required" | "sso_state_invalid" | "sso_token_invalid" | "sso_unavailable" | "tag_not_found" | "terminal_disabled" | "ticket_expired" | "ticket_operator_mismatch" | "ticket_required" | "timeout" | "too_deep" | "too_many_sessions" | "too_many_tags" | "transcript_not_found" | "unauthenticated" | "unavailable" | "unknown_approver" | "unknown_blob" | "unknown_bundle_file" | "unknown_method" | "unknown_operator" | "unknown_parameter" | "unknown_requirement" | "unknown_requires" | "unknown_resource_type" | "unsafe_bundle_path" | "unsupported_media_type" | "upgrade_required" | "upload_not_found" | "uri_too_long" | "value_set_not_found" | "value_set_scoped_operator" | "value_too_large" | "values_too_large" | "webhook_signature_invalid" | "window_not_found";
+            code: "access_duration_too_long" | "access_grant_ended" | "access_grant_not_found" | "access_requests_disabled" | "admin_cannot_be_scoped" | "admin_required" | "agent_busy" | "agent_disconnected" | "agent_not_approved" | "agent_not_connected" | "agent_not_found" | "agent_not_rejected" | "agent_packages_unavailable" | "agent_timeout" | "agent_version_not_found" | "already_decided" | "already_exists" | "approval_not_required" | "approval_policy_not_found" | "assignment_exists" | "assignment_not_found" | "blob_digest_mismatch" | "blob_in_use" | "blob_not_found" | "blob_size_mismatch" | "blob_too_large" | "body_too_large" | "break_glass_forbidden" | "break_glass_reason_required" | "bundle_too_large" | "bus_permission_denied" | "bus_unavailable" | "change_request_expired" | "change_request_not_found" | "change_request_not_pending" | "channel_credentials_unavailable" | "channel_exists" | "channel_not_found" | "channel_type_immutable" | "console_unavailable" | "csrf_token_invalid" | "cyclic_requires" | "database_unavailable" | "deadline_exceeded" | "discovery_failed" | "discovery_port_not_allowed" | "discovery_target_not_allowed" | "discovery_target_refused" | "drift_not_found" | "duplicate_resource" | "duplicate_resource_id" | "expires_at_in_past" | "expiry_extension_requires_admin" | "failed_precondition" | "headers_too_large" | "held_run_env" | "idempotency_key_in_flight" | "idempotency_key_reused" | "idempotency_store_unavailable" | "identity_provider_not_found" | "internal" | "invalid_access_request" | "invalid_approval_policy" | "invalid_argument" | "invalid_batch" | "invalid_bundle" | "invalid_channel_type" | "invalid_characters" | "invalid_chunk" | "invalid_command" | "invalid_config" | "invalid_cursor" | "invalid_description" | "invalid_digest" | "invalid_encoding" | "invalid_expires_at" | "invalid_filter" | "invalid_idempotency_key" | "invalid_json" | "invalid_limit" | "invalid_login_code" | "invalid_logout_token" | "invalid_max_uses" | "invalid_mode" | "invalid_module" | "invalid_name" | "invalid_name_prefix" | "invalid_node_id" | "invalid_nonce" | "invalid_parameter" | "invalid_passkey" | "invalid_passkey_response" | "invalid_payload" | "invalid_public_key" | "invalid_range" | "invalid_ref" | "invalid_request" | "invalid_resource" | "invalid_restriction" | "invalid_retention" | "invalid_selector" | "invalid_session_id" | "invalid_signature" | "invalid_signature_format" | "invalid_since" | "invalid_source" | "invalid_status" | "invalid_tag_key" | "invalid_tag_value" | "invalid_target" | "invalid_template" | "invalid_ticket" | "invalid_timeout" | "invalid_timestamp" | "invalid_token" | "invalid_ttl" | "invalid_until" | "invalid_url" | "invalid_value" | "invalid_values" | "invalid_version" | "invalid_webauthn_challenge" | "invalid_webhook" | "invalid_window" | "invalid_yaml" | "issuer_discovery_failed" | "join_token_not_found" | "last_admin" | "login_code_expired" | "malformed_request" | "managed_by_source" | "method_not_allowed" | "missing_parameter" | "module_breaks_assignments" | "module_in_use" | "module_not_found" | "module_too_large" | "name_immutable" | "name_mismatch" | "name_required" | "name_taken" | "no_metrics" | "no_shell_configured" | "no_snapshot" | "not_an_approver" | "not_change_requester" | "not_found" | "nothing_to_update" | "notification_not_found" | "operation_not_found" | "operator_exists" | "operator_not_found" | "operator_required" | "origin_not_allowed" | "own_change_request" | "passkey_exists" | "passkey_not_found" | "passkeys_unavailable" | "permission_denied" | "plan_changed" | "public_key_in_use" | "rate_limited" | "release_signing_unavailable" | "replan_impossible" | "request_timeout" | "resource_exhausted" | "restriction_widening_requires_admin" | "route_not_found" | "run_finished" | "run_not_found" | "secret_exists" | "secret_expired" | "secret_in_argument" | "secret_in_path" | "secret_in_values" | "secret_key_unavailable" | "secret_not_found" | "secret_not_permitted" | "secret_undecryptable" | "service_unavailable" | "session_exists" | "session_not_found" | "session_not_open" | "shell_not_allowed" | "shell_not_found" | "source_exists" | "source_keys_unset" | "source_not_found" | "source_ref_not_found" | "source_unreachable" | "source_url_not_allowed" | "sso_claims_invalid" | "sso_code_invalid" | "sso_device_expired" | "sso_device_unsupported" | "sso_login_refused" | "sso_mapping_refused" | "sso_provider_disabled" | "sso_provider_unreachable" | "sso_required" | "sso_state_invalid" | "sso_token_invalid" | "sso_unavailable" | "tag_not_found" | "terminal_disabled" | "terminal_pass_invalid" | "terminal_pass_used" | "ticket_expired" | "ticket_operator_mismatch" | "ticket_required" | "timeout" | "too_deep" | "too_many_sessions" | "too_many_tags" | "transcript_not_found" | "unauthenticated" | "unavailable" | "unknown_approver" | "unknown_blob" | "unknown_bundle_file" | "unknown_method" | "unknown_operator" | "unknown_parameter" | "unknown_requirement" | "unknown_requires" | "unknown_resource_type" | "unsafe_bundle_path" | "unsupported_media_type" | "upgrade_required" | "upload_not_found" | "uri_too_long" | "value_set_not_found" | "value_set_scoped_operator" | "value_too_large" | "values_too_large" | "webhook_signature_invalid" | "window_not_found";
             detail: string;
             request_id?: string;
             status: number;
@@ -2872,6 +2880,8 @@ export interface operations {
                         id: string;
                         policy: string;
                         reason: string;
+                        /** @description pending, with a plan that can go stale: the requester or an admin may POST …/replan */
+                        replannable: boolean;
                         requester: {
                             id: string;
                             name: string;
@@ -5220,6 +5230,8 @@ export interface operations {
                             actions: string[];
                             approvals_required: number;
                             approvers: string[];
+                            /** @description the source commit it came from; null when written through the API */
+                            commit: string | null;
                             created_at: string;
                             /** @description id of the operator who created it */
                             created_by: string;
@@ -5230,6 +5242,8 @@ export interface operations {
                             name: string;
                             requester_may_approve: boolean;
                             selector: string;
+                            /** @description the git source managing it (change it in the repository); null when written through the API */
+                            source: string | null;
                             updated_at: string;
                         }[];
                     };
@@ -5276,6 +5290,8 @@ export interface operations {
                         actions: string[];
                         approvals_required: number;
                         approvers: string[];
+                        /** @description the source commit it came from; null when written through the API */
+                        commit: string | null;
                         created_at: string;
                         /** @description id of the operator who created it */
                         created_by: string;
@@ -5286,6 +5302,8 @@ export interface operations {
                         name: string;
                         requester_may_approve: boolean;
                         selector: string;
+                        /** @description the git source managing it (change it in the repository); null when written through the API */
+                        source: string | null;
                         updated_at: string;
                     };
                 };
@@ -5334,7 +5352,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description actions the policy holds for approval: assignment.apply, agent.apply, access.request */
+                    /** @description actions the policy holds for approval: assignment.apply, agent.apply, command.run, terminal.open, secret.write, catalog.write, access.request */
                     actions: string[];
                     /**
                      * Format: int32
@@ -5372,6 +5390,8 @@ export interface operations {
                         actions: string[];
                         approvals_required: number;
                         approvers: string[];
+                        /** @description the source commit it came from; null when written through the API */
+                        commit: string | null;
                         created_at: string;
                         /** @description id of the operator who created it */
                         created_by: string;
@@ -5382,6 +5402,8 @@ export interface operations {
                         name: string;
                         requester_may_approve: boolean;
                         selector: string;
+                        /** @description the git source managing it (change it in the repository); null when written through the API */
+                        source: string | null;
                         updated_at: string;
                     };
                 };
@@ -5413,7 +5435,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description problem codes: idempotency_key_reused, idempotency_key_in_flight */
+            /** @description problem codes: managed_by_source, idempotency_key_reused, idempotency_key_in_flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5481,7 +5503,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description problem codes: idempotency_key_reused, idempotency_key_in_flight */
+            /** @description problem codes: managed_by_source, idempotency_key_reused, idempotency_key_in_flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -5573,6 +5595,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description admins: write without the approval a policy asks for; needs `reason`, audited as critical */
+                    break_glass?: boolean;
                     description?: string | null;
                     /** @description enforce mode: drift a scheduled check finds is re-applied (outside maintenance windows, at most once per agent per `state.enforce_interval_seconds`); absent = false on create, unchanged on update */
                     enforce?: boolean;
@@ -5582,6 +5606,8 @@ export interface operations {
                     parameters?: {
                         [key: string]: unknown;
                     };
+                    /** @description why (kept with the change request an approval policy covering `catalog.write` turns the write into) */
+                    reason?: string;
                     selector: string;
                 };
             };
@@ -5619,7 +5645,22 @@ export interface operations {
                     };
                 };
             };
-            /** @description problem codes: invalid_selector, unknown_parameter, missing_parameter, invalid_parameter, invalid_idempotency_key */
+            /** @description success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the change request waiting for approval (GET /api/v1/change-requests/{id}) */
+                        change_request_id: string;
+                        /** @constant */
+                        status: "held";
+                        summary: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_selector, unknown_parameter, missing_parameter, invalid_parameter, break_glass_reason_required, invalid_idempotency_key */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5630,6 +5671,15 @@ export interface operations {
             };
             /** @description problem codes: unauthenticated, invalid_token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: break_glass_forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5744,6 +5794,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description admins: write without the approval a policy asks for; needs `reason`, audited as critical */
+                    break_glass?: boolean;
                     description?: string | null;
                     /** @description enforce mode: drift a scheduled check finds is re-applied (outside maintenance windows, at most once per agent per `state.enforce_interval_seconds`); absent = false on create, unchanged on update */
                     enforce?: boolean;
@@ -5752,6 +5804,8 @@ export interface operations {
                     parameters?: {
                         [key: string]: unknown;
                     };
+                    /** @description why (kept with the change request an approval policy covering `catalog.write` turns the write into) */
+                    reason?: string;
                     selector: string;
                 };
             };
@@ -5789,7 +5843,22 @@ export interface operations {
                     };
                 };
             };
-            /** @description problem codes: invalid_selector, unknown_parameter, missing_parameter, invalid_parameter, invalid_idempotency_key */
+            /** @description success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the change request waiting for approval (GET /api/v1/change-requests/{id}) */
+                        change_request_id: string;
+                        /** @constant */
+                        status: "held";
+                        summary: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_selector, unknown_parameter, missing_parameter, invalid_parameter, break_glass_reason_required, invalid_idempotency_key */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5800,6 +5869,15 @@ export interface operations {
             };
             /** @description problem codes: unauthenticated, invalid_token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: break_glass_forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5829,7 +5907,12 @@ export interface operations {
     };
     deleteAssignmentsName: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description admins: write without the approval a policy asks for; needs `reason`, audited as critical */
+                break_glass?: boolean;
+                /** @description why (kept with the change request an approval policy covering `catalog.write` turns the write into) */
+                reason?: string;
+            };
             header?: {
                 /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
                 "Idempotency-Key"?: string;
@@ -5841,6 +5924,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the change request waiting for approval (GET /api/v1/change-requests/{id}) */
+                        change_request_id: string;
+                        /** @constant */
+                        status: "held";
+                        summary: string;
+                    };
+                };
+            };
             /** @description success, no body */
             204: {
                 headers: {
@@ -5848,7 +5946,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description problem codes: invalid_request, invalid_idempotency_key */
+            /** @description problem codes: break_glass_reason_required, invalid_idempotency_key */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5859,6 +5957,15 @@ export interface operations {
             };
             /** @description problem codes: unauthenticated, invalid_token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: break_glass_forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -8503,6 +8610,8 @@ export interface operations {
                             id: string;
                             policy: string;
                             reason: string;
+                            /** @description pending, with a plan that can go stale: the requester or an admin may POST …/replan */
+                            replannable: boolean;
                             requester: {
                                 id: string;
                                 name: string;
@@ -8579,6 +8688,8 @@ export interface operations {
                         id: string;
                         policy: string;
                         reason: string;
+                        /** @description pending, with a plan that can go stale: the requester or an admin may POST …/replan */
+                        replannable: boolean;
                         requester: {
                             id: string;
                             name: string;
@@ -8673,6 +8784,8 @@ export interface operations {
                         id: string;
                         policy: string;
                         reason: string;
+                        /** @description pending, with a plan that can go stale: the requester or an admin may POST …/replan */
+                        replannable: boolean;
                         requester: {
                             id: string;
                             name: string;
@@ -8785,6 +8898,8 @@ export interface operations {
                         id: string;
                         policy: string;
                         reason: string;
+                        /** @description pending, with a plan that can go stale: the requester or an admin may POST …/replan */
+                        replannable: boolean;
                         requester: {
                             id: string;
                             name: string;
@@ -8897,6 +9012,8 @@ export interface operations {
                         id: string;
                         policy: string;
                         reason: string;
+                        /** @description pending, with a plan that can go stale: the requester or an admin may POST …/replan */
+                        replannable: boolean;
                         requester: {
                             id: string;
                             name: string;
@@ -9009,6 +9126,8 @@ export interface operations {
                         id: string;
                         policy: string;
                         reason: string;
+                        /** @description pending, with a plan that can go stale: the requester or an admin may POST …/replan */
+                        replannable: boolean;
                         requester: {
                             id: string;
                             name: string;
@@ -10921,9 +11040,13 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description admins: write without the approval a policy asks for; needs `reason`, audited as critical */
+                    break_glass?: boolean;
                     /** @description raw YAML, at most 256 KiB */
                     content: string;
                     name: string;
+                    /** @description why (kept with the change request an approval policy covering `catalog.write` turns the write into) */
+                    reason?: string;
                 };
             };
         };
@@ -10957,7 +11080,22 @@ export interface operations {
                     };
                 };
             };
-            /** @description problem codes: invalid_yaml, invalid_module, name_mismatch, unknown_resource_type, duplicate_resource_id, unknown_requirement, cyclic_requires, invalid_template, module_too_large, secret_in_argument, secret_in_path, invalid_idempotency_key */
+            /** @description success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the change request waiting for approval (GET /api/v1/change-requests/{id}) */
+                        change_request_id: string;
+                        /** @constant */
+                        status: "held";
+                        summary: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_yaml, invalid_module, name_mismatch, unknown_resource_type, duplicate_resource_id, unknown_requirement, cyclic_requires, invalid_template, module_too_large, secret_in_argument, secret_in_path, break_glass_reason_required, invalid_idempotency_key */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -10968,6 +11106,15 @@ export interface operations {
             };
             /** @description problem codes: unauthenticated, invalid_token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: break_glass_forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11070,7 +11217,12 @@ export interface operations {
     };
     deleteModulesName: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description admins: write without the approval a policy asks for; needs `reason`, audited as critical */
+                break_glass?: boolean;
+                /** @description why (kept with the change request an approval policy covering `catalog.write` turns the write into) */
+                reason?: string;
+            };
             header?: {
                 /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
                 "Idempotency-Key"?: string;
@@ -11082,6 +11234,21 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the change request waiting for approval (GET /api/v1/change-requests/{id}) */
+                        change_request_id: string;
+                        /** @constant */
+                        status: "held";
+                        summary: string;
+                    };
+                };
+            };
             /** @description success, no body */
             204: {
                 headers: {
@@ -11089,7 +11256,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description problem codes: invalid_request, invalid_idempotency_key */
+            /** @description problem codes: break_glass_reason_required, invalid_idempotency_key */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11100,6 +11267,15 @@ export interface operations {
             };
             /** @description problem codes: unauthenticated, invalid_token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: break_glass_forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11129,7 +11305,12 @@ export interface operations {
     };
     putModulesNameBundle: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description admins: write without the approval a policy asks for; needs `reason`, audited as critical */
+                break_glass?: boolean;
+                /** @description why (kept with the change request an approval policy covering `catalog.write` turns the write into) */
+                reason?: string;
+            };
             header?: {
                 /** @description Repeat the request with the same key to get the first result instead of a second change (24 h). */
                 "Idempotency-Key"?: string;
@@ -11187,7 +11368,22 @@ export interface operations {
                     };
                 };
             };
-            /** @description problem codes: invalid_bundle, unsafe_bundle_path, unknown_bundle_file, invalid_yaml, invalid_module, name_mismatch, unknown_resource_type, invalid_template, module_too_large, invalid_idempotency_key */
+            /** @description success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the change request waiting for approval (GET /api/v1/change-requests/{id}) */
+                        change_request_id: string;
+                        /** @constant */
+                        status: "held";
+                        summary: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_bundle, unsafe_bundle_path, unknown_bundle_file, invalid_yaml, invalid_module, name_mismatch, unknown_resource_type, invalid_template, module_too_large, break_glass_reason_required, invalid_idempotency_key */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -11198,6 +11394,15 @@ export interface operations {
             };
             /** @description problem codes: unauthenticated, invalid_token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: break_glass_forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -11952,6 +12157,8 @@ export interface operations {
                             batch_size: number;
                             batches: number;
                             cancelled_by: string | null;
+                            /** @description the approved change request (command.run) this run executes (docs/approvals.md) */
+                            change_request_id?: string;
                             command: string[] | null;
                             /** @description targets per status, every status listed */
                             counts: {
@@ -12025,6 +12232,8 @@ export interface operations {
                 "application/json": {
                     /** @description rolling run: agents per batch, or a percentage of the targets (default: all at once) */
                     batch?: number | string;
+                    /** @description admins: run now without the approval a policy asks for; needs `reason`, audited as critical */
+                    break_glass?: boolean;
                     /** @description argv, executed directly without a shell (at most 4096 arguments, 65536 bytes in all); or script */
                     command?: string[];
                     /** @description extra environment (at most 100); the values are never stored or returned */
@@ -12035,6 +12244,8 @@ export interface operations {
                     max_failures?: number;
                     /** @description node ids or agent names; unknown ones are listed as not_found, unapproved ones as not_approved */
                     node_ids?: string[];
+                    /** @description why (kept with the change request an approval policy naming command.run turns the run into) */
+                    reason?: string;
                     /** @description script body run by its #! interpreter, else /bin/sh (at most 65536 bytes); or command */
                     script?: string;
                     /** @description agent selector over approved agents (docs/modules.md#selectors); or node_ids */
@@ -12085,6 +12296,8 @@ export interface operations {
                         batch_size: number;
                         batches: number;
                         cancelled_by: string | null;
+                        /** @description the approved change request (command.run) this run executes (docs/approvals.md) */
+                        change_request_id?: string;
                         command: string[] | null;
                         /** @description targets per status, every status listed */
                         counts: {
@@ -12153,6 +12366,8 @@ export interface operations {
                         batch_size: number;
                         batches: number;
                         cancelled_by: string | null;
+                        /** @description the approved change request (command.run) this run executes (docs/approvals.md) */
+                        change_request_id?: string;
                         command: string[] | null;
                         /** @description targets per status, every status listed */
                         counts: {
@@ -12178,10 +12393,21 @@ export interface operations {
                         /** @description matched or named agents (0 when a selector matched none) */
                         targets: number;
                         timeout_s: number;
+                    } | {
+                        /** @description the pending change request (GET /api/v1/change-requests/{id}) */
+                        change_request_id: string;
+                        /** @description their node ids, in the same order */
+                        node_ids: string[];
+                        /** @constant */
+                        status: "held";
+                        /** @description the request's summary, e.g. run `uptime` on 2 agents */
+                        summary: string;
+                        /** @description names of the agents the run would start on (sorted by node id) */
+                        targets: string[];
                     };
                 };
             };
-            /** @description problem codes: invalid_request, invalid_command, invalid_timeout, invalid_selector, invalid_batch, invalid_idempotency_key */
+            /** @description problem codes: invalid_request, invalid_command, invalid_timeout, invalid_selector, invalid_batch, break_glass_reason_required, invalid_idempotency_key */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12199,7 +12425,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description problem codes: admin_required */
+            /** @description problem codes: break_glass_forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12208,7 +12434,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description problem codes: idempotency_key_reused, idempotency_key_in_flight */
+            /** @description problem codes: held_run_env, idempotency_key_reused, idempotency_key_in_flight */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -12273,6 +12499,8 @@ export interface operations {
                         batch_size: number;
                         batches: number;
                         cancelled_by: string | null;
+                        /** @description the approved change request (command.run) this run executes (docs/approvals.md) */
+                        change_request_id?: string;
                         command: string[] | null;
                         /** @description targets per status, every status listed */
                         counts: {
@@ -12393,6 +12621,8 @@ export interface operations {
                         batch_size: number;
                         batches: number;
                         cancelled_by: string | null;
+                        /** @description the approved change request (command.run) this run executes (docs/approvals.md) */
+                        change_request_id?: string;
                         command: string[] | null;
                         /** @description targets per status, every status listed */
                         counts: {
@@ -12598,10 +12828,14 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description admins: write without the approval a policy asks for; needs `reason`, audited as critical */
+                    break_glass?: boolean;
                     description?: string | null;
                     /** @description RFC 3339; must be in the future; null = never expires */
                     expires_at?: string | null;
                     name: string;
+                    /** @description why (kept with the change request an approval policy turns the write into) */
+                    reason?: string;
                     /** @description null = any approved agent; else the agent's node id is listed, or it carries every listed tag */
                     restriction?: null | {
                         /** @description node ids allowed outright */
@@ -12640,7 +12874,21 @@ export interface operations {
                     };
                 };
             };
-            /** @description problem codes: invalid_request, invalid_restriction, invalid_name, invalid_value, value_too_large, expires_at_in_past, invalid_idempotency_key */
+            /** @description success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        change_request_id: string;
+                        /** @constant */
+                        status: "held";
+                        summary: string;
+                    };
+                };
+            };
+            /** @description problem codes: break_glass_reason_required, invalid_request, invalid_restriction, invalid_name, invalid_value, value_too_large, expires_at_in_past, invalid_idempotency_key */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12651,6 +12899,15 @@ export interface operations {
             };
             /** @description problem codes: unauthenticated, invalid_token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: break_glass_forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -12747,9 +13004,13 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
+                    /** @description admins: write without the approval a policy asks for; needs `reason`, audited as critical */
+                    break_glass?: boolean;
                     description?: string | null;
                     /** @description RFC 3339; must be in the future; null = never expires */
                     expires_at?: string | null;
+                    /** @description why (kept with the change request an approval policy turns the write into) */
+                    reason?: string;
                     /** @description null = any approved agent; else the agent's node id is listed, or it carries every listed tag */
                     restriction?: null | {
                         /** @description node ids allowed outright */
@@ -12788,7 +13049,21 @@ export interface operations {
                     };
                 };
             };
-            /** @description problem codes: invalid_request, invalid_restriction, invalid_name, invalid_value, value_too_large, expires_at_in_past, nothing_to_update, invalid_idempotency_key */
+            /** @description success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        change_request_id: string;
+                        /** @constant */
+                        status: "held";
+                        summary: string;
+                    };
+                };
+            };
+            /** @description problem codes: break_glass_reason_required, invalid_request, invalid_restriction, invalid_name, invalid_value, value_too_large, expires_at_in_past, nothing_to_update, invalid_idempotency_key */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12806,7 +13081,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description problem codes: restriction_widening_requires_admin, expiry_extension_requires_admin */
+            /** @description problem codes: restriction_widening_requires_admin, expiry_extension_requires_admin, break_glass_forbidden */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -12847,8 +13122,31 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description admins: write without the approval a policy asks for; needs `reason`, audited as critical */
+                    break_glass?: boolean;
+                    /** @description why (kept with the change request an approval policy turns the write into) */
+                    reason?: string;
+                };
+            };
+        };
         responses: {
+            /** @description success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        change_request_id: string;
+                        /** @constant */
+                        status: "held";
+                        summary: string;
+                    };
+                };
+            };
             /** @description success, no body */
             204: {
                 headers: {
@@ -12856,7 +13154,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description problem codes: invalid_request, invalid_idempotency_key */
+            /** @description problem codes: invalid_request, break_glass_reason_required, invalid_idempotency_key */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -12867,6 +13165,15 @@ export interface operations {
             };
             /** @description problem codes: unauthenticated, invalid_token */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description problem codes: break_glass_forbidden */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -14049,8 +14356,14 @@ export interface operations {
     postTerminalNodeId: {
         parameters: {
             query?: {
+                /** @description admins: open what an approval policy holds now (needs `reason`) */
+                break_glass?: boolean;
+                /** @description open with the one-time pass of your executed terminal.open change request (the policies are not asked again) */
+                change_request_id?: string;
                 /** @description width in columns (default 80; clamped to 1000) */
                 cols?: number;
+                /** @description why: the change request's reason, or the break-glass reason */
+                reason?: string;
                 /** @description height in rows (default 24; clamped to 1000) */
                 rows?: number;
                 /** @description shell binary; must be in the agent's allow-list (default: the agent's first) */
@@ -14093,7 +14406,22 @@ export interface operations {
                     };
                 };
             };
-            /** @description problem codes: invalid_request, shell_not_allowed, invalid_idempotency_key */
+            /** @description success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description the change request waiting for approval (GET /api/v1/change-requests/{id}) */
+                        change_request_id: string;
+                        /** @constant */
+                        status: "held";
+                        summary: string;
+                    };
+                };
+            };
+            /** @description problem codes: invalid_request, shell_not_allowed, break_glass_reason_required, invalid_idempotency_key */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -14111,6 +14439,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description problem codes: break_glass_forbidden, terminal_pass_invalid */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description problem codes: agent_not_found */
             404: {
                 headers: {
@@ -14120,7 +14457,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description problem codes: agent_not_connected, terminal_disabled, agent_not_approved, shell_not_found, idempotency_key_reused, idempotency_key_in_flight */
+            /** @description problem codes: agent_not_connected, terminal_disabled, agent_not_approved, shell_not_found, terminal_pass_used, idempotency_key_reused, idempotency_key_in_flight */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -30,6 +30,8 @@ export const SOURCE_MAX_FILES = 1000;
 /** Where a tree keeps its objects, under the source's path; files end in .yaml or .yml. */
 export const SOURCE_MODULES_DIR = "modules";
 export const SOURCE_ASSIGNMENTS_DIR = "assignments";
+/** Approval policies a source manages (docs/approvals.md): `approval-policies/<name>.yaml`. */
+export const SOURCE_POLICIES_DIR = "approval-policies";
 export const SOURCE_FILE_RE = /^[^/]+\.ya?ml$/;
 export const SOURCE_STATUSES = ["pending", "ok", "error"] as const;
 export type SourceStatus = (typeof SOURCE_STATUSES)[number];

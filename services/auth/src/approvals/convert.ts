@@ -1,4 +1,4 @@
-import type { ApprovalPolicy, ChangeRequest } from "@orch/contracts";
+import { REPLANNABLE_ACTIONS, type ApprovalPolicy, type ChangeRequest } from "@orch/contracts";
 import type { PolicyRow } from "./policies-db.js";
 import type { DecisionRow, RequestRow } from "./requests-db.js";
 
@@ -16,6 +16,8 @@ export function toApprovalPolicy(p: PolicyRow): Omit<ApprovalPolicy, "$typeName"
     updatedAt: p.updated_at,
     createdBy: p.created_by,
     maxAccessSeconds: p.max_access_seconds,
+    source: p.source,
+    commit: p.source_commit,
   };
 }
 
@@ -49,5 +51,6 @@ export function toChangeRequest(r: RequestRow, decisions: DecisionRow[]): Omit<C
     executedAt: r.executed_at ?? 0,
     result: r.result,
     error: r.error,
+    replannable: r.status === "pending" && (REPLANNABLE_ACTIONS as readonly string[]).includes(r.action),
   };
 }

@@ -16,6 +16,7 @@ import { toApprovalPolicy } from "./convert.js";
 import { matchingPolicy } from "./evaluate.js";
 import { policiesDb, type PolicyRow } from "./policies-db.js";
 import { checkPolicyInput } from "./policy-input.js";
+import { refuseManagedPolicy } from "./source-policies.js";
 
 type PolicyHandlers = Pick<
   Handlers<typeof ApprovalService>,
@@ -42,6 +43,7 @@ function putPolicy(c: ApprovalsContext): PolicyHandlers["putApprovalPolicy"] {
     const now = clock.now();
     const row = await events.tx(async (db, emit) => {
       const cur = await policiesDb.byName(db, input.name, true);
+      refuseManagedPolicy(cur);
       const stored = await policiesDb.upsert(db, {
         name: input.name,
         description: input.description,
@@ -55,6 +57,8 @@ function putPolicy(c: ApprovalsContext): PolicyHandlers["putApprovalPolicy"] {
         created_at: cur?.created_at ?? now,
         updated_at: Math.max(now, (cur?.updated_at ?? 0) + 1),
         created_by: cur?.created_by ?? ctx.actor.id,
+        source: "",
+        source_commit: "",
       });
       await emit({
         type: cur ? "approval_policy.updated" : "approval_policy.created",
@@ -79,6 +83,7 @@ function deletePolicy(c: ApprovalsContext): PolicyHandlers["deleteApprovalPolicy
     requireAdmin(ctx);
     await c.deps.events.tx(async (db, emit) => {
       const p = await policy(db, req.name, true);
+      refuseManagedPolicy(p);
       await policiesDb.remove(db, p.name);
       await emit({
         type: "approval_policy.deleted",

@@ -11,6 +11,7 @@ import { expireDue, startExpiry } from "./expiry.js";
 import { policyHandlers } from "./handlers-policies.js";
 import { requestHandlers } from "./handlers-requests.js";
 import { replanHandlers } from "./replan.js";
+import { sourcePolicyHandlers } from "./source-policies.js";
 
 /** `executors`: the other services' (by action); the auth service's own (access grants) are added here. */
 export function approvalsContext(
@@ -30,6 +31,7 @@ export function approvalHandlers(c: ApprovalsContext): Handlers<typeof ApprovalS
     ...decideHandlers(c),
     ...replanHandlers(c),
     ...accessHandlers(c),
+    ...sourcePolicyHandlers(c),
   };
 }
 
@@ -41,6 +43,7 @@ export {
   policyHandlers,
   replanHandlers,
   requestHandlers,
+  sourcePolicyHandlers,
   startExpiry,
   startGrantExpiry,
 };

@@ -15,6 +15,11 @@ export const ApprovalPolicyOut = z.object({
   created_at: z.string(),
   updated_at: z.string(),
   created_by: z.string().describe("id of the operator who created it"),
+  source: z
+    .string()
+    .nullable()
+    .describe("the git source managing it (change it in the repository); null when written through the API"),
+  commit: z.string().nullable().describe("the source commit it came from; null when written through the API"),
 });
 export const ApprovalPolicyList = z.object({
   policies: z.array(ApprovalPolicyOut),
@@ -36,5 +41,7 @@ export function approvalPolicyJson(p: ApprovalPolicy): z.infer<typeof ApprovalPo
     created_at: iso(p.createdAt),
     updated_at: iso(p.updatedAt),
     created_by: p.createdBy,
+    source: p.source || null,
+    commit: p.commit || null,
   };
 }

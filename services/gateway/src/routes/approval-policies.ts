@@ -56,7 +56,7 @@ export function approvalPolicyRoutes(ctx: GatewayContext) {
       params: NewPolicyParams,
       body: PutPolicyBody,
       responses: { 200: ApprovalPolicyOut },
-      errors: { 400: ["invalid_approval_policy", "unknown_approver"] },
+      errors: { 400: ["invalid_approval_policy", "unknown_approver"], 409: ["managed_by_source"] },
       async handler({ params, body, call }) {
         return approvalPolicyJson(await approvals.putApprovalPolicy(putPolicyRequest(params.name, body), call));
       },
@@ -69,7 +69,7 @@ export function approvalPolicyRoutes(ctx: GatewayContext) {
       tags: ["approvals"],
       params: PolicyParams,
       responses: { 204: null },
-      errors: { 404: ["approval_policy_not_found"] },
+      errors: { 404: ["approval_policy_not_found"], 409: ["managed_by_source"] },
       async handler({ params, call }) {
         await approvals.deleteApprovalPolicy({ name: params.name }, call);
       },

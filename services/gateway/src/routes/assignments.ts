@@ -18,7 +18,16 @@ import {
   WaitQuery,
   definitionMsg,
 } from "./assignments-schemas.js";
-import { NAME } from "./modules-schemas.js";
+import {
+  approvalOf,
+  CATALOG_APPROVAL_ERRORS,
+  CATALOG_APPROVAL_NOTE,
+  CatalogApprovalQuery,
+  catalogApprovalFields,
+  HeldOut,
+  NAME,
+  sentHeld,
+} from "./modules-schemas.js";
 import { OperationDetailOut, operationDetailJson } from "./state-json.js";
 
 type StateClient = Client<typeof StateService>;
@@ -52,18 +61,22 @@ function assignmentDefinitionRoutes(state: StateClient) {
       path: "/api/v1/assignments",
       auth: "operator",
       summary: "Create an assignment: modules for the agents a selector matches",
-      description: SELECTOR_GRAMMAR,
+      description: `${SELECTOR_GRAMMAR} ${CATALOG_APPROVAL_NOTE}`,
       tags: ["assignments"],
-      body: Definition.extend({ name: NAME }),
-      responses: { 201: AssignmentOut },
+      body: Definition.extend({ name: NAME, ...catalogApprovalFields }),
+      responses: { 201: AssignmentOut, 202: HeldOut },
       errors: {
-        400: ["invalid_selector", ...PARAMETER_ERRORS],
+        400: ["invalid_selector", ...PARAMETER_ERRORS, ...CATALOG_APPROVAL_ERRORS[400]],
+        403: [...CATALOG_APPROVAL_ERRORS[403]],
         404: ["module_not_found"],
         409: ["assignment_exists"],
       },
-      async handler({ body, call }) {
-        const a: Assignment = await state.createAssignment(definitionMsg(body.name, body), call);
-        return assignmentJson(a);
+      async handler({ body, call }, reply) {
+        const a: Assignment = await state.createAssignment(
+          { ...definitionMsg(body.name, body), ...approvalOf(body) },
+          call,
+        );
+        return sentHeld(reply, a.held) || assignmentJson(a);
       },
     }),
     route({
@@ -71,14 +84,19 @@ function assignmentDefinitionRoutes(state: StateClient) {
       path: "/api/v1/assignments/{name}",
       auth: "operator",
       summary: "Replace an assignment's selector, modules and description (and set enforce mode)",
-      description: `Validated like create; records \`assignment.updated\` (with the previous values). Runs already started keep the selector and modules they started with; the next apply or plan uses the new ones. Without \`description\` (or with null) the description is cleared; without \`enforce\` enforce mode is unchanged. ${SELECTOR_GRAMMAR}`,
+      description: `Validated like create; records \`assignment.updated\` (with the previous values). Runs already started keep the selector and modules they started with; the next apply or plan uses the new ones. Without \`description\` (or with null) the description is cleared; without \`enforce\` enforce mode is unchanged. ${SELECTOR_GRAMMAR} ${CATALOG_APPROVAL_NOTE}`,
       tags: ["assignments"],
       params: AssignmentName,
-      body: Definition,
-      responses: { 200: AssignmentOut },
-      errors: { 400: ["invalid_selector", ...PARAMETER_ERRORS], 404: ["assignment_not_found", "module_not_found"] },
-      async handler({ params, body, call }) {
-        return assignmentJson(await state.updateAssignment(definitionMsg(params.name, body), call));
+      body: Definition.extend(catalogApprovalFields),
+      responses: { 200: AssignmentOut, 202: HeldOut },
+      errors: {
+        400: ["invalid_selector", ...PARAMETER_ERRORS, ...CATALOG_APPROVAL_ERRORS[400]],
+        403: [...CATALOG_APPROVAL_ERRORS[403]],
+        404: ["assignment_not_found", "module_not_found"],
+      },
+      async handler({ params, body, call }, reply) {
+        const a = await state.updateAssignment({ ...definitionMsg(params.name, body), ...approvalOf(body) }, call);
+        return sentHeld(reply, a.held) || assignmentJson(a);
       },
     }),
     route({
@@ -122,12 +140,16 @@ function assignmentDefinitionRoutes(state: StateClient) {
       path: "/api/v1/assignments/{name}",
       auth: "operator",
       summary: "Delete an assignment",
+      description: CATALOG_APPROVAL_NOTE,
       tags: ["assignments"],
       params: AssignmentName,
-      responses: { 204: null },
-      errors: { 404: ["assignment_not_found"] },
-      async handler({ params, call }) {
-        await state.deleteAssignment({ name: params.name }, call);
+      query: CatalogApprovalQuery,
+      responses: { 204: null, 202: HeldOut },
+      errors: { ...CATALOG_APPROVAL_ERRORS, 404: ["assignment_not_found"] },
+      async handler({ params, query, call }, reply) {
+        const held = await state.deleteAssignment({ name: params.name, ...approvalOf(query) }, call);
+        // Sent here: the first 2xx of `responses` (by number) is 202, not the 204 of a done delete.
+        return sentHeld(reply, held) || reply.code(204).send();
       },
     }),
   ];

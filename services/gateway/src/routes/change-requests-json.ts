@@ -30,6 +30,9 @@ export const ChangeRequestOut = z.object({
   executed_at: z.string().nullable(),
   result: z.string().nullable().describe("what execution produced, e.g. a run id"),
   error: z.string().nullable(),
+  replannable: z
+    .boolean()
+    .describe("pending, with a plan that can go stale: the requester or an admin may POST …/replan"),
 });
 export const ChangeRequestList = z.object({
   requests: z.array(ChangeRequestOut),
@@ -67,5 +70,6 @@ export function changeRequestJson(r: ChangeRequest): z.infer<typeof ChangeReques
     executed_at: isoOrNull(r.executedAt),
     result: orNull(r.result),
     error: orNull(r.error),
+    replannable: r.replannable,
   };
 }

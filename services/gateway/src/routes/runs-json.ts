@@ -70,6 +70,10 @@ export const RunOut = z.object({
   created_at: z.string(),
   finished_at: z.string().nullable(),
   agents: z.array(AgentOut).optional().describe("per agent, in launch order (absent in lists)"),
+  change_request_id: z
+    .string()
+    .optional()
+    .describe("the approved change request (command.run) this run executes (docs/approvals.md)"),
 });
 export type RunJson = z.infer<typeof RunOut>;
 /** A run in a list: without the per-agent results (GET the run for them). */
@@ -135,6 +139,28 @@ export function runJson(r: CommandRun, agents: "none" | "status" | "output"): Ru
     created_at: iso(r.createdAt),
     finished_at: isoOrNull(r.finishedAt),
     ...(agents === "none" ? {} : { agents: r.targets.map((t) => agentJson(t, agents === "output")) }),
+    ...(r.changeRequestId ? { change_request_id: r.changeRequestId } : {}),
+  };
+}
+
+/** The answer to a start an approval policy held: no run exists, the change request waits. */
+export const HeldRunOut = z.object({
+  status: z.literal("held"),
+  change_request_id: z.string().describe("the pending change request (GET /api/v1/change-requests/{id})"),
+  summary: z.string().describe("the request's summary, e.g. run `uptime` on 2 agents"),
+  targets: z.array(z.string()).describe("names of the agents the run would start on (sorted by node id)"),
+  node_ids: z.array(z.string()).describe("their node ids, in the same order"),
+});
+export type HeldRunJson = z.infer<typeof HeldRunOut>;
+
+/** A held start (StartCommandRun answered with the change request it became, and no run) as JSON. */
+export function heldRunJson(r: CommandRun): HeldRunJson {
+  return {
+    status: "held",
+    change_request_id: r.changeRequestId,
+    summary: r.heldSummary,
+    targets: r.targets.map((t) => t.name || t.nodeId),
+    node_ids: r.targets.map((t) => t.nodeId),
   };
 }
 

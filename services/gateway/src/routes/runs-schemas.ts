@@ -71,6 +71,15 @@ export const StartRunBody = z
       }),
     batch: batchField("rolling run: agents per batch, or a percentage of the targets (default: all at once)"),
     max_failures: maxFailuresField("stop launching batches once more targets than this failed"),
+    reason: z
+      .string()
+      .max(500)
+      .optional()
+      .describe("why (kept with the change request an approval policy naming command.run turns the run into)"),
+    break_glass: z
+      .boolean()
+      .optional()
+      .describe("admins: run now without the approval a policy asks for; needs `reason`, audited as critical"),
   })
   .strict();
 export type StartRunBody = z.infer<typeof StartRunBody>;
@@ -81,6 +90,7 @@ export const START_RUN_ERRORS: ErrorReason[] = [
   "invalid_timeout",
   "invalid_selector",
   "invalid_batch",
+  "break_glass_reason_required",
 ];
 
 const fieldError = (
@@ -118,5 +128,7 @@ export function startRunRequest(body: StartRunBody) {
     timeoutSeconds: timeout as number,
     batch: body.batch === undefined ? "" : String(body.batch),
     ...(body.max_failures !== undefined ? { maxFailures: body.max_failures } : {}),
+    reason: body.reason ?? "",
+    breakGlass: body.break_glass ?? false,
   };
 }

@@ -6,7 +6,7 @@ import { route, type AuthLevel } from "../route.js";
 import { qBool, qInt } from "../schemas.js";
 import { CommandStream } from "../sse/command-stream.js";
 import { serveSse } from "../sse/serve.js";
-import { RunOut, RunSummaryOut, runJson } from "./runs-json.js";
+import { HeldRunOut, heldRunJson, RunOut, RunSummaryOut, runJson } from "./runs-json.js";
 import { RunParams, START_RUN_ERRORS, StartRunBody, startRunRequest } from "./runs-schemas.js";
 
 /**
@@ -40,13 +40,14 @@ function runStartAndListRoutes(state: StateClient, auth: AuthLevel, who: string)
       path: "/api/v1/runs",
       auth,
       summary: "Run a command or script on the agents a selector (or a node list) picks",
-      description: `Exactly one of \`selector\` / \`node_ids\` and one of \`command\` / \`script\`. Answers at once (202) with the run and its targets, queued; follow it with GET /runs/{id}/stream. A selector matching no agent answers 200 with \`targets: 0\` and status \`completed\`. Maintenance windows never block a run; the active one is recorded. ${who} See docs/runs.md.`,
+      description: `Exactly one of \`selector\` / \`node_ids\` and one of \`command\` / \`script\`. Answers at once (202) with the run and its targets, queued; follow it with GET /runs/{id}/stream. A selector matching no agent answers 200 with \`targets: 0\` and status \`completed\`. Maintenance windows never block a run; the active one is recorded. When an approval policy naming \`command.run\` covers one of the agents, nothing runs: the run becomes a change request and the 202 says so (\`status: held\`, \`change_request_id\`); it starts once approved (docs/approvals.md). A held run may not carry \`env\` (409 \`held_run_env\`). An admin may pass \`break_glass: true\` with a \`reason\` instead. ${who} See docs/runs.md.`,
       tags: ["runs"],
       body: StartRunBody,
-      responses: { 202: RunOut, 200: RunOut },
-      errors: { 400: START_RUN_ERRORS },
+      responses: { 202: z.union([RunOut, HeldRunOut]), 200: RunOut },
+      errors: { 400: START_RUN_ERRORS, 403: ["break_glass_forbidden"], 409: ["held_run_env"] },
       async handler({ body, call }, reply) {
         const run = await state.startCommandRun(startRunRequest(body), call);
+        if (!run.id && run.changeRequestId) return reply.code(202).send(heldRunJson(run));
         reply.code(commandRunFinal(run.status) ? 200 : 202).send(runJson(run, "output"));
         return reply;
       },

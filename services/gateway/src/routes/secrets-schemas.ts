@@ -64,3 +64,28 @@ export function parseRestriction(raw: unknown): { nodeIds: string[]; tags: Recor
 }
 
 export const NameParams = z.object({ name: SecretName });
+
+/** What a secret write an approval policy may hold (secret.write, docs/approvals.md) takes. */
+export const approvalFields = {
+  reason: z
+    .string()
+    .max(500)
+    .optional()
+    .describe("why (kept with the change request an approval policy turns the write into)"),
+  break_glass: z
+    .boolean()
+    .optional()
+    .describe("admins: write without the approval a policy asks for; needs `reason`, audited as critical"),
+};
+
+/** The 202 of a write a policy held: nothing changed, the new value waits sealed in the secrets service. */
+export const HeldOut = z.object({
+  status: z.literal("held"),
+  change_request_id: z.string(),
+  summary: z.string(),
+});
+export const heldJson = (h: { changeRequestId: string; summary: string }): z.infer<typeof HeldOut> => ({
+  status: "held",
+  change_request_id: h.changeRequestId,
+  summary: h.summary,
+});

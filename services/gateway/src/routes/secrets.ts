@@ -8,16 +8,25 @@ import { SecretOut, secretJson } from "./secrets-json.js";
 import {
   Description,
   ExpiresAt,
+  HeldOut,
   NameParams,
   RestrictionField,
   SecretName,
   Value,
+  approvalFields,
+  heldJson,
   parseRestriction,
 } from "./secrets-schemas.js";
 
 type SecretsClient = Client<typeof SecretsService>;
 
+const HELD_DOC =
+  " When an approval policy covers `secret.write` the write does not happen: it becomes a change request (202, `change_request_id`) and the new value waits sealed in the secrets service until approved (docs/approvals.md). An admin may pass `break_glass: true` with a `reason` instead.";
+const APPROVAL_400: ErrorReason[] = ["break_glass_reason_required"];
+const APPROVAL_403: ErrorReason[] = ["break_glass_forbidden"];
+
 const ERR_400: ErrorReason[] = [
+  ...APPROVAL_400,
   "invalid_request",
   "invalid_restriction",
   "invalid_name",
@@ -39,6 +48,7 @@ function secretCollectionRoutes(secrets: SecretsClient) {
       path: "/api/v1/secrets",
       auth: "operator",
       summary: "Create a secret (the value is write-only)",
+      description: HELD_DOC.trim(),
       tags: ["secrets"],
       body: z
         .object({
@@ -47,11 +57,12 @@ function secretCollectionRoutes(secrets: SecretsClient) {
           description: Description.optional(),
           expires_at: ExpiresAt.optional(),
           restriction: RestrictionField,
+          ...approvalFields,
         })
         .strict(),
-      responses: { 201: SecretOut },
-      errors: { 400: ERR_400, 409: ["secret_exists"] },
-      async handler({ body, call }) {
+      responses: { 201: SecretOut, 202: HeldOut },
+      errors: { 400: ERR_400, 403: APPROVAL_403, 409: ["secret_exists"] },
+      async handler({ body, call }, reply) {
         const restriction = parseRestriction(body.restriction);
         const s = await secrets.createSecret(
           {
@@ -60,9 +71,12 @@ function secretCollectionRoutes(secrets: SecretsClient) {
             description: body.description ?? "",
             expiresAt: body.expires_at ? Date.parse(body.expires_at) : 0,
             ...(restriction ? { restriction } : {}),
+            reason: body.reason ?? "",
+            breakGlass: body.break_glass ?? false,
           },
           call,
         );
+        if (s.held) return reply.code(202).send(heldJson(s.held));
         return secretJson(s);
       },
     }),
@@ -127,7 +141,8 @@ function secretItemRoutes(secrets: SecretsClient) {
       description:
         "Fields left out keep their value; null clears description, expires_at or restriction. " +
         "A new value is encrypted with the active key. Widening the restriction (or clearing it) and " +
-        "moving expires_at later (or clearing it) need the admin role; operators may only narrow.",
+        "moving expires_at later (or clearing it) need the admin role; operators may only narrow." +
+        HELD_DOC,
       tags: ["secrets"],
       params: NameParams,
       body: z
@@ -136,17 +151,18 @@ function secretItemRoutes(secrets: SecretsClient) {
           description: Description.optional(),
           expires_at: ExpiresAt.optional(),
           restriction: RestrictionField,
+          ...approvalFields,
         })
         .strict(),
-      responses: { 200: SecretOut },
+      responses: { 200: SecretOut, 202: HeldOut },
       // Operators may call it; the secrets service refuses (403) an operator's change that widens who
       // may receive the secret, which needs the stored restriction to decide.
       errors: {
         400: [...ERR_400, "nothing_to_update"],
-        403: ["restriction_widening_requires_admin", "expiry_extension_requires_admin"],
+        403: ["restriction_widening_requires_admin", "expiry_extension_requires_admin", ...APPROVAL_403],
         404: ["secret_not_found"],
       },
-      async handler({ params, body, call }) {
+      async handler({ params, body, call }, reply) {
         const restriction = parseRestriction(body.restriction);
         const s = await secrets.updateSecret(
           {
@@ -156,9 +172,12 @@ function secretItemRoutes(secrets: SecretsClient) {
             ...(body.expires_at !== undefined ? { expiresAt: body.expires_at ? Date.parse(body.expires_at) : 0 } : {}),
             ...(restriction ? { restriction } : {}),
             clearRestriction: restriction === null,
+            reason: body.reason ?? "",
+            breakGlass: body.break_glass ?? false,
           },
           call,
         );
+        if (s.held) return reply.code(202).send(heldJson(s.held));
         return secretJson(s);
       },
     }),
@@ -167,12 +186,20 @@ function secretItemRoutes(secrets: SecretsClient) {
       path: "/api/v1/secrets/{name}",
       auth: "operator",
       summary: "Delete a secret",
+      description: `The body is optional.${HELD_DOC}`,
       tags: ["secrets"],
       params: NameParams,
-      responses: { 204: null },
-      errors: { 404: ["secret_not_found"] },
-      async handler({ params, call }) {
-        await secrets.deleteSecret({ name: params.name }, call);
+      body: z.object(approvalFields).strict().optional(),
+      responses: { 204: null, 202: HeldOut },
+      errors: { 400: ["invalid_request", ...APPROVAL_400], 403: APPROVAL_403, 404: ["secret_not_found"] },
+      async handler({ params, body, call }, reply) {
+        const r = await secrets.deleteSecret(
+          { name: params.name, reason: body?.reason ?? "", breakGlass: body?.break_glass ?? false },
+          call,
+        );
+        // Sent here: `responses` lists 202 before 204 (numeric keys), so 204 is not the route's default.
+        if (!r.held) return reply.code(204).send();
+        return reply.code(202).send(heldJson(r.held));
       },
     }),
   ];

@@ -40,6 +40,13 @@ export const OpenedOut = OpenOut.extend({
     ),
 });
 
+/** POST /terminal when an approval policy holds the open: nothing was opened. */
+export const HeldOut = z.object({
+  status: z.literal("held"),
+  change_request_id: z.string().describe("the change request waiting for approval (GET /api/v1/change-requests/{id})"),
+  summary: z.string(),
+});
+
 /** The open answer from the session the terminal service stored (its cols/rows are the effective size). */
 export function openedJson(
   s: TerminalSession,

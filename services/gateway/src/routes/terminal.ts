@@ -17,10 +17,11 @@ import { requestToken } from "../console/session.js";
 import { problem, sendProblem } from "../problem.js";
 import { publicBaseUrl } from "../public-url.js";
 import { route } from "../route.js";
-import { Ulid, qInt } from "../schemas.js";
+import { Ulid, qBool, qInt } from "../schemas.js";
 import { installTerminalSockets } from "../ws/terminal-sockets.js";
 import { AgentRef } from "./agents-schemas.js";
 import {
+  HeldOut,
   OpenOut,
   OpenedOut,
   SessionDetail,
@@ -104,7 +105,7 @@ function openAndListRoutes(ctx: GatewayContext, terminal: TerminalClient, agents
       path: "/api/v1/terminal/{node_id}",
       auth: "operator",
       summary: "Open a terminal session on an agent",
-      description: `Spawns the shell on the agent, starts recording, and answers 201 with the WebSocket URL to attach (binary frames = bytes, text frames = resize). \`cols\` and \`rows\` take any positive int32; the PTY is at most ${PTY_DIM_MAX}×${PTY_DIM_MAX}, so a larger value is clamped to ${PTY_DIM_MAX} rather than refused: the answer's \`cols\`/\`rows\` are the size the PTY got and \`clamped\` is true. 0, a negative, a fraction or a value past int32 is 400 invalid_request. The session belongs to the calling operator: other operators (but admins) do not see it.`,
+      description: `When an approval policy covers \`terminal.open\` on the agent, nothing is opened: the answer is 202 with the change request that waits (docs/approvals.md); once approved, the requester opens with \`change_request_id\` (one session). An admin may pass \`break_glass=true\` with a \`reason\` instead. Otherwise it spawns the shell on the agent, starts recording, and answers 201 with the WebSocket URL to attach (binary frames = bytes, text frames = resize). \`cols\` and \`rows\` take any positive int32; the PTY is at most ${PTY_DIM_MAX}×${PTY_DIM_MAX}, so a larger value is clamped to ${PTY_DIM_MAX} rather than refused: the answer's \`cols\`/\`rows\` are the size the PTY got and \`clamped\` is true. 0, a negative, a fraction or a value past int32 is 400 invalid_request. The session belongs to the calling operator: other operators (but admins) do not see it.`,
       tags: ["terminal"],
       params: z.object({ node_id: AgentRef.describe("node id or approved name") }),
       query: z.object({
@@ -120,15 +121,27 @@ function openAndListRoutes(ctx: GatewayContext, terminal: TerminalClient, agents
           .regex(/^\/[^\x00-\x1f\x7f]*$/, "must be an absolute path")
           .optional()
           .describe("shell binary; must be in the agent's allow-list (default: the agent's first)"),
+        reason: z.string().max(500).optional().describe("why: the change request's reason, or the break-glass reason"),
+        break_glass: qBool.optional().describe("admins: open what an approval policy holds now (needs `reason`)"),
+        change_request_id: Ulid.optional().describe(
+          "open with the one-time pass of your executed terminal.open change request (the policies are not asked again)",
+        ),
       }),
-      responses: { 201: OpenedOut },
+      responses: { 201: OpenedOut, 202: HeldOut },
       errors: {
-        400: ["invalid_request", "shell_not_allowed"],
+        400: ["invalid_request", "shell_not_allowed", "break_glass_reason_required"],
+        403: ["break_glass_forbidden", "terminal_pass_invalid"],
         404: ["agent_not_found"],
-        409: ["agent_not_connected", "terminal_disabled", "agent_not_approved", "shell_not_found"],
+        409: [
+          "agent_not_connected",
+          "terminal_disabled",
+          "agent_not_approved",
+          "shell_not_found",
+          "terminal_pass_used",
+        ],
         504: ["agent_timeout"],
       },
-      async handler({ params, query, principal, call, raw }) {
+      async handler({ params, query, principal, call, raw }, reply) {
         let nodeId: string;
         let nodeName: string;
         try {
@@ -144,8 +157,16 @@ function openAndListRoutes(ctx: GatewayContext, terminal: TerminalClient, agents
         }
         const credential = ticketCredential(ctx, principal, raw);
         const size = { cols: query.cols ?? 0, rows: query.rows ?? 0 };
-        const open = { nodeId, nodeName, ...size, shell: query.shell ?? "", credential };
+        const approval = {
+          reason: query.reason ?? "",
+          breakGlass: query.break_glass ?? false,
+          changeRequestId: query.change_request_id ?? "",
+        };
+        const open = { nodeId, nodeName, ...size, shell: query.shell ?? "", credential, ...approval };
         const r = await terminal.openSession(open, { ...call, timeoutMs: slowMs });
+        // An approval policy holds the open: nothing was opened, a change request waits.
+        if (r.changeRequestId)
+          return reply.code(202).send({ status: "held", change_request_id: r.changeRequestId, summary: r.summary });
         return openedJson(r.session!, wsUrl(ctx, raw, r.ticket!), query);
       },
     }),

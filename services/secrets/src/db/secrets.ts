@@ -14,6 +14,8 @@ export interface SecretMeta {
 }
 
 export interface SecretRow extends SecretMeta {
+  /** Bumped (from one sequence) by every write: what a held write is planned against. */
+  version: string;
   key_id: string;
   nonce: Buffer;
   ciphertext: Buffer;
@@ -34,15 +36,32 @@ export const secretsDb = {
     return (await db.query<SecretMeta>(`SELECT ${META} FROM secrets WHERE name = $1`, [name])).rows[0];
   },
   async sealed(db: Queryable, name: string): Promise<SecretRow | undefined> {
-    return (await db.query<SecretRow>(`SELECT ${META}, ${SEALED} FROM secrets WHERE name = $1`, [name])).rows[0];
+    return (
+      await db.query<SecretRow>(`SELECT ${META}, ${SEALED}, version::text AS version FROM secrets WHERE name = $1`, [
+        name,
+      ])
+    ).rows[0];
   },
   async forUpdate(db: Queryable, name: string): Promise<SecretRow | undefined> {
-    return (await db.query<SecretRow>(`SELECT ${META}, ${SEALED} FROM secrets WHERE name = $1 FOR UPDATE`, [name]))
-      .rows[0];
+    return (
+      await db.query<SecretRow>(
+        `SELECT ${META}, ${SEALED}, version::text AS version FROM secrets WHERE name = $1 FOR UPDATE`,
+        [name],
+      )
+    ).rows[0];
   },
-  async insert(db: Queryable, m: SecretMeta, s: Sealed): Promise<void> {
-    await db.query(
-      `INSERT INTO secrets (${META}, ${SEALED}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+  /** The secret's metadata and version (a held write freezes it); no ciphertext. */
+  async versioned(db: Queryable, name: string): Promise<(SecretMeta & { version: string }) | undefined> {
+    return (
+      await db.query<SecretMeta & { version: string }>(
+        `SELECT ${META}, version::text AS version FROM secrets WHERE name = $1`,
+        [name],
+      )
+    ).rows[0];
+  },
+  async insert(db: Queryable, m: SecretMeta, s: Sealed): Promise<string> {
+    const r = await db.query<{ version: string }>(
+      `INSERT INTO secrets (${META}, ${SEALED}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING version::text AS version`,
       [
         m.name,
         m.description,
@@ -58,10 +77,12 @@ export const secretsDb = {
         s.tag,
       ],
     );
+    return r.rows[0]!.version;
   },
-  async updateMeta(db: Queryable, m: SecretMeta): Promise<void> {
-    await db.query(
-      "UPDATE secrets SET description = $2, expires_at = $3, restriction = $4, updated_at = $5, updated_by = $6 WHERE name = $1",
+  /** Writes the metadata and bumps the version (every update goes through here); answers the new version. */
+  async updateMeta(db: Queryable, m: SecretMeta): Promise<string> {
+    const r = await db.query<{ version: string }>(
+      "UPDATE secrets SET description = $2, expires_at = $3, restriction = $4, updated_at = $5, updated_by = $6, version = nextval('secret_versions') WHERE name = $1 RETURNING version::text AS version",
       [
         m.name,
         m.description,
@@ -71,6 +92,7 @@ export const secretsDb = {
         m.updated_by,
       ],
     );
+    return r.rows[0]!.version;
   },
   async updateSealed(db: Queryable, name: string, s: Sealed): Promise<void> {
     await db.query("UPDATE secrets SET key_id = $2, nonce = $3, ciphertext = $4, auth_tag = $5 WHERE name = $1", [

@@ -1,4 +1,5 @@
-import type { SecretsService } from "@orch/contracts";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { SecretSchema, SecretsService, UpdateSecretRequest } from "@orch/contracts";
 import {
   keysetPage,
   conflict,
@@ -6,24 +7,57 @@ import {
   notFound,
   pageCursor,
   pageLimit,
+  type CallContext,
   type Handlers,
   isUniqueViolation,
 } from "@orch/kit";
-import { eventMetadata, secretRef, toSecret } from "../convert.js";
+import { holdWrite, needsApproval } from "../approval-gate.js";
+import { toSecret } from "../convert.js";
+import type { MetaChanges } from "../db/pending.js";
 import { secretsDb, type SecretMeta } from "../db/secrets.js";
-import { normaliseRestriction, type Restriction } from "../restriction.js";
+import { normaliseRestriction } from "../restriction.js";
 import { requireAdminToWiden } from "../widening.js";
 import { checkDescription, checkExpiry, checkName, checkValue } from "../validate.js";
 import type { HandlerContext } from "../deps.js";
+import { createWrite, deleteWrite, updateWrite } from "../writes.js";
 
 type CrudHandlers = Pick<
   Handlers<typeof SecretsService>,
   "createSecret" | "listSecrets" | "getSecret" | "updateSecret" | "deleteSecret"
 >;
+type SecretOut = MessageInitShape<typeof SecretSchema>;
 
 const notFoundError = (name: string) => notFound("secret_not_found", `no secret '${name}'`, { field: "name" });
+const existsError = (name: string) =>
+  conflict("secret_exists", `a secret named '${name}' already exists`, { field: "name" });
+const held = (name: string, h: { changeRequestId: string; summary: string }): SecretOut => ({
+  name,
+  held: { changeRequestId: h.changeRequestId, summary: h.summary },
+});
 
-export function secretHandlers({ deps, keyring }: HandlerContext): CrudHandlers {
+/** The update's checked value and metadata changes (a key present = that field changes). */
+function updateChanges(req: UpdateSecretRequest, now: number): { value: string | undefined; changes: MetaChanges } {
+  const value = req.value === undefined ? undefined : checkValue(req.value);
+  const changes: MetaChanges = {};
+  if (req.description !== undefined) changes.description = checkDescription(req.description);
+  if (req.expiresAt !== undefined) changes.expires_at = checkExpiry(req.expiresAt, now);
+  if (req.restriction) changes.restriction = normaliseRestriction(req.restriction);
+  else if (req.clearRestriction) changes.restriction = null;
+  if (value === undefined && Object.keys(changes).length === 0) {
+    throw invalid("nothing_to_update", "send at least one of value, description, expires_at, restriction");
+  }
+  return { value, changes };
+}
+
+const gateOf = (ctx: CallContext, req: { name: string; reason: string; breakGlass: boolean }) => ({
+  actor: ctx.actor,
+  reason: req.reason,
+  breakGlass: req.breakGlass,
+  name: req.name,
+});
+
+export function secretHandlers(hc: HandlerContext): CrudHandlers {
+  const { deps, keyring } = hc;
   const { pool, events, clock } = deps;
   return {
     async createSecret(req, ctx) {
@@ -40,21 +74,27 @@ export function secretHandlers({ deps, keyring }: HandlerContext): CrudHandlers 
         updated_at: now,
         updated_by: ctx.actor.id,
       };
+      const gate = await needsApproval(hc, { ...gateOf(ctx, { ...req, name }), op: "create" });
       const sealed = keyring.seal(name, value);
-      try {
-        await events.tx(async (db, emit) => {
-          await secretsDb.insert(db, meta, sealed);
-          await emit({
-            type: "secret.created",
-            summary: `secret ${name} created by ${ctx.actor.name}`,
-            actor: ctx.actor,
-            target: secretRef(name),
-            metadata: { ...eventMetadata(meta), key_id: sealed.keyId },
-          });
+      if (gate.kind === "hold") {
+        if (await secretsDb.meta(pool, name)) throw existsError(name);
+        const { description, expires_at, restriction } = meta;
+        const changes: MetaChanges = { description, expires_at, restriction };
+        const h = await holdWrite(hc, {
+          op: "create",
+          name,
+          sealed,
+          changes,
+          baseVersion: null,
+          actor: ctx.actor,
+          reason: gate.reason,
         });
+        return held(name, h);
+      }
+      try {
+        await events.tx((db, emit) => createWrite(db, emit, { meta, sealed, actor: ctx.actor }));
       } catch (err) {
-        if (isUniqueViolation(err))
-          throw conflict("secret_exists", `a secret named '${name}' already exists`, { field: "name" });
+        if (isUniqueViolation(err)) throw existsError(name);
         throw err;
       }
       return toSecret(meta);
@@ -75,64 +115,55 @@ export function secretHandlers({ deps, keyring }: HandlerContext): CrudHandlers 
 
     async updateSecret(req, ctx) {
       const now = clock.now();
-      const value = req.value === undefined ? undefined : checkValue(req.value);
-      const description = req.description === undefined ? undefined : checkDescription(req.description);
-      const expiresAt = req.expiresAt === undefined ? undefined : checkExpiry(req.expiresAt, now);
-      let restriction: Restriction | null | undefined;
-      if (req.restriction) restriction = normaliseRestriction(req.restriction);
-      else if (req.clearRestriction) restriction = null;
-      if (value === undefined && description === undefined && expiresAt === undefined && restriction === undefined) {
-        throw invalid("nothing_to_update", "send at least one of value, description, expires_at, restriction");
+      const { value, changes } = updateChanges(req, now);
+      const reach = { restriction: changes.restriction, expiresAt: changes.expires_at };
+      const gate = await needsApproval(hc, { ...gateOf(ctx, req), op: "update" });
+      if (gate.kind === "hold") {
+        const row = await secretsDb.versioned(pool, req.name);
+        if (!row) throw notFoundError(req.name);
+        // Refused now rather than after approval: the approvers would approve what cannot run.
+        requireAdminToWiden(ctx, row, reach);
+        const sealed = value === undefined ? null : keyring.seal(row.name, value);
+        const h = await holdWrite(hc, {
+          op: "update",
+          name: row.name,
+          sealed,
+          changes,
+          baseVersion: row.version,
+          actor: ctx.actor,
+          reason: gate.reason,
+        });
+        return held(row.name, h);
       }
       return events.tx(async (db, emit) => {
         const row = await secretsDb.forUpdate(db, req.name);
         if (!row) throw notFoundError(req.name);
         // Before any write: a refused widening changes nothing (the transaction rolls back anyway).
-        requireAdminToWiden(ctx, row, { restriction, expiresAt });
-        const changed: string[] = [];
-        const next: SecretMeta = { ...row, updated_at: now, updated_by: ctx.actor.id };
-        if (description !== undefined) {
-          next.description = description;
-          changed.push("description");
-        }
-        if (expiresAt !== undefined) {
-          next.expires_at = expiresAt;
-          changed.push("expires_at");
-        }
-        if (restriction !== undefined) {
-          next.restriction = restriction;
-          changed.push("restriction");
-        }
-        const metadata: Record<string, unknown> = {};
-        if (value !== undefined) {
-          const sealed = keyring.seal(row.name, value);
-          await secretsDb.updateSealed(db, row.name, sealed);
-          changed.unshift("value");
-          metadata.key_id = sealed.keyId;
-        }
-        await secretsDb.updateMeta(db, next);
-        await emit({
-          type: "secret.updated",
-          summary: `secret ${row.name} updated by ${ctx.actor.name} (${changed.join(", ")})`,
-          actor: ctx.actor,
-          target: secretRef(row.name),
-          metadata: { changed, ...eventMetadata(next), ...metadata },
-        });
-        return toSecret(next);
+        requireAdminToWiden(ctx, row, reach);
+        const sealed = value === undefined ? undefined : keyring.seal(row.name, value);
+        const { meta } = await updateWrite(db, emit, { row, changes, sealed, actor: ctx.actor, now });
+        return toSecret(meta);
       });
     },
 
     async deleteSecret(req, ctx) {
-      await events.tx(async (db, emit) => {
-        const row = await secretsDb.remove(db, req.name);
+      const gate = await needsApproval(hc, { ...gateOf(ctx, req), op: "delete" });
+      if (gate.kind === "hold") {
+        const row = await secretsDb.versioned(pool, req.name);
         if (!row) throw notFoundError(req.name);
-        await emit({
-          type: "secret.deleted",
-          summary: `secret ${row.name} deleted by ${ctx.actor.name}`,
+        const h = await holdWrite(hc, {
+          op: "delete",
+          name: row.name,
+          sealed: null,
+          changes: {},
+          baseVersion: row.version,
           actor: ctx.actor,
-          target: secretRef(row.name),
-          metadata: eventMetadata(row),
+          reason: gate.reason,
         });
+        return { held: { changeRequestId: h.changeRequestId, summary: h.summary } };
+      }
+      await events.tx(async (db, emit) => {
+        if (!(await deleteWrite(db, emit, { name: req.name, actor: ctx.actor }))) throw notFoundError(req.name);
       });
       return {};
     },

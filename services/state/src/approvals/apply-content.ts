@@ -1,19 +1,10 @@
 import { createHash } from "node:crypto";
+import { canonicalJson } from "@orch/contracts";
 import type { AssignmentRow } from "../db/catalog.js";
 import type { AgentInfo } from "../deps.js";
 import type { ModuleSource } from "../engine/render.js";
 
-/** JSON with object keys sorted at every depth, so equal content always hashes equal. */
-export function canonicalJson(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(",")}]`;
-  if (v && typeof v === "object") {
-    const entries = Object.entries(v as Record<string, unknown>)
-      .filter(([, x]) => x !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, x]) => `${JSON.stringify(k)}:${canonicalJson(x)}`).join(",")}}`;
-  }
-  return JSON.stringify(v ?? null);
-}
+export { canonicalJson };
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 

@@ -1,4 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
+import type { ApprovalAction } from "@orch/contracts";
 import { forbidden, invalid, type Actor } from "@orch/kit";
 import type { AssignmentRow } from "../db/catalog.js";
 import type { AgentInfo } from "../deps.js";
@@ -35,7 +36,7 @@ function checkReason(reason: string): string {
 
 /** The actor, what they act on, and how: what every gate needs to ask the policies. */
 export interface GateInput {
-  action: "assignment.apply" | "agent.apply";
+  action: ApprovalAction;
   agents: AgentInfo[];
   actor: Actor;
   reason: string;

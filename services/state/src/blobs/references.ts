@@ -3,12 +3,15 @@ import type { Queryable } from "@orch/kit";
 
 /** The digest grammar (contracts) without its anchors: a digest anywhere in a module's text. */
 const DIGEST_IN_TEXT = BLOB_DIGEST.source.replace(/^\^|\$$/g, "");
+/** How long a held module upload keeps its blobs: a policy's longest expiry (docs/approvals.md). */
+const PENDING_KEPT_MS = 2_592_000_000;
 
 /**
  * What "a module names a blob" means, written once for DeleteBlob and the collector: every
  * (digest, module, current) where a module (`current`) or a kept module version (what snapshots
  * re-render and drift checks compare against, pruned by engine/sweep.ts) has the digest literally
- * in its YAML (anywhere: a `source:`, or a comment — naming it keeps it) or in its bundle manifest.
+ * in its YAML (anywhere: a `source:`, or a comment — naming it keeps it) or in its bundle manifest,
+ * and a module upload held for approval (approvals/catalog-write.ts) the same way.
  * Each row's content is read once, however many digests are asked about.
  */
 const NAMED_BLOBS = `
@@ -16,6 +19,12 @@ const NAMED_BLOBS = `
     SELECT name, true AS current, content, files FROM modules
     UNION ALL
     SELECT name, false AS current, content, files FROM module_versions
+    UNION ALL
+    -- A module upload waiting for approval keeps its blobs until it runs or its request could no
+    -- longer be approved (the longest expiry a policy may set: 30 days).
+    SELECT name, false AS current, body ->> 'content', body -> 'files' FROM pending_catalog_writes
+    WHERE kind = 'module' AND op <> 'delete' AND executed_at IS NULL
+      AND created_at > (extract(epoch FROM now()) * 1000)::bigint - ${PENDING_KEPT_MS}
   ) n
   CROSS JOIN LATERAL (
     SELECT m[1] AS digest FROM regexp_matches(n.content, '${DIGEST_IN_TEXT}', 'g') AS m

@@ -55,5 +55,6 @@ export function commandRunMsg(
     finishedAt: r.finished_at ?? 0,
     cancelledBy: r.cancelled_by ?? "",
     targets: (targets ?? []).map((t) => targetMsg(t, withOutput)),
+    changeRequestId: r.change_request_id ?? "",
   };
 }

@@ -35,6 +35,8 @@ export function planCommandRun(p: {
   window: string | null;
   actor: Actor;
   now: number;
+  /** The approved change request the run executes (command.run), if any. */
+  changeRequestId?: string | undefined;
 }): PlannedRun {
   const { id, spec, now } = p;
   const launchable = p.resolved.flatMap((r) => (r.kind === "agent" ? [r.agent] : []));
@@ -82,12 +84,24 @@ export function planCommandRun(p: {
     created_at: now,
     updated_at: now,
     finished_at: null,
+    change_request_id: p.changeRequestId ?? null,
   };
   return { run, targets, live };
 }
 
+/** Who approved a run that executes a change request (docs/approvals.md). */
+export interface RunApproval {
+  changeRequestId: string;
+  approvers: string[];
+}
+
 /** The run.started event; what ran is named by digest for a script: the event log is no place for a script body. */
-export function runStartedEvent(planned: PlannedRun, spec: CommandSpec, actor: Actor): EventInput {
+export function runStartedEvent(
+  planned: PlannedRun,
+  spec: CommandSpec,
+  actor: Actor,
+  approval?: RunApproval,
+): EventInput {
   const { run, targets } = planned;
   const what = spec.argv
     ? { command: spec.argv }
@@ -112,6 +126,7 @@ export function runStartedEvent(planned: PlannedRun, spec: CommandSpec, actor: A
       batch: run.batch,
       max_failures: run.max_failures,
       maintenance_window: run.maintenance_window,
+      ...(approval ? { change_request_id: approval.changeRequestId, approved_by: approval.approvers } : {}),
     },
   };
 }

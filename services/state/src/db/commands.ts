@@ -21,6 +21,8 @@ export interface CommandRunRow {
   created_at: number;
   updated_at: number;
   finished_at: number | null;
+  /** The approved change request this run executes (command.run), if any. */
+  change_request_id?: string | null;
 }
 
 export interface CommandTargetRow {
@@ -58,7 +60,7 @@ export interface TargetEnd {
 }
 
 const RUN_COLS =
-  "id, status, selector, node_ids, argv, script, env_keys, timeout_s, batch, batch_size, batches, max_failures, maintenance_window, actor_id, actor_name, cancelled_by, created_at, updated_at, finished_at";
+  "id, status, selector, node_ids, argv, script, env_keys, timeout_s, batch, batch_size, batches, max_failures, maintenance_window, actor_id, actor_name, cancelled_by, created_at, updated_at, finished_at, change_request_id";
 const TARGET_COLS =
   "run_id, seq, node_id, name, batch, status, job_id, exit_code, signal, started_at, finished_at, duration_ms, stdout_truncated, stderr_truncated, error";
 const LIVE = "('running', 'cancelling')";
@@ -74,7 +76,7 @@ export interface RunFilter {
 export const commandRunsDb = {
   async insert(db: Queryable, r: CommandRunRow, targets: readonly CommandTargetRow[]): Promise<void> {
     await db.query(
-      `INSERT INTO command_runs (${RUN_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+      `INSERT INTO command_runs (${RUN_COLS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
       [
         r.id,
         r.status,
@@ -95,6 +97,7 @@ export const commandRunsDb = {
         r.created_at,
         r.updated_at,
         r.finished_at,
+        r.change_request_id ?? null,
       ],
     );
     // Column arrays keep a 10 000-target insert to a handful of statements.
@@ -122,6 +125,15 @@ export const commandRunsDb = {
         `SELECT ${RUN_COLS} FROM command_runs WHERE id = $1${forUpdate ? " FOR UPDATE" : ""}`,
         [id],
       )
+    ).rows[0];
+  },
+
+  /** The run an approved change request started, if it did (the column is unique). */
+  async byChangeRequest(db: Queryable, changeRequestId: string): Promise<CommandRunRow | undefined> {
+    return (
+      await db.query<CommandRunRow>(`SELECT ${RUN_COLS} FROM command_runs WHERE change_request_id = $1`, [
+        changeRequestId,
+      ])
     ).rows[0];
   },
 

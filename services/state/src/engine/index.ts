@@ -1,3 +1,4 @@
+import type { CommandDriver } from "../commands/driver.js";
 import type { Clients, StateDeps } from "../deps.js";
 import type { FanOut } from "./fanout.js";
 import type { ModuleCache } from "./modules.js";
@@ -10,4 +11,6 @@ export interface Engine {
   runner: Runner;
   fanout: FanOut;
   cache: ModuleCache;
+  /** Drives fleet command runs started on this replica (commands/driver.ts). */
+  commands: CommandDriver;
 }

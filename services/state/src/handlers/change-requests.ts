@@ -2,6 +2,8 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { StateService } from "@orch/contracts";
 import { invalid, OrchError, type Handlers } from "@orch/kit";
 import { executeAgentApply, replanAgentApply } from "../approvals/agent-apply.js";
+import { executeCommandRun, replanCommandRun } from "../approvals/command-run.js";
+import { executeCatalogWrite } from "../approvals/catalog-write.js";
 import { frozenApply } from "../approvals/apply-content.js";
 import { cannotReplan, planChanged } from "../approvals/refusals.js";
 import { assignmentsDb } from "../db/catalog.js";
@@ -53,6 +55,8 @@ export const executeChangeRequest =
   (engine: Engine): H["executeChangeRequest"] =>
   async (req, ctx) => {
     if (req.action === "agent.apply") return { result: (await executeAgentApply(engine, req, ctx.actor)).id };
+    if (req.action === "command.run") return { result: await executeCommandRun(engine, req, ctx.actor) };
+    if (req.action === "catalog.write") return { result: await executeCatalogWrite(engine, req, ctx.actor) };
     if (req.action !== "assignment.apply")
       throw invalid("invalid_request", `the state service does not execute '${req.action}'`, { field: "action" });
     const done = await runsDb.byChangeRequest(engine.deps.pool, req.id);
@@ -90,6 +94,7 @@ export const replanChangeRequest =
   (engine: Engine): H["replanChangeRequest"] =>
   async (req, ctx) => {
     if (req.action === "agent.apply") return replanAgentApply(engine, req, ctx.actor);
+    if (req.action === "command.run") return replanCommandRun(engine, req, ctx.actor);
     if (req.action !== "assignment.apply")
       throw invalid("invalid_request", `the state service does not plan '${req.action}'`, { field: "action" });
     const { assignment, sources, agents } = await currentApply(engine, req.targetName, ctx.actor, cannotReplan);

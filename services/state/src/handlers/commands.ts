@@ -1,13 +1,13 @@
 import { COMMAND_RUN_STATUSES, type StateService } from "@orch/contracts";
 import { invalid, keysetPage, notFound, pageCursor, pageLimit, type Actor, type Handlers } from "@orch/kit";
+import { gateCommandRun } from "../approvals/command-run.js";
 import { commandRunMsg, countsOf, targetMsg } from "../commands/convert.js";
 import { commandRunsDb, type CommandRunRow } from "../db/commands.js";
 import { CANCEL_TIMEOUT_MS, type CommandDriver } from "../commands/driver.js";
 import { recordCancel } from "../commands/cancel.js";
 import { runEvents } from "../commands/events.js";
-import { finishCommandRun } from "../commands/finish.js";
-import { planCommandRun, runStartedEvent } from "../commands/plan.js";
-import { maintenanceWindow, resolveTargets } from "../commands/targets.js";
+import { startResolvedRun, viewCommandRun } from "../commands/start.js";
+import { resolveTargets } from "../commands/targets.js";
 import { checkStart } from "../commands/validate.js";
 import type { Engine } from "../engine/index.js";
 
@@ -26,13 +26,10 @@ const visible = (run: CommandRunRow | undefined, actor: Actor): run is CommandRu
 
 export function commandHandlers(engine: Engine, driver: CommandDriver): CommandHandlers {
   const { deps, clients } = engine;
-  const { pool, events, clock, ids, nc } = deps;
+  const { pool, nc } = deps;
 
-  async function view(run: CommandRunRow, withTargets: boolean, withOutput: boolean) {
-    const counts = countsOf((await commandRunsDb.counts(pool, [run.id])).get(run.id));
-    const targets = withTargets ? await commandRunsDb.targets(pool, run.id, withOutput) : undefined;
-    return commandRunMsg(run, counts, targets, withOutput);
-  }
+  const view = (run: CommandRunRow, withTargets: boolean, withOutput: boolean) =>
+    viewCommandRun(pool, run, withTargets, withOutput);
 
   async function load(id: string, actor: Actor): Promise<CommandRunRow> {
     const run = await commandRunsDb.get(pool, id.toUpperCase());
@@ -44,29 +41,10 @@ export function commandHandlers(engine: Engine, driver: CommandDriver): CommandH
     async startCommandRun(req, ctx) {
       const spec = checkStart(req);
       const resolved = await resolveTargets(clients, spec, ctx.actor);
-      const window = await maintenanceWindow(deps, clients);
-      const now = clock.now();
-      const planned = planCommandRun({
-        id: ids.next(),
-        nextId: () => ids.next(),
-        spec,
-        resolved,
-        window,
-        actor: ctx.actor,
-        now,
-      });
-      const { run, targets, live } = planned;
-      await events.tx(async (db, emit) => {
-        await commandRunsDb.insert(db, run, targets);
-        await emit(runStartedEvent(planned, spec, ctx.actor));
-      });
-      // Nothing to launch (no match, or only unknown / unapproved names): the run ends at once.
-      if (!live) await finishCommandRun(deps, run.id, "completed");
-      // The answer is the run as recorded, read before the driver can move it on.
-      const answer = await view((await commandRunsDb.get(pool, run.id))!, true, false);
-      if (live)
-        await driver.start({ run, targets: targets.filter((t) => t.batch > 0), env: spec.env, actor: ctx.actor });
-      return answer;
+      const { reason, breakGlass } = req;
+      const gate = await gateCommandRun(engine, { spec, resolved, actor: ctx.actor, reason, breakGlass });
+      if (gate.kind === "held") return gate.answer;
+      return startResolvedRun(engine, { spec, resolved, actor: ctx.actor });
     },
 
     async listCommandRuns(req, ctx) {

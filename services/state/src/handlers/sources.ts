@@ -10,6 +10,7 @@ import { createSource } from "./source-create.js";
 import { planSource, syncSource } from "./source-sync.js";
 import { missingSource, viewSource } from "./source-view.js";
 import { sourceWebhook } from "./source-webhook.js";
+import { releasePolicies } from "../sources/policies-sync.js";
 
 type H = Handlers<typeof StateService>;
 type SourceHandlers = Pick<
@@ -32,8 +33,9 @@ const getSource =
     sourceMsg(await viewSource(deps.pool, req.name));
 
 const deleteSource =
-  ({ deps }: Engine): H["deleteSource"] =>
+  (engine: Engine): H["deleteSource"] =>
   async (req, ctx) => {
+    const { deps } = engine;
     await deps.events.tx(async (db, emit) => {
       // Locked first: a sync applying right now finishes before, or finds the source gone.
       if (!(await sourcesDb.getForUpdate(db, req.name))) throw missingSource(req.name);
@@ -52,6 +54,9 @@ const deleteSource =
           released_assignments: before.assignment_count,
         },
       });
+      // Under the source's lock, so no sync hands its policies over again; last, so only a failed
+      // commit (not a refusal above) could leave them released with the source still there.
+      await releasePolicies(engine, row.name);
     });
     return {};
   };

@@ -11,6 +11,7 @@ import {
   BUNDLE_FILES_DIR,
   BUNDLE_MAX_FILES,
   BUNDLE_MODULE_FILE,
+  SOURCE_POLICIES_DIR,
   SOURCE_VALUES_DIR,
 } from "@orch/contracts";
 import type { Logger } from "@orch/kit";
@@ -71,7 +72,7 @@ export interface GitRepoOptions {
 }
 
 /** The directories of a source's tree: everything else in the repository is not read. */
-const TREE_DIRS = [SOURCE_MODULES_DIR, SOURCE_ASSIGNMENTS_DIR, SOURCE_VALUES_DIR];
+const TREE_DIRS = [SOURCE_MODULES_DIR, SOURCE_ASSIGNMENTS_DIR, SOURCE_VALUES_DIR, SOURCE_POLICIES_DIR];
 const GIT_BIN = process.env.ORCH_GIT_BIN ?? "git";
 const FETCHED = "refs/orch/fetched";
 const FULL_SHA_RE = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;

@@ -9,6 +9,7 @@ import { applyDiff } from "./apply.js";
 import { applyValueSets, diffValueSets } from "../values/source-sync.js";
 import { diffTree, referencedModules } from "./diff.js";
 import { outsideParameterErrors } from "./outside-parameters.js";
+import { handOverPolicies } from "./policies-sync.js";
 import { isRecordable, readSourceTree } from "./read.js";
 import type { SourceBox } from "./seal.js";
 import { initialSyncState, isDone, step, type SyncEffect, type SyncEvent, type Synced } from "./sync-machine.js";
@@ -106,6 +107,9 @@ async function apply(cx: Context, e: Extract<SyncEffect, { type: "apply" }>): Pr
     const gone = await lockTreeBlobs(db, [...diff.modules.created, ...diff.modules.updated]);
     const refused = [...diff.errors, ...outside, ...values.errors, ...gone];
     if (refused.length) throw new TreeRejected(refused);
+    // Last: the auth service commits the policies on its own; a catalog refusal above must not follow it.
+    const policies = await handOverPolicies(cx.engine, name, commit, tree.policies ?? []);
+    if (policies.length) throw new TreeRejected(policies);
     const applied = await applyDiff(db, emit, { ...at, diff });
     await applyValueSets(db, emit, at, values);
     const record = syncedRecord(locked, applied, { commit, tree, lease: e.lease, now, trigger: e.trigger });

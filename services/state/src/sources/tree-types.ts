@@ -2,6 +2,7 @@ import type { BundleFile } from "@orch/contracts";
 import type { SourceFileErrorRow } from "../db/sources.js";
 import type { ParsedModule } from "../module/types.js";
 import type { TreeValueSet } from "../values/source-file.js";
+import type { TreePolicy } from "./policy-file.js";
 
 /** What a commit's tree holds once validated (tree.ts), as the diff and the apply read it. */
 
@@ -36,5 +37,7 @@ export interface Tree {
   assignments: TreeAssignment[];
   /** `values/<name>.yaml` (docs/modules.md#values); absent in trees built before values existed. */
   values?: TreeValueSet[];
+  /** `approval-policies/<name>.yaml` (docs/approvals.md#policies-from-git), handed to the auth service. */
+  policies?: TreePolicy[];
   errors: SourceFileErrorRow[];
 }

@@ -7,6 +7,7 @@ import {
   SOURCE_FILE_RE,
   SOURCE_MAX_FILES,
   SOURCE_MODULES_DIR,
+  SOURCE_POLICIES_DIR,
   SOURCE_VALUES_DIR,
 } from "@orch/contracts";
 import { OrchError } from "@orch/kit";
@@ -20,6 +21,7 @@ import { moduleSha256 } from "../module/version-hash.js";
 import { fileError } from "./tree-errors.js";
 import type { Tree, TreeModule } from "./tree-types.js";
 import { readValueFile } from "../values/source-file.js";
+import { readPolicyFile } from "./policy-file.js";
 
 /**
  * A commit's modules/ and assignments/ validated as a whole, before anything is applied: a sync is
@@ -27,7 +29,7 @@ import { readValueFile } from "../values/source-file.js";
  * Errors without a position (the file as a whole) carry line 0, column 0.
  */
 
-type Kind = "module" | "assignment" | "value set";
+type Kind = "module" | "assignment" | "value set" | "approval policy";
 
 interface Entry {
   file: TreeFile;
@@ -40,7 +42,7 @@ interface Entry {
  * references resolve; `digests`: the stored blob of each bundle file's git object (tree-bundles.ts).
  */
 export function parseTree(all: TreeFile[], known: ReadonlySet<string>, digests: BundleDigests = new Map()): Tree {
-  const tree: Tree = { modules: [], assignments: [], values: [], errors: [] };
+  const tree: Tree = { modules: [], assignments: [], values: [], policies: [], errors: [] };
   const files = all.filter((f) => !f.blob);
   const bundles = bundleFilesByModule(all, digests, tree.errors);
   if (files.length > SOURCE_MAX_FILES) {
@@ -72,6 +74,10 @@ export function parseTree(all: TreeFile[], known: ReadonlySet<string>, digests: 
       const v = readValueFile(file.path, name, file.content);
       tree.errors.push(...v.errors);
       if (v.set) tree.values!.push(v.set);
+    } else if (kind === "approval policy") {
+      const p = readPolicyFile(file.path, name, file.content);
+      tree.errors.push(...p.errors);
+      if (p.policy) tree.policies!.push(p.policy);
     } else {
       const r = readAssignmentFile(file.path, name, file.content, resolves);
       tree.errors.push(...r.errors);
@@ -134,7 +140,9 @@ function classify(files: readonly TreeFile[], errors: SourceFileErrorRow[]): Ent
           ? "assignment"
           : dir === SOURCE_VALUES_DIR
             ? "value set"
-            : undefined;
+            : dir === SOURCE_POLICIES_DIR
+              ? "approval policy"
+              : undefined;
     // modules/<name>/module.yaml: a bundle (its files/ come with it).
     const bundle = kind === "module" && base.endsWith(`/${BUNDLE_MODULE_FILE}`) && base.split("/").length === 2;
     // readTree lists only these; anything else is not part of the tree's contract.

@@ -6,7 +6,7 @@ import type { TerminalDeps } from "../deps.js";
 import type { Recordings } from "../recordings.js";
 import { issueTicket, ticketHash, tokenBinding } from "../tickets.js";
 import { toSession } from "../convert.js";
-import { requireOperator } from "./open.js";
+import { requireOperator } from "./require-operator.js";
 import { scopeCheck } from "./scope.js";
 import { visible } from "./visibility.js";
 

@@ -7,15 +7,15 @@ import type { Recordings } from "../recordings.js";
 import { issueTicket, tokenBinding } from "../tickets.js";
 import { toSession } from "../convert.js";
 import { checkShell, dimension } from "../validate.js";
+import type { TerminalApprovals } from "../approvals/gate.js";
+import { passesDb } from "../db/passes.js";
+import { spendPass } from "./passes.js";
+import { requireOperator } from "./require-operator.js";
 import { scopeCheck } from "./scope.js";
 
 type OpenHandlers = Pick<Handlers<typeof TerminalService>, "openSession">;
 
-export function requireOperator(ctx: CallContext) {
-  if (ctx.actor.type !== "operator") throw forbidden("operator_required", "terminal sessions belong to an operator");
-}
-
-export function openHandlers(deps: TerminalDeps, recordings: Recordings): OpenHandlers {
+export function openHandlers(deps: TerminalDeps, recordings: Recordings, approvals: TerminalApprovals): OpenHandlers {
   const { pool, nc, clock, ids, events } = deps;
   const cfg = deps.config.terminal;
   const scope = scopeCheck(nc);
@@ -40,6 +40,13 @@ export function openHandlers(deps: TerminalDeps, recordings: Recordings): OpenHa
       }
       const nodeId = agent ? agent.nodeId : req.nodeId;
       const nodeName = agent ? agent.name : req.nodeName;
+      // An open with an approved request's pass was approved already; any other asks the policies.
+      const passId = req.changeRequestId;
+      if (!passId) {
+        const ask = { nodeId, nodeName, shell: req.shell, reason: req.reason, breakGlass: req.breakGlass };
+        const verdict = await approvals.check(ctx.actor, ask, agent);
+        if (verdict.kind === "held") return { changeRequestId: verdict.changeRequestId, summary: verdict.summary };
+      }
 
       const id = ids.next();
       const now = clock.now();
@@ -57,7 +64,10 @@ export function openHandlers(deps: TerminalDeps, recordings: Recordings): OpenHa
         owner: recordings.replicaId,
         lease_expires_at: now + cfg.lease_seconds * 1000,
       };
-      await sessionsDb.insert(pool, row);
+      if (passId) {
+        const use = { changeRequestId: passId, actor: ctx.actor, nodeId, shell: req.shell, sessionId: id };
+        row.shell = await spendPass(deps, use, (db, shell) => sessionsDb.insert(db, { ...row, shell }));
+      } else await sessionsDb.insert(pool, row);
       // Recording starts before the PTY exists, so not one byte of it goes unrecorded.
       await recordings.begin({
         ...row,
@@ -74,7 +84,7 @@ export function openHandlers(deps: TerminalDeps, recordings: Recordings): OpenHa
       try {
         const r = await agentTerminal(nc, nodeId, cfg.open_timeout_seconds * 1000).openTerminal({
           sessionId: id,
-          shell: req.shell,
+          shell: row.shell,
           cols,
           rows,
           heartbeatIntervalMs: cfg.heartbeat_seconds * 1000,
@@ -85,6 +95,8 @@ export function openHandlers(deps: TerminalDeps, recordings: Recordings): OpenHa
         shell = r.shell;
       } catch (err) {
         await recordings.abort(id);
+        // No PTY: the pass was not really used, so the requester may try again.
+        if (passId) await passesDb.release(pool, passId, id);
         throw agentError(err);
       }
 
@@ -95,7 +107,14 @@ export function openHandlers(deps: TerminalDeps, recordings: Recordings): OpenHa
           summary: `${ctx.actor.name} opened a terminal on ${nodeName || nodeId}`,
           actor: ctx.actor,
           target: { id, name: nodeName || nodeId, type: "terminal_session" },
-          metadata: { node_id: nodeId, node_name: nodeName, shell, cols, rows },
+          metadata: {
+            node_id: nodeId,
+            node_name: nodeName,
+            shell,
+            cols,
+            rows,
+            ...(passId ? { change_request_id: passId } : {}),
+          },
         });
         const expiresAt = clock.now() + cfg.ticket_ttl_seconds * 1000;
         const operator = { operatorId: ctx.actor.id, operatorName: ctx.actor.name };

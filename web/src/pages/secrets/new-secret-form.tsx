@@ -5,7 +5,7 @@
  */
 import { type FormEvent, useRef, useState } from "react";
 import type { Agent } from "../../api/agents";
-import type { useCreateSecret } from "../../api/secrets";
+import { type HeldSecretWrite, isHeldWrite, type useCreateSecret } from "../../api/secrets";
 import { Field, fieldError, ProblemMessage, Section } from "../../ui";
 import { ApiError } from "../../api/client";
 import { AgentPicker } from "./agent-picker";
@@ -19,7 +19,8 @@ export function NewSecretForm({
 }: {
   agents: Agent[];
   creator: ReturnType<typeof useCreateSecret>;
-  onCreated: (name: string) => void;
+  /** The created secret's name, or the change request an approval policy turned the create into. */
+  onCreated: (r: { name: string } | { held: HeldSecretWrite }) => void;
   onCancel: () => void;
 }) {
   const valueRef = useRef<HTMLInputElement>(null);
@@ -68,7 +69,7 @@ export function NewSecretForm({
         return value;
       },
     );
-    if (created) onCreated(created.name);
+    if (created) onCreated(isHeldWrite(created) ? { held: created } : { name: created.name });
   }
 
   return (

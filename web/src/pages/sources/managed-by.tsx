@@ -1,5 +1,5 @@
 /**
- * "Managed by git source <name> @ <commit7>": on a module or assignment a git source owns. The API
+ * "Managed by git source <name> @ <commit7>": on a module, assignment or approval policy a git source owns. The API
  * refuses to change such an object (409 managed_by_source), so pages hide their edit actions and say
  * where the change belongs instead.
  */
@@ -27,7 +27,7 @@ export function ownerOf(o: Ownable): Owner | undefined {
 export const sourceHref = (name: string) => `/sources/${encodeURIComponent(name)}`;
 
 /** The detail pages' notice, with a link to the source. */
-export function ManagedByBanner({ owner, what }: { owner: Owner; what: "module" | "assignment" }) {
+export function ManagedByBanner({ owner, what }: { owner: Owner; what: "module" | "assignment" | "approval policy" }) {
   return (
     <Banner kind="info" testId="managed-by">
       Managed by git source <Link href={sourceHref(owner.source)}>{owner.source}</Link>

@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file orch/v1/approvals.proto.
  */
 export const file_orch_v1_approvals: GenFile = /*@__PURE__*/
-  fileDesc("ChdvcmNoL3YxL2FwcHJvdmFscy5wcm90bxIHb3JjaC52MSKbAgoOQXBwcm92YWxQb2xpY3kSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIPCgdhY3Rpb25zGAMgAygJEhAKCHNlbGVjdG9yGAQgASgJEhoKEmFwcHJvdmFsc19yZXF1aXJlZBgFIAEoBRIRCglhcHByb3ZlcnMYBiADKAkSHQoVcmVxdWVzdGVyX21heV9hcHByb3ZlGAcgASgIEh0KFWV4cGlyZXNfYWZ0ZXJfc2Vjb25kcxgIIAEoBRISCgpjcmVhdGVkX2F0GAkgASgBEhIKCnVwZGF0ZWRfYXQYCiABKAESEgoKY3JlYXRlZF9ieRgLIAEoCRIaChJtYXhfYWNjZXNzX3NlY29uZHMYDCABKAUi6QEKGFB1dEFwcHJvdmFsUG9saWN5UmVxdWVzdBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEg8KB2FjdGlvbnMYAyADKAkSEAoIc2VsZWN0b3IYBCABKAkSGgoSYXBwcm92YWxzX3JlcXVpcmVkGAUgASgFEhEKCWFwcHJvdmVycxgGIAMoCRIdChVyZXF1ZXN0ZXJfbWF5X2FwcHJvdmUYByABKAgSHQoVZXhwaXJlc19hZnRlcl9zZWNvbmRzGAggASgFEhoKEm1heF9hY2Nlc3Nfc2Vjb25kcxgJIAEoBSI8ChtMaXN0QXBwcm92YWxQb2xpY2llc1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJIl4KHExpc3RBcHByb3ZhbFBvbGljaWVzUmVzcG9uc2USKQoIcG9saWNpZXMYASADKAsyFy5vcmNoLnYxLkFwcHJvdmFsUG9saWN5EhMKC25leHRfY3Vyc29yGAIgASgJIigKGEdldEFwcHJvdmFsUG9saWN5UmVxdWVzdBIMCgRuYW1lGAEgASgJIh4KHERlbGV0ZUFwcHJvdmFsUG9saWN5UmVzcG9uc2Ui/gEKEEFwcHJvdmFsQWdlbnRSZWYSCgoCaWQYASABKAkSDAoEbmFtZRgCIAEoCRI9CgphdHRyaWJ1dGVzGAMgAygLMikub3JjaC52MS5BcHByb3ZhbEFnZW50UmVmLkF0dHJpYnV0ZXNFbnRyeRIxCgR0YWdzGAQgAygLMiMub3JjaC52MS5BcHByb3ZhbEFnZW50UmVmLlRhZ3NFbnRyeRoxCg9BdHRyaWJ1dGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARorCglUYWdzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJUChdFdmFsdWF0ZUFwcHJvdmFsUmVxdWVzdBIOCgZhY3Rpb24YASABKAkSKQoGYWdlbnRzGAIgAygLMhkub3JjaC52MS5BcHByb3ZhbEFnZW50UmVmIo0BChhFdmFsdWF0ZUFwcHJvdmFsUmVzcG9uc2USEAoIcmVxdWlyZWQYASABKAgSDgoGcG9saWN5GAIgASgJEhoKEmFwcHJvdmFsc19yZXF1aXJlZBgDIAEoBRIdChVleHBpcmVzX2FmdGVyX3NlY29uZHMYBCABKAUSFAoMYXBwcm92ZXJfaWRzGAUgAygJIisKD0NoYW5nZVJlcXVlc3RlchIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJImsKDkNoYW5nZURlY2lzaW9uEhMKC29wZXJhdG9yX2lkGAEgASgJEhUKDW9wZXJhdG9yX25hbWUYAiABKAkSEAoIZGVjaXNpb24YAyABKAkSDwoHY29tbWVudBgEIAEoCRIKCgJhdBgFIAEoASK7AwoNQ2hhbmdlUmVxdWVzdBIKCgJpZBgBIAEoCRIOCgZhY3Rpb24YAiABKAkSDgoGc3RhdHVzGAMgASgJEg4KBnBvbGljeRgEIAEoCRIaChJhcHByb3ZhbHNfcmVxdWlyZWQYBSABKAUSKwoJcmVxdWVzdGVyGAYgASgLMhgub3JjaC52MS5DaGFuZ2VSZXF1ZXN0ZXISEwoLdGFyZ2V0X3R5cGUYByABKAkSEwoLdGFyZ2V0X25hbWUYCCABKAkSDwoHc3VtbWFyeRgJIAEoCRIOCgZyZWFzb24YCiABKAkSKAoHY29udGVudBgLIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFAoMY29udGVudF9oYXNoGAwgASgJEioKCWRlY2lzaW9ucxgNIAMoCzIXLm9yY2gudjEuQ2hhbmdlRGVjaXNpb24SEgoKY3JlYXRlZF9hdBgOIAEoARISCgpleHBpcmVzX2F0GA8gASgBEhIKCmRlY2lkZWRfYXQYECABKAESEwoLZXhlY3V0ZWRfYXQYESABKAESDgoGcmVzdWx0GBIgASgJEg0KBWVycm9yGBMgASgJIuIBChpTdWJtaXRDaGFuZ2VSZXF1ZXN0UmVxdWVzdBIOCgZhY3Rpb24YASABKAkSEwoLdGFyZ2V0X3R5cGUYAiABKAkSEwoLdGFyZ2V0X25hbWUYAyABKAkSDwoHc3VtbWFyeRgEIAEoCRIOCgZyZWFzb24YBSABKAkSKAoHY29udGVudBgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFAoMY29udGVudF9oYXNoGAcgASgJEikKBmFnZW50cxgIIAMoCzIZLm9yY2gudjEuQXBwcm92YWxBZ2VudFJlZiJsChlMaXN0Q2hhbmdlUmVxdWVzdHNSZXF1ZXN0Eg4KBnN0YXR1cxgBIAEoCRIMCgRtaW5lGAIgASgIEhIKCnRvX2FwcHJvdmUYAyABKAgSDQoFbGltaXQYBCABKAUSDgoGY3Vyc29yGAUgASgJIlsKGkxpc3RDaGFuZ2VSZXF1ZXN0c1Jlc3BvbnNlEigKCHJlcXVlc3RzGAEgAygLMhYub3JjaC52MS5DaGFuZ2VSZXF1ZXN0EhMKC25leHRfY3Vyc29yGAIgASgJIiUKF0dldENoYW5nZVJlcXVlc3RSZXF1ZXN0EgoKAmlkGAEgASgJIjkKGkRlY2lkZUNoYW5nZVJlcXVlc3RSZXF1ZXN0EgoKAmlkGAEgASgJEg8KB2NvbW1lbnQYAiABKAkiZgoUUmVxdWVzdEFjY2Vzc1JlcXVlc3QSFgoOYWdlbnRfc2VsZWN0b3IYASABKAkSDAoEcm9sZRgCIAEoCRIOCgZyZWFzb24YAyABKAkSGAoQZHVyYXRpb25fc2Vjb25kcxgEIAEoBSL/AQoLQWNjZXNzR3JhbnQSCgoCaWQYASABKAkSEwoLb3BlcmF0b3JfaWQYAiABKAkSFQoNb3BlcmF0b3JfbmFtZRgDIAEoCRISCgpyZXF1ZXN0X2lkGAQgASgJEhYKDmFnZW50X3NlbGVjdG9yGAUgASgJEgwKBHJvbGUYBiABKAkSDgoGcmVhc29uGAcgASgJEhIKCmdyYW50ZWRfYXQYCCABKAESEgoKZXhwaXJlc19hdBgJIAEoARIQCghlbmRlZF9hdBgKIAEoARISCgplbmRfcmVhc29uGAsgASgJEhAKCGVuZGVkX2J5GAwgASgJEg4KBmFjdGl2ZRgNIAEoCCJdChdMaXN0QWNjZXNzR3JhbnRzUmVxdWVzdBIOCgZhY3RpdmUYASABKAgSEwoLb3BlcmF0b3JfaWQYAiABKAkSDQoFbGltaXQYAyABKAUSDgoGY3Vyc29yGAQgASgJIlUKGExpc3RBY2Nlc3NHcmFudHNSZXNwb25zZRIkCgZncmFudHMYASADKAsyFC5vcmNoLnYxLkFjY2Vzc0dyYW50EhMKC25leHRfY3Vyc29yGAIgASgJIjcKGFJldm9rZUFjY2Vzc0dyYW50UmVxdWVzdBIKCgJpZBgBIAEoCRIPCgdjb21tZW50GAIgASgJMpIKCg9BcHByb3ZhbFNlcnZpY2USTwoRUHV0QXBwcm92YWxQb2xpY3kSIS5vcmNoLnYxLlB1dEFwcHJvdmFsUG9saWN5UmVxdWVzdBoXLm9yY2gudjEuQXBwcm92YWxQb2xpY3kSYwoUTGlzdEFwcHJvdmFsUG9saWNpZXMSJC5vcmNoLnYxLkxpc3RBcHByb3ZhbFBvbGljaWVzUmVxdWVzdBolLm9yY2gudjEuTGlzdEFwcHJvdmFsUG9saWNpZXNSZXNwb25zZRJPChFHZXRBcHByb3ZhbFBvbGljeRIhLm9yY2gudjEuR2V0QXBwcm92YWxQb2xpY3lSZXF1ZXN0Ghcub3JjaC52MS5BcHByb3ZhbFBvbGljeRJgChREZWxldGVBcHByb3ZhbFBvbGljeRIhLm9yY2gudjEuR2V0QXBwcm92YWxQb2xpY3lSZXF1ZXN0GiUub3JjaC52MS5EZWxldGVBcHByb3ZhbFBvbGljeVJlc3BvbnNlElcKEEV2YWx1YXRlQXBwcm92YWwSIC5vcmNoLnYxLkV2YWx1YXRlQXBwcm92YWxSZXF1ZXN0GiEub3JjaC52MS5FdmFsdWF0ZUFwcHJvdmFsUmVzcG9uc2USUgoTU3VibWl0Q2hhbmdlUmVxdWVzdBIjLm9yY2gudjEuU3VibWl0Q2hhbmdlUmVxdWVzdFJlcXVlc3QaFi5vcmNoLnYxLkNoYW5nZVJlcXVlc3QSXQoSTGlzdENoYW5nZVJlcXVlc3RzEiIub3JjaC52MS5MaXN0Q2hhbmdlUmVxdWVzdHNSZXF1ZXN0GiMub3JjaC52MS5MaXN0Q2hhbmdlUmVxdWVzdHNSZXNwb25zZRJMChBHZXRDaGFuZ2VSZXF1ZXN0EiAub3JjaC52MS5HZXRDaGFuZ2VSZXF1ZXN0UmVxdWVzdBoWLm9yY2gudjEuQ2hhbmdlUmVxdWVzdBJTChRBcHByb3ZlQ2hhbmdlUmVxdWVzdBIjLm9yY2gudjEuRGVjaWRlQ2hhbmdlUmVxdWVzdFJlcXVlc3QaFi5vcmNoLnYxLkNoYW5nZVJlcXVlc3QSUAoRRGVueUNoYW5nZVJlcXVlc3QSIy5vcmNoLnYxLkRlY2lkZUNoYW5nZVJlcXVlc3RSZXF1ZXN0GhYub3JjaC52MS5DaGFuZ2VSZXF1ZXN0ElIKE0NhbmNlbENoYW5nZVJlcXVlc3QSIy5vcmNoLnYxLkRlY2lkZUNoYW5nZVJlcXVlc3RSZXF1ZXN0GhYub3JjaC52MS5DaGFuZ2VSZXF1ZXN0ElIKE1JlcGxhbkNoYW5nZVJlcXVlc3QSIy5vcmNoLnYxLkRlY2lkZUNoYW5nZVJlcXVlc3RSZXF1ZXN0GhYub3JjaC52MS5DaGFuZ2VSZXF1ZXN0EkYKDVJlcXVlc3RBY2Nlc3MSHS5vcmNoLnYxLlJlcXVlc3RBY2Nlc3NSZXF1ZXN0GhYub3JjaC52MS5DaGFuZ2VSZXF1ZXN0ElcKEExpc3RBY2Nlc3NHcmFudHMSIC5vcmNoLnYxLkxpc3RBY2Nlc3NHcmFudHNSZXF1ZXN0GiEub3JjaC52MS5MaXN0QWNjZXNzR3JhbnRzUmVzcG9uc2USTAoRUmV2b2tlQWNjZXNzR3JhbnQSIS5vcmNoLnYxLlJldm9rZUFjY2Vzc0dyYW50UmVxdWVzdBoULm9yY2gudjEuQWNjZXNzR3JhbnRiBnByb3RvMw", [file_google_protobuf_struct]);
+  fileDesc("ChdvcmNoL3YxL2FwcHJvdmFscy5wcm90bxIHb3JjaC52MSK7AgoOQXBwcm92YWxQb2xpY3kSDAoEbmFtZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRIPCgdhY3Rpb25zGAMgAygJEhAKCHNlbGVjdG9yGAQgASgJEhoKEmFwcHJvdmFsc19yZXF1aXJlZBgFIAEoBRIRCglhcHByb3ZlcnMYBiADKAkSHQoVcmVxdWVzdGVyX21heV9hcHByb3ZlGAcgASgIEh0KFWV4cGlyZXNfYWZ0ZXJfc2Vjb25kcxgIIAEoBRISCgpjcmVhdGVkX2F0GAkgASgBEhIKCnVwZGF0ZWRfYXQYCiABKAESEgoKY3JlYXRlZF9ieRgLIAEoCRIaChJtYXhfYWNjZXNzX3NlY29uZHMYDCABKAUSDgoGc291cmNlGA0gASgJEg4KBmNvbW1pdBgOIAEoCSLpAQoYUHV0QXBwcm92YWxQb2xpY3lSZXF1ZXN0EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSDwoHYWN0aW9ucxgDIAMoCRIQCghzZWxlY3RvchgEIAEoCRIaChJhcHByb3ZhbHNfcmVxdWlyZWQYBSABKAUSEQoJYXBwcm92ZXJzGAYgAygJEh0KFXJlcXVlc3Rlcl9tYXlfYXBwcm92ZRgHIAEoCBIdChVleHBpcmVzX2FmdGVyX3NlY29uZHMYCCABKAUSGgoSbWF4X2FjY2Vzc19zZWNvbmRzGAkgASgFIjwKG0xpc3RBcHByb3ZhbFBvbGljaWVzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiXgocTGlzdEFwcHJvdmFsUG9saWNpZXNSZXNwb25zZRIpCghwb2xpY2llcxgBIAMoCzIXLm9yY2gudjEuQXBwcm92YWxQb2xpY3kSEwoLbmV4dF9jdXJzb3IYAiABKAkiKAoYR2V0QXBwcm92YWxQb2xpY3lSZXF1ZXN0EgwKBG5hbWUYASABKAkiHgocRGVsZXRlQXBwcm92YWxQb2xpY3lSZXNwb25zZSL+AQoQQXBwcm92YWxBZ2VudFJlZhIKCgJpZBgBIAEoCRIMCgRuYW1lGAIgASgJEj0KCmF0dHJpYnV0ZXMYAyADKAsyKS5vcmNoLnYxLkFwcHJvdmFsQWdlbnRSZWYuQXR0cmlidXRlc0VudHJ5EjEKBHRhZ3MYBCADKAsyIy5vcmNoLnYxLkFwcHJvdmFsQWdlbnRSZWYuVGFnc0VudHJ5GjEKD0F0dHJpYnV0ZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGisKCVRhZ3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIlQKF0V2YWx1YXRlQXBwcm92YWxSZXF1ZXN0Eg4KBmFjdGlvbhgBIAEoCRIpCgZhZ2VudHMYAiADKAsyGS5vcmNoLnYxLkFwcHJvdmFsQWdlbnRSZWYijQEKGEV2YWx1YXRlQXBwcm92YWxSZXNwb25zZRIQCghyZXF1aXJlZBgBIAEoCBIOCgZwb2xpY3kYAiABKAkSGgoSYXBwcm92YWxzX3JlcXVpcmVkGAMgASgFEh0KFWV4cGlyZXNfYWZ0ZXJfc2Vjb25kcxgEIAEoBRIUCgxhcHByb3Zlcl9pZHMYBSADKAkiKwoPQ2hhbmdlUmVxdWVzdGVyEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkiawoOQ2hhbmdlRGVjaXNpb24SEwoLb3BlcmF0b3JfaWQYASABKAkSFQoNb3BlcmF0b3JfbmFtZRgCIAEoCRIQCghkZWNpc2lvbhgDIAEoCRIPCgdjb21tZW50GAQgASgJEgoKAmF0GAUgASgBItADCg1DaGFuZ2VSZXF1ZXN0EgoKAmlkGAEgASgJEg4KBmFjdGlvbhgCIAEoCRIOCgZzdGF0dXMYAyABKAkSDgoGcG9saWN5GAQgASgJEhoKEmFwcHJvdmFsc19yZXF1aXJlZBgFIAEoBRIrCglyZXF1ZXN0ZXIYBiABKAsyGC5vcmNoLnYxLkNoYW5nZVJlcXVlc3RlchITCgt0YXJnZXRfdHlwZRgHIAEoCRITCgt0YXJnZXRfbmFtZRgIIAEoCRIPCgdzdW1tYXJ5GAkgASgJEg4KBnJlYXNvbhgKIAEoCRIoCgdjb250ZW50GAsgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIUCgxjb250ZW50X2hhc2gYDCABKAkSKgoJZGVjaXNpb25zGA0gAygLMhcub3JjaC52MS5DaGFuZ2VEZWNpc2lvbhISCgpjcmVhdGVkX2F0GA4gASgBEhIKCmV4cGlyZXNfYXQYDyABKAESEgoKZGVjaWRlZF9hdBgQIAEoARITCgtleGVjdXRlZF9hdBgRIAEoARIOCgZyZXN1bHQYEiABKAkSDQoFZXJyb3IYEyABKAkSEwoLcmVwbGFubmFibGUYFCABKAgi4gEKGlN1Ym1pdENoYW5nZVJlcXVlc3RSZXF1ZXN0Eg4KBmFjdGlvbhgBIAEoCRITCgt0YXJnZXRfdHlwZRgCIAEoCRITCgt0YXJnZXRfbmFtZRgDIAEoCRIPCgdzdW1tYXJ5GAQgASgJEg4KBnJlYXNvbhgFIAEoCRIoCgdjb250ZW50GAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIUCgxjb250ZW50X2hhc2gYByABKAkSKQoGYWdlbnRzGAggAygLMhkub3JjaC52MS5BcHByb3ZhbEFnZW50UmVmImwKGUxpc3RDaGFuZ2VSZXF1ZXN0c1JlcXVlc3QSDgoGc3RhdHVzGAEgASgJEgwKBG1pbmUYAiABKAgSEgoKdG9fYXBwcm92ZRgDIAEoCBINCgVsaW1pdBgEIAEoBRIOCgZjdXJzb3IYBSABKAkiWwoaTGlzdENoYW5nZVJlcXVlc3RzUmVzcG9uc2USKAoIcmVxdWVzdHMYASADKAsyFi5vcmNoLnYxLkNoYW5nZVJlcXVlc3QSEwoLbmV4dF9jdXJzb3IYAiABKAkiJQoXR2V0Q2hhbmdlUmVxdWVzdFJlcXVlc3QSCgoCaWQYASABKAkiOQoaRGVjaWRlQ2hhbmdlUmVxdWVzdFJlcXVlc3QSCgoCaWQYASABKAkSDwoHY29tbWVudBgCIAEoCSJmChRSZXF1ZXN0QWNjZXNzUmVxdWVzdBIWCg5hZ2VudF9zZWxlY3RvchgBIAEoCRIMCgRyb2xlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRIYChBkdXJhdGlvbl9zZWNvbmRzGAQgASgFIv8BCgtBY2Nlc3NHcmFudBIKCgJpZBgBIAEoCRITCgtvcGVyYXRvcl9pZBgCIAEoCRIVCg1vcGVyYXRvcl9uYW1lGAMgASgJEhIKCnJlcXVlc3RfaWQYBCABKAkSFgoOYWdlbnRfc2VsZWN0b3IYBSABKAkSDAoEcm9sZRgGIAEoCRIOCgZyZWFzb24YByABKAkSEgoKZ3JhbnRlZF9hdBgIIAEoARISCgpleHBpcmVzX2F0GAkgASgBEhAKCGVuZGVkX2F0GAogASgBEhIKCmVuZF9yZWFzb24YCyABKAkSEAoIZW5kZWRfYnkYDCABKAkSDgoGYWN0aXZlGA0gASgIIl0KF0xpc3RBY2Nlc3NHcmFudHNSZXF1ZXN0Eg4KBmFjdGl2ZRgBIAEoCBITCgtvcGVyYXRvcl9pZBgCIAEoCRINCgVsaW1pdBgDIAEoBRIOCgZjdXJzb3IYBCABKAkiVQoYTGlzdEFjY2Vzc0dyYW50c1Jlc3BvbnNlEiQKBmdyYW50cxgBIAMoCzIULm9yY2gudjEuQWNjZXNzR3JhbnQSEwoLbmV4dF9jdXJzb3IYAiABKAkiNwoYUmV2b2tlQWNjZXNzR3JhbnRSZXF1ZXN0EgoKAmlkGAEgASgJEg8KB2NvbW1lbnQYAiABKAkioQEKG0V4ZWN1dGVDaGFuZ2VSZXF1ZXN0UmVxdWVzdBIKCgJpZBgBIAEoCRIOCgZhY3Rpb24YAiABKAkSEwoLdGFyZ2V0X25hbWUYAyABKAkSFAoMY29udGVudF9oYXNoGAQgASgJEhEKCWFwcHJvdmVycxgFIAMoCRIoCgdjb250ZW50GAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCIuChxFeGVjdXRlQ2hhbmdlUmVxdWVzdFJlc3BvbnNlEg4KBnJlc3VsdBgBIAEoCSKBAQoZU3luY1NvdXJjZVBvbGljaWVzUmVxdWVzdBIOCgZzb3VyY2UYASABKAkSDgoGY29tbWl0GAIgASgJEjMKCHBvbGljaWVzGAMgAygLMiEub3JjaC52MS5QdXRBcHByb3ZhbFBvbGljeVJlcXVlc3QSDwoHcmVsZWFzZRgEIAEoCCJPChFTb3VyY2VQb2xpY3lFcnJvchIMCgRuYW1lGAEgASgJEg0KBWZpZWxkGAIgASgJEgwKBGNvZGUYAyABKAkSDwoHbWVzc2FnZRgEIAEoCSJ7ChpTeW5jU291cmNlUG9saWNpZXNSZXNwb25zZRIPCgdjcmVhdGVkGAEgASgFEg8KB3VwZGF0ZWQYAiABKAUSDwoHcmVtb3ZlZBgDIAEoBRIqCgZlcnJvcnMYBCADKAsyGi5vcmNoLnYxLlNvdXJjZVBvbGljeUVycm9yMvEKCg9BcHByb3ZhbFNlcnZpY2USTwoRUHV0QXBwcm92YWxQb2xpY3kSIS5vcmNoLnYxLlB1dEFwcHJvdmFsUG9saWN5UmVxdWVzdBoXLm9yY2gudjEuQXBwcm92YWxQb2xpY3kSYwoUTGlzdEFwcHJvdmFsUG9saWNpZXMSJC5vcmNoLnYxLkxpc3RBcHByb3ZhbFBvbGljaWVzUmVxdWVzdBolLm9yY2gudjEuTGlzdEFwcHJvdmFsUG9saWNpZXNSZXNwb25zZRJPChFHZXRBcHByb3ZhbFBvbGljeRIhLm9yY2gudjEuR2V0QXBwcm92YWxQb2xpY3lSZXF1ZXN0Ghcub3JjaC52MS5BcHByb3ZhbFBvbGljeRJgChREZWxldGVBcHByb3ZhbFBvbGljeRIhLm9yY2gudjEuR2V0QXBwcm92YWxQb2xpY3lSZXF1ZXN0GiUub3JjaC52MS5EZWxldGVBcHByb3ZhbFBvbGljeVJlc3BvbnNlEl0KElN5bmNTb3VyY2VQb2xpY2llcxIiLm9yY2gudjEuU3luY1NvdXJjZVBvbGljaWVzUmVxdWVzdBojLm9yY2gudjEuU3luY1NvdXJjZVBvbGljaWVzUmVzcG9uc2USVwoQRXZhbHVhdGVBcHByb3ZhbBIgLm9yY2gudjEuRXZhbHVhdGVBcHByb3ZhbFJlcXVlc3QaIS5vcmNoLnYxLkV2YWx1YXRlQXBwcm92YWxSZXNwb25zZRJSChNTdWJtaXRDaGFuZ2VSZXF1ZXN0EiMub3JjaC52MS5TdWJtaXRDaGFuZ2VSZXF1ZXN0UmVxdWVzdBoWLm9yY2gudjEuQ2hhbmdlUmVxdWVzdBJdChJMaXN0Q2hhbmdlUmVxdWVzdHMSIi5vcmNoLnYxLkxpc3RDaGFuZ2VSZXF1ZXN0c1JlcXVlc3QaIy5vcmNoLnYxLkxpc3RDaGFuZ2VSZXF1ZXN0c1Jlc3BvbnNlEkwKEEdldENoYW5nZVJlcXVlc3QSIC5vcmNoLnYxLkdldENoYW5nZVJlcXVlc3RSZXF1ZXN0GhYub3JjaC52MS5DaGFuZ2VSZXF1ZXN0ElMKFEFwcHJvdmVDaGFuZ2VSZXF1ZXN0EiMub3JjaC52MS5EZWNpZGVDaGFuZ2VSZXF1ZXN0UmVxdWVzdBoWLm9yY2gudjEuQ2hhbmdlUmVxdWVzdBJQChFEZW55Q2hhbmdlUmVxdWVzdBIjLm9yY2gudjEuRGVjaWRlQ2hhbmdlUmVxdWVzdFJlcXVlc3QaFi5vcmNoLnYxLkNoYW5nZVJlcXVlc3QSUgoTQ2FuY2VsQ2hhbmdlUmVxdWVzdBIjLm9yY2gudjEuRGVjaWRlQ2hhbmdlUmVxdWVzdFJlcXVlc3QaFi5vcmNoLnYxLkNoYW5nZVJlcXVlc3QSUgoTUmVwbGFuQ2hhbmdlUmVxdWVzdBIjLm9yY2gudjEuRGVjaWRlQ2hhbmdlUmVxdWVzdFJlcXVlc3QaFi5vcmNoLnYxLkNoYW5nZVJlcXVlc3QSRgoNUmVxdWVzdEFjY2VzcxIdLm9yY2gudjEuUmVxdWVzdEFjY2Vzc1JlcXVlc3QaFi5vcmNoLnYxLkNoYW5nZVJlcXVlc3QSVwoQTGlzdEFjY2Vzc0dyYW50cxIgLm9yY2gudjEuTGlzdEFjY2Vzc0dyYW50c1JlcXVlc3QaIS5vcmNoLnYxLkxpc3RBY2Nlc3NHcmFudHNSZXNwb25zZRJMChFSZXZva2VBY2Nlc3NHcmFudBIhLm9yY2gudjEuUmV2b2tlQWNjZXNzR3JhbnRSZXF1ZXN0GhQub3JjaC52MS5BY2Nlc3NHcmFudGIGcHJvdG8z", [file_google_protobuf_struct]);
 
 /**
  * ApprovalPolicy says which actions on which agents need how many approvals, and from whom.
@@ -102,6 +102,21 @@ export type ApprovalPolicy = Message<"orch.v1.ApprovalPolicy"> & {
    * @generated from field: int32 max_access_seconds = 12;
    */
   maxAccessSeconds: number;
+
+  /**
+   * The git source that manages it (docs/sources.md), empty when written through the API; a source's
+   * policies are changed in its repository (the API refuses them with managed_by_source).
+   *
+   * @generated from field: string source = 13;
+   */
+  source: string;
+
+  /**
+   * The source commit it came from; empty when written through the API.
+   *
+   * @generated from field: string commit = 14;
+   */
+  commit: string;
 };
 
 /**
@@ -614,6 +629,14 @@ export type ChangeRequest = Message<"orch.v1.ChangeRequest"> & {
    * @generated from field: string error = 19;
    */
   error: string;
+
+  /**
+   * Whether it can be re-planned now: pending, and its action's content is a plan that goes stale
+   * (REPLANNABLE_ACTIONS of packages/contracts/src/approval-actions.ts).
+   *
+   * @generated from field: bool replannable = 20;
+   */
+  replannable: boolean;
 };
 
 /**
@@ -1066,6 +1089,209 @@ export const RevokeAccessGrantRequestSchema: GenMessage<RevokeAccessGrantRequest
   messageDesc(file_orch_v1_approvals, 21);
 
 /**
+ * ExecuteChangeRequestRequest names an approved change request and what it was approved for. The
+ * services that execute actions (state, terminal, secrets) serve ExecuteChangeRequest with it; only
+ * the auth service, which holds the requests, may call them (deploy/nats/permissions.mjs).
+ *
+ * @generated from message orch.v1.ExecuteChangeRequestRequest
+ */
+export type ExecuteChangeRequestRequest = Message<"orch.v1.ExecuteChangeRequestRequest"> & {
+  /**
+   * The change request's id.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * Its action (packages/contracts/src/approval-actions.ts).
+   *
+   * @generated from field: string action = 2;
+   */
+  action: string;
+
+  /**
+   * Its target (the assignment's name for assignment.apply, the agent's for agent.apply and
+   * terminal.open, the secret's for secret.write).
+   *
+   * @generated from field: string target_name = 3;
+   */
+  targetName: string;
+
+  /**
+   * The content hash approved; a different current hash refuses with plan_changed.
+   *
+   * @generated from field: string content_hash = 4;
+   */
+  contentHash: string;
+
+  /**
+   * The approvers' names, recorded with the execution.
+   *
+   * @generated from field: repeated string approvers = 5;
+   */
+  approvers: string[];
+
+  /**
+   * The frozen content the request was approved with (its rollout settings are read from it; the
+   * hash check covers them).
+   *
+   * @generated from field: google.protobuf.Struct content = 6;
+   */
+  content?: JsonObject;
+};
+
+/**
+ * Describes the message orch.v1.ExecuteChangeRequestRequest.
+ * Use `create(ExecuteChangeRequestRequestSchema)` to create a new message.
+ */
+export const ExecuteChangeRequestRequestSchema: GenMessage<ExecuteChangeRequestRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_approvals, 22);
+
+/**
+ * ExecuteChangeRequestResponse says what the execution started.
+ *
+ * @generated from message orch.v1.ExecuteChangeRequestResponse
+ */
+export type ExecuteChangeRequestResponse = Message<"orch.v1.ExecuteChangeRequestResponse"> & {
+  /**
+   * What it started or did: the run or operation id, the terminal pass, the secret's version.
+   *
+   * @generated from field: string result = 1;
+   */
+  result: string;
+};
+
+/**
+ * Describes the message orch.v1.ExecuteChangeRequestResponse.
+ * Use `create(ExecuteChangeRequestResponseSchema)` to create a new message.
+ */
+export const ExecuteChangeRequestResponseSchema: GenMessage<ExecuteChangeRequestResponse> = /*@__PURE__*/
+  messageDesc(file_orch_v1_approvals, 23);
+
+/**
+ * SyncSourcePoliciesRequest is a source's approval-policies/ at a commit.
+ *
+ * @generated from message orch.v1.SyncSourcePoliciesRequest
+ */
+export type SyncSourcePoliciesRequest = Message<"orch.v1.SyncSourcePoliciesRequest"> & {
+  /**
+   * The source's name.
+   *
+   * @generated from field: string source = 1;
+   */
+  source: string;
+
+  /**
+   * The commit the policies come from.
+   *
+   * @generated from field: string commit = 2;
+   */
+  commit: string;
+
+  /**
+   * Every policy of the tree (name = file name); the source's policies not listed are removed.
+   *
+   * @generated from field: repeated orch.v1.PutApprovalPolicyRequest policies = 3;
+   */
+  policies: PutApprovalPolicyRequest[];
+
+  /**
+   * The source was deleted: its policies stay, no longer managed (policies is empty).
+   *
+   * @generated from field: bool release = 4;
+   */
+  release: boolean;
+};
+
+/**
+ * Describes the message orch.v1.SyncSourcePoliciesRequest.
+ * Use `create(SyncSourcePoliciesRequestSchema)` to create a new message.
+ */
+export const SyncSourcePoliciesRequestSchema: GenMessage<SyncSourcePoliciesRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_approvals, 24);
+
+/**
+ * SourcePolicyError is why one policy of a tree is refused.
+ *
+ * @generated from message orch.v1.SourcePolicyError
+ */
+export type SourcePolicyError = Message<"orch.v1.SourcePolicyError"> & {
+  /**
+   * The policy's name (its file's).
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * The field at fault, when one is.
+   *
+   * @generated from field: string field = 2;
+   */
+  field: string;
+
+  /**
+   * The error code (invalid_approval_policy, unknown_approver, managed_by_source, ...).
+   *
+   * @generated from field: string code = 3;
+   */
+  code: string;
+
+  /**
+   * For people.
+   *
+   * @generated from field: string message = 4;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message orch.v1.SourcePolicyError.
+ * Use `create(SourcePolicyErrorSchema)` to create a new message.
+ */
+export const SourcePolicyErrorSchema: GenMessage<SourcePolicyError> = /*@__PURE__*/
+  messageDesc(file_orch_v1_approvals, 25);
+
+/**
+ * SyncSourcePoliciesResponse says what changed, or why nothing did.
+ *
+ * @generated from message orch.v1.SyncSourcePoliciesResponse
+ */
+export type SyncSourcePoliciesResponse = Message<"orch.v1.SyncSourcePoliciesResponse"> & {
+  /**
+   * Policies created, changed and removed (all 0 when errors is not empty).
+   *
+   * @generated from field: int32 created = 1;
+   */
+  created: number;
+
+  /**
+   * @generated from field: int32 updated = 2;
+   */
+  updated: number;
+
+  /**
+   * @generated from field: int32 removed = 3;
+   */
+  removed: number;
+
+  /**
+   * Refusals: with any, nothing changed.
+   *
+   * @generated from field: repeated orch.v1.SourcePolicyError errors = 4;
+   */
+  errors: SourcePolicyError[];
+};
+
+/**
+ * Describes the message orch.v1.SyncSourcePoliciesResponse.
+ * Use `create(SyncSourcePoliciesResponseSchema)` to create a new message.
+ */
+export const SyncSourcePoliciesResponseSchema: GenMessage<SyncSourcePoliciesResponse> = /*@__PURE__*/
+  messageDesc(file_orch_v1_approvals, 26);
+
+/**
  * ApprovalService is four-eyes control: admin-managed approval policies and the change requests
  * they turn matching actions into. It is served by the auth service on the auth subjects
  * (`orch.auth.<Method>`), which owns operators, roles and SSO groups (docs/approvals.md). The
@@ -1113,6 +1339,17 @@ export const ApprovalService: GenService<{
     methodKind: "unary";
     input: typeof GetApprovalPolicyRequestSchema;
     output: typeof DeleteApprovalPolicyResponseSchema;
+  },
+  /**
+   * SyncSourcePolicies makes a git source's approval policies those of its tree at a commit, all or
+   * nothing (only the state service, which syncs sources, may call it: deploy/nats/permissions.mjs).
+   *
+   * @generated from rpc orch.v1.ApprovalService.SyncSourcePolicies
+   */
+  syncSourcePolicies: {
+    methodKind: "unary";
+    input: typeof SyncSourcePoliciesRequestSchema;
+    output: typeof SyncSourcePoliciesResponseSchema;
   },
   /**
    * EvaluateApproval says whether an action on these agents needs approval, and under which policy.

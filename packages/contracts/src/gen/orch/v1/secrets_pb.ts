@@ -4,13 +4,15 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { ExecuteChangeRequestRequestSchema, ExecuteChangeRequestResponseSchema } from "./approvals_pb.js";
+import { file_orch_v1_approvals } from "./approvals_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file orch/v1/secrets.proto.
  */
 export const file_orch_v1_secrets: GenFile = /*@__PURE__*/
-  fileDesc("ChVvcmNoL3YxL3NlY3JldHMucHJvdG8SB29yY2gudjEihgEKEVNlY3JldFJlc3RyaWN0aW9uEhAKCG5vZGVfaWRzGAEgAygJEjIKBHRhZ3MYAiADKAsyJC5vcmNoLnYxLlNlY3JldFJlc3RyaWN0aW9uLlRhZ3NFbnRyeRorCglUYWdzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASLVAQoGU2VjcmV0EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSEgoKZXhwaXJlc19hdBgDIAEoARI0CgtyZXN0cmljdGlvbhgEIAEoCzIaLm9yY2gudjEuU2VjcmV0UmVzdHJpY3Rpb25IAIgBARISCgpjcmVhdGVkX2F0GAUgASgBEhIKCmNyZWF0ZWRfYnkYBiABKAkSEgoKdXBkYXRlZF9hdBgHIAEoARISCgp1cGRhdGVkX2J5GAggASgJQg4KDF9yZXN0cmljdGlvbiKhAQoTQ3JlYXRlU2VjcmV0UmVxdWVzdBIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhIKCmV4cGlyZXNfYXQYBCABKAESNAoLcmVzdHJpY3Rpb24YBSABKAsyGi5vcmNoLnYxLlNlY3JldFJlc3RyaWN0aW9uSACIAQFCDgoMX3Jlc3RyaWN0aW9uIjMKEkxpc3RTZWNyZXRzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZjdXJzb3IYAiABKAkiTAoTTGlzdFNlY3JldHNSZXNwb25zZRIgCgdzZWNyZXRzGAEgAygLMg8ub3JjaC52MS5TZWNyZXQSEwoLbmV4dF9jdXJzb3IYAiABKAkiIAoQR2V0U2VjcmV0UmVxdWVzdBIMCgRuYW1lGAEgASgJIvQBChNVcGRhdGVTZWNyZXRSZXF1ZXN0EgwKBG5hbWUYASABKAkSEgoFdmFsdWUYAiABKAlIAIgBARIYCgtkZXNjcmlwdGlvbhgDIAEoCUgBiAEBEhcKCmV4cGlyZXNfYXQYBCABKAFIAogBARI0CgtyZXN0cmljdGlvbhgFIAEoCzIaLm9yY2gudjEuU2VjcmV0UmVzdHJpY3Rpb25IA4gBARIZChFjbGVhcl9yZXN0cmljdGlvbhgGIAEoCEIICgZfdmFsdWVCDgoMX2Rlc2NyaXB0aW9uQg0KC19leHBpcmVzX2F0Qg4KDF9yZXN0cmljdGlvbiIWChREZWxldGVTZWNyZXRSZXNwb25zZSJFCg5SZXNvbHZlUmVxdWVzdBIMCgRuYW1lGAEgASgJEg8KB25vZGVfaWQYAiABKAkSFAoMb3BlcmF0aW9uX2lkGAMgASgJIi4KD1Jlc29sdmVSZXNwb25zZRIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJIhIKEFJlZW5jcnlwdFJlcXVlc3QiTAoRUmVlbmNyeXB0UmVzcG9uc2USEgoKYWN0aXZlX2tleRgBIAEoCRITCgtyZWVuY3J5cHRlZBgCIAEoBRIOCgZmYWlsZWQYAyADKAky3QMKDlNlY3JldHNTZXJ2aWNlEj0KDENyZWF0ZVNlY3JldBIcLm9yY2gudjEuQ3JlYXRlU2VjcmV0UmVxdWVzdBoPLm9yY2gudjEuU2VjcmV0EkgKC0xpc3RTZWNyZXRzEhsub3JjaC52MS5MaXN0U2VjcmV0c1JlcXVlc3QaHC5vcmNoLnYxLkxpc3RTZWNyZXRzUmVzcG9uc2USNwoJR2V0U2VjcmV0Ehkub3JjaC52MS5HZXRTZWNyZXRSZXF1ZXN0Gg8ub3JjaC52MS5TZWNyZXQSPQoMVXBkYXRlU2VjcmV0Ehwub3JjaC52MS5VcGRhdGVTZWNyZXRSZXF1ZXN0Gg8ub3JjaC52MS5TZWNyZXQSSAoMRGVsZXRlU2VjcmV0Ehkub3JjaC52MS5HZXRTZWNyZXRSZXF1ZXN0Gh0ub3JjaC52MS5EZWxldGVTZWNyZXRSZXNwb25zZRI8CgdSZXNvbHZlEhcub3JjaC52MS5SZXNvbHZlUmVxdWVzdBoYLm9yY2gudjEuUmVzb2x2ZVJlc3BvbnNlEkIKCVJlZW5jcnlwdBIZLm9yY2gudjEuUmVlbmNyeXB0UmVxdWVzdBoaLm9yY2gudjEuUmVlbmNyeXB0UmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("ChVvcmNoL3YxL3NlY3JldHMucHJvdG8SB29yY2gudjEihgEKEVNlY3JldFJlc3RyaWN0aW9uEhAKCG5vZGVfaWRzGAEgAygJEjIKBHRhZ3MYAiADKAsyJC5vcmNoLnYxLlNlY3JldFJlc3RyaWN0aW9uLlRhZ3NFbnRyeRorCglUYWdzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKLAgoGU2VjcmV0EgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSEgoKZXhwaXJlc19hdBgDIAEoARI0CgtyZXN0cmljdGlvbhgEIAEoCzIaLm9yY2gudjEuU2VjcmV0UmVzdHJpY3Rpb25IAIgBARISCgpjcmVhdGVkX2F0GAUgASgBEhIKCmNyZWF0ZWRfYnkYBiABKAkSEgoKdXBkYXRlZF9hdBgHIAEoARISCgp1cGRhdGVkX2J5GAggASgJEisKBGhlbGQYCSABKAsyGC5vcmNoLnYxLlNlY3JldFdyaXRlSGVsZEgBiAEBQg4KDF9yZXN0cmljdGlvbkIHCgVfaGVsZCI9Cg9TZWNyZXRXcml0ZUhlbGQSGQoRY2hhbmdlX3JlcXVlc3RfaWQYASABKAkSDwoHc3VtbWFyeRgCIAEoCSLGAQoTQ3JlYXRlU2VjcmV0UmVxdWVzdBIMCgRuYW1lGAEgASgJEg0KBXZhbHVlGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJEhIKCmV4cGlyZXNfYXQYBCABKAESNAoLcmVzdHJpY3Rpb24YBSABKAsyGi5vcmNoLnYxLlNlY3JldFJlc3RyaWN0aW9uSACIAQESDgoGcmVhc29uGAYgASgJEhMKC2JyZWFrX2dsYXNzGAcgASgIQg4KDF9yZXN0cmljdGlvbiIzChJMaXN0U2VjcmV0c1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGY3Vyc29yGAIgASgJIkwKE0xpc3RTZWNyZXRzUmVzcG9uc2USIAoHc2VjcmV0cxgBIAMoCzIPLm9yY2gudjEuU2VjcmV0EhMKC25leHRfY3Vyc29yGAIgASgJIiAKEEdldFNlY3JldFJlcXVlc3QSDAoEbmFtZRgBIAEoCSKZAgoTVXBkYXRlU2VjcmV0UmVxdWVzdBIMCgRuYW1lGAEgASgJEhIKBXZhbHVlGAIgASgJSACIAQESGAoLZGVzY3JpcHRpb24YAyABKAlIAYgBARIXCgpleHBpcmVzX2F0GAQgASgBSAKIAQESNAoLcmVzdHJpY3Rpb24YBSABKAsyGi5vcmNoLnYxLlNlY3JldFJlc3RyaWN0aW9uSAOIAQESGQoRY2xlYXJfcmVzdHJpY3Rpb24YBiABKAgSDgoGcmVhc29uGAcgASgJEhMKC2JyZWFrX2dsYXNzGAggASgIQggKBl92YWx1ZUIOCgxfZGVzY3JpcHRpb25CDQoLX2V4cGlyZXNfYXRCDgoMX3Jlc3RyaWN0aW9uIkgKE0RlbGV0ZVNlY3JldFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIOCgZyZWFzb24YAiABKAkSEwoLYnJlYWtfZ2xhc3MYAyABKAgiTAoURGVsZXRlU2VjcmV0UmVzcG9uc2USKwoEaGVsZBgBIAEoCzIYLm9yY2gudjEuU2VjcmV0V3JpdGVIZWxkSACIAQFCBwoFX2hlbGQiRQoOUmVzb2x2ZVJlcXVlc3QSDAoEbmFtZRgBIAEoCRIPCgdub2RlX2lkGAIgASgJEhQKDG9wZXJhdGlvbl9pZBgDIAEoCSIuCg9SZXNvbHZlUmVzcG9uc2USDAoEbmFtZRgBIAEoCRINCgV2YWx1ZRgCIAEoCSISChBSZWVuY3J5cHRSZXF1ZXN0IkwKEVJlZW5jcnlwdFJlc3BvbnNlEhIKCmFjdGl2ZV9rZXkYASABKAkSEwoLcmVlbmNyeXB0ZWQYAiABKAUSDgoGZmFpbGVkGAMgAygJMsUECg5TZWNyZXRzU2VydmljZRI9CgxDcmVhdGVTZWNyZXQSHC5vcmNoLnYxLkNyZWF0ZVNlY3JldFJlcXVlc3QaDy5vcmNoLnYxLlNlY3JldBJICgtMaXN0U2VjcmV0cxIbLm9yY2gudjEuTGlzdFNlY3JldHNSZXF1ZXN0Ghwub3JjaC52MS5MaXN0U2VjcmV0c1Jlc3BvbnNlEjcKCUdldFNlY3JldBIZLm9yY2gudjEuR2V0U2VjcmV0UmVxdWVzdBoPLm9yY2gudjEuU2VjcmV0Ej0KDFVwZGF0ZVNlY3JldBIcLm9yY2gudjEuVXBkYXRlU2VjcmV0UmVxdWVzdBoPLm9yY2gudjEuU2VjcmV0EksKDERlbGV0ZVNlY3JldBIcLm9yY2gudjEuRGVsZXRlU2VjcmV0UmVxdWVzdBodLm9yY2gudjEuRGVsZXRlU2VjcmV0UmVzcG9uc2USPAoHUmVzb2x2ZRIXLm9yY2gudjEuUmVzb2x2ZVJlcXVlc3QaGC5vcmNoLnYxLlJlc29sdmVSZXNwb25zZRJCCglSZWVuY3J5cHQSGS5vcmNoLnYxLlJlZW5jcnlwdFJlcXVlc3QaGi5vcmNoLnYxLlJlZW5jcnlwdFJlc3BvbnNlEmMKFEV4ZWN1dGVDaGFuZ2VSZXF1ZXN0EiQub3JjaC52MS5FeGVjdXRlQ2hhbmdlUmVxdWVzdFJlcXVlc3QaJS5vcmNoLnYxLkV4ZWN1dGVDaGFuZ2VSZXF1ZXN0UmVzcG9uc2ViBnByb3RvMw", [file_orch_v1_approvals]);
 
 /**
  * SecretRestriction limits which agents may receive a secret: an agent qualifies when its node id
@@ -102,6 +104,14 @@ export type Secret = Message<"orch.v1.Secret"> & {
    * @generated from field: string updated_by = 8;
    */
   updatedBy: string;
+
+  /**
+   * Set only when a policy held the write (secret.write): nothing changed yet, the other fields
+   * carry only the name. The new value stays sealed in the secrets service until approval.
+   *
+   * @generated from field: optional orch.v1.SecretWriteHeld held = 9;
+   */
+  held?: SecretWriteHeld;
 };
 
 /**
@@ -110,6 +120,34 @@ export type Secret = Message<"orch.v1.Secret"> & {
  */
 export const SecretSchema: GenMessage<Secret> = /*@__PURE__*/
   messageDesc(file_orch_v1_secrets, 1);
+
+/**
+ * SecretWriteHeld is a secret write that became a change request (docs/approvals.md).
+ *
+ * @generated from message orch.v1.SecretWriteHeld
+ */
+export type SecretWriteHeld = Message<"orch.v1.SecretWriteHeld"> & {
+  /**
+   * The change request waiting for approval.
+   *
+   * @generated from field: string change_request_id = 1;
+   */
+  changeRequestId: string;
+
+  /**
+   * One line, as the request's summary ("update secret db (value and description)").
+   *
+   * @generated from field: string summary = 2;
+   */
+  summary: string;
+};
+
+/**
+ * Describes the message orch.v1.SecretWriteHeld.
+ * Use `create(SecretWriteHeldSchema)` to create a new message.
+ */
+export const SecretWriteHeldSchema: GenMessage<SecretWriteHeld> = /*@__PURE__*/
+  messageDesc(file_orch_v1_secrets, 2);
 
 /**
  * CreateSecretRequest creates a secret.
@@ -151,6 +189,20 @@ export type CreateSecretRequest = Message<"orch.v1.CreateSecretRequest"> & {
    * @generated from field: optional orch.v1.SecretRestriction restriction = 5;
    */
   restriction?: SecretRestriction;
+
+  /**
+   * Why (the change request's reason when a policy holds the write; at most 500 characters).
+   *
+   * @generated from field: string reason = 6;
+   */
+  reason: string;
+
+  /**
+   * Admins only, with a reason: write now although a policy holds secret.write (approval.bypassed).
+   *
+   * @generated from field: bool break_glass = 7;
+   */
+  breakGlass: boolean;
 };
 
 /**
@@ -158,7 +210,7 @@ export type CreateSecretRequest = Message<"orch.v1.CreateSecretRequest"> & {
  * Use `create(CreateSecretRequestSchema)` to create a new message.
  */
 export const CreateSecretRequestSchema: GenMessage<CreateSecretRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_secrets, 2);
+  messageDesc(file_orch_v1_secrets, 3);
 
 /**
  * ListSecretsRequest pages through secrets.
@@ -186,7 +238,7 @@ export type ListSecretsRequest = Message<"orch.v1.ListSecretsRequest"> & {
  * Use `create(ListSecretsRequestSchema)` to create a new message.
  */
 export const ListSecretsRequestSchema: GenMessage<ListSecretsRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_secrets, 3);
+  messageDesc(file_orch_v1_secrets, 4);
 
 /**
  * ListSecretsResponse is one page of metadata.
@@ -214,7 +266,7 @@ export type ListSecretsResponse = Message<"orch.v1.ListSecretsResponse"> & {
  * Use `create(ListSecretsResponseSchema)` to create a new message.
  */
 export const ListSecretsResponseSchema: GenMessage<ListSecretsResponse> = /*@__PURE__*/
-  messageDesc(file_orch_v1_secrets, 4);
+  messageDesc(file_orch_v1_secrets, 5);
 
 /**
  * GetSecretRequest names a secret.
@@ -235,7 +287,7 @@ export type GetSecretRequest = Message<"orch.v1.GetSecretRequest"> & {
  * Use `create(GetSecretRequestSchema)` to create a new message.
  */
 export const GetSecretRequestSchema: GenMessage<GetSecretRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_secrets, 5);
+  messageDesc(file_orch_v1_secrets, 6);
 
 /**
  * UpdateSecretRequest changes only the fields that are present.
@@ -284,6 +336,20 @@ export type UpdateSecretRequest = Message<"orch.v1.UpdateSecretRequest"> & {
    * @generated from field: bool clear_restriction = 6;
    */
   clearRestriction: boolean;
+
+  /**
+   * Why (the change request's reason when a policy holds the write; at most 500 characters).
+   *
+   * @generated from field: string reason = 7;
+   */
+  reason: string;
+
+  /**
+   * Admins only, with a reason: write now although a policy holds secret.write (approval.bypassed).
+   *
+   * @generated from field: bool break_glass = 8;
+   */
+  breakGlass: boolean;
 };
 
 /**
@@ -291,14 +357,55 @@ export type UpdateSecretRequest = Message<"orch.v1.UpdateSecretRequest"> & {
  * Use `create(UpdateSecretRequestSchema)` to create a new message.
  */
 export const UpdateSecretRequestSchema: GenMessage<UpdateSecretRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_secrets, 6);
+  messageDesc(file_orch_v1_secrets, 7);
 
 /**
- * DeleteSecretResponse confirms deletion.
+ * DeleteSecretRequest deletes a secret.
+ *
+ * @generated from message orch.v1.DeleteSecretRequest
+ */
+export type DeleteSecretRequest = Message<"orch.v1.DeleteSecretRequest"> & {
+  /**
+   * Secret name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Why (the change request's reason when a policy holds the delete; at most 500 characters).
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+
+  /**
+   * Admins only, with a reason: delete now although a policy holds secret.write.
+   *
+   * @generated from field: bool break_glass = 3;
+   */
+  breakGlass: boolean;
+};
+
+/**
+ * Describes the message orch.v1.DeleteSecretRequest.
+ * Use `create(DeleteSecretRequestSchema)` to create a new message.
+ */
+export const DeleteSecretRequestSchema: GenMessage<DeleteSecretRequest> = /*@__PURE__*/
+  messageDesc(file_orch_v1_secrets, 8);
+
+/**
+ * DeleteSecretResponse confirms deletion, or says it was held for approval.
  *
  * @generated from message orch.v1.DeleteSecretResponse
  */
 export type DeleteSecretResponse = Message<"orch.v1.DeleteSecretResponse"> & {
+  /**
+   * Set when a policy held the delete: the secret still exists.
+   *
+   * @generated from field: optional orch.v1.SecretWriteHeld held = 1;
+   */
+  held?: SecretWriteHeld;
 };
 
 /**
@@ -306,7 +413,7 @@ export type DeleteSecretResponse = Message<"orch.v1.DeleteSecretResponse"> & {
  * Use `create(DeleteSecretResponseSchema)` to create a new message.
  */
 export const DeleteSecretResponseSchema: GenMessage<DeleteSecretResponse> = /*@__PURE__*/
-  messageDesc(file_orch_v1_secrets, 7);
+  messageDesc(file_orch_v1_secrets, 9);
 
 /**
  * ResolveRequest asks for a value on behalf of an operation on an agent.
@@ -341,7 +448,7 @@ export type ResolveRequest = Message<"orch.v1.ResolveRequest"> & {
  * Use `create(ResolveRequestSchema)` to create a new message.
  */
 export const ResolveRequestSchema: GenMessage<ResolveRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_secrets, 8);
+  messageDesc(file_orch_v1_secrets, 10);
 
 /**
  * ResolveResponse carries the plaintext value; never log or store it.
@@ -369,7 +476,7 @@ export type ResolveResponse = Message<"orch.v1.ResolveResponse"> & {
  * Use `create(ResolveResponseSchema)` to create a new message.
  */
 export const ResolveResponseSchema: GenMessage<ResolveResponse> = /*@__PURE__*/
-  messageDesc(file_orch_v1_secrets, 9);
+  messageDesc(file_orch_v1_secrets, 11);
 
 /**
  * ReencryptRequest has no fields.
@@ -384,7 +491,7 @@ export type ReencryptRequest = Message<"orch.v1.ReencryptRequest"> & {
  * Use `create(ReencryptRequestSchema)` to create a new message.
  */
 export const ReencryptRequestSchema: GenMessage<ReencryptRequest> = /*@__PURE__*/
-  messageDesc(file_orch_v1_secrets, 10);
+  messageDesc(file_orch_v1_secrets, 12);
 
 /**
  * ReencryptResponse reports what moved to the active key.
@@ -419,7 +526,7 @@ export type ReencryptResponse = Message<"orch.v1.ReencryptResponse"> & {
  * Use `create(ReencryptResponseSchema)` to create a new message.
  */
 export const ReencryptResponseSchema: GenMessage<ReencryptResponse> = /*@__PURE__*/
-  messageDesc(file_orch_v1_secrets, 11);
+  messageDesc(file_orch_v1_secrets, 13);
 
 /**
  * SecretsService owns encrypted secrets (schema `secrets`). No reply except Resolve's ever carries a
@@ -476,7 +583,7 @@ export const SecretsService: GenService<{
    */
   deleteSecret: {
     methodKind: "unary";
-    input: typeof GetSecretRequestSchema;
+    input: typeof DeleteSecretRequestSchema;
     output: typeof DeleteSecretResponseSchema;
   },
   /**
@@ -498,6 +605,17 @@ export const SecretsService: GenService<{
     methodKind: "unary";
     input: typeof ReencryptRequestSchema;
     output: typeof ReencryptResponseSchema;
+  },
+  /**
+   * ExecuteChangeRequest carries out an approved change request (only the auth service may call it:
+   * deploy/nats/permissions.mjs). The caller's actor is the requester.
+   *
+   * @generated from rpc orch.v1.SecretsService.ExecuteChangeRequest
+   */
+  executeChangeRequest: {
+    methodKind: "unary";
+    input: typeof ExecuteChangeRequestRequestSchema;
+    output: typeof ExecuteChangeRequestResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_orch_v1_secrets, 0);
