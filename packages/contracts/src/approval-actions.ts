@@ -37,6 +37,9 @@ export function isApprovalAction(v: string): v is ApprovalAction {
   return (APPROVAL_ACTIONS as readonly string[]).includes(v);
 }
 
+/** How long a requester's reason (or a break-glass justification) may be. */
+export const APPROVAL_REASON_MAX = 500;
+
 /** The statuses of a change request; only `pending` can still be decided. */
 export const CHANGE_REQUEST_STATUSES = [
   "pending",

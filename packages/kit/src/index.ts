@@ -24,6 +24,7 @@ export {
   type RpcServer,
 } from "./rpc.js";
 export { inScope, isScoped } from "./scope.js";
+export { askApproval, type ApprovalAsk, type ApprovalGateDeps, type ApprovalVerdict } from "./approval-gate.js";
 
 // Postgres: pools, transactions, migrations, job locks.
 export { createPool, migrate, withJobLock, withTx, type Pool, type PoolClient, type Queryable } from "./db.js";

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { generateKeyPairSync, sign } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -116,7 +116,11 @@ export interface SpawnAgentOptions {
  */
 export function spawnAgent(args: string[], opts: SpawnAgentOptions = {}): AgentProcess {
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), "orch-agent-t-"));
-  const env: Record<string, string | undefined> = { ...process.env, ...(opts.env ?? {}) };
+  // HOME is the agent's own directory: the shells its terminals spawn must not read the host's
+  // dotfiles (a ~/.bashrc running `pyenv rehash` waits 60 s on a lock a killed shell left behind).
+  const home = join(dataDir, "home");
+  mkdirSync(home, { recursive: true });
+  const env: Record<string, string | undefined> = { ...process.env, HOME: home, ...(opts.env ?? {}) };
   const trust = choosesTrust(args, env) ? [] : ["--ca", testLinkTls().caCert];
   const argv = [...nodeFlagsFor("agent"), AGENT_MAIN, "--data-dir", dataDir, "--log-level", "debug", ...trust, ...args];
   const [cmd, cmdArgs] = opts.netns

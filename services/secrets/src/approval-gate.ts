@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { forbidden, invalid, type Actor } from "@orch/kit";
+import { askApproval, type Actor, type ApprovalVerdict } from "@orch/kit";
 import { secretRef } from "./convert.js";
 import { pendingDb, type MetaChanges, type WriteOp } from "./db/pending.js";
 import type { HandlerContext } from "./deps.js";
@@ -7,7 +7,6 @@ import type { Sealed } from "./keyring.js";
 import { frozenWrite, writeSummary } from "./write-content.js";
 
 const ACTION = "secret.write";
-const MAX_REASON = 500;
 /** The longest a change request may live (expires_after_seconds ≤ 2592000): older held writes are dead. */
 export const PENDING_LIFETIME_MS = 30 * 24 * 3600 * 1000;
 
@@ -19,46 +18,25 @@ export interface GateInput {
   op: WriteOp;
 }
 
-function checkReason(reason: string): string {
-  const r = reason.trim();
-  if (r.length > MAX_REASON)
-    throw invalid("invalid_request", `reason is longer than ${MAX_REASON} characters`, { field: "reason" });
-  return r;
-}
-
 /**
  * Approval at the point of execution: secret.write touches no agent, so only a policy with selector
- * `*` covers it. `run`: no policy holds it, or an admin broke glass (recorded here, critical);
- * `hold`: it must become a change request, with the checked reason.
+ * `*` covers it. `run`: no policy holds it, or an admin broke glass (recorded, critical); `hold`: it
+ * must become a change request, with the checked reason.
  */
-export async function needsApproval(
-  hc: HandlerContext,
-  g: GateInput,
-): Promise<{ kind: "run" } | { kind: "hold"; reason: string }> {
-  const reason = checkReason(g.reason);
-  const verdict = await hc.approvals.evaluateApproval({ action: ACTION, agents: [] }, { actor: g.actor });
-  if (!verdict.required) return { kind: "run" };
-  if (!g.breakGlass) return { kind: "hold", reason };
-  if (g.actor.role !== "admin")
-    throw forbidden("break_glass_forbidden", "only an admin may act without the approval a policy asks for");
-  if (!reason) throw invalid("break_glass_reason_required", "a break-glass write needs a reason", { field: "reason" });
-  await hc.deps.events.tx(async (_db, emit) => {
-    await emit({
-      type: "approval.bypassed",
-      summary: `${g.actor.name} wrote secret ${g.name} (${g.op}) without approval (policy ${verdict.policy}): ${reason}`,
+export function needsApproval(hc: HandlerContext, g: GateInput): Promise<ApprovalVerdict> {
+  return askApproval(
+    { approvals: hc.approvals, events: hc.deps.events },
+    {
+      action: ACTION,
+      agents: [],
       actor: g.actor,
+      reason: g.reason,
+      breakGlass: g.breakGlass,
       target: secretRef(g.name),
-      metadata: {
-        action: ACTION,
-        policy: verdict.policy,
-        reason,
-        agents: 0,
-        op: g.op,
-        notify_operator_ids: verdict.approverIds,
-      },
-    });
-  });
-  return { kind: "run" };
+      doing: `wrote secret ${g.name} (${g.op})`,
+      metadata: { op: g.op },
+    },
+  );
 }
 
 export interface HoldInput {

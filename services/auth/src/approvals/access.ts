@@ -4,7 +4,7 @@
 // change, so gateways drop the cached principal and re-check the holder's live connections.
 import { createHash } from "node:crypto";
 import type { ApprovalService, RequestAccessRequest } from "@orch/contracts";
-import { ACCESS_ROLES, parseSelector, SelectorError } from "@orch/contracts";
+import { ACCESS_ROLES, APPROVAL_REASON_MAX, parseSelector, SelectorError } from "@orch/contracts";
 import {
   forbidden,
   invalid,
@@ -26,7 +26,7 @@ import { createRequest } from "./handlers-requests.js";
 import { toChangeRequest } from "./convert.js";
 
 export const ACCESS_ACTION = "access.request";
-const MAX_REASON = 500;
+const MAX_REASON = APPROVAL_REASON_MAX;
 
 type AccessHandlers = Pick<
   Handlers<typeof ApprovalService>,

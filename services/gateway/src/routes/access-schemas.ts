@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ACCESS_ROLES } from "@orch/contracts";
+import { ACCESS_ROLES, APPROVAL_REASON_MAX } from "@orch/contracts";
 import { int32Field, pageQuery, qBool } from "../schemas.js";
 
 /** Request shapes of just-in-time access (docs/approvals.md). */
@@ -11,7 +11,7 @@ export const AccessRequestBody = z.object({
     .optional()
     .describe("agents to reach besides your scope (assignment grammar), e.g. `role=db` or `name in (db-1)`"),
   role: z.enum(ACCESS_ROLES).optional().describe("the admin role, for the duration"),
-  reason: z.string().max(500).describe("why (required; the approvers read it)"),
+  reason: z.string().max(APPROVAL_REASON_MAX).describe("why (required; the approvers read it)"),
   duration_seconds: int32Field().describe("how long, up to the policy's max_access_seconds"),
 });
 

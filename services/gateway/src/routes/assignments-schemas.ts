@@ -1,3 +1,4 @@
+import { APPROVAL_REASON_MAX } from "@orch/contracts";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { z } from "zod";
 import { batchField, maxFailuresField, qInt, Ulid } from "../schemas.js";
@@ -42,7 +43,7 @@ export const WaitQuery = z.object({
 export const approvalFields = {
   reason: z
     .string()
-    .max(500)
+    .max(APPROVAL_REASON_MAX)
     .optional()
     .describe("apply only: why (kept with the change request an approval policy turns the apply into)"),
   break_glass: z

@@ -1,6 +1,6 @@
 import type { FastifyReply } from "fastify";
 import { z } from "zod";
-import { checkName, NAME_RE, type ErrorReason } from "@orch/contracts";
+import { checkName, NAME_RE, type ErrorReason, APPROVAL_REASON_MAX } from "@orch/contracts";
 import { qBool, ruled } from "../schemas.js";
 
 /** Module and assignment names (the state service checks them again). */
@@ -11,7 +11,7 @@ export const ModuleName = z.object({ name: z.string().min(1).max(128) });
 export const catalogApprovalFields = {
   reason: z
     .string()
-    .max(500)
+    .max(APPROVAL_REASON_MAX)
     .optional()
     .describe("why (kept with the change request an approval policy covering `catalog.write` turns the write into)"),
   break_glass: z

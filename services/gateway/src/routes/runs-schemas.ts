@@ -10,6 +10,7 @@ import {
   COMMAND_TIMEOUT_MAX_S,
   COMMAND_TIMEOUT_MIN_S,
   type ErrorReason,
+  APPROVAL_REASON_MAX,
 } from "@orch/contracts";
 import { invalid } from "@orch/kit";
 import { batchField, maxFailuresField, Ulid } from "../schemas.js";
@@ -73,7 +74,7 @@ export const StartRunBody = z
     max_failures: maxFailuresField("stop launching batches once more targets than this failed"),
     reason: z
       .string()
-      .max(500)
+      .max(APPROVAL_REASON_MAX)
       .optional()
       .describe("why (kept with the change request an approval policy naming command.run turns the run into)"),
     break_glass: z

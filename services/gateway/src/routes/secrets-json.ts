@@ -27,3 +27,15 @@ export function secretJson(s: Secret): z.infer<typeof SecretOut> {
     updated_by: s.updatedBy,
   };
 }
+
+/** The 202 of a write a policy held: nothing changed, the new value waits sealed in the secrets service. */
+export const HeldOut = z.object({
+  status: z.literal("held"),
+  change_request_id: z.string(),
+  summary: z.string(),
+});
+export const heldJson = (h: { changeRequestId: string; summary: string }): z.infer<typeof HeldOut> => ({
+  status: "held",
+  change_request_id: h.changeRequestId,
+  summary: h.summary,
+});

@@ -7,6 +7,7 @@ import {
   RESTRICTION_MAX_NODE_IDS,
   SECRET_DESCRIPTION_MAX,
   SECRET_NAME_RE,
+  APPROVAL_REASON_MAX,
 } from "@orch/contracts";
 import { invalid } from "@orch/kit";
 import { rfc3339, ruled } from "../schemas.js";
@@ -69,7 +70,7 @@ export const NameParams = z.object({ name: SecretName });
 export const approvalFields = {
   reason: z
     .string()
-    .max(500)
+    .max(APPROVAL_REASON_MAX)
     .optional()
     .describe("why (kept with the change request an approval policy turns the write into)"),
   break_glass: z
@@ -77,15 +78,3 @@ export const approvalFields = {
     .optional()
     .describe("admins: write without the approval a policy asks for; needs `reason`, audited as critical"),
 };
-
-/** The 202 of a write a policy held: nothing changed, the new value waits sealed in the secrets service. */
-export const HeldOut = z.object({
-  status: z.literal("held"),
-  change_request_id: z.string(),
-  summary: z.string(),
-});
-export const heldJson = (h: { changeRequestId: string; summary: string }): z.infer<typeof HeldOut> => ({
-  status: "held",
-  change_request_id: h.changeRequestId,
-  summary: h.summary,
-});

@@ -4,17 +4,15 @@ import { rpcClient, type Client } from "@orch/kit";
 import type { GatewayContext } from "../context.js";
 import { route } from "../route.js";
 import { pageQuery } from "../schemas.js";
-import { SecretOut, secretJson } from "./secrets-json.js";
+import { HeldOut, heldJson, SecretOut, secretJson } from "./secrets-json.js";
 import {
   Description,
   ExpiresAt,
-  HeldOut,
   NameParams,
   RestrictionField,
   SecretName,
   Value,
   approvalFields,
-  heldJson,
   parseRestriction,
 } from "./secrets-schemas.js";
 

@@ -2,6 +2,7 @@ import { Readable } from "node:stream";
 import { z } from "zod";
 import {
   AgentsService,
+  APPROVAL_REASON_MAX,
   PTY_DIM_MAX,
   TERMINAL_DEFAULT_COLS,
   TERMINAL_DEFAULT_ROWS,
@@ -121,7 +122,11 @@ function openAndListRoutes(ctx: GatewayContext, terminal: TerminalClient, agents
           .regex(/^\/[^\x00-\x1f\x7f]*$/, "must be an absolute path")
           .optional()
           .describe("shell binary; must be in the agent's allow-list (default: the agent's first)"),
-        reason: z.string().max(500).optional().describe("why: the change request's reason, or the break-glass reason"),
+        reason: z
+          .string()
+          .max(APPROVAL_REASON_MAX)
+          .optional()
+          .describe("why: the change request's reason, or the break-glass reason"),
         break_glass: qBool.optional().describe("admins: open what an approval policy holds now (needs `reason`)"),
         change_request_id: Ulid.optional().describe(
           "open with the one-time pass of your executed terminal.open change request (the policies are not asked again)",

@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ApprovalAction } from "@orch/contracts";
-import { forbidden, invalid, type Actor } from "@orch/kit";
+import { askApproval, type Actor, type ApprovalVerdict } from "@orch/kit";
 import type { AssignmentRow } from "../db/catalog.js";
 import type { AgentInfo } from "../deps.js";
 import type { Engine } from "../engine/index.js";
@@ -8,7 +8,6 @@ import type { ModuleSource } from "../engine/render.js";
 import { valuesFor } from "../values/load.js";
 import { frozenApply } from "./apply-content.js";
 
-const MAX_REASON = 500;
 const ACTION = "assignment.apply";
 
 export interface ApplyRequest {
@@ -27,13 +26,6 @@ export type ApplyGate = { kind: "run" } | { kind: "held"; changeRequestId: strin
 
 export const agentRef = (a: AgentInfo) => ({ id: a.nodeId, name: a.name, attributes: a.attributes, tags: a.tags });
 
-function checkReason(reason: string): string {
-  const r = reason.trim();
-  if (r.length > MAX_REASON)
-    throw invalid("invalid_request", `reason is longer than ${MAX_REASON} characters`, { field: "reason" });
-  return r;
-}
-
 /** The actor, what they act on, and how: what every gate needs to ask the policies. */
 export interface GateInput {
   action: ApprovalAction;
@@ -48,23 +40,14 @@ export interface GateInput {
 }
 
 /**
- * Approval at the point of execution: asks the policies whether the action on these agents needs
- * approval. `run`: it does not (or an admin broke glass, recorded here); `hold`: it must become a
- * change request, with the checked reason.
+ * Approval at the point of execution (askApproval of @orch/kit, shared with the terminal and secrets
+ * services): `run`, or `hold` with the checked reason.
  */
-export async function needsApproval(
-  engine: Engine,
-  g: GateInput,
-): Promise<{ kind: "run" } | { kind: "hold"; reason: string }> {
-  const reason = checkReason(g.reason);
-  const verdict = await engine.clients.approvals.evaluateApproval(
-    { action: g.action, agents: g.agents.map(agentRef) },
-    { actor: g.actor },
+export function needsApproval(engine: Engine, g: GateInput): Promise<ApprovalVerdict> {
+  return askApproval(
+    { approvals: engine.clients.approvals, events: engine.deps.events },
+    { ...g, agents: g.agents.map(agentRef) },
   );
-  if (!verdict.required) return { kind: "run" };
-  if (!g.breakGlass) return { kind: "hold", reason };
-  await bypass(engine, g, reason, verdict);
-  return { kind: "run" };
 }
 
 /**
@@ -84,32 +67,6 @@ export async function gateApply(engine: Engine, req: ApplyRequest): Promise<Appl
     doing: `applied assignment ${name}`,
   });
   return verdict.kind === "run" ? verdict : hold(engine, req, verdict.reason);
-}
-
-async function bypass(
-  engine: Engine,
-  g: GateInput,
-  reason: string,
-  verdict: { policy: string; approverIds: string[] },
-): Promise<void> {
-  if (g.actor.role !== "admin")
-    throw forbidden("break_glass_forbidden", "only an admin may act without the approval a policy asks for");
-  if (!reason) throw invalid("break_glass_reason_required", "a break-glass apply needs a reason", { field: "reason" });
-  await engine.deps.events.tx(async (_db, emit) => {
-    await emit({
-      type: "approval.bypassed",
-      summary: `${g.actor.name} ${g.doing} without approval (policy ${verdict.policy}): ${reason}`,
-      actor: g.actor,
-      target: g.target,
-      metadata: {
-        action: g.action,
-        policy: verdict.policy,
-        reason,
-        agents: g.agents.length,
-        notify_operator_ids: verdict.approverIds,
-      },
-    });
-  });
 }
 
 async function hold(engine: Engine, req: ApplyRequest, reason: string): Promise<ApplyGate> {

@@ -1,10 +1,8 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { AgentsService, ApprovalService, type Agent } from "@orch/contracts";
-import { OrchError, forbidden, invalid, notFound, rpcClient, type Actor } from "@orch/kit";
+import { askApproval, notFound, OrchError, rpcClient, type Actor } from "@orch/kit";
 import type { TerminalDeps } from "../deps.js";
 import { ACTION, frozenOpen } from "./content.js";
-
-const MAX_REASON = 500;
 
 /** `open`: no policy holds it (or an admin broke glass, recorded); `held`: a change request waits. */
 export type OpenVerdict = { kind: "open" } | { kind: "held"; changeRequestId: string; summary: string };
@@ -30,13 +28,6 @@ export interface TerminalApprovals {
 
 const agentRef = (a: Agent) => ({ id: a.nodeId, name: a.name, attributes: a.attributes, tags: a.tags });
 
-function checkReason(reason: string): string {
-  const r = reason.trim();
-  if (r.length > MAX_REASON)
-    throw invalid("invalid_request", `reason is longer than ${MAX_REASON} characters`, { field: "reason" });
-  return r;
-}
-
 export function terminalApprovals(deps: TerminalDeps): TerminalApprovals {
   const timeoutMs = deps.config.nats.request_timeout_ms;
   const agents = rpcClient(deps.nc, "agents", AgentsService, { timeoutMs });
@@ -51,48 +42,26 @@ export function terminalApprovals(deps: TerminalDeps): TerminalApprovals {
     }
   }
 
-  /** An admin opening without the approval a policy asks for: allowed with a reason, recorded as critical. */
-  async function bypass(
-    actor: Actor,
-    ask: OpenAsk,
-    reason: string,
-    verdict: { policy: string; approverIds: string[] },
-  ) {
-    if (actor.role !== "admin")
-      throw forbidden("break_glass_forbidden", "only an admin may act without the approval a policy asks for");
-    if (!reason)
-      throw invalid("break_glass_reason_required", "a break-glass terminal needs a reason", { field: "reason" });
-    const label = ask.nodeName || ask.nodeId;
-    await deps.events.tx(async (_db, emit) => {
-      await emit({
-        type: "approval.bypassed",
-        summary: `${actor.name} opened a terminal on ${label} without approval (policy ${verdict.policy}): ${reason}`,
-        actor,
-        target: { id: ask.nodeId, name: ask.nodeName, type: "agent" },
-        metadata: {
-          action: ACTION,
-          policy: verdict.policy,
-          reason,
-          agents: 1,
-          notify_operator_ids: verdict.approverIds,
-        },
-      });
-    });
-  }
-
   return {
     agentNow,
     async check(actor, ask, known) {
-      const reason = checkReason(ask.reason);
       // The policies select on tags and attributes, which only the registry knows.
       const agent = known ?? (await agentNow(actor, ask.nodeId));
       if (!agent) throw notFound("agent_not_found", `no agent '${ask.nodeId}'`, { field: "node_id" });
-      const verdict = await approvals.evaluateApproval({ action: ACTION, agents: [agentRef(agent)] }, { actor });
-      if (!verdict.required) return { kind: "open" };
-      if (ask.breakGlass) {
-        await bypass(actor, ask, reason, verdict);
-        return { kind: "open" };
-      }
+      const verdict = await askApproval(
+        { approvals, events: deps.events },
+        {
+          action: ACTION,
+          agents: [agentRef(agent)],
+          actor,
+          reason: ask.reason,
+          breakGlass: ask.breakGlass,
+          target: { id: ask.nodeId, name: ask.nodeName, type: "agent" },
+          doing: `opened a terminal on ${ask.nodeName || ask.nodeId}`,
+        },
+      );
+      if (verdict.kind === "run") return { kind: "open" };
+      const { reason } = verdict;
       const frozen = frozenOpen(agent, ask.shell);
       const summary = `open a terminal on ${agent.name || agent.nodeId}`;
       const cr = await approvals.submitChangeRequest(
